@@ -1,0 +1,50 @@
+"""decodecalc: decode speed from first principles.
+
+Each decode step streams the weights (constant) and the KV cache (growing with the
+context) from memory, so ms per token = bytes per step / bandwidth. The Python API is
+importable from here without loading the CLI, Rich or YAML until they are used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Catalog",
+    "Estimate",
+    "InputError",
+    "Scenario",
+    "__version__",
+    "estimate",
+    "parse_bandwidth",
+    "parse_context",
+]
+
+if TYPE_CHECKING:
+    from decodecalc.catalog import Catalog
+    from decodecalc.context import parse_context
+    from decodecalc.errors import InputError
+    from decodecalc.estimator import Estimate, Scenario, estimate
+    from decodecalc.units import parse_bandwidth
+
+_LAZY = {
+    "Catalog": "decodecalc.catalog",
+    "parse_context": "decodecalc.context",
+    "InputError": "decodecalc.errors",
+    "Estimate": "decodecalc.estimator",
+    "Scenario": "decodecalc.estimator",
+    "estimate": "decodecalc.estimator",
+    "parse_bandwidth": "decodecalc.units",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so `import decodecalc` (and the CLI entry point) stays cheap.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'decodecalc' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,123 @@
+"""Where presets live and how a name becomes a preset.
+
+Built-in presets ship inside the package (``decodecalc/presets`` in a wheel); in a source
+checkout they are the repository's top-level ``presets/``. User directories, from
+``--presets`` or the DECODECALC_PRESETS variable, come first and may add or override.
+Files are loaded on demand: a query reads the few files it names, not the whole catalog.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from decodecalc.dtypes import DType
+from decodecalc.errors import InputError
+from decodecalc.fields import suggest
+from decodecalc.hardware import GpuSpec
+from decodecalc.model import Model
+from decodecalc.presets import LOADERS, preset_id_of
+from decodecalc.yamlfile import read_yaml
+
+ENV_VAR = "DECODECALC_PRESETS"
+KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype"}
+_SAFE_STEM = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+T = TypeVar("T")
+
+
+def presets_dir() -> Path:
+    """The built-in presets: inside the installed package, else the source checkout's."""
+    package = Path(__file__).resolve().parent
+    installed = package / "presets"
+    return installed if installed.is_dir() else package.parent / "presets"
+
+
+def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+    from_env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+    return tuple(Path(p).expanduser() for p in [*extra, *from_env])
+
+
+@dataclass
+class Catalog:
+    """Preset lookup over user directories (first) and the built-in presets."""
+
+    dirs: tuple[Path, ...] = field(default_factory=lambda: (*user_dirs(), presets_dir()))
+    _cache: dict[Path, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
+        for d in extra:
+            if not Path(d).expanduser().is_dir():
+                raise InputError(f"presets directory {str(d)!r} does not exist")
+        return cls((*user_dirs(extra), presets_dir()))
+
+    def model(self, name: str) -> Model:
+        """A model by preset name or alias, or from a preset file path."""
+        path = Path(name).expanduser()
+        if name.endswith((".yaml", ".yml")) or (os.sep in name and path.is_file()):
+            if not path.is_file():
+                raise InputError(f"model file {name!r} does not exist")
+            return self._load_file("models", path, Model)
+        return self._find("models", name, Model)
+
+    def gpu(self, name: str) -> GpuSpec:
+        return self._find("gpus", name, GpuSpec)
+
+    def dtype(self, name: str) -> DType:
+        return self._find("dtypes", name, DType)
+
+    def models(self) -> list[Model]:
+        return self._all("models", Model)
+
+    def gpus(self) -> list[GpuSpec]:
+        return self._all("gpus", GpuSpec)
+
+    def dtypes(self) -> list[DType]:
+        return self._all("dtypes", DType)
+
+    def _files(self, kind: str) -> Iterator[Path]:
+        """Each preset id once, the first directory that has it winning."""
+        seen: set[str] = set()
+        for directory in self.dirs:
+            folder = directory / kind
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.y*ml")):
+                stem = preset_id_of(path)
+                if stem not in seen and path.suffix in (".yaml", ".yml"):
+                    seen.add(stem)
+                    yield path
+
+    def _load_file(self, kind: str, path: Path, cls: type[T]) -> T:
+        if path not in self._cache:
+            self._cache[path] = LOADERS[kind](read_yaml(path), preset_id_of(path))
+        loaded = self._cache[path]
+        assert isinstance(loaded, cls)
+        return loaded
+
+    def _all(self, kind: str, cls: type[T]) -> list[T]:
+        return [self._load_file(kind, p, cls) for p in self._files(kind)]
+
+    def _find(self, kind: str, name: str, cls: type[T]) -> T:
+        key = name.strip().lower()
+        if _SAFE_STEM.match(key):
+            for directory in self.dirs:
+                for suffix in (".yaml", ".yml"):
+                    path = directory / kind / f"{key}{suffix}"
+                    if path.is_file():
+                        return self._load_file(kind, path, cls)
+        names: dict[str, str] = {}
+        for item in self._all(kind, cls):
+            preset_id: str = getattr(item, "id")
+            spellings = [preset_id, *getattr(item, "aliases")]
+            if key in (s.lower() for s in spellings):
+                return item
+            names.update((s.lower(), preset_id) for s in spellings)
+        listing = f"'decodecalc {kind}' lists them"
+        hint = suggest(key, names)
+        raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")

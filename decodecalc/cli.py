@@ -1,0 +1,255 @@
+"""The command line: parse options, load presets, call the core, hand the result to a renderer.
+
+Every user error is an InputError (or a Click usage error) and becomes exactly one line on
+stderr and exit code 2, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from decodecalc import __version__
+from decodecalc.errors import InputError
+
+if TYPE_CHECKING:
+    from decodecalc.catalog import Catalog
+    from decodecalc.report import Report
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="decodecalc",
+    help="How fast will this model decode on this hardware, and where does the KV cache take over?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="Output: a table, JSON (versioned), CSV or Markdown."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Shortcut for --format json.")]
+PresetsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--presets",
+        help="A directory of your own presets (models/, gpus/, dtypes/ inside); "
+        "may repeat. Also read from $DECODECALC_PRESETS.",
+        metavar="DIR",
+    ),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _emit(report: Report, fmt: Format, as_json: bool, exact: bool = False) -> None:
+    from decodecalc.render import RENDERERS
+
+    RENDERERS["json" if as_json else fmt.value](report, sys.stdout, exact)
+
+
+def _catalog(presets: list[str] | None) -> Catalog:
+    from decodecalc.catalog import Catalog
+
+    return Catalog.with_user_dirs(presets or ())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"decodecalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Decode speed from first principles: (weight bytes + KV bytes) / bandwidth.
+
+    Each decode step streams the weights (constant) and the KV cache (growing with the
+    context) from memory; past the crossover context the KV cache costs more than the weights.
+    """
+
+
+@app.command()
+def estimate(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Model preset name or alias, or a model YAML file.")
+    ],
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", "-g", help="GPU preset (sets bandwidth).")
+    ] = None,
+    bandwidth: Annotated[
+        str | None,
+        typer.Option(
+            "--bandwidth", "-b", help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu."
+        ),
+    ] = None,
+    weights: Annotated[str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")] = "bf16",
+    kv_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-dtype", "-k", help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16."
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            "-c",
+            help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
+            "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
+            "Default: 1K doubling to the model's maximum context.",
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Concurrent sequences per step.")] = 1,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.")] = 1,
+    efficiency: Annotated[
+        float,
+        typer.Option("--efficiency", "-e", help="Fraction of peak bandwidth reached, in (0, 1]. 1.0 is the roofline."),
+    ] = 1.0,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    exact: Annotated[bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")] = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """Per-token decode latency across a range of contexts, with the crossover point.
+
+    Examples:
+
+      decodecalc estimate -m llama-3.1-70b -g h100-sxm -w fp8 -k fp8 -c 1K..256K
+
+      decodecalc estimate -m qwen2.5-7b -b 1TB/s -c 8K,32K,128K --batch 16 --json
+    """
+    from decodecalc.context import parse_context
+    from decodecalc.estimator import Scenario
+    from decodecalc.estimator import estimate as run_estimate
+    from decodecalc.units import parse_bandwidth
+    from decodecalc.views import estimate_report, human_view
+
+    catalog = _catalog(presets)
+    spec = catalog.model(model)
+    if gpu is None and bandwidth is None:
+        raise InputError("give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)")
+    gpu_spec = catalog.gpu(gpu) if gpu is not None else None
+    bytes_per_s = parse_bandwidth(bandwidth) if bandwidth is not None else gpu_spec.bandwidth_bytes_per_s  # type: ignore[union-attr]
+    weights_dtype = catalog.dtype(weights)
+    if kv_dtype is None:
+        kv = weights_dtype if weights_dtype.compute else catalog.dtype("bf16")
+    else:
+        kv = catalog.dtype(kv_dtype)
+    contexts = parse_context(context) if context else parse_context(f"1K..{spec.max_context_tokens}")
+    scenario = Scenario(
+        model=spec,
+        weights=weights_dtype,
+        kv_dtype=kv,
+        bandwidth_bytes_per_s=bytes_per_s,
+        efficiency=efficiency,
+        batch=batch,
+        tp=tp,
+        gpu=gpu_spec,
+    )
+    if contexts[-1] > spec.max_context_tokens:
+        _note(
+            f"contexts above {spec.max_context_tokens:,} tokens exceed {spec.id}'s "
+            "max_position_embeddings; the figures extrapolate the same physics"
+        )
+    report = estimate_report(run_estimate(scenario, contexts))
+    if not as_json and fmt in (Format.table, Format.markdown):
+        report = human_view(report, batch)
+    _emit(report, fmt, as_json, exact)
+
+
+@app.command()
+def models(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+    """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
+    from decodecalc.views import models_report
+
+    catalog = _catalog(presets)
+    _emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json)
+
+
+@app.command()
+def gpus(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+    """List GPU presets: peak memory bandwidth and capacity."""
+    from decodecalc.views import gpus_report
+
+    _emit(gpus_report(_catalog(presets).gpus()), fmt, as_json)
+
+
+@app.command()
+def dtypes(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+    """List weight and KV-cache formats with their bits per value, block scales included."""
+    from decodecalc.views import dtypes_report
+
+    _emit(dtypes_report(_catalog(presets).dtypes()), fmt, as_json)
+
+
+@app.command()
+def show(
+    model: Annotated[str, typer.Argument(help="Model preset name or alias, or a model YAML file.")],
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """A model's architecture, its derived vs official parameter count, and KV bytes per token.
+
+    Example: decodecalc show llama-3.1-70b
+    """
+    from decodecalc.views import show_report
+
+    catalog = _catalog(presets)
+    _emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)
+
+
+def _note(message: str) -> None:
+    print(f"decodecalc: note: {message}", file=sys.stderr)
+
+
+def _error(message: str) -> int:
+    # One line, whatever the message held: scripts grep stderr line by line.
+    print(f"decodecalc: error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; usage errors become one line on stderr."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="decodecalc", standalone_mode=False)
+    except InputError as exc:
+        return _error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Click's usage errors (unknown option, missing value, a word where a number
+        # belongs) carry their own message; anything else is a bug and should say so.
+        format_message = getattr(exc, "format_message", None)
+        if format_message is None:
+            raise
+        return _error(f"{format_message()} (see 'decodecalc --help')")
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Context specs: the token counts a table is computed at.
+
+Token counts take suffixes the way vLLM's ``--max-model-len`` does: lowercase k/m/g are
+decimal (32k = 32,000), uppercase K/M/G are binary (32K = 32,768), and a decimal point
+is allowed only with a decimal suffix (1.5k = 1,500).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from decodecalc.errors import InputError
+
+MAX_CONTEXT_TOKENS = 2**30
+"""Largest context accepted (1,073,741,824 tokens): 100x the longest context any model claims."""
+
+MAX_CONTEXT_POINTS = 10_000
+"""Most contexts one query may compute: keeps a typo like 1..1M:1 from printing a million rows."""
+
+_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+_TOKENS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kmgKMG]?)$")
+
+SPEC_HELP = "e.g. 4096, 32K, 1K,8K,32K, 1K..256K (doubling), 0..128K:16K (step), 1K..1M:x4 (factor)"
+
+
+def parse_tokens(text: str) -> int:
+    """Parse one token count.
+
+    >>> parse_tokens("32k"), parse_tokens("32K"), parse_tokens("1.5k")
+    (32000, 32768, 1500)
+    """
+    cleaned = text.strip().replace("_", "")
+    match = _TOKENS.match(cleaned)
+    if match is None:
+        raise InputError(f"context {text!r} is not a token count ({SPEC_HELP})")
+    number, suffix = match.groups()
+    if "." in number and suffix.isupper():
+        raise InputError(
+            f"context {text!r}: decimals work only with decimal suffixes "
+            f"(1.5k = 1,500); binary ones (K, M, G) need a whole number"
+        )
+    value = Decimal(number) * _SUFFIX.get(suffix, 1)
+    if value != value.to_integral_value():
+        raise InputError(f"context {text!r} is not a whole number of tokens")
+    tokens = int(value)
+    if tokens > MAX_CONTEXT_TOKENS:
+        raise InputError(f"context {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
+    return tokens
+
+
+def _check_points(count: int, spec: str) -> None:
+    if count > MAX_CONTEXT_POINTS:
+        raise InputError(
+            f"context {spec!r} expands to {count:,} points; at most {MAX_CONTEXT_POINTS:,} "
+            "are allowed (use a larger step)"
+        )
+
+
+def _geometric(start: int, stop: int, factor: int, spec: str) -> list[int]:
+    if start == 0:
+        raise InputError(
+            f"context {spec!r}: a multiplying range must start above 0; "
+            "use a step instead, e.g. 0..128K:16K"
+        )
+    values = []
+    value = start
+    while value < stop:
+        values.append(value)
+        value *= factor
+    values.append(stop)
+    return values
+
+
+def _linear(start: int, stop: int, step: int, spec: str) -> list[int]:
+    if step <= 0:
+        raise InputError(f"context {spec!r}: the step must be greater than zero")
+    _check_points((stop - start) // step + 2, spec)
+    values = list(range(start, stop, step))
+    values.append(stop)
+    return values
+
+
+def _parse_range(item: str, spec: str) -> list[int]:
+    bounds, _, step_text = item.partition(":")
+    start_text, _, stop_text = bounds.partition("..")
+    start, stop = parse_tokens(start_text), parse_tokens(stop_text)
+    if start > stop:
+        raise InputError(
+            f"context range {item!r} is inverted: its start is above its end "
+            f"(did you mean {stop_text.strip()}..{start_text.strip()}?)"
+        )
+    step_text = step_text.strip()
+    if not step_text:
+        return _geometric(start, stop, 2, spec)
+    if step_text[0] in "xX*":
+        try:
+            factor = int(step_text[1:])
+        except ValueError:
+            factor = 0
+        if factor < 2:
+            raise InputError(f"context {spec!r}: a factor is a whole number of 2 or more, e.g. x4")
+        return _geometric(start, stop, factor, spec)
+    return _linear(start, stop, parse_tokens(step_text), spec)
+
+
+def parse_context(spec: str) -> tuple[int, ...]:
+    """Expand a context spec into sorted, distinct token counts.
+
+    >>> parse_context("1K..8K")
+    (1024, 2048, 4096, 8192)
+    >>> parse_context("0..100k:25k")
+    (0, 25000, 50000, 75000, 100000)
+    """
+    if not spec.strip():
+        raise InputError(f"context is empty ({SPEC_HELP})")
+    values: set[int] = set()
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            raise InputError(f"context {spec!r} has an empty item between commas")
+        if ".." in item:
+            values.update(_parse_range(item, spec))
+        else:
+            values.add(parse_tokens(item))
+        _check_points(len(values), spec)
+    return tuple(sorted(values))

@@ -1,0 +1,38 @@
+"""Number formats and what one stored value costs in bits, scales included."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@dataclass(frozen=True)
+class DType:
+    """A storage format for weights or the KV cache.
+
+    ``bits_per_value`` is exact and includes block scales: NVFP4 stores 4 bits per value
+    plus one 8-bit scale per 16 values, so 4 + 8/16 = 4.5 bits. For a mixture (llama.cpp's
+    Q4_K_M quantises some tensors at a higher precision) it is a published average.
+    """
+
+    id: str
+    name: str
+    bits_per_value: Fraction
+    kv_cache: bool
+    """Whether inference engines offer it as a KV-cache format."""
+    compute: bool
+    """A format activations run in (FP32/FP16/BF16): the KV cache defaults to it."""
+    mixture: bool
+    description: str
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+
+    def bytes_for(self, values: int | Fraction) -> Fraction:
+        """Exact bytes for ``values`` stored values: values * bits_per_value / 8."""
+        return values * self.bits_per_value / 8
+
+
+def ceil_bytes(value: Fraction) -> int:
+    """Round a byte count up: a partly used byte is still a byte read."""
+    return math.ceil(value)

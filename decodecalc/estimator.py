@@ -1,0 +1,166 @@
+"""The two-term decode estimator (physics.md sections 1 to 4).
+
+Per GPU, one decode step streams the weights once and the KV cache of every sequence:
+
+    step_bytes(T) = weight_bytes + B * kv_bytes_per_sequence(T)
+    t_step(T)     = step_bytes(T) / (bandwidth * efficiency)
+
+Everything that does not depend on the context is computed once per scenario, so a table
+of many contexts costs a few multiplications per row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from decodecalc.dtypes import DType, ceil_bytes
+from decodecalc.errors import InputError
+from decodecalc.hardware import GpuSpec
+from decodecalc.kvcache import KVCurve
+from decodecalc.model import Model
+
+MAX_BATCH = 1_000_000
+MAX_TP = 1024
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One deployment to estimate: a model on a GPU with formats, batch and TP."""
+
+    model: Model
+    weights: DType
+    kv_dtype: DType
+    bandwidth_bytes_per_s: int
+    efficiency: float = 1.0
+    batch: int = 1
+    tp: int = 1
+    gpu: GpuSpec | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise InputError(f"batch {self.batch} must be a whole number from 1 to {MAX_BATCH:,}")
+        if not 1 <= self.tp <= MAX_TP:
+            raise InputError(f"tp {self.tp} must be a whole number from 1 to {MAX_TP}")
+        if not self.model.supports_tp(self.tp):
+            valid = ", ".join(str(n) for n in self.model.valid_tp())
+            raise InputError(
+                f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "
+                f"valid: {valid}"
+            )
+        if not (0 < self.efficiency <= 1) or math.isnan(self.efficiency):
+            raise InputError(f"efficiency {self.efficiency} must be above 0 and at most 1")
+        if self.bandwidth_bytes_per_s <= 0:
+            raise InputError("bandwidth must be greater than zero")
+        if not self.kv_dtype.kv_cache:
+            raise InputError(
+                f"{self.kv_dtype.id} is a weight-only format, not a KV-cache dtype "
+                "('decodecalc dtypes' shows which formats hold a KV cache)"
+            )
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_bytes_per_s * self.efficiency
+
+
+@dataclass(frozen=True)
+class Row:
+    """One context of a table: bytes per GPU per step and the resulting speed."""
+
+    context_tokens: int
+    weight_bytes: int
+    kv_bytes: int
+    total_bytes: int
+    kv_share: float
+    seconds_per_token: float
+    tokens_per_s: float
+    """Per sequence: 1 / t_step."""
+    throughput_tokens_per_s: float
+    """All sequences together: B / t_step."""
+    is_crossover: bool = False
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A scenario's per-step figures at each requested context."""
+
+    scenario: Scenario
+    weight_bytes_per_step: int
+    kv_bytes_per_token: int
+    """Per sequence, per GPU, for each token of context below every sliding window."""
+    crossover_context: float | None
+    """T* where batch KV bytes equal weight bytes; None when KV never reaches the weights."""
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """The context-independent part of a scenario, computed once."""
+
+    scenario: Scenario
+    weight_bytes: int
+    kv_curve: KVCurve
+    kv_bytes_per_element: Fraction
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> StepModel:
+        params = scenario.model.streamed_params_per_gpu(scenario.tp)
+        return cls(
+            scenario=scenario,
+            weight_bytes=ceil_bytes(scenario.weights.bytes_for(params)),
+            kv_curve=KVCurve.for_layers(scenario.model.attention_layers(), scenario.tp),
+            kv_bytes_per_element=scenario.kv_dtype.bytes_for(1),
+        )
+
+    def kv_bytes(self, context_tokens: int) -> int:
+        """KV bytes one step reads for all B sequences at context T."""
+        elements = self.scenario.batch * self.kv_curve.elements(context_tokens)
+        return ceil_bytes(elements * self.kv_bytes_per_element)
+
+    def kv_bytes_per_token(self) -> int:
+        return ceil_bytes(self.kv_curve.elements_per_token * self.kv_bytes_per_element)
+
+    def crossover(self) -> Fraction | None:
+        """Solve B * kv_bytes(T*) = weight_bytes exactly on the (piecewise) linear curve."""
+        target = Fraction(self.weight_bytes) / (self.kv_bytes_per_element * self.scenario.batch)
+        return self.kv_curve.solve(target)
+
+    def row(self, context_tokens: int, is_crossover: bool = False) -> Row:
+        kv = self.kv_bytes(context_tokens)
+        total = self.weight_bytes + kv
+        seconds = total / self.scenario.effective_bandwidth_bytes_per_s
+        return Row(
+            context_tokens=context_tokens,
+            weight_bytes=self.weight_bytes,
+            kv_bytes=kv,
+            total_bytes=total,
+            kv_share=kv / total,
+            seconds_per_token=seconds,
+            tokens_per_s=1 / seconds,
+            throughput_tokens_per_s=self.scenario.batch / seconds,
+            is_crossover=is_crossover,
+        )
+
+
+def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
+    """Per-token latency at each context, with the crossover row added where it falls
+    inside the requested range (rounded to the nearest token)."""
+    step = StepModel.of(scenario)
+    points = sorted(set(contexts))
+    if not points:
+        raise InputError("no context to estimate at")
+    crossover = step.crossover()
+    marked = None
+    if crossover is not None and points[0] <= crossover <= points[-1]:
+        marked = math.floor(crossover + Fraction(1, 2))
+        points = sorted({*points, marked})
+    rows = tuple(step.row(t, t == marked) for t in points)
+    return Estimate(
+        scenario=scenario,
+        weight_bytes_per_step=step.weight_bytes,
+        kv_bytes_per_token=step.kv_bytes_per_token(),
+        crossover_context=None if crossover is None else float(crossover),
+        rows=rows,
+    )

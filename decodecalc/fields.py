@@ -1,0 +1,146 @@
+"""Typed, strict access to a YAML mapping: every wrong type or unknown key is an error
+that names the file, line, column and key path.
+
+YAML 1.1 turns ``no`` into False and ``3.35e12`` into a string; reading each field with
+the type it must have catches both instead of passing them on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+from decodecalc.errors import InputError
+from decodecalc.yamlfile import KeyPath, YamlDocument
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[-_./ ]+", name.lower()) if w}
+
+
+def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
+    """``; did you mean 'a', 'b'?`` or an empty string.
+
+    ``candidates`` maps each name a user may type (ids and aliases) to the id to suggest.
+    Names sharing every word of the query come first (llama-70b -> llama-3.1-70b), then
+    spelling neighbours.
+    """
+    names = candidates if isinstance(candidates, dict) else {c: c for c in candidates}
+    query = _words(name)
+    containing = [names[c] for c in names if query and query <= _words(c)]
+    close = [names[c] for c in difflib.get_close_matches(name.lower(), list(names), n=6, cutoff=0.6)]
+    picks = list(dict.fromkeys([*containing, *close]))[:4]
+    return "; did you mean " + ", ".join(repr(c) for c in picks) + "?" if picks else ""
+
+
+class Fields:
+    """One mapping in a document, read field by field; ``finish()`` refuses leftovers."""
+
+    def __init__(self, doc: YamlDocument, key_path: KeyPath = (), value: Any = None) -> None:
+        self.doc = doc
+        self.key_path = key_path
+        data = doc.data if not key_path else value
+        if not isinstance(data, dict):
+            raise self.error((), f"expected a mapping of fields, got {_kind(data)}")
+        self.data: dict[Any, Any] = data
+        self.read: set[str] = set()
+
+    def error(self, name: str | tuple[()], problem: str) -> InputError:
+        path = self.key_path if name == () else (*self.key_path, name)
+        label = ".".join(str(p) for p in path)
+        field = f" {label}:" if label else ""
+        return InputError(f"{self.doc.where(path)}:{field} {problem}")
+
+    def _get(self, name: str, required: bool) -> Any:
+        self.read.add(name)
+        if name not in self.data or self.data[name] is None:
+            if required:
+                raise self.error((), f"missing required field {name!r}")
+            return None
+        return self.data[name]
+
+    def has(self, name: str) -> bool:
+        return self.data.get(name) is not None
+
+    def integer(self, name: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self._get(name, default is None)
+        if value is None:
+            assert default is not None
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"expected a whole number, got {_kind(value)}")
+        if value < minimum:
+            raise self.error(name, f"must be at least {minimum}, got {value}")
+        return value
+
+    def optional_integer(self, name: str, minimum: int = 1) -> int | None:
+        return self.integer(name, minimum=minimum) if self.has(name) else self._none(name)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self._get(name, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self._get(name, default is None)
+        if value is None:
+            assert default is not None
+            return default
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(name, f"expected text, got {_kind(value)}")
+        return value
+
+    def texts(self, name: str) -> tuple[str, ...]:
+        value = self._get(name, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(name, f"expected a list of text, got {_kind(value)}")
+        return tuple(value)
+
+    def fraction(self, name: str) -> Fraction:
+        """A positive number, read exactly (4.84 stays 4.84, not a binary float)."""
+        value = self._get(name, True)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.error(name, f"expected a number, got {_kind(value)}")
+        try:
+            number = Fraction(Decimal(str(value)))
+        except (InvalidOperation, ValueError):
+            raise self.error(name, f"expected a number, got {value!r}") from None
+        if number <= 0:
+            raise self.error(name, f"must be greater than zero, got {value}")
+        return number
+
+    def mapping(self, name: str) -> Fields:
+        self._get(name, True)
+        return Fields(self.doc, (*self.key_path, name), self.data[name])
+
+    def finish(self) -> None:
+        """Refuse keys nobody read: a misspelt field must not be silently ignored."""
+        for key in self.data:
+            if key not in self.read:
+                known = sorted(self.read)
+                hint = suggest(str(key), known) or "; valid: " + ", ".join(known)
+                raise self.error(str(key), f"unknown field{hint}")
+
+    def _none(self, name: str) -> None:
+        self.read.add(name)
+        return None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a YAML boolean; quote it if you meant text)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"

@@ -1,0 +1,97 @@
+"""Strict YAML reading: safe loading, duplicate keys refused, positions kept for messages.
+
+PyYAML's ``safe_load`` silently keeps the last of two duplicate keys, so this composes the
+node tree with the same SafeLoader, checks it, and constructs the document from it: the
+same safe construction ``yaml.safe_load`` does, with the check in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from decodecalc.errors import InputError
+
+MAX_FILE_BYTES = 1_000_000
+"""Largest preset or config file read: real ones are a few kilobytes."""
+
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """A loaded document and where each key path starts in the file (1-based)."""
+
+    path: str
+    data: Any
+    marks: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+
+    def where(self, key_path: KeyPath) -> str:
+        """``file:line:col`` of the deepest known prefix of ``key_path``."""
+        for end in range(len(key_path), -1, -1):
+            mark = self.marks.get(key_path[:end])
+            if mark is not None:
+                return f"{self.path}:{mark[0]}:{mark[1]}"
+        return self.path
+
+
+def _loader_class() -> type[yaml.SafeLoader]:
+    # The C-accelerated safe loader when PyYAML was built with libyaml.
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[no-any-return]
+
+
+def _walk(node: yaml.Node, key_path: KeyPath, marks: dict[KeyPath, tuple[int, int]], path: str) -> None:
+    marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[object, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise InputError(
+                    f"{path}:{line}:{key_node.start_mark.column + 1}: duplicate key {key!r} "
+                    f"(first at line {seen[key]})"
+                )
+            seen[key] = line
+            _walk(value_node, (*key_path, str(key)), marks, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*key_path, index), marks, path)
+
+
+def parse_yaml(text: str, path: str) -> YamlDocument:
+    """Parse YAML text strictly; any problem becomes an InputError naming file:line:col."""
+    loader = _loader_class()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError(f"{path}: the file is empty")
+        marks: dict[KeyPath, tuple[int, int]] = {}
+        _walk(node, (), marks, path)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise InputError(f"{where}: not valid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return YamlDocument(path, data, marks)
+
+
+def read_yaml(path: Path) -> YamlDocument:
+    """Read and parse a YAML file, refusing unreadable, binary or oversized files."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{path}: file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_yaml(text, str(path))
