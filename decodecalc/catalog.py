@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
@@ -27,7 +27,16 @@ ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype"}
 _SAFE_STEM = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
+
+class Preset(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
 T = TypeVar("T")
+P = TypeVar("P", bound=Preset)
 
 
 def presets_dir() -> Path:
@@ -103,7 +112,7 @@ class Catalog:
     def _all(self, kind: str, cls: type[T]) -> list[T]:
         return [self._load_file(kind, p, cls) for p in self._files(kind)]
 
-    def _find(self, kind: str, name: str, cls: type[T]) -> T:
+    def _find(self, kind: str, name: str, cls: type[P]) -> P:
         key = name.strip().lower()
         if _SAFE_STEM.match(key):
             for directory in self.dirs:
@@ -113,11 +122,10 @@ class Catalog:
                         return self._load_file(kind, path, cls)
         names: dict[str, str] = {}
         for item in self._all(kind, cls):
-            preset_id: str = getattr(item, "id")
-            spellings = [preset_id, *getattr(item, "aliases")]
+            spellings = [item.id, *item.aliases]
             if key in (s.lower() for s in spellings):
                 return item
-            names.update((s.lower(), preset_id) for s in spellings)
+            names.update((s.lower(), item.id) for s in spellings)
         listing = f"'decodecalc {kind}' lists them"
         hint = suggest(key, names)
         raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")

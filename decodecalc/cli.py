@@ -80,7 +80,9 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Decode speed from first principles: (weight bytes + KV bytes) / bandwidth.
@@ -101,14 +103,20 @@ def estimate(
     bandwidth: Annotated[
         str | None,
         typer.Option(
-            "--bandwidth", "-b", help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu."
+            "--bandwidth",
+            "-b",
+            help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
         ),
     ] = None,
-    weights: Annotated[str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")] = "bf16",
+    weights: Annotated[
+        str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")
+    ] = "bf16",
     kv_dtype: Annotated[
         str | None,
         typer.Option(
-            "--kv-dtype", "-k", help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16."
+            "--kv-dtype",
+            "-k",
+            help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
         ),
     ] = None,
     context: Annotated[
@@ -125,11 +133,17 @@ def estimate(
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.")] = 1,
     efficiency: Annotated[
         float,
-        typer.Option("--efficiency", "-e", help="Fraction of peak bandwidth reached, in (0, 1]. 1.0 is the roofline."),
+        typer.Option(
+            "--efficiency",
+            "-e",
+            help="Fraction of peak bandwidth reached, in (0, 1]. 1.0 is the roofline.",
+        ),
     ] = 1.0,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
-    exact: Annotated[bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")] = False,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
+    ] = False,
     presets: PresetsOpt = None,
 ) -> None:
     """Per-token decode latency across a range of contexts, with the crossover point.
@@ -148,16 +162,23 @@ def estimate(
 
     catalog = _catalog(presets)
     spec = catalog.model(model)
-    if gpu is None and bandwidth is None:
-        raise InputError("give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)")
     gpu_spec = catalog.gpu(gpu) if gpu is not None else None
-    bytes_per_s = parse_bandwidth(bandwidth) if bandwidth is not None else gpu_spec.bandwidth_bytes_per_s  # type: ignore[union-attr]
+    if bandwidth is not None:
+        bytes_per_s = parse_bandwidth(bandwidth)
+    elif gpu_spec is not None:
+        bytes_per_s = gpu_spec.bandwidth_bytes_per_s
+    else:
+        raise InputError(
+            "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
+        )
     weights_dtype = catalog.dtype(weights)
     if kv_dtype is None:
         kv = weights_dtype if weights_dtype.compute else catalog.dtype("bf16")
     else:
         kv = catalog.dtype(kv_dtype)
-    contexts = parse_context(context) if context else parse_context(f"1K..{spec.max_context_tokens}")
+    contexts = (
+        parse_context(context) if context else parse_context(f"1K..{spec.max_context_tokens}")
+    )
     scenario = Scenario(
         model=spec,
         weights=weights_dtype,
@@ -180,7 +201,9 @@ def estimate(
 
 
 @app.command()
-def models(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+def models(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
     from decodecalc.views import models_report
 
@@ -189,7 +212,9 @@ def models(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: Pre
 
 
 @app.command()
-def gpus(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+def gpus(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
     """List GPU presets: peak memory bandwidth and capacity."""
     from decodecalc.views import gpus_report
 
@@ -197,7 +222,9 @@ def gpus(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: Prese
 
 
 @app.command()
-def dtypes(fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None) -> None:
+def dtypes(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
     from decodecalc.views import dtypes_report
 

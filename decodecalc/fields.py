@@ -31,7 +31,9 @@ def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
     names = candidates if isinstance(candidates, dict) else {c: c for c in candidates}
     query = _words(name)
     containing = [names[c] for c in names if query and query <= _words(c)]
-    close = [names[c] for c in difflib.get_close_matches(name.lower(), list(names), n=6, cutoff=0.6)]
+    close = [
+        names[c] for c in difflib.get_close_matches(name.lower(), list(names), n=6, cutoff=0.6)
+    ]
     picks = list(dict.fromkeys([*containing, *close]))[:4]
     return "; did you mean " + ", ".join(repr(c) for c in picks) + "?" if picks else ""
 
@@ -44,12 +46,13 @@ class Fields:
         self.key_path = key_path
         data = doc.data if not key_path else value
         if not isinstance(data, dict):
-            raise self.error((), f"expected a mapping of fields, got {_kind(data)}")
+            raise self.error(None, f"expected a mapping of fields, got {_kind(data)}")
         self.data: dict[Any, Any] = data
         self.read: set[str] = set()
 
-    def error(self, name: str | tuple[()], problem: str) -> InputError:
-        path = self.key_path if name == () else (*self.key_path, name)
+    def error(self, name: str | None, problem: str) -> InputError:
+        """An error at this mapping (``name`` None) or at one of its fields."""
+        path = self.key_path if name is None else (*self.key_path, name)
         label = ".".join(str(p) for p in path)
         field = f" {label}:" if label else ""
         return InputError(f"{self.doc.where(path)}:{field} {problem}")
@@ -58,7 +61,9 @@ class Fields:
         self.read.add(name)
         if name not in self.data or self.data[name] is None:
             if required:
-                raise self.error((), f"missing required field {name!r}")
+                near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
+                hint = f" (is {near[0]!r} a misspelling of it?)" if near else ""
+                raise self.error(None, f"missing required field {name!r}{hint}")
             return None
         return self.data[name]
 
@@ -77,7 +82,10 @@ class Fields:
         return value
 
     def optional_integer(self, name: str, minimum: int = 1) -> int | None:
-        return self.integer(name, minimum=minimum) if self.has(name) else self._none(name)
+        if self.has(name):
+            return self.integer(name, minimum=minimum)
+        self.read.add(name)
+        return None
 
     def boolean(self, name: str, default: bool) -> bool:
         value = self._get(name, False)
@@ -100,8 +108,14 @@ class Fields:
         value = self._get(name, False)
         if value is None:
             return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, list):
             raise self.error(name, f"expected a list of text, got {_kind(value)}")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                path = (*self.key_path, name, index)
+                raise InputError(
+                    f"{self.doc.where(path)}: {name}[{index}]: expected text, got {_kind(item)}"
+                )
         return tuple(value)
 
     def fraction(self, name: str) -> Fraction:
@@ -128,10 +142,6 @@ class Fields:
                 known = sorted(self.read)
                 hint = suggest(str(key), known) or "; valid: " + ", ".join(known)
                 raise self.error(str(key), f"unknown field{hint}")
-
-    def _none(self, name: str) -> None:
-        self.read.add(name)
-        return None
 
 
 def _kind(value: Any) -> str:

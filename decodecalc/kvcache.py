@@ -43,7 +43,10 @@ class KVCurve:
     def elements(self, context_tokens: int | Fraction) -> int | Fraction:
         """Elements read at context T: sum of e * min(T, window)."""
         return sum(
-            (e * (context_tokens if w is None else min(context_tokens, w)) for w, e in self.segments),
+            (
+                e * (context_tokens if w is None else min(context_tokens, w))
+                for w, e in self.segments
+            ),
             start=0,
         )
 

@@ -96,7 +96,9 @@ class DenseMLP:
 
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
         matrices = 3 if self.gated else 2
-        return (TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, Sharding.SPLIT),)
+        return (
+            TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, Sharding.SPLIT),
+        )
 
 
 @dataclass(frozen=True)
@@ -177,4 +179,7 @@ def _merge(groups: Iterable[TensorGroup]) -> list[TensorGroup]:
     for g in groups:
         key = (g.name, g.streamed, g.sharding, g.kv_heads)
         merged[key] = merged.get(key, 0) + g.params
-    return [TensorGroup(name, params, streamed, sharding, kv) for (name, streamed, sharding, kv), params in merged.items()]
+    return [
+        TensorGroup(name, params, streamed, sharding, kv)
+        for (name, streamed, sharding, kv), params in merged.items()
+    ]

@@ -61,7 +61,9 @@ def load_model(doc: YamlDocument, preset_id: str) -> Model:
     heads = cfg.integer("num_attention_heads")
     kv_heads = cfg.integer("num_key_value_heads", default=heads)
     if heads % kv_heads:
-        raise cfg.error("num_key_value_heads", f"{kv_heads} does not divide {heads} attention heads")
+        raise cfg.error(
+            "num_key_value_heads", f"{kv_heads} does not divide {heads} attention heads"
+        )
     head_dim = cfg.integer("head_dim", default=hidden // heads)
     window = cfg.optional_integer("sliding_window")
     use_window = cfg.boolean("use_sliding_window", default=not family.window_needs_flag)
@@ -123,7 +125,7 @@ def load_dtype(doc: YamlDocument, preset_id: str) -> DType:
     name, aliases, source = _common(top)
     forms = [f for f in ("bits", "block_bytes", "average_bits") if top.has(f)]
     if len(forms) != 1:
-        raise top.error((), "give exactly one of bits, block_bytes or average_bits")
+        raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
     if forms == ["bits"]:
         bits = top.fraction("bits")
         if top.has("scale_bits"):

@@ -68,7 +68,9 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
         table.add_column(column.header, justify="right" if column.numeric else "left")
     for index, record in enumerate(report.records):
         style = "bold yellow" if index in report.highlight else None
-        table.add_row(*(Text(c.show(record.get(c.key), exact)) for c in report.columns), style=style)
+        table.add_row(
+            *(Text(c.show(record.get(c.key), exact)) for c in report.columns), style=style
+        )
     console.print(table)
     for line in report.footer:
         console.print(Text(line))

@@ -24,7 +24,9 @@ TIB = 2**40
 _DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB}
 _BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB}
 
-_QUANTITY = re.compile(r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+))?\s*([A-Za-z/]*)\s*$")
+_QUANTITY = re.compile(
+    r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+))?\s*([A-Za-z/]*)\s*$"
+)
 _RATE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])(?:/s|ps)$")
 _SIZE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])$")
 

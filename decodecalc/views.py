@@ -59,7 +59,8 @@ def _share_exact(value: float) -> str:
     return f"{value:.6f}"
 
 
-def estimate_columns(batch: int) -> tuple[Column, ...]:
+def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
+    """Per-context columns; the aggregate column only for a batch above 1 (None: always)."""
     columns = [
         Column("context", "Context (tokens)", h.tokens, str),
         Column("weight_bytes", "Weights", h.size, h.exact_bytes),
@@ -69,8 +70,9 @@ def estimate_columns(batch: int) -> tuple[Column, ...]:
         Column("ms_per_token", "ms / token", _ms, _ms_exact),
         Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact),
     ]
-    if batch > 1:
-        columns.append(Column("throughput_tokens_per_s", f"tok/s x{batch}", h.rate, _rate_exact))
+    if batch is None or batch > 1:
+        header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
+        columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact))
     columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False))
     return tuple(columns)
 
@@ -111,7 +113,7 @@ def estimate_report(est: Estimate) -> Report:
     )
     columns = (
         *(Column(k, k) for k in inputs if k != "effective_bandwidth_bytes_per_s"),
-        *estimate_columns(s.batch),
+        *estimate_columns(),
     )
     # CSV repeats the inputs on every row so a file stands alone; tables show them once.
     flat = tuple({**inputs, **r} for r in rows)
@@ -126,12 +128,12 @@ def estimate_report(est: Estimate) -> Report:
 
 def human_view(report: Report, batch: int) -> Report:
     """The same report with only the per-context columns, for table and Markdown."""
-    keep = {c.key for c in estimate_columns(batch)}
+    columns = {c.key: c for c in estimate_columns(batch)}
     if not report.highlight:
-        keep.discard("crossover")
+        del columns["crossover"]
     return Report(
         document=report.document,
-        columns=tuple(c for c in report.columns if c.key in keep),
+        columns=tuple(columns.values()),
         records=report.records,
         title=report.title,
         footer=report.footer,
@@ -152,7 +154,9 @@ def model_record(m: Model, kv_dtype: DType) -> dict[str, Any]:
         "attention_heads": attn.num_heads,
         "kv_heads": attn.num_kv_heads,
         "head_dim": attn.head_dim,
-        "kv_bytes_per_token_bf16": int(kv_dtype.bytes_for(sum(a.kv_elements_per_token(1) for a in m.attention_layers()))),
+        "kv_bytes_per_token_bf16": int(
+            kv_dtype.bytes_for(sum(a.kv_elements_per_token(1) for a in m.attention_layers()))
+        ),
         "max_context": m.max_context_tokens,
         "aliases": list(m.aliases),
         "source": m.source,
@@ -276,8 +280,14 @@ def show_report(m: Model, kv_dtypes: list[DType]) -> Report:
         source=m.source,
         official_params_source=m.official_params_source,
     )
-    kind = "MHA" if attn.num_kv_heads == attn.num_heads else (
-        "MQA" if attn.num_kv_heads == 1 else f"GQA ({attn.num_heads // attn.num_kv_heads} query heads per KV head)"
+    kind = (
+        "MHA"
+        if attn.num_kv_heads == attn.num_heads
+        else (
+            "MQA"
+            if attn.num_kv_heads == 1
+            else f"GQA, {attn.num_heads // attn.num_kv_heads} query heads per KV head"
+        )
     )
     title = (
         f"{m.name} ({m.id}, {m.family}): {len(m.layers)} layers, hidden {m.hidden_size:,}, "

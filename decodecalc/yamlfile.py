@@ -40,10 +40,13 @@ class YamlDocument:
 
 def _loader_class() -> type[yaml.SafeLoader]:
     # The C-accelerated safe loader when PyYAML was built with libyaml.
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[no-any-return]
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
 
 
-def _walk(node: yaml.Node, key_path: KeyPath, marks: dict[KeyPath, tuple[int, int]], path: str) -> None:
+def _walk(
+    node: yaml.Node, key_path: KeyPath, marks: dict[KeyPath, tuple[int, int]], path: str
+) -> None:
     marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}

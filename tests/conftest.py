@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from decodecalc.catalog import Catalog
+from decodecalc.cli import main
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixed width, no colour, no user presets: output is the same on every machine."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("DECODECALC_PRESETS", raising=False)
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return Catalog()
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    """Run the real entry point in-process; stdout and stderr kept apart."""
+
+    def run(*args: str) -> Result:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run

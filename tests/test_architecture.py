@@ -1,0 +1,48 @@
+"""The layering the design relies on: a pure core, lazy heavy imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CORE = [
+    "decodecalc.units",
+    "decodecalc.context",
+    "decodecalc.dtypes",
+    "decodecalc.hardware",
+    "decodecalc.model",
+    "decodecalc.kvcache",
+    "decodecalc.estimator",
+]
+
+
+def imported_after(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nimport json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
+
+
+def quietly(argv: str) -> str:
+    return (
+        "import contextlib, io\nfrom decodecalc.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    main({argv})"
+    )
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_imports_no_cli_rendering_or_yaml(module: str) -> None:
+    loaded = imported_after(f"import {module}")
+    assert not {"typer", "rich", "yaml", "click"} & {m.split(".")[0] for m in loaded}
+
+
+def test_json_query_never_imports_rich() -> None:
+    loaded = imported_after(quietly("['estimate', '-m', 'llama-3.1-8b', '-g', 'h100', '--json']"))
+    assert "rich" not in {m.split(".")[0] for m in loaded}
+
+
+def test_version_does_not_load_presets_or_yaml() -> None:
+    loaded = imported_after(quietly("['--version']"))
+    assert "yaml" not in {m.split(".")[0] for m in loaded}

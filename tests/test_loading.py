@@ -1,0 +1,111 @@
+"""Strict preset loading: positions in every message, user preset directories."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from decodecalc.catalog import Catalog, presets_dir
+from decodecalc.errors import InputError
+
+GOOD_MODEL = (presets_dir() / "models" / "llama-3.1-8b.yaml").read_text()
+
+
+def write(tmp_path: Path, kind: str, name: str, text: str) -> Path:
+    folder = tmp_path / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def load_error(tmp_path: Path, text: str) -> str:
+    write(tmp_path, "models", "mine", text)
+    with pytest.raises(InputError) as info:
+        Catalog((tmp_path,)).model("mine")
+    return str(info.value)
+
+
+def test_user_preset_directory_adds_a_model(tmp_path: Path) -> None:
+    write(tmp_path, "models", "my-llama", GOOD_MODEL.replace("aliases: [", "aliases: [mine, "))
+    catalog = Catalog.with_user_dirs([tmp_path])
+    assert catalog.model("my-llama").total_params() == 8_030_261_248
+    assert catalog.model("MINE").id == "my-llama"
+    assert catalog.model("llama-3.1-70b").id == "llama-3.1-70b"  # built-ins still there
+
+
+def test_env_var_names_user_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "gpus", "my-gpu", (presets_dir() / "gpus" / "l4.yaml").read_text())
+    monkeypatch.setenv("DECODECALC_PRESETS", str(tmp_path))
+    assert Catalog().gpu("my-gpu").bandwidth_bytes_per_s == 300_000_000_000
+
+
+def test_user_preset_overrides_builtin(tmp_path: Path) -> None:
+    text = (presets_dir() / "gpus" / "l4.yaml").read_text().replace("300GB/s", "250GB/s")
+    write(tmp_path, "gpus", "l4", text)
+    assert Catalog((tmp_path, presets_dir())).gpu("l4").bandwidth_bytes_per_s == 250 * 10**9
+
+
+def test_model_from_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "x", "custom", GOOD_MODEL)
+    assert Catalog().model(str(path)).id == "custom"
+
+
+def test_missing_presets_dir() -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        Catalog.with_user_dirs(["/no/such/dir"])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("  hidden_size: 4096", "  hidden_size: 4096\n  hidden_size: 4096"),
+            r"mine.yaml:\d+:3: duplicate key 'hidden_size'",
+        ),
+        (
+            ("  hidden_size: 4096", "  hiden_size: 4096"),
+            r"missing required field 'hidden_size' \(is 'hiden_size' a misspelling of it\?\)",
+        ),
+        (
+            ("  hidden_size: 4096", "  hidden_size: big"),
+            r"mine.yaml:\d+:16: config.hidden_size: expected a whole number",
+        ),
+        (("  hidden_size: 4096", "  hidden_size: 0"), r"config.hidden_size: must be at least 1"),
+        (("tie_word_embeddings: false", "tie_word_embeddings: no way"), r"expected true or false"),
+        (("model_type: llama", "model_type: gpt2"), r"unknown model_type 'gpt2'"),
+        (("  vocab_size: 128256\n", ""), r"missing required field 'vocab_size'"),
+        (("name: Llama-3.1-8B", "name: [oops"), r"mine.yaml:\d+:\d+: not valid YAML"),
+    ],
+)
+def test_malformed_model_preset(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in GOOD_MODEL
+    error = load_error(tmp_path, GOOD_MODEL.replace(old, new, 1))
+    assert "\n" not in error.strip()
+    assert re.search(message, error), error
+
+
+def test_yaml_boolean_trap_in_aliases(tmp_path: Path) -> None:
+    """YAML 1.1 reads an unquoted `no` as False: refused, with a hint to quote it."""
+    error = load_error(tmp_path, GOOD_MODEL.replace("aliases: [", "aliases: [no, "))
+    assert "quote it" in error
+
+
+def test_unknown_field_is_refused(tmp_path: Path) -> None:
+    error = load_error(tmp_path, GOOD_MODEL + "colour: blue\n")
+    assert re.search(r"mine.yaml:\d+:9: colour: unknown field; valid: ", error), error
+
+
+def test_empty_and_binary_files(tmp_path: Path) -> None:
+    assert "empty" in load_error(tmp_path, "")
+    path = write(tmp_path, "models", "bin", "")
+    path.write_bytes(b"\xff\xfe\x00junk")
+    with pytest.raises(InputError, match="not a UTF-8"):
+        Catalog((tmp_path,)).model("bin")
+
+
+def test_oversized_file(tmp_path: Path) -> None:
+    assert "limit" in load_error(tmp_path, "# " + "x" * 1_100_000)

@@ -1,0 +1,168 @@
+"""Every shipped preset loads, names a source, and counts its parameters right."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from decodecalc.catalog import Catalog, presets_dir
+from decodecalc.units import GB, GIB, TB
+
+REQUIRED_MODELS = """llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b
+llama-3.2-1b llama-3.2-3b mistral-7b qwen2.5-7b qwen2.5-32b qwen2.5-72b qwen3-8b qwen3-32b
+phi-3-mini""".split()
+REQUIRED_GPUS = """a100-40gb a100-80gb h100-pcie h100-sxm h100-nvl h200 b200 gb200 l4 l40s
+rtx-3090 rtx-4080 rtx-4090 rtx-5090 rtx-6000-ada mi300x mi325x mi355x gaudi3 tpu-v5e tpu-v5p
+tpu-v6e dgx-spark m1-max m2-ultra m3-max m4-max""".split()
+REQUIRED_DTYPES = (
+    "fp32 fp16 bf16 fp8 int8 int4 fp4 nvfp4 mxfp4 int4-g128 q8-0 q6-k q5-k-m q4-k-m q4-0".split()
+)
+ALL_FILES = sorted(presets_dir().glob("*/*.yaml"))
+
+
+def test_presets_dir_is_the_top_level_folder() -> None:
+    assert presets_dir() == Path(__file__).resolve().parents[1] / "presets"
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
+    kind = path.parent.name
+    preset = {"models": catalog.model, "gpus": catalog.gpu, "dtypes": catalog.dtype}[kind](
+        path.stem
+    )
+    assert preset.source.startswith("https://")
+    assert preset.id == path.stem
+
+
+@pytest.mark.parametrize(
+    ("kind", "required"),
+    [("models", REQUIRED_MODELS), ("gpus", REQUIRED_GPUS), ("dtypes", REQUIRED_DTYPES)],
+)
+def test_required_presets_exist(kind: str, required: list[str]) -> None:
+    present = {p.stem for p in (presets_dir() / kind).glob("*.yaml")}
+    assert set(required) <= present
+
+
+# Official counts: Hugging Face safetensors metadata of each model's repository, the figure
+# its model page rounds (e.g. "70.6B params"). Typed here from those pages, independently of
+# the presets, so a typo in either fails.
+OFFICIAL = {
+    "llama-2-7b": 6_738_415_616,
+    "llama-2-13b": 13_015_864_320,
+    "llama-2-70b": 68_976_648_192,
+    "llama-3.1-8b": 8_030_261_248,
+    "llama-3.1-70b": 70_553_706_496,
+    "llama-3.1-405b": 405_853_388_800,
+    "llama-3.2-1b": 1_235_814_400,
+    "llama-3.2-3b": 3_212_749_824,
+    "mistral-7b": 7_248_023_552,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen2.5-32b": 32_763_876_352,
+    "qwen2.5-72b": 72_706_203_648,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-32b": 32_762_123_264,
+    "phi-3-mini": 3_821_079_552,
+}
+
+
+@pytest.mark.parametrize("model_id", REQUIRED_MODELS)
+def test_derived_params_match_official(catalog: Catalog, model_id: str) -> None:
+    model = catalog.model(model_id)
+    assert model.official_params == OFFICIAL[model_id]
+    assert abs(model.total_params() - OFFICIAL[model_id]) <= 0.005 * OFFICIAL[model_id]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "params"),
+    [
+        # Llama-2-7B, MHA, untied: embed 32,000 x 4,096 = 131,072,000 (x2 with the LM head)
+        # layer: 4 x 4,096^2 + 3 x 4,096 x 11,008 + 2 x 4,096 = 202,383,360; x 32 = 6,476,267,520
+        # total: 6,476,267,520 + 262,144,000 + 4,096 = 6,738,415,616
+        ("llama-2-7b", 6_738_415_616),
+        # Qwen2.5-7B adds q/k/v biases: layer = 2 x 3,584 x 3,584 (q, o) + 2 x 3,584 x 512 (k, v)
+        #   + 3,584 + 1,024 (biases) + 3 x 3,584 x 18,944 + 2 x 3,584 = 233,057,792; x 28
+        #   = 6,525,618,176; + 2 x 152,064 x 3,584 = 1,089,994,752; + 3,584 = 7,615,616,512
+        ("qwen2.5-7b", 7_615_616_512),
+        # Llama-3.2-1B ties embeddings: counted once. layer: 2 x 2,048 x 2,048 + 2 x 2,048 x 512
+        #   + 3 x 2,048 x 8,192 + 2 x 2,048 = 60,821,504; x 16 = 973,144,064
+        #   + 128,256 x 2,048 = 262,668,288; + 2,048 = 1,235,814,400
+        ("llama-3.2-1b", 1_235_814_400),
+    ],
+)
+def test_param_count_by_hand(catalog: Catalog, model_id: str, params: int) -> None:
+    assert catalog.model(model_id).total_params() == params
+
+
+def test_tied_embedding_is_read_every_step(catalog: Catalog) -> None:
+    """physics.md: with tied embeddings the matrix is the LM head, so it is streamed."""
+    m = catalog.model("llama-3.2-1b")
+    assert m.streamed_params_per_gpu() == m.total_params()
+
+
+# Datasheet figures, typed independently of the presets.
+@pytest.mark.parametrize(
+    ("gpu", "bandwidth", "memory"),
+    [
+        ("h100-sxm", 3.35 * TB, 80 * GIB),
+        ("h200", 4.8 * TB, 141 * GIB),
+        ("a100-80gb", 2039 * GB, 80 * GIB),
+        ("mi300x", 5.3 * TB, 192 * GIB),
+        ("rtx-4090", 1008 * GB, 24 * GIB),
+        ("tpu-v5e", 819 * GB, 16 * GIB),
+        ("m2-ultra", 800 * GB, 192 * GIB),
+    ],
+)
+def test_gpu_datasheet_figures(catalog: Catalog, gpu: str, bandwidth: float, memory: int) -> None:
+    spec = catalog.gpu(gpu)
+    assert spec.bandwidth_bytes_per_s == round(bandwidth)
+    assert spec.memory_bytes == memory
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bits"),
+    [
+        ("fp32", Fraction(32)),
+        ("bf16", Fraction(16)),
+        ("fp8", Fraction(8)),
+        ("int4", Fraction(4)),
+        ("nvfp4", Fraction(9, 2)),  # 4 + 8/16
+        ("mxfp4", Fraction(17, 4)),  # 4 + 8/32
+        ("int4-g128", Fraction(33, 8)),  # 4 + 16/128
+        ("q8-0", Fraction(17, 2)),  # 34 bytes per 32 values: 272/32
+        ("q4-0", Fraction(9, 2)),  # 18 bytes per 32 values: 144/32
+        ("q6-k", Fraction(105, 16)),  # 210 bytes per 256 values: 1,680/256 = 6.5625
+        ("q4-k-m", Fraction(484, 100)),  # llama.cpp's Llama-2-7B average
+        ("q5-k-m", Fraction(568, 100)),
+    ],
+)
+def test_dtype_bits_include_scales(catalog: Catalog, dtype: str, bits: Fraction) -> None:
+    assert catalog.dtype(dtype).bits_per_value == bits
+
+
+@pytest.mark.parametrize(
+    ("alias", "preset_id"),
+    [
+        ("LLAMA-3.1-70B", "llama-3.1-70b"),
+        ("llama3.1-70b", "llama-3.1-70b"),
+        ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"),
+        ("e4m3", "fp8"),
+        ("fp8_e5m2", "fp8"),
+        ("Q4_K_M", "q4-k-m"),
+        ("h100", "h100-sxm"),
+    ],
+)
+def test_names_are_case_insensitive_with_aliases(
+    catalog: Catalog, alias: str, preset_id: str
+) -> None:
+    found = [f(alias) for f in (catalog.model, catalog.gpu, catalog.dtype) if _finds(f, alias)]
+    assert [p.id for p in found] == [preset_id]
+
+
+def _finds(lookup: object, name: str) -> bool:
+    try:
+        lookup(name)  # type: ignore[operator]
+    except ValueError:
+        return False
+    return True
