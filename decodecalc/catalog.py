@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from decodecalc import cache
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.fields import suggest
 from decodecalc.hardware import GpuSpec
 from decodecalc.model import Model
 from decodecalc.presets import LOADERS, preset_id_of
-from decodecalc.yamlfile import read_yaml
+from decodecalc.yamlfile import YamlDocument, read_yaml
 
 ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype"}
@@ -104,10 +105,25 @@ class Catalog:
 
     def _load_file(self, kind: str, path: Path, cls: type[T]) -> T:
         if path not in self._cache:
-            self._cache[path] = LOADERS[kind](read_yaml(path), preset_id_of(path))
+            self._cache[path] = self._read(kind, path)
         loaded = self._cache[path]
         assert isinstance(loaded, cls)
         return loaded
+
+    @staticmethod
+    def _read(kind: str, path: Path) -> object:
+        """Build a preset from the JSON cache when fresh, else from the YAML (then cached)."""
+        load = LOADERS[kind]
+        cached = cache.load(path)
+        if cached is not None:
+            try:
+                return load(YamlDocument(str(path), cached), preset_id_of(path))
+            except InputError:
+                pass  # the rules changed under the cache: read the file itself
+        doc = read_yaml(path)
+        preset = load(doc, preset_id_of(path))
+        cache.store(path, doc.data)
+        return preset
 
     def _all(self, kind: str, cls: type[T]) -> list[T]:
         return [self._load_file(kind, p, cls) for p in self._files(kind)]

@@ -7,7 +7,6 @@ the type it must have catches both instead of passing them on.
 
 from __future__ import annotations
 
-import difflib
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -28,6 +27,8 @@ def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
     Names sharing every word of the query come first (llama-70b -> llama-3.1-70b), then
     spelling neighbours.
     """
+    import difflib
+
     names = candidates if isinstance(candidates, dict) else {c: c for c in candidates}
     query = _words(name)
     containing = [names[c] for c in names if query and query <= _words(c)]
@@ -61,6 +62,8 @@ class Fields:
         self.read.add(name)
         if name not in self.data or self.data[name] is None:
             if required:
+                import difflib
+
                 near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
                 hint = f" (is {near[0]!r} a misspelling of it?)" if near else ""
                 raise self.error(None, f"missing required field {name!r}{hint}")

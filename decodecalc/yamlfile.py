@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from decodecalc.errors import InputError
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_FILE_BYTES = 1_000_000
 """Largest preset or config file read: real ones are a few kilobytes."""
@@ -38,15 +39,11 @@ class YamlDocument:
         return self.path
 
 
-def _loader_class() -> type[yaml.SafeLoader]:
-    # The C-accelerated safe loader when PyYAML was built with libyaml.
-    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return loader
-
-
 def _walk(
     node: yaml.Node, key_path: KeyPath, marks: dict[KeyPath, tuple[int, int]], path: str
 ) -> None:
+    import yaml
+
     marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
@@ -67,7 +64,11 @@ def _walk(
 
 def parse_yaml(text: str, path: str) -> YamlDocument:
     """Parse YAML text strictly; any problem becomes an InputError naming file:line:col."""
-    loader = _loader_class()(text)
+    import yaml  # here, not at the top: a query served from the cache never needs it
+
+    # The C-accelerated safe loader when PyYAML was built with libyaml.
+    loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:

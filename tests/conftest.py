@@ -3,6 +3,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import os
+import tempfile
+
 import pytest
 
 from decodecalc.catalog import Catalog
@@ -17,6 +20,12 @@ class Result:
 
 
 Run = Callable[..., Result]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests never write the user's preset cache: a fresh one per run, set before any
+    module-level catalog loads presets."""
+    os.environ["DECODECALC_CACHE"] = tempfile.mkdtemp(prefix="decodecalc-cache-")
 
 
 @pytest.fixture(autouse=True)

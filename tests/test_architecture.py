@@ -43,6 +43,12 @@ def test_json_query_never_imports_rich() -> None:
     assert "rich" not in {m.split(".")[0] for m in loaded}
 
 
+def test_warm_json_query_never_imports_yaml() -> None:
+    query = quietly("['estimate', '-m', 'llama-3.1-8b', '-g', 'h100', '--json']")
+    imported_after(query)  # fills the cache (the test run's own cache directory)
+    assert "yaml" not in {m.split(".")[0] for m in imported_after(query)}
+
+
 def test_version_does_not_load_presets_or_yaml() -> None:
     loaded = imported_after(quietly("['--version']"))
     assert "yaml" not in {m.split(".")[0] for m in loaded}

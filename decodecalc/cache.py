@@ -1,0 +1,74 @@
+"""A cache of preset files already read and validated, as JSON.
+
+A query is a whole process, and importing and running PyYAML costs more than the rest of a
+query together. A preset that loaded cleanly is stored as JSON (a much cheaper import), keyed
+by its path, size, modification time and decodecalc's version, so an edited file or a new
+version is read from YAML again. The cache is an optimisation only: any problem with it
+(read-only home, corrupt entry) falls back to reading the YAML.
+
+Location: $DECODECALC_CACHE, else $XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc;
+DECODECALC_CACHE=off disables it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from decodecalc import __version__
+
+ENV_VAR = "DECODECALC_CACHE"
+
+
+def cache_dir() -> Path | None:
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return None if configured.lower() in ("off", "0", "no", "false") else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "decodecalc"
+
+
+def _entry(source: Path) -> tuple[Path, list[Any]] | None:
+    directory = cache_dir()
+    if directory is None:
+        return None
+    try:
+        stat = source.stat()
+    except OSError:
+        return None
+    path = str(source.resolve())
+    name = f"{source.stem}-{zlib.crc32(path.encode()):08x}.json"
+    return directory / name, [path, stat.st_size, stat.st_mtime_ns, __version__]
+
+
+def load(source: Path) -> Any | None:
+    """The cached data of ``source``, or None when there is no fresh entry."""
+    entry = _entry(source)
+    if entry is None:
+        return None
+    cached, key = entry
+    try:
+        stored = json.loads(cached.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    return stored.get("data")
+
+
+def store(source: Path, data: Any) -> None:
+    """Remember validated data for ``source``; silently does nothing if it cannot."""
+    entry = _entry(source)
+    if entry is None:
+        return
+    cached, key = entry
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cached.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"key": key, "data": data}), encoding="utf-8")
+        temporary.replace(cached)
+    except (OSError, TypeError, ValueError):
+        return
