@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
