@@ -35,19 +35,37 @@ def test_wheel_contains_every_preset(wheel: Path) -> None:
 
 
 @pytest.mark.slow
-def test_installed_wheel_runs_a_query_from_another_directory(wheel: Path, tmp_path: Path) -> None:
-    target = tmp_path / "site"
+def test_wheel_in_a_fresh_environment_runs_from_another_directory(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """A new virtual environment gets the wheel; its dependencies come from this test
+    environment's site-packages (appended through a .pth file), so nothing is downloaded."""
+    import site
+    import venv
+
+    fresh = tmp_path / "fresh"
+    venv.create(fresh, with_pip=False)
+    python = fresh / "bin" / "python"
+    fresh_site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    (fresh_site / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
+            "--python",
+            str(python),
             "install",
             "--quiet",
             "--no-deps",
             "--no-index",
-            "--target",
-            str(target),
             str(wheel),
         ],
         check=True,
@@ -55,21 +73,40 @@ def test_installed_wheel_runs_a_query_from_another_directory(wheel: Path, tmp_pa
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    env.pop("DECODECALC_PRESETS", None)
-    code = (
-        "import decodecalc.catalog as c, decodecalc.cli as cli, sys; "
-        "print(c.presets_dir(), file=sys.stderr); "
-        "sys.exit(cli.main(['estimate', '-m', 'llama-3.1-70b', '-g', 'h100-sxm', "
-        "'-w', 'fp8', '-k', 'fp8', '-c', '100000', '--json']))"
+    env = {k: v for k, v in os.environ.items() if k not in ("DECODECALC_PRESETS", "PYTHONPATH")}
+    where = subprocess.run(
+        [str(python), "-c", "import decodecalc.catalog as c; print(c.presets_dir())"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
+    assert where.stdout.strip() == str(fresh_site / "decodecalc" / "presets")
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True
+        [
+            str(fresh / "bin" / "decodecalc"),
+            "estimate",
+            "-m",
+            "llama-3.1-70b",
+            "-g",
+            "h100-sxm",
+            "-w",
+            "fp8",
+            "-k",
+            "fp8",
+            "-c",
+            "100000",
+            "--json",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stderr.splitlines()[0] == str(target / "decodecalc" / "presets")
     doc = json.loads(result.stdout)
-    assert doc["rows"][0]["kv_bytes"] == 16_384_000_000
+    assert doc["rows"][0]["kv_bytes"] == 16_384_000_000  # 100,000 x 163,840
 
 
 def test_editable_checkout_uses_top_level_presets() -> None:
