@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from decodecalc.report import Report
 
 EXIT_OK = 0
-EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 
 app = typer.Typer(

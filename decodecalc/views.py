@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc import humanize as h
-from decodecalc.dtypes import DType
+from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.estimator import Estimate, Scenario
 from decodecalc.hardware import GpuSpec
 from decodecalc.model import Model, Sharding
@@ -154,7 +154,7 @@ def model_record(m: Model, kv_dtype: DType) -> dict[str, Any]:
         "attention_heads": attn.num_heads,
         "kv_heads": attn.num_kv_heads,
         "head_dim": attn.head_dim,
-        "kv_bytes_per_token_bf16": int(
+        "kv_bytes_per_token_bf16": ceil_bytes(
             kv_dtype.bytes_for(sum(a.kv_elements_per_token(1) for a in m.attention_layers()))
         ),
         "max_context": m.max_context_tokens,
@@ -249,7 +249,7 @@ def show_report(m: Model, kv_dtypes: list[DType]) -> Report:
     ]
     elements = sum(a.kv_elements_per_token(1) for a in m.attention_layers())
     kv = [
-        {"kv_dtype": d.id, "kv_bytes_per_token": int(d.bytes_for(elements))}
+        {"kv_dtype": d.id, "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements))}
         for d in kv_dtypes
         if d.kv_cache
     ]
