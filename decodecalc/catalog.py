@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from decodecalc import cache
+from decodecalc.datafile import Document, read_json, read_yaml
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.fields import suggest
 from decodecalc.hardware import GpuSpec
 from decodecalc.model import Model
-from decodecalc.presets import LOADERS, preset_id_of
-from decodecalc.yamlfile import YamlDocument, read_yaml
+from decodecalc.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 
 ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype"}
@@ -67,11 +67,13 @@ class Catalog:
         return cls((*user_dirs(extra), presets_dir()))
 
     def model(self, name: str) -> Model:
-        """A model by preset name or alias, or from a preset file path."""
+        """A model by preset name or alias, from a preset file, or from a config.json."""
         path = Path(name).expanduser()
-        if name.endswith((".yaml", ".yml")) or (os.sep in name and path.is_file()):
+        if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and path.is_file()):
             if not path.is_file():
                 raise InputError(f"model file {name!r} does not exist")
+            if path.suffix == ".json":
+                return model_from_config(read_json(path), config_model_id(path))
             return self._load_file("models", path, Model)
         return self._find("models", name, Model)
 
@@ -117,7 +119,7 @@ class Catalog:
         cached = cache.load(path)
         if cached is not None:
             try:
-                return load(YamlDocument(str(path), cached), preset_id_of(path))
+                return load(Document(str(path), cached), preset_id_of(path))
             except InputError:
                 pass  # the rules changed under the cache: read the file itself
         doc = read_yaml(path)

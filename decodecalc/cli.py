@@ -204,7 +204,7 @@ def models(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
-    from decodecalc.views import models_report
+    from decodecalc.listings import models_report
 
     catalog = _catalog(presets)
     _emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json)
@@ -215,7 +215,7 @@ def gpus(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity."""
-    from decodecalc.views import gpus_report
+    from decodecalc.listings import gpus_report
 
     _emit(gpus_report(_catalog(presets).gpus()), fmt, as_json)
 
@@ -225,7 +225,7 @@ def dtypes(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
-    from decodecalc.views import dtypes_report
+    from decodecalc.listings import dtypes_report
 
     _emit(dtypes_report(_catalog(presets).dtypes()), fmt, as_json)
 
@@ -241,7 +241,7 @@ def show(
 
     Example: decodecalc show llama-3.1-70b
     """
-    from decodecalc.views import show_report
+    from decodecalc.listings import show_report
 
     catalog = _catalog(presets)
     _emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)

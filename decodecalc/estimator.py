@@ -21,6 +21,7 @@ from decodecalc.errors import InputError
 from decodecalc.hardware import GpuSpec
 from decodecalc.kvcache import KVCurve
 from decodecalc.model import Model
+from decodecalc.tensors import expected_experts
 
 MAX_BATCH = 1_000_000
 MAX_TP = 1024
@@ -72,6 +73,8 @@ class Row:
     context_tokens: int
     weight_bytes: int
     kv_bytes: int
+    state_bytes: int
+    """Recurrent (linear-attention) state of all sequences: constant in the context."""
     total_bytes: int
     kv_share: float
     seconds_per_token: float
@@ -93,6 +96,14 @@ class Estimate:
     crossover_context: float | None
     """T* where batch KV bytes equal weight bytes; None when KV never reaches the weights."""
     rows: tuple[Row, ...]
+    state_bytes_per_step: int = 0
+    experts_touched: float | None = None
+    """Expected distinct routed experts per MoE layer at this batch (None: dense model)."""
+    kv_bytes_per_token_past_windows: int = 0
+    """Per sequence, per GPU, per token once the context is past every sliding window:
+    only global layers still grow (equal to kv_bytes_per_token without windows)."""
+    kv_split_ways: float = 1.0
+    """How many ways TP divides a sequence's KV cache (1 when every GPU reads all of it)."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +114,20 @@ class StepModel:
     weight_bytes: int
     kv_curve: KVCurve
     kv_bytes_per_element: Fraction
+    state_bytes: int
 
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
-        params = scenario.model.streamed_params_per_gpu(scenario.tp)
+        model, tp, batch = scenario.model, scenario.tp, scenario.batch
+        params = model.streamed_params_per_gpu(tp, batch)
+        per_element = scenario.kv_dtype.bytes_for(1)
+        state = batch * sum(m.state_elements(tp) for m in model.mixers())
         return cls(
             scenario=scenario,
             weight_bytes=ceil_bytes(scenario.weights.bytes_for(params)),
-            kv_curve=KVCurve.for_layers(scenario.model.attention_layers(), scenario.tp),
-            kv_bytes_per_element=scenario.kv_dtype.bytes_for(1),
+            kv_curve=KVCurve.for_layers(model.mixers(), tp),
+            kv_bytes_per_element=per_element,
+            state_bytes=ceil_bytes(state * per_element),
         )
 
     def kv_bytes(self, context_tokens: int) -> int:
@@ -129,12 +145,13 @@ class StepModel:
 
     def row(self, context_tokens: int, is_crossover: bool = False) -> Row:
         kv = self.kv_bytes(context_tokens)
-        total = self.weight_bytes + kv
+        total = self.weight_bytes + kv + self.state_bytes
         seconds = total / self.scenario.effective_bandwidth_bytes_per_s
         return Row(
             context_tokens=context_tokens,
             weight_bytes=self.weight_bytes,
             kv_bytes=kv,
+            state_bytes=self.state_bytes,
             total_bytes=total,
             kv_share=kv / total,
             seconds_per_token=seconds,
@@ -157,10 +174,20 @@ def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
         marked = math.floor(crossover + Fraction(1, 2))
         points = sorted({*points, marked})
     rows = tuple(step.row(t, t == marked) for t in points)
+    moe = scenario.model.moe()
+    unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
     return Estimate(
         scenario=scenario,
         weight_bytes_per_step=step.weight_bytes,
         kv_bytes_per_token=step.kv_bytes_per_token(),
         crossover_context=None if crossover is None else float(crossover),
         rows=rows,
+        state_bytes_per_step=step.state_bytes,
+        experts_touched=None
+        if moe is None
+        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
+        kv_bytes_per_token_past_windows=ceil_bytes(
+            step.kv_curve.growing_elements_per_token * step.kv_bytes_per_element
+        ),
+        kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
     )

@@ -12,8 +12,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
+from decodecalc.datafile import Document, KeyPath
 from decodecalc.errors import InputError
-from decodecalc.yamlfile import KeyPath, YamlDocument
 
 
 def _words(name: str) -> set[str]:
@@ -42,7 +42,7 @@ def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
 class Fields:
     """One mapping in a document, read field by field; ``finish()`` refuses leftovers."""
 
-    def __init__(self, doc: YamlDocument, key_path: KeyPath = (), value: Any = None) -> None:
+    def __init__(self, doc: Document, key_path: KeyPath = (), value: Any = None) -> None:
         self.doc = doc
         self.key_path = key_path
         data = doc.data if not key_path else value
@@ -50,6 +50,7 @@ class Fields:
             raise self.error(None, f"expected a mapping of fields, got {_kind(data)}")
         self.data: dict[Any, Any] = data
         self.read: set[str] = set()
+        self.children: dict[str, Fields] = {}
 
     def error(self, name: str | None, problem: str) -> InputError:
         """An error at this mapping (``name`` None) or at one of its fields."""
@@ -121,6 +122,25 @@ class Fields:
                 )
         return tuple(value)
 
+    def raw_list(self, name: str) -> tuple[int, ...]:
+        """A list of whole numbers (layer indexes), empty when absent."""
+        value = self._get(name, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self.error(name, f"expected a list of whole numbers, got {_kind(value)}")
+        return tuple(value)
+
+    def used(self) -> dict[str, Any]:
+        """The fields read so far, as found; nested mappings keep only what was read."""
+        return {
+            k: self.children[k].used() if k in self.children else self.data[k]
+            for k in self.data
+            if k in self.read
+        }
+
     def fraction(self, name: str) -> Fraction:
         """A positive number, read exactly (4.84 stays 4.84, not a binary float)."""
         value = self._get(name, True)
@@ -136,7 +156,9 @@ class Fields:
 
     def mapping(self, name: str) -> Fields:
         self._get(name, True)
-        return Fields(self.doc, (*self.key_path, name), self.data[name])
+        child = Fields(self.doc, (*self.key_path, name), self.data[name])
+        self.children[name] = child
+        return child
 
     def finish(self) -> None:
         """Refuse keys nobody read: a misspelt field must not be silently ignored."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from decodecalc.model import Attention
+from decodecalc.layers import Mixer
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,13 @@ class KVCurve:
     """(window in tokens or None, elements per token summed over layers with that window)."""
 
     @classmethod
-    def for_layers(cls, layers: Iterable[Attention], tp: int) -> KVCurve:
+    def for_layers(cls, layers: Iterable[Mixer], tp: int) -> KVCurve:
         by_window: dict[int | None, int] = {}
-        for attn in layers:
-            w = attn.sliding_window
-            by_window[w] = by_window.get(w, 0) + attn.kv_elements_per_token(tp)
+        for mixer in layers:
+            elements = mixer.kv_elements_per_token(tp)
+            if elements:
+                w = mixer.sliding_window
+                by_window[w] = by_window.get(w, 0) + elements
         ordered = sorted(by_window.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
         return cls(tuple(ordered))
 

@@ -1,119 +1,19 @@
-"""Model architecture as a stack of layers, and what each decode step reads of it.
+"""A model as a stack of layers, and what each decode step reads of it.
 
 The estimator never looks at config.json field names: the loading layer turns a preset
 into these objects, and everything here is counted from shapes. Tensor groups carry how
-tensor parallelism splits them (physics.md sections 2 and 3) so the per-GPU figures
-follow from the same description as the parameter count.
+tensor parallelism splits them (physics.md sections 2 and 3), so per-GPU figures follow
+from the same description as the parameter count.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from fractions import Fraction
 
-
-class Sharding(Enum):
-    """How tensor parallelism over N GPUs divides a tensor."""
-
-    SPLIT = "split"
-    """Column- or row-parallel (and vocab-parallel): each GPU holds 1/N."""
-    KV_HEADS = "kv_heads"
-    """Split by KV head while N <= kv_heads; past that each GPU keeps one whole head."""
-    REPLICATED = "replicated"
-    """Norms and row-parallel biases: every GPU holds all of it."""
-
-
-@dataclass(frozen=True)
-class TensorGroup:
-    """Parameters that share a role, a sharding rule and whether a decode step reads them."""
-
-    name: str
-    params: int
-    streamed: bool
-    """Read in full every decode step; False for the input embedding (a step gathers B rows)."""
-    sharding: Sharding
-    kv_heads: int = 0
-
-    def params_per_gpu(self, tp: int) -> int:
-        """Parameters one of ``tp`` GPUs holds (the largest shard when N does not divide)."""
-        if self.sharding is Sharding.REPLICATED:
-            return self.params
-        if self.sharding is Sharding.KV_HEADS:
-            per_head = self.params // self.kv_heads
-            return per_head * math.ceil(self.kv_heads / tp)
-        return math.ceil(self.params / tp)
-
-
-@dataclass(frozen=True)
-class Attention:
-    """Softmax attention that caches K and V per token: MHA, GQA or MQA by ``num_kv_heads``.
-
-    ``sliding_window`` caps the tokens a layer keeps and reads (None: all of them).
-    """
-
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    qkv_bias: bool = False
-    qk_norm: bool = False
-    sliding_window: int | None = None
-
-    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
-        q_out = self.num_heads * self.head_dim
-        kv_out = self.num_kv_heads * self.head_dim
-        bias_q, bias_kv = (q_out, 2 * kv_out) if self.qkv_bias else (0, 0)
-        groups = [
-            TensorGroup("attention q, o", 2 * hidden * q_out + bias_q, True, Sharding.SPLIT),
-            TensorGroup(
-                "attention k, v",
-                2 * hidden * kv_out + bias_kv,
-                True,
-                Sharding.KV_HEADS,
-                self.num_kv_heads,
-            ),
-        ]
-        if self.qk_norm:
-            groups.append(TensorGroup("norms", 2 * self.head_dim, True, Sharding.REPLICATED))
-        return tuple(groups)
-
-    def kv_heads_per_gpu(self, tp: int) -> int:
-        """KV heads each GPU caches: kv/N while N <= kv, then one whole head (replicated)."""
-        return math.ceil(self.num_kv_heads / tp)
-
-    def kv_elements_per_token(self, tp: int) -> int:
-        """Cached elements per token on one GPU: 2 (K and V) * kv heads * head_dim."""
-        return 2 * self.kv_heads_per_gpu(tp) * self.head_dim
-
-
-@dataclass(frozen=True)
-class DenseMLP:
-    """A feed-forward block: gated (SwiGLU: gate, up, down) or plain (up, down)."""
-
-    intermediate_size: int
-    gated: bool = True
-
-    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
-        matrices = 3 if self.gated else 2
-        return (
-            TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, Sharding.SPLIT),
-        )
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One transformer block: attention, MLP, and two hidden-size norms."""
-
-    attention: Attention
-    mlp: DenseMLP
-
-    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
-        return (
-            *self.attention.tensor_groups(hidden),
-            *self.mlp.tensor_groups(hidden),
-            TensorGroup("norms", 2 * hidden, True, Sharding.REPLICATED),
-        )
+from decodecalc.layers import Layer, Mixer, MoE
+from decodecalc.tensors import Sharding, TensorGroup
 
 
 @dataclass(frozen=True)
@@ -129,9 +29,16 @@ class Model:
     layers: tuple[Layer, ...]
     max_context_tokens: int
     official_params: int
+    """0 when unknown (a model read straight from a config.json)."""
     official_params_source: str = ""
+    official_active_params: int | None = None
+    official_active_params_source: str = ""
+    extra_groups: tuple[TensorGroup, ...] = ()
+    """Weights outside the decoder stack that memory holds but decode never reads
+    (Gemma 3's vision encoder)."""
     aliases: tuple[str, ...] = ()
     source: str = ""
+    notes: str = ""
 
     def tensor_groups(self) -> tuple[TensorGroup, ...]:
         """Every parameter once, grouped by role and summed over layers."""
@@ -144,42 +51,71 @@ class Model:
                 TensorGroup("LM head", embedding, True, Sharding.SPLIT),
             ]
         per_layer = (g for layer in self.layers for g in layer.tensor_groups(self.hidden_size))
-        final_norm = TensorGroup("norms", self.hidden_size, True, Sharding.REPLICATED)
-        return (*head, *_merge([*per_layer, final_norm]))
+        final_norm = TensorGroup("norms and biases", self.hidden_size, True, Sharding.REPLICATED)
+        return (*head, *_merge([*per_layer, final_norm]), *self.extra_groups)
 
     def total_params(self) -> int:
         """All parameters, the input embedding included (what memory must hold)."""
         return sum(g.params for g in self.tensor_groups())
 
-    def streamed_params_per_gpu(self, tp: int = 1) -> int:
-        """Parameters one GPU reads every decode step (physics.md section 2)."""
-        return sum(g.params_per_gpu(tp) for g in self.tensor_groups() if g.streamed)
+    def active_params(self) -> int:
+        """Parameters one token uses: all but the routed experts it is not sent to."""
+        unused = sum(
+            g.params * (g.experts - g.experts_per_token) // g.experts
+            for g in self.tensor_groups()
+            if g.experts
+        )
+        return self.total_params() - unused - sum(g.params for g in self.extra_groups)
 
-    def attention_layers(self) -> tuple[Attention, ...]:
-        return tuple(layer.attention for layer in self.layers)
+    def streamed_params_per_gpu(self, tp: int = 1, batch: int = 1) -> Fraction:
+        """Parameters one GPU reads per decode step (physics.md section 2); routed experts
+        count at the expected share a batch of ``batch`` tokens touches."""
+        return sum(
+            (g.params_per_gpu(tp) * g.read_fraction(batch) for g in self.tensor_groups()),
+            start=Fraction(0),
+        )
+
+    def mixers(self) -> tuple[Mixer, ...]:
+        return tuple(layer.mixer for layer in self.layers)
+
+    def moe(self) -> MoE | None:
+        """The first MoE block, for reporting experts per token (None for dense models)."""
+        return next((layer.ffn for layer in self.layers if isinstance(layer.ffn, MoE)), None)
 
     def valid_tp(self, limit: int = 64) -> tuple[int, ...]:
         """TP sizes an engine such as vLLM accepts: they divide the attention heads, and
         either divide the KV heads or are a multiple of them (then KV heads replicate)."""
-        return tuple(n for n in range(1, limit + 1) if self._tp_fits(n))
-
-    def _tp_fits(self, tp: int) -> bool:
-        return all(
-            a.num_heads % tp == 0 and (a.num_kv_heads % tp == 0 or tp % a.num_kv_heads == 0)
-            for a in self.attention_layers()
-        )
+        return tuple(n for n in range(1, limit + 1) if self.supports_tp(n))
 
     def supports_tp(self, tp: int) -> bool:
-        return tp >= 1 and self._tp_fits(tp)
+        return tp >= 1 and all(m.tp_ok(tp) for m in self.mixers())
+
+    def layer_summary(self) -> tuple[tuple[int, str], ...]:
+        """Each distinct kind of layer with how many layers are of it, in first-seen order."""
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            text = layer.describe()
+            counts[text] = counts.get(text, 0) + 1
+        return tuple((n, text) for text, n in counts.items())
+
+    def layer_period(self) -> int:
+        """The shortest run of layers the stack repeats (a partial last repeat allowed):
+        6 for Gemma 3's five local to one global, the layer count when there is none."""
+        n = len(self.layers)
+        return next(
+            p
+            for p in range(1, n + 1)
+            if all(self.layers[i] == self.layers[i % p] for i in range(n))
+        )
 
 
 def _merge(groups: Iterable[TensorGroup]) -> list[TensorGroup]:
     """Sum groups that differ only in size, keeping first-seen order."""
-    merged: dict[tuple[str, bool, Sharding, int], int] = {}
+    merged: dict[tuple[object, ...], int] = {}
     for g in groups:
-        key = (g.name, g.streamed, g.sharding, g.kv_heads)
+        key = (g.name, g.streamed, g.sharding, g.kv_heads, g.experts, g.experts_per_token)
         merged[key] = merged.get(key, 0) + g.params
     return [
-        TensorGroup(name, params, streamed, sharding, kv)
-        for (name, streamed, sharding, kv), params in merged.items()
+        TensorGroup(name, params, streamed, sharding, kv, experts, per_token)  # type: ignore[arg-type]
+        for (name, streamed, sharding, kv, experts, per_token), params in merged.items()
     ]

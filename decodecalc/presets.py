@@ -1,100 +1,72 @@
 """Turning preset files into core objects: models, GPUs and dtypes.
 
 Model presets hold architecture fields named as in the model's config.json under
-``config:``; family quirks that config.json leaves implicit (Qwen2's q/k/v biases,
-Qwen3's per-head q/k norms) come from ``model_type`` here, not from the file.
+``config:``; ``families`` turns them into layers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from decodecalc.datafile import Document
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
+from decodecalc.families import read_architecture
 from decodecalc.fields import Fields
 from decodecalc.hardware import GpuSpec
-from decodecalc.model import Attention, DenseMLP, Layer, Model
+from decodecalc.model import Model
 from decodecalc.units import parse_bandwidth, parse_size
-from decodecalc.yamlfile import YamlDocument
-
-
-@dataclass(frozen=True)
-class Family:
-    """What a ``model_type`` implies beyond its config.json fields."""
-
-    qkv_bias: bool = False
-    qk_norm: bool = False
-    window_needs_flag: bool = False
-    """Qwen2/3 configs carry a sliding_window that applies only with use_sliding_window."""
-
-
-FAMILIES = {
-    "llama": Family(),
-    "mistral": Family(),
-    "phi3": Family(),
-    "qwen2": Family(qkv_bias=True, window_needs_flag=True),
-    "qwen3": Family(qk_norm=True, window_needs_flag=True),
-}
 
 
 def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
     return fields.text("name"), fields.texts("aliases"), fields.text("source")
 
 
-def load_model(doc: YamlDocument, preset_id: str) -> Model:
+def load_model(doc: Document, preset_id: str) -> Model:
+    """A model preset: metadata, and the model's config.json fields under ``config:``."""
     top = Fields(doc)
     name, aliases, source = _common(top)
-    official = top.integer("official_params")
+    official = top.integer("official_params", default=0, minimum=0)
     official_source = top.text("official_params_source", "")
+    official_active = top.optional_integer("official_active_params")
+    official_active_source = top.text("official_active_params_source", "")
+    notes = top.text("notes", "")
     cfg = top.mapping("config")
     top.finish()
-
-    model_type = cfg.text("model_type")
-    family = FAMILIES.get(model_type)
-    if family is None:
-        raise cfg.error(
-            "model_type", f"unknown model_type {model_type!r}; known: {', '.join(sorted(FAMILIES))}"
-        )
-    hidden = cfg.integer("hidden_size")
-    heads = cfg.integer("num_attention_heads")
-    kv_heads = cfg.integer("num_key_value_heads", default=heads)
-    if heads % kv_heads:
-        raise cfg.error(
-            "num_key_value_heads", f"{kv_heads} does not divide {heads} attention heads"
-        )
-    head_dim = cfg.integer("head_dim", default=hidden // heads)
-    window = cfg.optional_integer("sliding_window")
-    use_window = cfg.boolean("use_sliding_window", default=not family.window_needs_flag)
-    attention = Attention(
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        qkv_bias=cfg.boolean("attention_bias", default=family.qkv_bias),
-        qk_norm=family.qk_norm,
-        sliding_window=window if use_window else None,
-    )
-    layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
-    model = Model(
+    model_type, arch = read_architecture(cfg)
+    cfg.finish()
+    return Model(
         id=preset_id,
         name=name,
         family=model_type,
-        hidden_size=hidden,
-        vocab_size=cfg.integer("vocab_size"),
-        tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=False),
-        layers=(layer,) * cfg.integer("num_hidden_layers"),
-        max_context_tokens=cfg.integer("max_position_embeddings"),
         official_params=official,
         official_params_source=official_source,
+        official_active_params=official_active,
+        official_active_params_source=official_active_source,
         aliases=aliases,
         source=source,
+        notes=notes,
+        **arch.__dict__,
     )
-    cfg.finish()
-    return model
 
 
-def load_gpu(doc: YamlDocument, preset_id: str) -> GpuSpec:
+def model_from_config(doc: Document, preset_id: str) -> Model:
+    """A model straight from a config.json: fields it does not need are ignored, and
+    there is no official parameter count to compare with (0)."""
+    cfg = Fields(doc)
+    model_type, arch = read_architecture(cfg)
+    return Model(
+        id=preset_id,
+        name=preset_id,
+        family=model_type,
+        official_params=0,
+        source=doc.path,
+        **arch.__dict__,
+    )
+
+
+def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
     top = Fields(doc)
     name, aliases, source = _common(top)
     try:
@@ -117,7 +89,7 @@ def load_gpu(doc: YamlDocument, preset_id: str) -> GpuSpec:
     return gpu
 
 
-def load_dtype(doc: YamlDocument, preset_id: str) -> DType:
+def load_dtype(doc: Document, preset_id: str) -> DType:
     """A dtype gives its cost one of three ways: ``bits`` (plus ``scale_bits`` per
     ``block_size`` values), ``block_bytes`` per ``block_size`` (GGUF), or
     ``average_bits`` for a mixture of formats."""
@@ -149,7 +121,7 @@ def load_dtype(doc: YamlDocument, preset_id: str) -> DType:
     return dtype
 
 
-LOADERS: dict[str, Callable[[YamlDocument, str], object]] = {
+LOADERS: dict[str, Callable[[Document, str], object]] = {
     "models": load_model,
     "gpus": load_gpu,
     "dtypes": load_dtype,
@@ -158,3 +130,9 @@ LOADERS: dict[str, Callable[[YamlDocument, str], object]] = {
 
 def preset_id_of(path: Path) -> str:
     return path.stem.lower()
+
+
+def config_model_id(path: Path) -> str:
+    """``models/Llama-3.1-8B/config.json`` is ``llama-3.1-8b``; ``qwen3.json`` is ``qwen3``."""
+    stem = path.resolve().parent.name if path.stem == "config" else path.stem
+    return stem.lower() or "model"

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc import humanize as h
-from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.estimator import Estimate, Scenario
-from decodecalc.hardware import GpuSpec
-from decodecalc.model import Model, Sharding
+from decodecalc.listings import tp_kv_rule
 from decodecalc.report import Column, Report, document
 
 
@@ -34,6 +32,7 @@ def _row_record(row: Any) -> dict[str, Any]:
         "context": row.context_tokens,
         "weight_bytes": row.weight_bytes,
         "kv_bytes": row.kv_bytes,
+        "state_bytes": row.state_bytes,
         "total_bytes": row.total_bytes,
         "kv_share": row.kv_share,
         "ms_per_token": row.seconds_per_token * 1000,
@@ -65,6 +64,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
         Column("context", "Context (tokens)", h.tokens, str),
         Column("weight_bytes", "Weights", h.size, h.exact_bytes),
         Column("kv_bytes", "KV cache", h.size, h.exact_bytes),
+        Column("state_bytes", "State", h.size, h.exact_bytes),
         Column("total_bytes", "Total / step", h.size, h.exact_bytes),
         Column("kv_share", "KV share", h.share, _share_exact),
         Column("ms_per_token", "ms / token", _ms, _ms_exact),
@@ -93,6 +93,35 @@ def describe_scenario(s: Scenario) -> str:
     )
 
 
+def _architecture_lines(est: Estimate) -> tuple[str, ...]:
+    """What only some models have: experts, windows, recurrent state, TP replication."""
+    s = est.scenario
+    lines = []
+    moe = s.model.moe()
+    if moe is not None and est.experts_touched is not None:
+        lines.append(
+            f"MoE: {moe.experts_per_token} of {moe.num_experts} experts per token; a step of "
+            f"{s.batch} sequence{'s' if s.batch > 1 else ''} reads {est.experts_touched:.2f} "
+            f"experts per layer (expected, uniform routing)"
+        )
+    windows = sorted({m.sliding_window for m in s.model.mixers() if m.sliding_window})
+    if windows:
+        lines.append(
+            "sliding-window layers read at most "
+            + ", ".join(f"{w:,}" for w in windows)
+            + " tokens: the KV term grows more slowly past that"
+        )
+    if est.state_bytes_per_step:
+        lines.append(
+            f"recurrent state: {h.size(est.state_bytes_per_step)} per step, constant in the context"
+        )
+    if s.tp > 1:
+        lines.append(
+            f"TP {s.tp}: {tp_kv_rule(s.model)}; each GPU reads 1/{est.kv_split_ways:g} of the KV"
+        )
+    return tuple(lines)
+
+
 def estimate_report(est: Estimate) -> Report:
     s = est.scenario
     inputs = scenario_inputs(s)
@@ -101,7 +130,11 @@ def estimate_report(est: Estimate) -> Report:
         inputs=inputs,
         weight_bytes_per_step=est.weight_bytes_per_step,
         kv_bytes_per_token=est.kv_bytes_per_token,
+        kv_bytes_per_token_past_windows=est.kv_bytes_per_token_past_windows,
         crossover_context=est.crossover_context,
+        state_bytes_per_step=est.state_bytes_per_step,
+        experts_touched=est.experts_touched,
+        kv_split_ways=est.kv_split_ways,
         rows=rows,
     )
     per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
@@ -109,7 +142,13 @@ def estimate_report(est: Estimate) -> Report:
         describe_scenario(s),
         f"weights read per step{per_gpu}: {h.size(est.weight_bytes_per_step)}"
         f" · KV per token per sequence: {h.size(est.kv_bytes_per_token)}"
-        f" · {_crossover_text(est)}",
+        + (
+            f" ({h.size(est.kv_bytes_per_token_past_windows)} past the windows)"
+            if est.kv_bytes_per_token_past_windows != est.kv_bytes_per_token
+            else ""
+        )
+        + f" · {_crossover_text(est)}",
+        *_architecture_lines(est),
     )
     columns = (
         *(Column(k, k) for k in inputs if k != "effective_bandwidth_bytes_per_s"),
@@ -131,6 +170,8 @@ def human_view(report: Report, batch: int) -> Report:
     columns = {c.key: c for c in estimate_columns(batch)}
     if not report.highlight:
         del columns["crossover"]
+    if not any(r["state_bytes"] for r in report.records):
+        del columns["state_bytes"]
     return Report(
         document=report.document,
         columns=tuple(columns.values()),
@@ -139,171 +180,3 @@ def human_view(report: Report, batch: int) -> Report:
         footer=report.footer,
         highlight=report.highlight,
     )
-
-
-def model_record(m: Model, kv_dtype: DType) -> dict[str, Any]:
-    attn = m.layers[0].attention
-    return {
-        "id": m.id,
-        "name": m.name,
-        "family": m.family,
-        "params": m.total_params(),
-        "official_params": m.official_params,
-        "layers": len(m.layers),
-        "hidden_size": m.hidden_size,
-        "attention_heads": attn.num_heads,
-        "kv_heads": attn.num_kv_heads,
-        "head_dim": attn.head_dim,
-        "kv_bytes_per_token_bf16": ceil_bytes(
-            kv_dtype.bytes_for(sum(a.kv_elements_per_token(1) for a in m.attention_layers()))
-        ),
-        "max_context": m.max_context_tokens,
-        "aliases": list(m.aliases),
-        "source": m.source,
-    }
-
-
-def models_report(models: list[Model], bf16: DType) -> Report:
-    records = tuple(model_record(m, bf16) for m in models)
-    columns = (
-        Column("id", "Model", numeric=False),
-        Column("params", "Params", h.count, h.exact_bytes),
-        Column("layers", "Layers"),
-        Column("hidden_size", "Hidden"),
-        Column("attention_heads", "Heads"),
-        Column("kv_heads", "KV heads"),
-        Column("head_dim", "Head dim"),
-        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
-        Column("max_context", "Max context", h.tokens),
-    )
-    return Report(document(models=list(records)), columns, records)
-
-
-def gpu_record(g: GpuSpec) -> dict[str, Any]:
-    return {
-        "id": g.id,
-        "name": g.name,
-        "vendor": g.vendor,
-        "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
-        "memory_bytes": g.memory_bytes,
-        "memory_kind": g.memory_kind,
-        "aliases": list(g.aliases),
-        "notes": g.notes,
-        "source": g.source,
-    }
-
-
-def gpus_report(gpus: list[GpuSpec]) -> Report:
-    records = tuple(gpu_record(g) for g in gpus)
-    columns = (
-        Column("id", "GPU", numeric=False),
-        Column("name", "Name", numeric=False),
-        Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
-        Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
-        Column("memory_kind", "Kind", numeric=False),
-    )
-    return Report(document(gpus=list(records)), columns, records)
-
-
-def dtype_record(d: DType) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "name": d.name,
-        "bits_per_value": float(d.bits_per_value),
-        "kv_cache": d.kv_cache,
-        "mixture": d.mixture,
-        "aliases": list(d.aliases),
-        "description": d.description,
-        "source": d.source,
-    }
-
-
-def dtypes_report(dtypes: list[DType]) -> Report:
-    records = tuple(dtype_record(d) for d in dtypes)
-    columns = (
-        Column("id", "Dtype", numeric=False),
-        Column("bits_per_value", "Bits/value", lambda v: f"{v:g}"),
-        Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False),
-        Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False),
-        Column("description", "What it is", numeric=False),
-    )
-    return Report(document(dtypes=list(records)), columns, records)
-
-
-def show_report(m: Model, kv_dtypes: list[DType]) -> Report:
-    """A model's architecture, parameter count check, and KV per token per format."""
-    attn = m.layers[0].attention
-    derived = m.total_params()
-    groups = [
-        {
-            "group": g.name,
-            "params": g.params,
-            "read_per_step": g.streamed,
-            "tp_split": {
-                Sharding.SPLIT: "split",
-                Sharding.KV_HEADS: "by KV head",
-                Sharding.REPLICATED: "replicated",
-            }[g.sharding],
-        }
-        for g in m.tensor_groups()
-    ]
-    elements = sum(a.kv_elements_per_token(1) for a in m.attention_layers())
-    kv = [
-        {"kv_dtype": d.id, "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements))}
-        for d in kv_dtypes
-        if d.kv_cache
-    ]
-    window = attn.sliding_window
-    doc = document(
-        model=m.id,
-        name=m.name,
-        family=m.family,
-        architecture={
-            "layers": len(m.layers),
-            "hidden_size": m.hidden_size,
-            "attention_heads": attn.num_heads,
-            "kv_heads": attn.num_kv_heads,
-            "head_dim": attn.head_dim,
-            "intermediate_size": m.layers[0].mlp.intermediate_size,
-            "vocab_size": m.vocab_size,
-            "tie_word_embeddings": m.tie_word_embeddings,
-            "sliding_window": window,
-            "max_context": m.max_context_tokens,
-        },
-        params=derived,
-        official_params=m.official_params,
-        params_difference=(derived - m.official_params) / m.official_params,
-        params_read_per_step=m.streamed_params_per_gpu(1),
-        kv_elements_per_token=elements,
-        kv_bytes_per_token=kv,
-        tensor_groups=groups,
-        source=m.source,
-        official_params_source=m.official_params_source,
-    )
-    kind = (
-        "MHA"
-        if attn.num_kv_heads == attn.num_heads
-        else (
-            "MQA"
-            if attn.num_kv_heads == 1
-            else f"GQA, {attn.num_heads // attn.num_kv_heads} query heads per KV head"
-        )
-    )
-    title = (
-        f"{m.name} ({m.id}, {m.family}): {len(m.layers)} layers, hidden {m.hidden_size:,}, "
-        f"{attn.num_heads} heads, {attn.num_kv_heads} KV heads x {attn.head_dim} ({kind}), "
-        f"MLP {m.layers[0].mlp.intermediate_size:,}, vocab {m.vocab_size:,}"
-        + (", tied embeddings" if m.tie_word_embeddings else ""),
-        f"parameters: {derived:,} derived vs {m.official_params:,} official "
-        f"({(derived - m.official_params) / m.official_params:+.3%}); "
-        f"{m.streamed_params_per_gpu(1):,} read per decode step (the input embedding is not)",
-        f"KV cache: 2 x {len(m.layers)} layers x {attn.num_kv_heads} KV heads x {attn.head_dim} "
-        f"= {elements:,} elements per token"
-        + (f"; every layer keeps only the last {window:,} tokens" if window else ""),
-    )
-    columns = (
-        Column("kv_dtype", "KV dtype", numeric=False),
-        Column("kv_bytes_per_token", "KV bytes / token", h.exact_bytes),
-    )
-    footer = (f"source: {m.source}",)
-    return Report(doc, columns, tuple(kv), title, footer)

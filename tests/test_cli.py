@@ -63,6 +63,7 @@ def test_json_document(cli: Run) -> None:
         "context",
         "weight_bytes",
         "kv_bytes",
+        "state_bytes",
         "total_bytes",
         "kv_share",
         "ms_per_token",

@@ -8,11 +8,41 @@ from hypothesis import strategies as st
 
 from decodecalc.catalog import Catalog
 from decodecalc.estimator import Scenario, estimate
+from decodecalc.layers import Attention, DenseMLP
+from decodecalc.model import Model
 
 CATALOG = Catalog()
-MODELS = [m for m in CATALOG.models() if m.layers[0].attention.sliding_window is None]
 KV_DTYPES = [d for d in CATALOG.dtypes() if d.kv_cache]
 
+
+def plain(m: Model) -> bool:
+    """Dense, global GQA layers only: the two-term model in its simplest form."""
+    return all(
+        isinstance(layer.mixer, Attention)
+        and layer.mixer.sliding_window is None
+        and isinstance(layer.ffn, DenseMLP)
+        for layer in m.layers
+    )
+
+
+MODELS = [m for m in CATALOG.models() if plain(m)]
+MOE_MODELS = [m for m in CATALOG.models() if m.moe() is not None]
+
+
+def scenarios_of(models: list[Model]) -> st.SearchStrategy[Scenario]:
+    return st.builds(
+        Scenario,
+        model=st.sampled_from(models),
+        weights=st.sampled_from(CATALOG.dtypes()),
+        kv_dtype=st.sampled_from(KV_DTYPES),
+        bandwidth_bytes_per_s=st.integers(10**10, 10**13),
+        efficiency=st.floats(0.05, 1.0),
+        batch=st.integers(1, 256),
+        tp=st.just(1),
+    )
+
+
+any_scenario = scenarios_of(CATALOG.models())
 scenarios = st.builds(
     Scenario,
     model=st.sampled_from(MODELS),
@@ -77,7 +107,8 @@ def test_halving_bandwidth_doubles_time(s: Scenario, t: int) -> None:
 @settings(max_examples=100, deadline=None)
 @given(scenarios, contexts, st.sampled_from([2, 4, 8]))
 def test_tp_divides_weights_and_kv_up_to_kv_heads(s: Scenario, t: int, tp: int) -> None:
-    attention = s.model.layers[0].attention
+    attention = s.model.layers[0].mixer
+    assert isinstance(attention, Attention)
     if not s.model.supports_tp(tp):
         return
     one = estimate(s, [t])
@@ -87,6 +118,41 @@ def test_tp_divides_weights_and_kv_up_to_kv_heads(s: Scenario, t: int, tp: int) 
     assert split.weight_bytes_per_step * tp >= one.weight_bytes_per_step - tp
     kv_ways = min(tp, attention.num_kv_heads)
     assert abs(split.rows[0].kv_bytes * kv_ways - one.rows[0].kv_bytes) <= kv_ways
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_scenario, contexts, contexts)
+def test_every_model_is_monotone_in_context(s: Scenario, a: int, b: int) -> None:
+    """Windows and recurrent states flatten the curve; nothing makes it fall."""
+    lo, hi = sorted((a, b))
+    rows = {r.context_tokens: r for r in estimate(s, [lo, hi]).rows}
+    assert rows[lo].kv_bytes <= rows[hi].kv_bytes
+    assert rows[lo].seconds_per_token <= rows[hi].seconds_per_token
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_scenario)
+def test_crossover_is_where_kv_meets_weights_on_every_model(s: Scenario) -> None:
+    est = estimate(s, [0, 1_073_741_824])
+    if est.crossover_context is None:
+        # No crossover: even the longest context keeps KV below the weights.
+        assert est.rows[-1].kv_bytes < est.weight_bytes_per_step
+        return
+    row = next(r for r in est.rows if r.is_crossover)
+    assert abs(row.kv_bytes - row.weight_bytes) <= row.weight_bytes / max(
+        est.crossover_context, 1
+    ) + 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios_of(MOE_MODELS), st.integers(1, 4096))
+def test_moe_weights_grow_with_batch_up_to_all_experts(s: Scenario, b: int) -> None:
+    """physics.md: E(1 - (1 - k/E)^B) distinct experts, k at B=1, all E for large B."""
+    one = estimate(_with(s, batch=1), [0]).weight_bytes_per_step
+    many = estimate(_with(s, batch=b), [0]).weight_bytes_per_step
+    more = estimate(_with(s, batch=b + 1), [0]).weight_bytes_per_step
+    everything = s.weights.bytes_for(s.model.streamed_params_per_gpu(1, 10**6))
+    assert one <= many <= more <= everything + 1
 
 
 def _with(s: Scenario, **changes: object) -> Scenario:

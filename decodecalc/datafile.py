@@ -1,4 +1,5 @@
-"""Strict YAML reading: safe loading, duplicate keys refused, positions kept for messages.
+"""Strict reading of data files (YAML presets and deployment files, config.json):
+duplicate keys refused, positions kept for messages.
 
 PyYAML's ``safe_load`` silently keeps the last of two duplicate keys, so this composes the
 node tree with the same SafeLoader, checks it, and constructs the document from it: the
@@ -23,7 +24,7 @@ KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
-class YamlDocument:
+class Document:
     """A loaded document and where each key path starts in the file (1-based)."""
 
     path: str
@@ -62,7 +63,7 @@ def _walk(
             _walk(item, (*key_path, index), marks, path)
 
 
-def parse_yaml(text: str, path: str) -> YamlDocument:
+def parse_yaml(text: str, path: str) -> Document:
     """Parse YAML text strictly; any problem becomes an InputError naming file:line:col."""
     import yaml  # here, not at the top: a query served from the cache never needs it
 
@@ -84,11 +85,10 @@ def parse_yaml(text: str, path: str) -> YamlDocument:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
     finally:
         loader.dispose()
-    return YamlDocument(path, data, marks)
+    return Document(path, data, marks)
 
 
-def read_yaml(path: Path) -> YamlDocument:
-    """Read and parse a YAML file, refusing unreadable, binary or oversized files."""
+def _read_text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -98,4 +98,33 @@ def read_yaml(path: Path) -> YamlDocument:
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return parse_yaml(text, str(path))
+    return text
+
+
+def read_yaml(path: Path) -> Document:
+    """Read and parse a YAML file, refusing unreadable, binary or oversized files."""
+    return parse_yaml(_read_text(path), str(path))
+
+
+def read_json(path: Path) -> Document:
+    """Read a JSON file (a model's config.json) with the same care: duplicate keys and
+    anything but an object at the top are refused."""
+    import json
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in found:
+                raise InputError(f"{path}: duplicate key {key!r}")
+            found[key] = value
+        return found
+
+    try:
+        data = json.loads(_read_text(path), object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object (a model's config.json)")
+    return Document(str(path), data)
