@@ -247,6 +247,55 @@ def show(
     _emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)
 
 
+@app.command("import")
+def import_config(
+    config: Annotated[str, typer.Argument(help="A model's config.json (a local file).")],
+    name: Annotated[str, typer.Option("--name", "-n", help="The preset's display name.")],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the preset here (default: stdout)."),
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Where the config came from (a URL).")
+    ] = None,
+    official_params: Annotated[
+        int | None,
+        typer.Option(
+            "--official-params", help="The model card's parameter count, to check against."
+        ),
+    ] = None,
+) -> None:
+    """Turn a config.json into a model preset YAML holding the fields decodecalc reads.
+
+    Put the file in a presets directory (DIR/models/NAME.yaml, with --presets DIR or
+    $DECODECALC_PRESETS) to use it by name. --model config.json works without importing.
+
+    Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
+    """
+    from pathlib import Path
+
+    from decodecalc.datafile import read_json
+    from decodecalc.presets import preset_from_config
+
+    if official_params is not None and official_params < 1:
+        raise InputError(f"--official-params {official_params} must be a positive count")
+    path = Path(config).expanduser()
+    if not path.is_file():
+        raise InputError(f"config file {config!r} does not exist")
+    preset = preset_from_config(read_json(path), name, source, official_params)
+    import yaml
+
+    text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+    _note(f"wrote {output}")
+
+
 def _note(message: str) -> None:
     print(f"decodecalc: note: {message}", file=sys.stderr)
 

@@ -64,13 +64,19 @@ def _gqa(cfg: Fields, window: int | None, **flags: bool) -> Attention:
     )
 
 
-def _common(cfg: Fields, layers: list[Layer], tie_default: bool = False) -> Architecture:
+def _common(
+    cfg: Fields,
+    layers: list[Layer],
+    tie_default: bool = False,
+    vocab_default: int | None = None,
+    context_default: int | None = None,
+) -> Architecture:
     return Architecture(
         hidden_size=cfg.integer("hidden_size"),
-        vocab_size=cfg.integer("vocab_size"),
+        vocab_size=cfg.integer("vocab_size", default=vocab_default),
         tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=tie_default),
         layers=tuple(layers),
-        max_context_tokens=cfg.integer("max_position_embeddings"),
+        max_context_tokens=cfg.integer("max_position_embeddings", default=context_default),
     )
 
 
@@ -215,14 +221,16 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(_kind(cfg, mixers, k), moe) for k in kinds])
 
 
-def _gemma(qk_norm: bool) -> Reader:
+def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Reader:
     """Gemma 2 (local and global layers alternate) and Gemma 3 (five local to one global,
-    ``sliding_window_pattern``): four norms per layer, tied embeddings."""
+    ``sliding_window_pattern``): four norms per layer, tied embeddings. Gemma 3's published
+    config.json leaves vocabulary, context and pattern to the transformers defaults, which
+    are the fallbacks here."""
 
     def read(cfg: Fields, model_type: str) -> Architecture:
         text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
         count = text.integer("num_hidden_layers")
-        pattern = text.integer("sliding_window_pattern", default=2 if not qk_norm else 6)
+        pattern = text.integer("sliding_window_pattern", default=pattern_default)
         kinds = _layer_kinds(
             text,
             count,
@@ -235,7 +243,7 @@ def _gemma(qk_norm: bool) -> Reader:
         }
         mlp = DenseMLP(text.integer("intermediate_size"))
         layers = [Layer(_kind(text, mixers, k), mlp, norms=4) for k in kinds]
-        arch = _common(text, layers, tie_default=True)
+        arch = _common(text, layers, True, vocab, context)
         if text is cfg:
             return arch
         vision = _siglip(cfg.mapping("vision_config"), arch.hidden_size)
@@ -278,9 +286,10 @@ FAMILIES: dict[str, Reader] = {
     "deepseek_v3": _deepseek,
     "kimi_k2": _deepseek,
     "gpt_oss": _gpt_oss,
-    "gemma2": _gemma(qk_norm=False),
-    "gemma3": _gemma(qk_norm=True),
-    "gemma3_text": _gemma(qk_norm=True),
+    # transformers' Gemma2Config / Gemma3TextConfig defaults
+    "gemma2": _gemma(qk_norm=False, pattern_default=2, vocab=256_000, context=8_192),
+    "gemma3": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
+    "gemma3_text": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
 }
 
 

@@ -161,7 +161,10 @@ class Fields:
         return child
 
     def finish(self) -> None:
-        """Refuse keys nobody read: a misspelt field must not be silently ignored."""
+        """Refuse keys nobody read, here and in nested mappings: a misspelt field must not
+        be silently ignored."""
+        for child in self.children.values():
+            child.finish()
         for key in self.data:
             if key not in self.read:
                 known = sorted(self.read)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from decodecalc.datafile import Document
 from decodecalc.dtypes import DType
@@ -32,10 +33,8 @@ def load_model(doc: Document, preset_id: str) -> Model:
     official_active = top.optional_integer("official_active_params")
     official_active_source = top.text("official_active_params_source", "")
     notes = top.text("notes", "")
-    cfg = top.mapping("config")
+    model_type, arch = read_architecture(top.mapping("config"))
     top.finish()
-    model_type, arch = read_architecture(cfg)
-    cfg.finish()
     return Model(
         id=preset_id,
         name=name,
@@ -54,9 +53,13 @@ def load_model(doc: Document, preset_id: str) -> Model:
 def model_from_config(doc: Document, preset_id: str) -> Model:
     """A model straight from a config.json: fields it does not need are ignored, and
     there is no official parameter count to compare with (0)."""
+    return _read_config(doc, preset_id)[0]
+
+
+def _read_config(doc: Document, preset_id: str) -> tuple[Model, dict[str, Any]]:
     cfg = Fields(doc)
     model_type, arch = read_architecture(cfg)
-    return Model(
+    model = Model(
         id=preset_id,
         name=preset_id,
         family=model_type,
@@ -64,6 +67,19 @@ def model_from_config(doc: Document, preset_id: str) -> Model:
         source=doc.path,
         **arch.__dict__,
     )
+    return model, cfg.used()
+
+
+def preset_from_config(
+    doc: Document, name: str, source: str | None, official_params: int | None
+) -> dict[str, Any]:
+    """A model preset (as data to write) holding the config.json fields decodecalc read."""
+    _, used = _read_config(doc, config_model_id(Path(doc.path)))
+    preset: dict[str, Any] = {"name": name, "source": source or doc.path}
+    if official_params:
+        preset["official_params"] = official_params
+    preset["config"] = used
+    return preset
 
 
 def load_gpu(doc: Document, preset_id: str) -> GpuSpec:

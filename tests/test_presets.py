@@ -13,6 +13,9 @@ from decodecalc.units import GB, GIB, TB
 REQUIRED_MODELS = """llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b
 llama-3.2-1b llama-3.2-3b mistral-7b qwen2.5-7b qwen2.5-32b qwen2.5-72b qwen3-8b qwen3-32b
 phi-3-mini""".split()
+ARCHITECTURE_MODELS = """mixtral-8x7b mixtral-8x22b qwen3-30b-a3b qwen3-235b-a22b qwen3-next-80b-a3b
+deepseek-v3 kimi-k2 gpt-oss-20b gpt-oss-120b gemma-2-9b gemma-2-27b gemma-3-27b
+mistral-7b-v0.1""".split()
 REQUIRED_GPUS = """a100-40gb a100-80gb h100-pcie h100-sxm h100-nvl h200 b200 gb200 l4 l40s
 rtx-3090 rtx-4080 rtx-4090 rtx-5090 rtx-6000-ada mi300x mi325x mi355x gaudi3 tpu-v5e tpu-v5p
 tpu-v6e dgx-spark m1-max m2-ultra m3-max m4-max""".split()
@@ -38,7 +41,11 @@ def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "required"),
-    [("models", REQUIRED_MODELS), ("gpus", REQUIRED_GPUS), ("dtypes", REQUIRED_DTYPES)],
+    [
+        ("models", REQUIRED_MODELS + ARCHITECTURE_MODELS),
+        ("gpus", REQUIRED_GPUS),
+        ("dtypes", REQUIRED_DTYPES),
+    ],
 )
 def test_required_presets_exist(kind: str, required: list[str]) -> None:
     present = {p.stem for p in (presets_dir() / kind).glob("*.yaml")}
@@ -89,10 +96,28 @@ def test_derived_params_match_official(catalog: Catalog, model_id: str) -> None:
         #   + 3 x 2,048 x 8,192 + 2 x 2,048 = 60,821,504; x 16 = 973,144,064
         #   + 128,256 x 2,048 = 262,668,288; + 2,048 = 1,235,814,400
         ("llama-3.2-1b", 1_235_814_400),
+        # Gemma-2-9B: tied 256,000 x 3,584 = 917,504,000 embedding; per layer
+        #   2 x 3,584 x 4,096 (q, o) + 2 x 3,584 x 2,048 (k, v) + 3 x 3,584 x 14,336 (MLP)
+        #   + 4 x 3,584 (four norms) = 198,195,200; x 42 = 8,324,198,400; + 3,584 final norm
+        ("gemma-2-9b", 9_241_705_984),
+        # gpt-oss-20b, per layer: q 2,880 x 4,096 + 4,096, o 4,096 x 2,880 + 2,880,
+        #   k, v 2 x (2,880 x 512 + 512), sinks 64 -> 26,550,144; 32 experts x
+        #   (3 x 2,880 x 2,880 + 2 x 2,880 + 2,880 biases) = 796,538,880; router 2,880 x 32
+        #   + 32 = 92,192; norms 5,760. 823,186,976 x 24 + 2 x 201,088 x 2,880 + 2,880
+        ("gpt-oss-20b", 20_914_757_184),
     ],
 )
 def test_param_count_by_hand(catalog: Catalog, model_id: str, params: int) -> None:
     assert catalog.model(model_id).total_params() == params
+
+
+@pytest.mark.parametrize("path", sorted(presets_dir().glob("models/*.yaml")), ids=lambda p: p.stem)
+def test_every_model_preset_is_within_1_percent_of_its_official_count(
+    catalog: Catalog, path: Path
+) -> None:
+    model = catalog.model(path.stem)
+    assert model.official_params > 0 and model.official_params_source
+    assert abs(model.total_params() - model.official_params) <= 0.01 * model.official_params
 
 
 def test_tied_embedding_is_read_every_step(catalog: Catalog) -> None:

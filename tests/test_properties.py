@@ -139,9 +139,9 @@ def test_crossover_is_where_kv_meets_weights_on_every_model(s: Scenario) -> None
         assert est.rows[-1].kv_bytes < est.weight_bytes_per_step
         return
     row = next(r for r in est.rows if r.is_crossover)
-    assert abs(row.kv_bytes - row.weight_bytes) <= row.weight_bytes / max(
-        est.crossover_context, 1
-    ) + 2
+    assert (
+        abs(row.kv_bytes - row.weight_bytes) <= row.weight_bytes / max(est.crossover_context, 1) + 2
+    )
 
 
 @settings(max_examples=100, deadline=None)
