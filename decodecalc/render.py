@@ -6,7 +6,6 @@ wraps long lines and treats [brackets] as markup.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Callable
@@ -24,6 +23,8 @@ def to_json(report: Report, out: IO[str], exact: bool = False) -> None:
 
 
 def to_csv(report: Report, out: IO[str], exact: bool = False) -> None:
+    import csv
+
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(c.key for c in report.columns)
     for record in report.records:

@@ -6,7 +6,6 @@ from typing import Any
 
 from decodecalc import humanize as h
 from decodecalc.estimator import Estimate, Scenario
-from decodecalc.listings import tp_kv_rule
 from decodecalc.report import Column, Report, document
 
 
@@ -116,9 +115,14 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
             f"recurrent state: {h.size(est.state_bytes_per_step)} per step, constant in the context"
         )
     if s.tp > 1:
-        lines.append(
-            f"TP {s.tp}: {tp_kv_rule(s.model)}; each GPU reads 1/{est.kv_split_ways:g} of the KV"
+        from decodecalc.listings import tp_kv_rule
+
+        share = (
+            f"; each GPU reads 1/{est.kv_split_ways:g} of a sequence's KV"
+            if est.kv_split_ways > 1
+            else ""
         )
+        lines.append(f"TP {s.tp}: {tp_kv_rule(s.model)}{share}")
     return tuple(lines)
 
 
