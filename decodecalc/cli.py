@@ -138,6 +138,13 @@ def estimate(
             help="Fraction of peak bandwidth reached, in (0, 1]. 1.0 is the roofline.",
         ),
     ] = 1.0,
+    memory_utilization: Annotated[
+        float,
+        typer.Option(
+            "--memory-utilization",
+            help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
+        ),
+    ] = 0.9,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     exact: Annotated[
@@ -187,6 +194,7 @@ def estimate(
         batch=batch,
         tp=tp,
         gpu=gpu_spec,
+        memory_utilization=memory_utilization,
     )
     if contexts[-1] > spec.max_context_tokens:
         _note(

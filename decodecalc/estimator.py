@@ -20,6 +20,7 @@ from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.errors import InputError
 from decodecalc.hardware import GpuSpec
 from decodecalc.kvcache import KVCurve
+from decodecalc.memory import MemoryFit, memory_fit, stored_weight_bytes
 from decodecalc.model import Model
 from decodecalc.tensors import expected_experts
 
@@ -39,6 +40,8 @@ class Scenario:
     batch: int = 1
     tp: int = 1
     gpu: GpuSpec | None = None
+    memory_utilization: float = 0.9
+    """Share of GPU memory the runtime gives weights and cache (vLLM's default 0.9)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -53,6 +56,10 @@ class Scenario:
             )
         if not (0 < self.efficiency <= 1) or math.isnan(self.efficiency):
             raise InputError(f"efficiency {self.efficiency} must be above 0 and at most 1")
+        if not (0 < self.memory_utilization <= 1) or math.isnan(self.memory_utilization):
+            raise InputError(
+                f"memory utilization {self.memory_utilization} must be above 0 and at most 1"
+            )
         if self.bandwidth_bytes_per_s <= 0:
             raise InputError("bandwidth must be greater than zero")
         if not self.kv_dtype.kv_cache:
@@ -83,6 +90,8 @@ class Row:
     throughput_tokens_per_s: float
     """All sequences together: B / t_step."""
     is_crossover: bool = False
+    fits: bool | None = None
+    """Weights, KV and state within the memory budget (None: no GPU capacity known)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,8 @@ class Estimate:
     only global layers still grow (equal to kv_bytes_per_token without windows)."""
     kv_split_ways: float = 1.0
     """How many ways TP divides a sequence's KV cache (1 when every GPU reads all of it)."""
+    memory: MemoryFit | None = None
+    """Memory budget and limits, when the GPU (and so its capacity) is known."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +154,24 @@ class StepModel:
         target = Fraction(self.weight_bytes) / (self.kv_bytes_per_element * self.scenario.batch)
         return self.kv_curve.solve(target)
 
-    def row(self, context_tokens: int, is_crossover: bool = False) -> Row:
+    def memory(self, context_tokens: int) -> MemoryFit | None:
+        s = self.scenario
+        if s.gpu is None:
+            return None
+        state_per_sequence = Fraction(self.state_bytes, s.batch)
+        return memory_fit(
+            budget_bytes=math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization))),
+            stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp),
+            curve=self.kv_curve,
+            bytes_per_element=self.kv_bytes_per_element,
+            state_bytes_per_sequence=state_per_sequence,
+            batch=s.batch,
+            context_tokens=context_tokens,
+        )
+
+    def row(
+        self, context_tokens: int, is_crossover: bool = False, memory: MemoryFit | None = None
+    ) -> Row:
         kv = self.kv_bytes(context_tokens)
         total = self.weight_bytes + kv + self.state_bytes
         seconds = total / self.scenario.effective_bandwidth_bytes_per_s
@@ -158,6 +186,7 @@ class StepModel:
             tokens_per_s=1 / seconds,
             throughput_tokens_per_s=self.scenario.batch / seconds,
             is_crossover=is_crossover,
+            fits=None if memory is None else memory.fits(kv, self.state_bytes),
         )
 
 
@@ -173,7 +202,8 @@ def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
     if crossover is not None and points[0] <= crossover <= points[-1]:
         marked = math.floor(crossover + Fraction(1, 2))
         points = sorted({*points, marked})
-    rows = tuple(step.row(t, t == marked) for t in points)
+    memory = step.memory(points[-1])
+    rows = tuple(step.row(t, t == marked, memory) for t in points)
     moe = scenario.model.moe()
     unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
     return Estimate(
@@ -190,4 +220,5 @@ def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
             step.kv_curve.growing_elements_per_token * step.kv_bytes_per_element
         ),
         kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
+        memory=memory,
     )

@@ -23,6 +23,8 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "kv_bits_per_value": float(s.kv_dtype.bits_per_value),
         "batch": s.batch,
         "tp": s.tp,
+        "memory_bytes": s.gpu.memory_bytes if s.gpu else None,
+        "memory_utilization": s.memory_utilization,
     }
 
 
@@ -38,6 +40,7 @@ def _row_record(row: Any) -> dict[str, Any]:
         "tokens_per_s": row.tokens_per_s,
         "throughput_tokens_per_s": row.throughput_tokens_per_s,
         "crossover": row.is_crossover,
+        "fits": row.fits,
     }
 
 
@@ -72,6 +75,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     if batch is None or batch > 1:
         header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
         columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact))
+    columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False))
     columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False))
     return tuple(columns)
 
@@ -89,6 +93,25 @@ def describe_scenario(s: Scenario) -> str:
         f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)} · weights {s.weights.id}"
         f" · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp} · efficiency {s.efficiency:g}"
         f" ({bound})"
+    )
+
+
+def _memory_line(est: Estimate, capacity: int) -> str:
+    m, s = est.memory, est.scenario
+    assert m is not None
+    longest = est.rows[-1].context_tokens
+    context = (
+        "any context"
+        if m.max_context is None
+        else f"up to {m.max_context:,} tokens"
+        if m.max_context
+        else "no context (the weights alone overflow)"
+    )
+    return (
+        f"memory per GPU: {h.binary_size(capacity)} x {s.memory_utilization:g} = "
+        f"{h.size(m.budget_bytes)} for weights ({h.size(m.stored_weight_bytes)} stored) and "
+        f"cache; fits {m.max_batch:,} sequence{'s' if m.max_batch != 1 else ''} at "
+        f"{longest:,} tokens, and {context} at batch {s.batch}"
     )
 
 
@@ -114,6 +137,8 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
         lines.append(
             f"recurrent state: {h.size(est.state_bytes_per_step)} per step, constant in the context"
         )
+    if est.memory is not None and s.gpu is not None:
+        lines.append(_memory_line(est, s.gpu.memory_bytes))
     if s.tp > 1:
         from decodecalc.listings import tp_kv_rule
 
@@ -139,6 +164,10 @@ def estimate_report(est: Estimate) -> Report:
         state_bytes_per_step=est.state_bytes_per_step,
         experts_touched=est.experts_touched,
         kv_split_ways=est.kv_split_ways,
+        memory_budget_bytes=est.memory.budget_bytes if est.memory else None,
+        stored_weight_bytes=est.memory.stored_weight_bytes if est.memory else None,
+        max_batch_that_fits=est.memory.max_batch if est.memory else None,
+        max_context_that_fits=est.memory.max_context if est.memory else None,
         rows=rows,
     )
     per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
@@ -176,6 +205,8 @@ def human_view(report: Report, batch: int) -> Report:
         del columns["crossover"]
     if not any(r["state_bytes"] for r in report.records):
         del columns["state_bytes"]
+    if report.records and report.records[0]["fits"] is None:
+        del columns["fits"]
     return Report(
         document=report.document,
         columns=tuple(columns.values()),

@@ -54,6 +54,8 @@ def test_json_document(cli: Run) -> None:
         "kv_bits_per_value": 8.0,
         "batch": 1,
         "tp": 1,
+        "memory_bytes": 80 * 2**30,
+        "memory_utilization": 0.9,
     }
     assert doc["weight_bytes_per_step"] == 69_503_033_344
     assert doc["kv_bytes_per_token"] == 163_840
@@ -70,6 +72,7 @@ def test_json_document(cli: Run) -> None:
         "tokens_per_s",
         "throughput_tokens_per_s",
         "crossover",
+        "fits",
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
     assert round(last["ms_per_token"], 3) == 30.529
