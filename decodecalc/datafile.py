@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.errors import InputError
+from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
     import yaml
@@ -30,6 +30,8 @@ class Document:
     path: str
     data: Any
     marks: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    duplicates: tuple[str, ...] = ()
+    """Duplicate-key problems, kept when the caller reports every problem in one pass."""
 
     def where(self, key_path: KeyPath) -> str:
         """``file:line:col`` of the deepest known prefix of ``key_path``."""
@@ -41,8 +43,13 @@ class Document:
 
 
 def _walk(
-    node: yaml.Node, key_path: KeyPath, marks: dict[KeyPath, tuple[int, int]], path: str
+    node: yaml.Node,
+    key_path: KeyPath,
+    marks: dict[KeyPath, tuple[int, int]],
+    path: str,
+    duplicates: list[str],
 ) -> None:
+    """Record where every key path starts, and every duplicate key."""
     import yaml
 
     marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
@@ -52,19 +59,21 @@ def _walk(
             key = key_node.value
             line = key_node.start_mark.line + 1
             if key in seen:
-                raise InputError(
-                    f"{path}:{line}:{key_node.start_mark.column + 1}: duplicate key {key!r} "
-                    f"(first at line {seen[key]})"
+                label = ".".join(str(p) for p in (*key_path, key))
+                duplicates.append(
+                    f"{path}:{line}:{key_node.start_mark.column + 1}: {label}: duplicate key "
+                    f"(first at line {seen[key]}; YAML would silently keep the last)"
                 )
             seen[key] = line
-            _walk(value_node, (*key_path, str(key)), marks, path)
+            _walk(value_node, (*key_path, str(key)), marks, path, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*key_path, index), marks, path)
+            _walk(item, (*key_path, index), marks, path, duplicates)
 
 
-def parse_yaml(text: str, path: str) -> Document:
-    """Parse YAML text strictly; any problem becomes an InputError naming file:line:col."""
+def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
+    """Parse YAML text strictly; any problem becomes an InputError naming file:line:col.
+    Duplicate keys are refused, or with ``keep_duplicates`` returned in the document."""
     import yaml  # here, not at the top: a query served from the cache never needs it
 
     # The C-accelerated safe loader when PyYAML was built with libyaml.
@@ -75,7 +84,10 @@ def parse_yaml(text: str, path: str) -> Document:
         if node is None:
             raise InputError(f"{path}: the file is empty")
         marks: dict[KeyPath, tuple[int, int]] = {}
-        _walk(node, (), marks, path)
+        duplicates: list[str] = []
+        _walk(node, (), marks, path, duplicates)
+        if duplicates and not keep_duplicates:
+            raise InputErrors(duplicates)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -85,7 +97,7 @@ def parse_yaml(text: str, path: str) -> Document:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
     finally:
         loader.dispose()
-    return Document(path, data, marks)
+    return Document(path, data, marks, tuple(duplicates))
 
 
 def _read_text(path: Path) -> str:
@@ -101,9 +113,9 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def read_yaml(path: Path) -> Document:
+def read_yaml(path: Path, keep_duplicates: bool = False) -> Document:
     """Read and parse a YAML file, refusing unreadable, binary or oversized files."""
-    return parse_yaml(_read_text(path), str(path))
+    return parse_yaml(_read_text(path), str(path), keep_duplicates)
 
 
 def read_json(path: Path) -> Document:

@@ -8,3 +8,12 @@ class InputError(ValueError):
 
     The message is a complete sentence for stderr: what was wrong and what would be valid.
     """
+
+
+class InputErrors(InputError):
+    """Several problems found in one pass over a file, each a line of its own: a user
+    fixing a deployment file should see every mistake at once, not one per run."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems

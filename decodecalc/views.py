@@ -101,17 +101,17 @@ def _memory_line(est: Estimate, capacity: int) -> str:
     assert m is not None
     longest = est.rows[-1].context_tokens
     context = (
-        "any context"
+        "any context fits"
         if m.max_context is None
-        else f"up to {m.max_context:,} tokens"
+        else f"up to {m.max_context:,} tokens fit"
         if m.max_context
-        else "no context (the weights alone overflow)"
+        else "the weights alone overflow"
     )
+    sequences = f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
     return (
-        f"memory per GPU: {h.binary_size(capacity)} x {s.memory_utilization:g} = "
-        f"{h.size(m.budget_bytes)} for weights ({h.size(m.stored_weight_bytes)} stored) and "
-        f"cache; fits {m.max_batch:,} sequence{'s' if m.max_batch != 1 else ''} at "
-        f"{longest:,} tokens, and {context} at batch {s.batch}"
+        f"memory per GPU: {h.size(m.budget_bytes)} usable ({h.binary_size(capacity)} x "
+        f"{s.memory_utilization:g}), {h.size(m.stored_weight_bytes)} of weights; "
+        f"{sequences} at {longest:,} tokens; at batch {s.batch} {context}"
     )
 
 

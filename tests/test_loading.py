@@ -63,7 +63,7 @@ def test_missing_presets_dir() -> None:
     [
         (
             ("  hidden_size: 4096", "  hidden_size: 4096\n  hidden_size: 4096"),
-            r"mine.yaml:\d+:3: duplicate key 'hidden_size'",
+            r"mine.yaml:\d+:3: config.hidden_size: duplicate key",
         ),
         (
             ("  hidden_size: 4096", "  hiden_size: 4096"),
