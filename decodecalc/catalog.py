@@ -20,12 +20,12 @@ from decodecalc.datafile import Document, read_json, read_yaml
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.fields import suggest
-from decodecalc.hardware import GpuSpec
+from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
 from decodecalc.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 
 ENV_VAR = "DECODECALC_PRESETS"
-KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype"}
+KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype", "links": "link"}
 _SAFE_STEM = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -82,6 +82,12 @@ class Catalog:
 
     def dtype(self, name: str) -> DType:
         return self._find("dtypes", name, DType)
+
+    def link(self, name: str) -> Link:
+        return self._find("links", name, Link)
+
+    def links(self) -> list[Link]:
+        return self._all("links", Link)
 
     def models(self) -> list[Model]:
         return self._all("models", Model)

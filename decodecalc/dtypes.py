@@ -25,6 +25,8 @@ class DType:
     """A format activations run in (FP32/FP16/BF16): the KV cache defaults to it."""
     mixture: bool
     description: str
+    matmul: str = "bf16"
+    """The tensor-core rate its matrix multiplies run at: bf16, fp8, fp4 or fp32."""
     aliases: tuple[str, ...] = ()
     source: str = ""
 

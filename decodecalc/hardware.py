@@ -22,3 +22,39 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     notes: str = ""
     source: str = ""
+    flops_per_s: tuple[tuple[str, int], ...] = ()
+    """Dense peak FLOP/s per matmul class (bf16, fp8, fp4), from the datasheet."""
+    flops_source: str = ""
+    link: str | None = None
+    """The interconnect tensor parallelism uses by default (a link preset id)."""
+
+    def peak_flops(self, matmul: str) -> tuple[str, int] | None:
+        """The rate for a matmul class, falling back to a wider class the chip has
+        (FP4 runs at FP8 or BF16 speed on a chip without FP4); None when unknown."""
+        rates = dict(self.flops_per_s)
+        for cls in FALLBACK.get(matmul, (matmul,)):
+            if cls in rates:
+                return cls, rates[cls]
+        return None
+
+
+FALLBACK = {
+    "fp4": ("fp4", "fp8", "bf16"),
+    "fp8": ("fp8", "bf16"),
+    "bf16": ("bf16",),
+    "fp32": ("fp32",),
+}
+
+
+@dataclass(frozen=True)
+class Link:
+    """The interconnect a tensor-parallel all-reduce crosses."""
+
+    id: str
+    name: str
+    bandwidth_bytes_per_s: int
+    """Per GPU, one direction."""
+    latency_s: float
+    """Per all-reduce of a small message."""
+    source: str = ""
+    aliases: tuple[str, ...] = ()

@@ -15,9 +15,9 @@ from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.families import read_architecture
 from decodecalc.fields import Fields
-from decodecalc.hardware import GpuSpec
+from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
-from decodecalc.units import parse_bandwidth, parse_size
+from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
 
 
 def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
@@ -90,6 +90,15 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         memory = parse_size(top.text("memory"))
     except InputError as exc:
         raise InputError(f"{doc.path}: {exc}") from None
+    flops: list[tuple[str, int]] = []
+    if top.has("flops"):
+        table = top.mapping("flops")
+        for cls in ("bf16", "fp8", "fp4", "fp32"):
+            if table.has(cls):
+                try:
+                    flops.append((cls, parse_flops(table.text(cls))))
+                except InputError as exc:
+                    raise table.error(cls, str(exc)) from None
     gpu = GpuSpec(
         id=preset_id,
         name=name,
@@ -100,6 +109,9 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         aliases=aliases,
         notes=top.text("notes", ""),
         source=source,
+        flops_per_s=tuple(flops),
+        flops_source=top.text("flops_source", ""),
+        link=top.text("link", "") or None,
     )
     top.finish()
     return gpu
@@ -127,6 +139,7 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
         name=name,
         bits_per_value=bits,
         kv_cache=top.boolean("kv_cache", default=False),
+        matmul=_matmul(top),
         compute=top.boolean("compute", default=False),
         mixture=forms == ["average_bits"],
         description=top.text("description"),
@@ -137,10 +150,40 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     return dtype
 
 
+def _matmul(top: Fields) -> str:
+    value = top.text("matmul", "bf16")
+    if value not in ("bf16", "fp8", "fp4", "fp32"):
+        raise top.error("matmul", f"expected bf16, fp8, fp4 or fp32, got {value!r}")
+    return value
+
+
+def load_link(doc: Document, preset_id: str) -> Link:
+    top = Fields(doc)
+    name = top.text("name")
+    try:
+        bandwidth = parse_bandwidth(top.text("bandwidth"))
+        latency = parse_duration(top.text("latency"), "latency")
+    except InputError as exc:
+        raise InputError(f"{doc.path}: {exc}") from None
+    link = Link(
+        id=preset_id,
+        name=name,
+        bandwidth_bytes_per_s=bandwidth,
+        latency_s=latency,
+        source=top.text("source"),
+        aliases=top.texts("aliases"),
+    )
+    top.text("latency_source", "")
+    top.text("notes", "")
+    top.finish()
+    return link
+
+
 LOADERS: dict[str, Callable[[Document, str], object]] = {
     "models": load_model,
     "gpus": load_gpu,
     "dtypes": load_dtype,
+    "links": load_link,
 }
 
 

@@ -21,13 +21,16 @@ MIB = 2**20
 GIB = 2**30
 TIB = 2**40
 
-_DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB}
+_DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB, "p": 10**15}
 _BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB}
 
 _QUANTITY = re.compile(
     r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+))?\s*([A-Za-z/]*)\s*$"
 )
 _RATE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])(?:/s|ps)$")
+_FLOPS_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtTpP])?FLOP/?s$")
+_TIME_UNIT = {"s": 0, "ms": -3, "us": -6, "µs": -6, "ns": -9}
+"""Powers of ten of each time unit."""
 _SIZE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])$")
 
 BANDWIDTH_EXAMPLES = "e.g. 3.35TB/s, 819GB/s, 1.5TiB/s"
@@ -91,3 +94,37 @@ def parse_size(text: str, what: str = "memory") -> int:
     if match is None or match["byte"] == "b":
         raise InputError(f"{what} {text!r} needs a byte unit ({SIZE_EXAMPLES})")
     return _to_positive_int(value * _multiplier(match["prefix"]), text, what, 10**18)
+
+
+def parse_flops(text: str) -> int:
+    """Parse a compute rate such as ``989.4TFLOP/s`` into integer FLOP per second.
+
+    >>> parse_flops("989.4TFLOP/s"), parse_flops("2.25 PFLOP/s")
+    (989400000000000, 2250000000000000)
+    """
+    what, examples = "compute rate", "e.g. 989.4TFLOP/s, 2.25PFLOP/s"
+    value, unit = _split(text, what, examples)
+    match = _FLOPS_UNIT.match(unit)
+    if match is None:
+        raise InputError(f"{what} {text!r} needs a unit ({examples})")
+    return _to_positive_int(
+        value * _DECIMAL_PREFIX[(match["prefix"] or "").lower()], text, what, 10**21
+    )
+
+
+def parse_duration(text: str, what: str = "duration") -> float:
+    """Parse a time such as ``0.5ms`` or ``10us`` into seconds; zero is allowed.
+
+    >>> parse_duration("0.5ms"), parse_duration("10us")
+    (0.0005, 1e-05)
+    """
+    examples = "e.g. 0.5ms, 10us"
+    value, unit = _split(text, what, examples)
+    if unit not in _TIME_UNIT:
+        raise InputError(f"{what} {text!r} needs a unit: s, ms, us or ns ({examples})")
+    if value < 0:
+        raise InputError(f"{what} {text!r} must not be negative")
+    seconds = float(value.scaleb(_TIME_UNIT[unit]))
+    if seconds > 3600:
+        raise InputError(f"{what} {text!r} is implausibly long (at most an hour)")
+    return seconds

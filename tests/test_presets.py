@@ -32,9 +32,13 @@ def test_presets_dir_is_the_top_level_folder() -> None:
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
     kind = path.parent.name
-    preset = {"models": catalog.model, "gpus": catalog.gpu, "dtypes": catalog.dtype}[kind](
-        path.stem
-    )
+    lookups = {
+        "models": catalog.model,
+        "gpus": catalog.gpu,
+        "dtypes": catalog.dtype,
+        "links": catalog.link,
+    }
+    preset = lookups[kind](path.stem)
     assert preset.source.startswith("https://")
     assert preset.id == path.stem
 
