@@ -146,6 +146,21 @@ def estimate(
             help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
         ),
     ] = 0.9,
+    overhead: Annotated[
+        str,
+        typer.Option("--overhead", help="Fixed time added to every step, e.g. 0.3ms (default 0)."),
+    ] = "0ms",
+    link: Annotated[
+        str | None,
+        typer.Option(
+            "--link",
+            help="Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
+        ),
+    ] = None,
+    link_bandwidth: Annotated[
+        str | None,
+        typer.Option("--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s."),
+    ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     exact: Annotated[
@@ -164,7 +179,7 @@ def estimate(
     from decodecalc.context import parse_context
     from decodecalc.estimator import Scenario
     from decodecalc.estimator import estimate as run_estimate
-    from decodecalc.units import parse_bandwidth
+    from decodecalc.units import parse_bandwidth, parse_duration
     from decodecalc.views import estimate_report, human_view
 
     catalog = _catalog(presets)
@@ -196,6 +211,8 @@ def estimate(
         tp=tp,
         gpu=gpu_spec,
         memory_utilization=memory_utilization,
+        link=_resolve_link(catalog, gpu_spec, tp, link, link_bandwidth),
+        overhead_s=parse_duration(overhead, "overhead"),
     )
     if contexts[-1] > spec.max_context_tokens:
         _note(
@@ -206,6 +223,31 @@ def estimate(
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, batch)
     _emit(report, fmt, as_json, exact)
+
+
+def _resolve_link(
+    catalog: Catalog, gpu: Any, tp: int, name: str | None, bandwidth: str | None
+) -> Any:
+    """The interconnect TP all-reduces cross: --link, else the GPU's own, with an optional
+    bandwidth override; required when TP > 1 unless 'none' leaves communication out."""
+    from dataclasses import replace
+
+    from decodecalc.units import parse_bandwidth
+
+    if tp == 1 or (name is not None and name.lower() == "none"):
+        return None
+    chosen = name or (gpu.link if gpu is not None else None)
+    if chosen is None:
+        if tp > 1:
+            raise InputError(
+                "tp > 1 needs an interconnect for its all-reduces: give --link "
+                "(nvlink4, pcie5, ... see presets/links) or --link none to leave it out"
+            )
+        return None
+    found = catalog.link(chosen)
+    if bandwidth is not None:
+        found = replace(found, bandwidth_bytes_per_s=parse_bandwidth(bandwidth))
+    return found
 
 
 @app.command()

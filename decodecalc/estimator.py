@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from decodecalc.compute import AllReduce, step_flops
 from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.errors import InputError
-from decodecalc.hardware import GpuSpec
+from decodecalc.hardware import GpuSpec, Link
 from decodecalc.kvcache import KVCurve
 from decodecalc.memory import MemoryFit, memory_fit, stored_weight_bytes
 from decodecalc.model import Model
@@ -42,6 +43,10 @@ class Scenario:
     gpu: GpuSpec | None = None
     memory_utilization: float = 0.9
     """Share of GPU memory the runtime gives weights and cache (vLLM's default 0.9)."""
+    link: Link | None = None
+    """The interconnect TP all-reduces cross (None: communication not counted)."""
+    overhead_s: float = 0.0
+    """A fixed time per step: kernel launches, scheduling, sampling."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -60,6 +65,8 @@ class Scenario:
             raise InputError(
                 f"memory utilization {self.memory_utilization} must be above 0 and at most 1"
             )
+        if not (0 <= self.overhead_s < 3600) or math.isnan(self.overhead_s):
+            raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
         if self.bandwidth_bytes_per_s <= 0:
             raise InputError("bandwidth must be greater than zero")
         if not self.kv_dtype.kv_cache:
@@ -71,6 +78,10 @@ class Scenario:
     @property
     def effective_bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_bytes_per_s * self.efficiency
+
+    def peak_flops(self) -> tuple[str, int] | None:
+        """The GPU's dense rate for this weight format's matrix multiplies, if known."""
+        return None if self.gpu is None else self.gpu.peak_flops(self.weights.matmul)
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,7 @@ class Row:
     total_bytes: int
     kv_share: float
     seconds_per_token: float
+    """The step: max(memory, compute) + communication + overhead."""
     tokens_per_s: float
     """Per sequence: 1 / t_step."""
     throughput_tokens_per_s: float
@@ -92,6 +104,17 @@ class Row:
     is_crossover: bool = False
     fits: bool | None = None
     """Weights, KV and state within the memory budget (None: no GPU capacity known)."""
+    memory_seconds: float = 0.0
+    compute_seconds: float | None = None
+    """Step FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
+    comm_seconds: float = 0.0
+    overhead_seconds: float = 0.0
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the step: "memory" or "compute"."""
+        compute = self.compute_seconds or 0.0
+        return "compute" if compute > self.memory_seconds else "memory"
 
 
 @dataclass(frozen=True)
@@ -115,6 +138,11 @@ class Estimate:
     """How many ways TP divides a sequence's KV cache (1 when every GPU reads all of it)."""
     memory: MemoryFit | None = None
     """Memory budget and limits, when the GPU (and so its capacity) is known."""
+    ridge_batch: int | None = None
+    """Smallest batch at which the step becomes compute-bound at the longest context
+    (None: the GPU's FLOP/s are not known, or no batch up to the limit gets there)."""
+    flops_class: str | None = None
+    """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +154,8 @@ class StepModel:
     kv_curve: KVCurve
     kv_bytes_per_element: Fraction
     state_bytes: int
+    peak_flops_per_s: int | None = None
+    allreduce: AllReduce | None = None
 
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
@@ -139,7 +169,22 @@ class StepModel:
             kv_curve=KVCurve.for_layers(model.mixers(), tp),
             kv_bytes_per_element=per_element,
             state_bytes=ceil_bytes(state * per_element),
+            peak_flops_per_s=None if (peak := scenario.peak_flops()) is None else peak[1],
+            allreduce=None
+            if scenario.link is None
+            else AllReduce(scenario.link, tp, len(model.layers), model.hidden_size),
         )
+
+    def memory_seconds(self, context_tokens: int) -> float:
+        total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes
+        return total / self.scenario.effective_bandwidth_bytes_per_s
+
+    def compute_seconds(self, context_tokens: int) -> float | None:
+        """FLOPs per GPU (TP splits every matmul and attention head) / peak FLOP/s."""
+        if self.peak_flops_per_s is None:
+            return None
+        s = self.scenario
+        return step_flops(s.model, s.batch, context_tokens) / s.tp / self.peak_flops_per_s
 
     def kv_bytes(self, context_tokens: int) -> int:
         """KV bytes one step reads for all B sequences at context T."""
@@ -174,7 +219,11 @@ class StepModel:
     ) -> Row:
         kv = self.kv_bytes(context_tokens)
         total = self.weight_bytes + kv + self.state_bytes
-        seconds = total / self.scenario.effective_bandwidth_bytes_per_s
+        memory_s = total / self.scenario.effective_bandwidth_bytes_per_s
+        compute_s = self.compute_seconds(context_tokens)
+        comm_s = 0.0 if self.allreduce is None else self.allreduce.seconds(self.scenario.batch)
+        overhead_s = self.scenario.overhead_s
+        seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
         return Row(
             context_tokens=context_tokens,
             weight_bytes=self.weight_bytes,
@@ -187,6 +236,10 @@ class StepModel:
             throughput_tokens_per_s=self.scenario.batch / seconds,
             is_crossover=is_crossover,
             fits=None if memory is None else memory.fits(kv, self.state_bytes),
+            memory_seconds=memory_s,
+            compute_seconds=compute_s,
+            comm_seconds=comm_s,
+            overhead_seconds=overhead_s,
         )
 
 
@@ -221,4 +274,30 @@ def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
         ),
         kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
         memory=memory,
+        ridge_batch=ridge_batch(scenario, points[-1]),
+        flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
     )
+
+
+def ridge_batch(scenario: Scenario, context_tokens: int) -> int | None:
+    """The smallest batch whose step at this context takes longer to compute than to
+    stream: where batching stops being free. Compute grows faster with the batch than
+    bytes do, so a doubling search then bisection finds it."""
+    if scenario.peak_flops() is None:
+        return None
+
+    def compute_bound(batch: int) -> bool:
+        step = StepModel.of(replace(scenario, batch=batch))
+        compute = step.compute_seconds(context_tokens) or 0.0
+        return compute >= step.memory_seconds(context_tokens)
+
+    high = 1
+    while not compute_bound(high):
+        if high >= MAX_BATCH:
+            return None
+        high = min(2 * high, MAX_BATCH)
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if compute_bound(middle) else (middle, high)
+    return high

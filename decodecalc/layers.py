@@ -80,6 +80,11 @@ class Attention:
     def kv_replicated(self, tp: int) -> bool:
         return tp > self.num_kv_heads
 
+    def attention_flops(self, context_tokens: int) -> int:
+        """One token's scores and weighted sum over the cached tokens: 4 x T x heads x head_dim."""
+        tokens = min(context_tokens, self.sliding_window or context_tokens)
+        return 4 * tokens * self.num_heads * self.head_dim
+
     def state_elements(self, tp: int) -> int:
         return 0
 
@@ -132,6 +137,11 @@ class LatentAttention:
     def kv_replicated(self, tp: int) -> bool:
         return tp > 1
 
+    def attention_flops(self, context_tokens: int) -> int:
+        """Absorbed MLA: scores over the latent and the RoPE key, values from the latent."""
+        per_head = 2 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.kv_lora_rank
+        return context_tokens * self.num_heads * per_head
+
     def state_elements(self, tp: int) -> int:
         return 0
 
@@ -182,6 +192,10 @@ class LinearAttention:
 
     def kv_replicated(self, tp: int) -> bool:
         return False
+
+    def attention_flops(self, context_tokens: int) -> int:
+        """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
+        return 4 * self.num_value_heads * self.key_head_dim * self.value_head_dim
 
     def state_elements(self, tp: int) -> int:
         """Per sequence on one GPU: recurrent state plus convolution state."""

@@ -25,6 +25,10 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "tp": s.tp,
         "memory_bytes": s.gpu.memory_bytes if s.gpu else None,
         "memory_utilization": s.memory_utilization,
+        "peak_flops_per_s": None if (peak := s.peak_flops()) is None else peak[1],
+        "link": s.link.id if s.link else None,
+        "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
+        "overhead_ms": s.overhead_s * 1000,
     }
 
 
@@ -41,6 +45,11 @@ def _row_record(row: Any) -> dict[str, Any]:
         "throughput_tokens_per_s": row.throughput_tokens_per_s,
         "crossover": row.is_crossover,
         "fits": row.fits,
+        "bound": row.bound,
+        "memory_ms": row.memory_seconds * 1000,
+        "compute_ms": None if row.compute_seconds is None else row.compute_seconds * 1000,
+        "comm_ms": row.comm_seconds * 1000,
+        "overhead_ms": row.overhead_seconds * 1000,
     }
 
 
@@ -75,6 +84,10 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     if batch is None or batch > 1:
         header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
         columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact))
+    columns.append(
+        Column("bound", "Bound", lambda v: "COMPUTE" if v == "compute" else v, numeric=False)
+    )
+    columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact))
     columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False))
     columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False))
     return tuple(columns)
@@ -115,6 +128,39 @@ def _memory_line(est: Estimate, capacity: int) -> str:
     )
 
 
+TINY_STEP_S = 0.002
+"""Below this much streaming per step, launch and scheduling overheads likely dominate."""
+
+
+def _compute_lines(est: Estimate) -> list[str]:
+    s = est.scenario
+    lines = []
+    peak = s.peak_flops()
+    longest = est.rows[-1].context_tokens
+    if peak is not None:
+        ridge = (
+            f"compute-bound from batch {est.ridge_batch:,} at {longest:,} tokens"
+            if est.ridge_batch
+            else f"memory-bound at any batch at {longest:,} tokens"
+        )
+        lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
+    elif s.gpu is not None:
+        lines.append(
+            f"compute: no {s.weights.matmul.upper()} rate known for {s.gpu.id}; memory time only"
+        )
+    if s.link is not None and s.tp > 1:
+        lines.append(
+            f"TP communication: 2 all-reduces per layer over {s.link.name} "
+            f"({h.bandwidth(s.link.bandwidth_bytes_per_s)}, {s.link.latency_s * 1e6:g} us each)"
+        )
+    if est.rows[0].memory_seconds < TINY_STEP_S and not s.overhead_s:
+        lines.append(
+            f"note: {est.rows[0].memory_seconds * 1000:.3f} ms of streaming per step is so little "
+            "that launch and scheduling overheads likely dominate; see --overhead"
+        )
+    return lines
+
+
 def _architecture_lines(est: Estimate) -> tuple[str, ...]:
     """What only some models have: experts, windows, recurrent state, TP replication."""
     s = est.scenario
@@ -139,6 +185,7 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
         )
     if est.memory is not None and s.gpu is not None:
         lines.append(_memory_line(est, s.gpu.memory_bytes))
+    lines.extend(_compute_lines(est))
     if s.tp > 1:
         from decodecalc.listings import tp_kv_rule
 
@@ -168,6 +215,8 @@ def estimate_report(est: Estimate) -> Report:
         stored_weight_bytes=est.memory.stored_weight_bytes if est.memory else None,
         max_batch_that_fits=est.memory.max_batch if est.memory else None,
         max_context_that_fits=est.memory.max_context if est.memory else None,
+        ridge_batch=est.ridge_batch,
+        flops_class=est.flops_class,
         rows=rows,
     )
     per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
@@ -207,6 +256,10 @@ def human_view(report: Report, batch: int) -> Report:
         del columns["state_bytes"]
     if report.records and report.records[0]["fits"] is None:
         del columns["fits"]
+    if not any(r["comm_ms"] for r in report.records):
+        del columns["comm_ms"]
+    if report.records and report.records[0]["compute_ms"] is None:
+        del columns["bound"]
     return Report(
         document=report.document,
         columns=tuple(columns.values()),

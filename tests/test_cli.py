@@ -56,6 +56,10 @@ def test_json_document(cli: Run) -> None:
         "tp": 1,
         "memory_bytes": 80 * 2**30,
         "memory_utilization": 0.9,
+        "peak_flops_per_s": 1_978_900_000_000_000,  # H100 SXM FP8 dense
+        "link": None,
+        "link_bandwidth_bytes_per_s": None,
+        "overhead_ms": 0.0,
     }
     assert doc["weight_bytes_per_step"] == 69_503_033_344
     assert doc["kv_bytes_per_token"] == 163_840
@@ -73,6 +77,11 @@ def test_json_document(cli: Run) -> None:
         "throughput_tokens_per_s",
         "crossover",
         "fits",
+        "bound",
+        "memory_ms",
+        "compute_ms",
+        "comm_ms",
+        "overhead_ms",
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
     assert round(last["ms_per_token"], 3) == 30.529
