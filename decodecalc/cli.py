@@ -92,75 +92,100 @@ def _root(
     """
 
 
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model", "-m", help="Model preset or alias, a model YAML file, or a config.json."
+    ),
+]
+GpuOpt = Annotated[str | None, typer.Option("--gpu", "-g", help="GPU preset (sets bandwidth).")]
+BandwidthOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bandwidth",
+        "-b",
+        help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
+    ),
+]
+WeightsOpt = Annotated[
+    str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")
+]
+KvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-dtype",
+        "-k",
+        help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
+    ),
+]
+BatchOpt = Annotated[int, typer.Option("--batch", help="Concurrent sequences per step.")]
+TpOpt = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.")]
+EfficiencyOpt = Annotated[
+    str,
+    typer.Option(
+        "--efficiency",
+        "-e",
+        help="Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
+        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
+    ),
+]
+MemoryUtilizationOpt = Annotated[
+    float,
+    typer.Option(
+        "--memory-utilization",
+        help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
+    ),
+]
+OverheadOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--overhead", help="Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated)."
+    ),
+]
+LinkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--link",
+        help="Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
+    ),
+]
+LinkBandwidthOpt = Annotated[
+    str | None,
+    typer.Option("--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s."),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        "-c",
+        help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
+        "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
+        "Default: 1K doubling to the model's maximum context.",
+    ),
+]
+
+
+def _scenario(catalog: Catalog, model: str, **flags: Any) -> Any:
+    from decodecalc.scenarios import build_scenario
+
+    return build_scenario(catalog, catalog.model(model), **flags)
+
+
 @app.command()
 def estimate(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Model preset name or alias, or a model YAML file.")
-    ],
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", "-g", help="GPU preset (sets bandwidth).")
-    ] = None,
-    bandwidth: Annotated[
-        str | None,
-        typer.Option(
-            "--bandwidth",
-            "-b",
-            help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
-        ),
-    ] = None,
-    weights: Annotated[
-        str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")
-    ] = "bf16",
-    kv_dtype: Annotated[
-        str | None,
-        typer.Option(
-            "--kv-dtype",
-            "-k",
-            help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
-        ),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option(
-            "--context",
-            "-c",
-            help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
-            "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
-            "Default: 1K doubling to the model's maximum context.",
-        ),
-    ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Concurrent sequences per step.")] = 1,
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.")] = 1,
-    efficiency: Annotated[
-        float,
-        typer.Option(
-            "--efficiency",
-            "-e",
-            help="Fraction of peak bandwidth reached, in (0, 1]. 1.0 is the roofline.",
-        ),
-    ] = 1.0,
-    memory_utilization: Annotated[
-        float,
-        typer.Option(
-            "--memory-utilization",
-            help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
-        ),
-    ] = 0.9,
-    overhead: Annotated[
-        str,
-        typer.Option("--overhead", help="Fixed time added to every step, e.g. 0.3ms (default 0)."),
-    ] = "0ms",
-    link: Annotated[
-        str | None,
-        typer.Option(
-            "--link",
-            help="Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
-        ),
-    ] = None,
-    link_bandwidth: Annotated[
-        str | None,
-        typer.Option("--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s."),
-    ] = None,
+    model: ModelOpt,
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    context: ContextOpt = None,
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     exact: Annotated[
@@ -176,78 +201,42 @@ def estimate(
 
       decodecalc estimate -m qwen2.5-7b -b 1TB/s -c 8K,32K,128K --batch 16 --json
     """
-    from decodecalc.context import parse_context
-    from decodecalc.estimator import Scenario
     from decodecalc.estimator import estimate as run_estimate
-    from decodecalc.units import parse_bandwidth, parse_duration
     from decodecalc.views import estimate_report, human_view
 
     catalog = _catalog(presets)
-    spec = catalog.model(model)
-    gpu_spec = catalog.gpu(gpu) if gpu is not None else None
-    if bandwidth is not None:
-        bytes_per_s = parse_bandwidth(bandwidth)
-    elif gpu_spec is not None:
-        bytes_per_s = gpu_spec.bandwidth_bytes_per_s
-    else:
-        raise InputError(
-            "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
-        )
-    weights_dtype = catalog.dtype(weights)
-    if kv_dtype is None:
-        kv = weights_dtype if weights_dtype.compute else catalog.dtype("bf16")
-    else:
-        kv = catalog.dtype(kv_dtype)
-    contexts = (
-        parse_context(context) if context else parse_context(f"1K..{spec.max_context_tokens}")
-    )
-    scenario = Scenario(
-        model=spec,
-        weights=weights_dtype,
-        kv_dtype=kv,
-        bandwidth_bytes_per_s=bytes_per_s,
-        efficiency=efficiency,
+    scenario = _scenario(
+        catalog,
+        model,
+        gpu=gpu,
+        bandwidth=bandwidth,
+        weights=weights,
+        kv_dtype=kv_dtype,
         batch=batch,
         tp=tp,
-        gpu=gpu_spec,
+        efficiency=efficiency,
         memory_utilization=memory_utilization,
-        link=_resolve_link(catalog, gpu_spec, tp, link, link_bandwidth),
-        overhead_s=parse_duration(overhead, "overhead"),
+        overhead=overhead,
+        link=link,
+        link_bandwidth=link_bandwidth,
     )
-    if contexts[-1] > spec.max_context_tokens:
-        _note(
-            f"contexts above {spec.max_context_tokens:,} tokens exceed {spec.id}'s "
-            "max_position_embeddings; the figures extrapolate the same physics"
-        )
+    contexts = _contexts(context, scenario.model)
     report = estimate_report(run_estimate(scenario, contexts))
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, batch)
     _emit(report, fmt, as_json, exact)
 
 
-def _resolve_link(
-    catalog: Catalog, gpu: Any, tp: int, name: str | None, bandwidth: str | None
-) -> Any:
-    """The interconnect TP all-reduces cross: --link, else the GPU's own, with an optional
-    bandwidth override; required when TP > 1 unless 'none' leaves communication out."""
-    from dataclasses import replace
+def _contexts(spec: str | None, model: Any) -> tuple[int, ...]:
+    from decodecalc.context import parse_context
 
-    from decodecalc.units import parse_bandwidth
-
-    if tp == 1 or (name is not None and name.lower() == "none"):
-        return None
-    chosen = name or (gpu.link if gpu is not None else None)
-    if chosen is None:
-        if tp > 1:
-            raise InputError(
-                "tp > 1 needs an interconnect for its all-reduces: give --link "
-                "(nvlink4, pcie5, ... see presets/links) or --link none to leave it out"
-            )
-        return None
-    found = catalog.link(chosen)
-    if bandwidth is not None:
-        found = replace(found, bandwidth_bytes_per_s=parse_bandwidth(bandwidth))
-    return found
+    contexts = parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")
+    if contexts[-1] > model.max_context_tokens:
+        _note(
+            f"contexts above {model.max_context_tokens:,} tokens exceed {model.id}'s "
+            "max_position_embeddings; the figures extrapolate the same physics"
+        )
+    return contexts
 
 
 @app.command()

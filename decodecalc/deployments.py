@@ -20,8 +20,9 @@ from decodecalc.datafile import Document, read_yaml
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.estimator import Scenario
 from decodecalc.fields import suggest
+from decodecalc.scenarios import default_kv_dtype, resolve_link
 from decodecalc.targets import Targets
-from decodecalc.units import parse_bandwidth
+from decodecalc.units import parse_bandwidth, parse_duration
 
 DEPLOYMENT_KEYS = (
     "name",
@@ -35,6 +36,8 @@ DEPLOYMENT_KEYS = (
     "context",
     "efficiency",
     "memory_utilization",
+    "overhead",
+    "link",
     "targets",
     "vllm_config",
 )
@@ -353,6 +356,8 @@ class DeploymentReader:
         contexts = get("context", _contexts)
         efficiency = get("efficiency", _number)
         utilization = get("memory_utilization", _number)
+        overhead = get("overhead", lambda v: parse_duration(_text(v), "overhead"))
+        link_name = get("link", _text)
         targets = _targets(settings, problems, doc, key_path)
         targets = self._cli_targets(targets, problems)
         if model is None and "model" not in settings:
@@ -377,13 +382,15 @@ class DeploymentReader:
                 scenario=Scenario(
                     model=model,
                     weights=weights,
-                    kv_dtype=kv or (weights if weights.compute else self.catalog.dtype("bf16")),
+                    kv_dtype=kv or default_kv_dtype(self.catalog, weights),
                     bandwidth_bytes_per_s=bandwidth or gpu.bandwidth_bytes_per_s,
                     efficiency=efficiency or 1.0,
                     batch=batch or 1,
                     tp=tp or 1,
                     gpu=gpu,
                     memory_utilization=utilization or 0.9,
+                    link=resolve_link(self.catalog, gpu, tp or 1, link_name, None),
+                    overhead_s=overhead or 0.0,
                 ),
                 contexts=contexts or (model.max_context_tokens,),
                 targets=targets,

@@ -27,6 +27,9 @@ class GpuSpec:
     flops_source: str = ""
     link: str | None = None
     """The interconnect tensor parallelism uses by default (a link preset id)."""
+    sustained_bandwidth_bytes_per_s: int | None = None
+    """Bandwidth a public benchmark measured, for --efficiency sustained."""
+    sustained_source: str = ""
 
     def peak_flops(self, matmul: str) -> tuple[str, int] | None:
         """The rate for a matmul class, falling back to a wider class the chip has

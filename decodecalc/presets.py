@@ -112,6 +112,8 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         flops_per_s=tuple(flops),
         flops_source=top.text("flops_source", ""),
         link=top.text("link", "") or None,
+        sustained_bandwidth_bytes_per_s=_sustained(top),
+        sustained_source=top.text("sustained_source", ""),
     )
     top.finish()
     return gpu
@@ -148,6 +150,16 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     )
     top.finish()
     return dtype
+
+
+def _sustained(top: Fields) -> int | None:
+    if not top.has("sustained_bandwidth"):
+        top.read.add("sustained_bandwidth")
+        return None
+    try:
+        return parse_bandwidth(top.text("sustained_bandwidth"))
+    except InputError as exc:
+        raise top.error("sustained_bandwidth", str(exc)) from None
 
 
 def _matmul(top: Fields) -> str:
