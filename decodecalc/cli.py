@@ -227,6 +227,154 @@ def estimate(
     _emit(report, fmt, as_json, exact)
 
 
+@app.command()
+def generate(
+    model: ModelOpt,
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.")],
+    tokens: Annotated[str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.")],
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """How long a whole answer takes: prefill (time to first token) and N decode steps.
+
+    Step i reads a cache of P + i tokens; the steps are summed exactly. Prefill is
+    estimated as compute-bound: its FLOPs over the GPU's peak FLOP/s.
+
+    Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
+    """
+    from decodecalc.context import parse_tokens
+    from decodecalc.generation import generate as run_generate
+    from decodecalc.generation_view import generation_report
+
+    scenario = _scenario(
+        _catalog(presets),
+        model,
+        gpu=gpu,
+        bandwidth=bandwidth,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        batch=batch,
+        tp=tp,
+        efficiency=efficiency,
+        memory_utilization=memory_utilization,
+        overhead=overhead,
+        link=link,
+        link_bandwidth=link_bandwidth,
+    )
+    prompt_tokens, new_tokens = parse_tokens(prompt), parse_tokens(tokens)
+    _contexts(str(prompt_tokens + new_tokens), scenario.model)
+    _emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
+
+
+@app.command()
+def explain(
+    model: ModelOpt,
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    context: Annotated[
+        str, typer.Option("--context", "-c", help="The context to work through, e.g. 32K.")
+    ] = "8K",
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Work one decode step through, step by step, with the numbers substituted.
+
+    Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
+    """
+    from decodecalc.context import parse_tokens
+    from decodecalc.estimator import StepModel
+    from decodecalc.explain import explain_text
+
+    scenario = _scenario(
+        _catalog(presets),
+        model,
+        gpu=gpu,
+        bandwidth=bandwidth,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        batch=batch,
+        tp=tp,
+        efficiency=efficiency,
+        memory_utilization=memory_utilization,
+        overhead=overhead,
+        link=link,
+        link_bandwidth=link_bandwidth,
+    )
+    tokens = parse_tokens(context)
+    _contexts(str(tokens), scenario.model)
+    sys.stdout.write("\n".join(explain_text(StepModel.of(scenario), tokens)) + "\n")
+
+
+@app.command()
+def calibrate(
+    points: Annotated[
+        str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
+    ],
+    save: Annotated[
+        bool, typer.Option("--save", help="Keep the fit for --efficiency calibrated.")
+    ] = False,
+    save_to: Annotated[
+        str | None, typer.Option("--save-to", help="Keep the fit in this file instead.")
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """Fit the effective bandwidth fraction and per-step overhead to measured decode speeds.
+
+    Each point: model, gpu, weights, kv_dtype, batch, tp, context (tokens), ms_per_token
+    (optional: source, notes, engine, link). Measured = memory time / efficiency +
+    overhead + communication, fitted by least squares.
+
+    Example: decodecalc calibrate my-measurements.yaml --save
+    """
+    from pathlib import Path
+
+    from decodecalc.calibration_view import calibration_report
+    from decodecalc.fitfile import save_calibration
+    from decodecalc.fitting import calibrate as run_calibrate
+    from decodecalc.points import read_points
+
+    path = Path(points)
+    if not path.is_file():
+        raise InputError(f"points file {points!r} does not exist")
+    result = run_calibrate(read_points(path, _catalog(presets)))
+    saved = None
+    if save or save_to:
+        saved = str(save_calibration(result.fit, str(path), Path(save_to) if save_to else None))
+    _emit(calibration_report(result, saved), fmt, as_json)
+
+
+@app.command()
+def links(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
+    """List interconnect presets for tensor-parallel all-reduces."""
+    from decodecalc.listings import links_report
+
+    _emit(links_report(_catalog(presets).links()), fmt, as_json)
+
+
 def _contexts(spec: str | None, model: Any) -> tuple[int, ...]:
     from decodecalc.context import parse_context
 

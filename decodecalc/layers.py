@@ -85,6 +85,12 @@ class Attention:
         tokens = min(context_tokens, self.sliding_window or context_tokens)
         return 4 * tokens * self.num_heads * self.head_dim
 
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        """Causal attention over a prompt: token t attends to min(t, window) earlier ones."""
+        return (
+            4 * self.num_heads * self.head_dim * _causal_pairs(prompt_tokens, self.sliding_window)
+        )
+
     def state_elements(self, tp: int) -> int:
         return 0
 
@@ -139,8 +145,14 @@ class LatentAttention:
 
     def attention_flops(self, context_tokens: int) -> int:
         """Absorbed MLA: scores over the latent and the RoPE key, values from the latent."""
-        per_head = 2 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.kv_lora_rank
-        return context_tokens * self.num_heads * per_head
+        return context_tokens * self.num_heads * self._per_head
+
+    @property
+    def _per_head(self) -> int:
+        return 2 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.kv_lora_rank
+
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        return self.num_heads * self._per_head * _causal_pairs(prompt_tokens, None)
 
     def state_elements(self, tp: int) -> int:
         return 0
@@ -197,11 +209,25 @@ class LinearAttention:
         """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
         return 4 * self.num_value_heads * self.key_head_dim * self.value_head_dim
 
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        return prompt_tokens * self.attention_flops(0)
+
     def state_elements(self, tp: int) -> int:
         """Per sequence on one GPU: recurrent state plus convolution state."""
         recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
         conv = self._conv_dim * (self.conv_kernel - 1)
         return (recurrent + conv) // tp
+
+
+def _causal_pairs(tokens: int, window: int | None) -> int:
+    """Sum over t = 0..tokens-1 of min(t, window): query-key pairs of causal attention.
+
+    >>> _causal_pairs(4, None), _causal_pairs(4, 2)
+    (6, 5)
+    """
+    if window is None or tokens - 1 <= window:
+        return tokens * (tokens - 1) // 2
+    return window * (window + 1) // 2 + (tokens - 1 - window) * window
 
 
 Mixer = Attention | LatentAttention | LinearAttention

@@ -6,7 +6,7 @@ from typing import Any
 
 from decodecalc import humanize as h
 from decodecalc.dtypes import DType, ceil_bytes
-from decodecalc.hardware import GpuSpec
+from decodecalc.hardware import GpuSpec, Link
 from decodecalc.kvcache import KVCurve
 from decodecalc.layers import Attention, LatentAttention, LinearAttention
 from decodecalc.model import Model
@@ -99,6 +99,26 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
         Column("memory_kind", "Kind", numeric=False),
     )
     return Report(document(gpus=list(records)), columns, records)
+
+
+def links_report(links: list[Link]) -> Report:
+    records = tuple(
+        {
+            "id": link.id,
+            "name": link.name,
+            "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+            "latency_s": link.latency_s,
+            "source": link.source,
+        }
+        for link in links
+    )
+    columns = (
+        Column("id", "Link", numeric=False),
+        Column("name", "Name", numeric=False),
+        Column("bandwidth_bytes_per_s", "Bandwidth (one way)", h.bandwidth, str),
+        Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us"),
+    )
+    return Report(document(links=list(records)), columns, records)
 
 
 def dtype_record(d: DType) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""Measured decode points for calibration: a YAML list, each point a scenario, a context
+and the ms per token someone measured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from decodecalc.catalog import Catalog
+from decodecalc.datafile import Document, read_yaml
+from decodecalc.errors import InputError
+from decodecalc.estimator import Scenario
+from decodecalc.fields import Fields
+from decodecalc.scenarios import build_scenario
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    scenario: Scenario
+    context_tokens: int
+    measured_seconds: float
+    source: str
+
+
+def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
+    doc = read_yaml(path)
+    items = doc.data.get("points") if isinstance(doc.data, dict) else doc.data
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{path}: expected a list of measured points (or 'points:' holding one)")
+    key = ("points",) if isinstance(doc.data, dict) else ()
+    return [_point(doc, Fields(doc, (*key, i), item), catalog) for i, item in enumerate(items)]
+
+
+def _point(doc: Document, f: Fields, catalog: Catalog) -> MeasuredPoint:
+    try:
+        scenario = build_scenario(
+            catalog,
+            catalog.model(f.text("model")),
+            gpu=f.text("gpu"),
+            bandwidth=None,
+            weights=f.text("weights"),
+            kv_dtype=f.text("kv_dtype"),
+            batch=f.integer("batch", default=1),
+            tp=f.integer("tp", default=1),
+            efficiency="1",
+            memory_utilization=0.9,
+            overhead="0ms",
+            link=f.text("link", "") or None,
+            link_bandwidth=None,
+        )
+    except InputError as exc:
+        raise f.error(None, str(exc)) from None
+    context = f.integer("context", minimum=0)
+    ms = float(f.fraction("ms_per_token"))
+    source = f.text("source", "")
+    for optional in ("notes", "engine"):
+        f.text(optional, "")
+    f.finish()
+    return MeasuredPoint(scenario, context, ms / 1000, source)
