@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from decodecalc.layers import Layer, Mixer, MoE
 from decodecalc.tensors import Sharding, TensorGroup
@@ -42,6 +43,11 @@ class Model:
 
     def tensor_groups(self) -> tuple[TensorGroup, ...]:
         """Every parameter once, grouped by role and summed over layers."""
+        return self._groups
+
+    @cached_property
+    def _groups(self) -> tuple[TensorGroup, ...]:
+        # Computed once per model: estimates ask for it at every batch they try.
         embedding = self.vocab_size * self.hidden_size
         if self.tie_word_embeddings:
             head = [TensorGroup("embedding = LM head (tied)", embedding, True, Sharding.SPLIT)]
@@ -76,6 +82,10 @@ class Model:
         )
 
     def mixers(self) -> tuple[Mixer, ...]:
+        return self._mixers
+
+    @cached_property
+    def _mixers(self) -> tuple[Mixer, ...]:
         return tuple(layer.mixer for layer in self.layers)
 
     def moe(self) -> MoE | None:

@@ -9,7 +9,6 @@ from decodecalc.catalog import Catalog
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.estimator import Scenario
-from decodecalc.fitfile import load_calibration
 from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -59,6 +58,8 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
             )
         return Efficiency(gpu.sustained_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s)
     if word == "calibrated":
+        from decodecalc.fitfile import load_calibration
+
         fit = load_calibration()
         return Efficiency(fit.efficiency, fit.overhead_s)
     try:

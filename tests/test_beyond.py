@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,25 @@ def test_explain_walks_through_the_numbers(cli: Run) -> None:
         "memory-bound",
     ):
         assert fragment in out
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen2.5-7b", "gemma-2-9b", "llama-3.2-1b"])
+@pytest.mark.parametrize("context", [0, 64, 300])
+def test_dense_ridge_closed_form_matches_the_search(
+    catalog: Catalog, model: str, context: int
+) -> None:
+    from decodecalc.estimator import _dense_ridge, _searched_ridge
+
+    s = h100(catalog, model)
+    assert _dense_ridge(s, context, 989_400_000_000_000) == _searched_ridge(s, context)
+
+
+def test_moe_ridge_uses_the_search(catalog: Catalog) -> None:
+    # Mixtral FP8 at T=0: weights grow with B until every expert is read, so the crossing
+    # batch comes from the search; at that batch compute is at least memory, one below not.
+    s = h100(catalog, "mixtral-8x7b", "fp8", "fp8")
+    ridge = ridge_batch(s, 0)
+    assert ridge is not None
+    at, below = (estimate(replace(s, batch=b), [0]).rows[0] for b in (ridge, ridge - 1))
+    assert at.bound == "compute" or at.compute_seconds == at.memory_seconds
+    assert below.bound == "memory"
