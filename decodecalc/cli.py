@@ -6,8 +6,11 @@ stderr and exit code 2, here and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -165,6 +168,17 @@ ContextOpt = Annotated[
 ]
 
 
+ChartOpt = Annotated[
+    bool, typer.Option("--chart", help="Draw latency against context in the terminal.")
+]
+PlotOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--plot", help="Write the chart to FILE.svg or FILE.png (needs decodecalc[plot])."
+    ),
+]
+
+
 def _scenario(catalog: Catalog, model: str, **flags: Any) -> Any:
     from decodecalc.scenarios import build_scenario
 
@@ -191,6 +205,8 @@ def estimate(
     exact: Annotated[
         bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
     ] = False,
+    chart: ChartOpt = False,
+    plot: PlotOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
     """Per-token decode latency across a range of contexts, with the crossover point.
@@ -221,10 +237,15 @@ def estimate(
         link_bandwidth=link_bandwidth,
     )
     contexts = _contexts(context, scenario.model)
-    report = estimate_report(run_estimate(scenario, contexts))
+    result = run_estimate(scenario, contexts)
+    report = estimate_report(result)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, batch)
     _emit(report, fmt, as_json, exact)
+    if chart or plot:
+        from decodecalc.charts import series_of
+
+        _draw([series_of(scenario.model.id, result)], chart, plot)
 
 
 @app.command()
@@ -373,6 +394,219 @@ def links(
     from decodecalc.listings import links_report
 
     _emit(links_report(_catalog(presets).links()), fmt, as_json)
+
+
+def _split(text: str, what: str) -> list[str]:
+    values = [v.strip() for v in text.split(",")]
+    if not all(values):
+        raise InputError(f"{what} {text!r} has an empty value between commas")
+    return list(dict.fromkeys(values))
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(v) for v in _split(text, what)]
+    except ValueError:
+        raise InputError(f"{what} {text!r}: expected whole numbers separated by commas") from None
+
+
+def _draw(series: list[Any], chart: bool, plot: str | None) -> None:
+    from pathlib import Path
+
+    from decodecalc.charts import plot_file, terminal_chart
+
+    if chart:
+        import shutil
+
+        width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        sys.stdout.write(terminal_chart(series, width=width, color=color) + "\n")
+    if plot:
+        plot_file(series, Path(plot))
+        _note(f"wrote {plot}")
+
+
+@app.command()
+def compare(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="One or more models, comma-separated.")
+    ],
+    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="One or more GPU presets.")] = None,
+    bandwidth: BandwidthOpt = None,
+    weights: Annotated[
+        str, typer.Option("--weights", "-w", help="One or more weight dtypes.")
+    ] = "bf16",
+    kv_dtype: Annotated[
+        str | None, typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.")
+    ] = None,
+    context: ContextOpt = None,
+    batch: Annotated[
+        str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,32.")
+    ] = "1",
+    tp: Annotated[str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,8.")] = "1",
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    chart: ChartOpt = False,
+    plot: PlotOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Scenarios side by side: every combination of the comma lists, at each context.
+
+    Examples:
+
+      decodecalc compare -m llama-3.1-70b -g h100-sxm,h200 -w fp8 -k fp8,bf16 -c 8K,128K
+
+      decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
+    """
+    from decodecalc.charts import series_of
+    from decodecalc.compare_view import compare_report, label
+    from decodecalc.estimator import estimate as run_estimate
+
+    catalog = _catalog(presets)
+    models = [catalog.model(m) for m in _split(model, "--model")]
+    gpus: list[str | None] = list(_split(gpu, "--gpu")) if gpu else [None]
+    kvs: list[str | None] = list(_split(kv_dtype, "--kv-dtype")) if kv_dtype else [None]
+    contexts = _contexts(context, min(models, key=lambda m: m.max_context_tokens))
+    from decodecalc.scenarios import build_scenario
+
+    estimates = []
+    for m, g, w, k, b, t in itertools.product(
+        models, gpus, _split(weights, "--weights"), kvs, _ints(batch, "--batch"), _ints(tp, "--tp")
+    ):
+        scenario = build_scenario(
+            catalog,
+            m,
+            gpu=g,
+            bandwidth=bandwidth,
+            weights=w,
+            kv_dtype=k,
+            batch=b,
+            tp=t,
+            efficiency=efficiency,
+            memory_utilization=memory_utilization,
+            overhead=overhead,
+            link=link,
+            link_bandwidth=None,
+        )
+        estimates.append(run_estimate(scenario, contexts))
+    if len(estimates) > MAX_COMPARED:
+        raise InputError(
+            f"{len(estimates)} scenarios; compare shows at most {MAX_COMPARED} (try sweep)"
+        )
+    _emit(compare_report(estimates, contexts), fmt, as_json)
+    _draw([series_of(label(e), e) for e in estimates], chart, plot)
+
+
+MAX_COMPARED = 64
+
+
+@app.command()
+def sweep(
+    model: Annotated[str, typer.Option("--model", "-m", help="Models, comma-separated.")],
+    context: Annotated[str, typer.Option("--context", "-c", help="Contexts, as for estimate.")],
+    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="GPU presets.")] = None,
+    weights: Annotated[str, typer.Option("--weights", "-w", help="Weight dtypes.")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "-k", help="KV dtypes.")] = "bf16",
+    batch: Annotated[str, typer.Option("--batch", help="Batch sizes, e.g. 1,8,64.")] = "1",
+    tp: Annotated[str, typer.Option("--tp", help="TP sizes, e.g. 1,2,4,8.")] = "1",
+    efficiency: EfficiencyOpt = "1",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="csv or jsonl (JSON Lines: one object a line).")
+    ] = "csv",
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write here (a progress bar shows).")
+    ] = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Stream one row per combination of every axis and context, for pandas or a spreadsheet.
+
+    Rows stream as they are computed: a grid of millions keeps memory flat. Combinations
+    that are no valid deployment (a TP that does not split the heads) are skipped and
+    counted on stderr.
+
+    Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
+    --batch 1,8,64 -c 1K..128K > grid.csv
+    """
+    from decodecalc.compare_view import write_sweep_csv, write_sweep_jsonl
+    from decodecalc.context import parse_context
+    from decodecalc.scenarios import build_scenario
+    from decodecalc.sweep import Axis, grid_size
+    from decodecalc.sweep import sweep as run_sweep
+
+    if fmt not in ("csv", "jsonl"):
+        raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl")
+    catalog = _catalog(presets)
+    if gpu is None:
+        raise InputError("give --gpu with one or more GPU presets")
+    axes = [
+        Axis("model", tuple(_split(model, "--model"))),
+        Axis("gpu", tuple(_split(gpu, "--gpu"))),
+        Axis("weights", tuple(_split(weights, "--weights"))),
+        Axis("kv_dtype", tuple(_split(kv_dtype, "--kv-dtype"))),
+        Axis("batch", tuple(str(b) for b in _ints(batch, "--batch"))),
+        Axis("tp", tuple(str(t) for t in _ints(tp, "--tp"))),
+    ]
+    for name in ("model", "gpu", "weights", "kv_dtype"):
+        lookup = {"model": catalog.model, "gpu": catalog.gpu}.get(name, catalog.dtype)
+        for value in next(a for a in axes if a.name == name).values:
+            lookup(value)  # unknown names fail before any row is written
+    contexts = parse_context(context)
+
+    def build(combo: dict[str, str]) -> Any:
+        return build_scenario(
+            catalog,
+            catalog.model(combo["model"]),
+            gpu=combo["gpu"],
+            bandwidth=None,
+            weights=combo["weights"],
+            kv_dtype=combo["kv_dtype"],
+            batch=int(combo["batch"]),
+            tp=int(combo["tp"]),
+            efficiency=efficiency,
+            memory_utilization=0.9,
+            overhead=None,
+            link=None,
+            link_bandwidth=None,
+        )
+
+    skipped: list[str] = []
+    size = grid_size(axes, contexts)
+    scenarios = run_sweep(axes, contexts, build, skipped)
+    write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
+    names = [a.name for a in axes]
+    if output is None:
+        write(names, scenarios, sys.stdout)
+    else:
+        try:
+            with open(output, "w", encoding="utf-8", newline="") as out, _progress(size) as bar:
+                write(names, scenarios, out, bar)
+        except OSError as exc:
+            raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+    if skipped:
+        first = skipped[0]
+        _note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr for large grids written to a file (None for small ones)."""
+    if total < PROGRESS_ROWS:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    # No refresh thread: it would contend with the rows for the interpreter.
+    with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("sweep", total=total)
+        yield lambda done: bar.update(task, completed=done, refresh=True)
+
+
+PROGRESS_ROWS = 100_000
 
 
 def _contexts(spec: str | None, model: Any) -> tuple[int, ...]:
