@@ -8,7 +8,9 @@ from fractions import Fraction
 from decodecalc import humanize as h
 from decodecalc.compute import matmul_params, step_flops
 from decodecalc.estimator import StepModel, estimate
-from decodecalc.layers import Attention, LatentAttention, LinearAttention
+from decodecalc.layers import Attention
+from decodecalc.linear_attention import LinearAttention
+from decodecalc.mla import LatentAttention
 
 
 def _n(value: int | float | Fraction) -> str:

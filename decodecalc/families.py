@@ -11,19 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from decodecalc.fields import Fields
-from decodecalc.layers import (
-    FFN,
-    Attention,
-    DenseMLP,
-    LatentAttention,
-    Layer,
-    LinearAttention,
-    Mixer,
-    MoE,
-)
+from decodecalc.layers import Attention, DenseMLP, Layer
 from decodecalc.tensors import Sharding, TensorGroup
+
+if TYPE_CHECKING:
+    from decodecalc.layers import FFN, Mixer
 
 
 @dataclass(frozen=True)
@@ -105,6 +100,8 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
 
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.moe import MoE
+
     moe = MoE(
         num_experts=cfg.integer("num_local_experts"),
         experts_per_token=cfg.integer("num_experts_per_tok"),
@@ -119,6 +116,8 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
     ``mlp_only_layers``, which keep a dense MLP of ``intermediate_size``."""
     step = cfg.integer("decoder_sparse_step", default=1)
     dense_only = cfg.raw_list("mlp_only_layers")
+    from decodecalc.moe import MoE
+
     dense_size = cfg.optional_integer("intermediate_size")
     if index in dense_only or (index + 1) % step != 0:
         if dense_size is None:
@@ -151,6 +150,8 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
     kinds = _layer_kinds(
         cfg, count, lambda i: "full_attention" if (i + 1) % interval == 0 else "linear_attention"
     )
+    from decodecalc.linear_attention import LinearAttention
+
     full = _gqa(cfg, None, qk_norm=True, output_gate=True)
     linear = LinearAttention(
         num_key_heads=cfg.integer("linear_num_key_heads"),
@@ -169,6 +170,9 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
 def _deepseek(cfg: Fields, model_type: str) -> Architecture:
     """DeepSeek-V2/V3 and Kimi-K2: MLA everywhere; the first ``first_k_dense_replace``
     layers dense, then MoE every ``moe_layer_freq`` layers with shared experts."""
+    from decodecalc.mla import LatentAttention
+    from decodecalc.moe import MoE
+
     count = cfg.integer("num_hidden_layers")
     mla = LatentAttention(
         num_heads=cfg.integer("num_attention_heads"),
@@ -210,6 +214,8 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
         "sliding_attention": _gqa(cfg, window, **flags),
         "full_attention": _gqa(cfg, None, **flags),
     }
+    from decodecalc.moe import MoE
+
     cfg.boolean("attention_bias", default=True)
     moe = MoE(
         num_experts=cfg.integer("num_local_experts"),

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from decodecalc.layers import Mixer
+if TYPE_CHECKING:
+    from decodecalc.layers import Mixer
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from decodecalc import humanize as h
 from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.hardware import GpuSpec, Link
 from decodecalc.kvcache import KVCurve
-from decodecalc.layers import Attention, LatentAttention, LinearAttention
+from decodecalc.layers import Attention
+from decodecalc.linear_attention import LinearAttention
+from decodecalc.mla import LatentAttention
 from decodecalc.model import Model
 from decodecalc.report import Column, Report, document
 from decodecalc.tensors import Sharding

@@ -12,9 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from typing import TYPE_CHECKING, cast
 
-from decodecalc.layers import Layer, Mixer, MoE
+from decodecalc.layers import Layer
 from decodecalc.tensors import Sharding, TensorGroup
+
+if TYPE_CHECKING:
+    from decodecalc.layers import Mixer
+    from decodecalc.moe import MoE
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,10 @@ class Model:
 
     def moe(self) -> MoE | None:
         """The first MoE block, for reporting experts per token (None for dense models)."""
-        return next((layer.ffn for layer in self.layers if isinstance(layer.ffn, MoE)), None)
+        for layer in self.layers:
+            if layer.ffn.routed:
+                return cast("MoE", layer.ffn)
+        return None
 
     def valid_tp(self, limit: int = 64) -> tuple[int, ...]:
         """TP sizes an engine such as vLLM accepts: they divide the attention heads, and
