@@ -869,6 +869,8 @@ def _command(argv: list[str]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; usage errors become one line on stderr."""
     args = sys.argv[1:] if argv is None else argv
+    if not args:
+        args = ["--help"]  # a bare `decodecalc` is a request for help, not an error
     command = _command(args)
     try:
         result = command.main(args=args, prog_name="decodecalc", standalone_mode=False)

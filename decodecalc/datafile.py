@@ -48,11 +48,17 @@ def _walk(
     marks: dict[KeyPath, tuple[int, int]],
     path: str,
     duplicates: list[str],
+    seen_nodes: set[int],
 ) -> None:
-    """Record where every key path starts, and every duplicate key."""
+    """Record where every key path starts, and every duplicate key. Each node is visited
+    once: an alias is the same node again, and following every alias of a YAML "billion
+    laughs" file would take forever."""
     import yaml
 
     marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for key_node, value_node in node.value:
@@ -65,10 +71,10 @@ def _walk(
                     f"(first at line {seen[key]}; YAML would silently keep the last)"
                 )
             seen[key] = line
-            _walk(value_node, (*key_path, str(key)), marks, path, duplicates)
+            _walk(value_node, (*key_path, str(key)), marks, path, duplicates, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*key_path, index), marks, path, duplicates)
+            _walk(item, (*key_path, index), marks, path, duplicates, seen_nodes)
 
 
 def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
@@ -85,7 +91,7 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
             raise InputError(f"{path}: the file is empty")
         marks: dict[KeyPath, tuple[int, int]] = {}
         duplicates: list[str] = []
-        _walk(node, (), marks, path, duplicates)
+        _walk(node, (), marks, path, duplicates, set())
         if duplicates and not keep_duplicates:
             raise InputErrors(duplicates)
         data = loader.construct_document(node)
@@ -95,6 +101,8 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
         raise InputError(f"{where}: not valid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a decodecalc file") from None
     finally:
         loader.dispose()
     return Document(path, data, marks, tuple(duplicates))

@@ -211,36 +211,45 @@ def _targets(
     return Targets(**{k: v for k, v in values.items() if v is not None})
 
 
+def _show(value: Any) -> str:
+    """A value for an error message, cut short: a YAML alias bomb must not be printed."""
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxstring, shown.maxother, shown.maxlist, shown.maxlevel = 40, 40, 4, 2
+    return shown.repr(value)
+
+
 def _target(name: str, value: Any) -> Any:
     if name == "must_fit":
         if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {value!r}")
+            raise InputError(f"expected true or false, got {_show(value)}")
         return value
     if name == "min_crossover_context":
         return _tokens(value)
     number = _number(value)
     if name == "max_kv_share" and not 0 < number <= 1:
-        raise InputError(f"a share is above 0 and at most 1, got {value!r}")
+        raise InputError(f"a share is above 0 and at most 1, got {_show(value)}")
     return number
 
 
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"expected a number, got {value!r}")
+        raise InputError(f"expected a number, got {_show(value)}")
     if not value > 0 or value == float("inf"):
-        raise InputError(f"must be a positive number, got {value!r}")
+        raise InputError(f"must be a positive number, got {_show(value)}")
     return float(value)
 
 
 def _whole(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"expected a whole number, got {value!r}")
+        raise InputError(f"expected a whole number, got {_show(value)}")
     return value
 
 
 def _tokens(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(f"expected a token count such as 32768 or 32K, got {value!r}")
+        raise InputError(f"expected a token count such as 32768 or 32K, got {_show(value)}")
     return value if isinstance(value, int) else parse_tokens(value)
 
 
@@ -249,14 +258,14 @@ def _contexts(value: Any) -> tuple[int, ...]:
     found: set[int] = set()
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, str)):
-            raise InputError(f"expected a context (32K, 1K..128K, a list), got {item!r}")
+            raise InputError(f"expected a context (32K, 1K..128K, a list), got {_show(item)}")
         found.update(parse_context(str(item)))
     return tuple(sorted(found))
 
 
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"expected text, got {value!r}")
+        raise InputError(f"expected text, got {_show(value)}")
     return value
 
 
@@ -273,9 +282,7 @@ class DeploymentReader:
     def read(self, path: Path) -> list[Deployment]:
         """Every deployment in a file, or InputErrors listing every problem in it."""
         problems = _Problems()
-        doc = problems.attempt(str(path), lambda: read_yaml(path, keep_duplicates=True))
-        if doc is None:
-            raise InputErrors(problems.items)
+        doc = read_yaml(path, keep_duplicates=True)
         problems.items.extend(doc.duplicates)
         entries: list[Entry]
         if _looks_like_vllm(doc.data):
@@ -334,7 +341,7 @@ class DeploymentReader:
             vllm_path = self._relative(doc, str(vllm_setting.value))
             vllm_doc = problems.attempt(
                 vllm_setting.where, lambda: read_yaml(vllm_path, keep_duplicates=True)
-            )
+            )  # (its own messages name the vLLM file; the prefix says who pointed at it)
             if vllm_doc is not None:
                 problems.items.extend(vllm_doc.duplicates)
             if vllm_doc is not None:

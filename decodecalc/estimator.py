@@ -26,6 +26,8 @@ from decodecalc.model import Model
 from decodecalc.tensors import expected_experts
 
 MAX_BATCH = 1_000_000
+MIN_FRACTION = 0.001
+"""Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
 MAX_TP = 1024
 
 
@@ -59,11 +61,15 @@ class Scenario:
                 f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "
                 f"valid: {valid}"
             )
-        if not (0 < self.efficiency <= 1) or math.isnan(self.efficiency):
-            raise InputError(f"efficiency {self.efficiency} must be above 0 and at most 1")
-        if not (0 < self.memory_utilization <= 1) or math.isnan(self.memory_utilization):
+        if not (MIN_FRACTION <= self.efficiency <= 1) or math.isnan(self.efficiency):
             raise InputError(
-                f"memory utilization {self.memory_utilization} must be above 0 and at most 1"
+                f"efficiency {self.efficiency} must be from {MIN_FRACTION} to 1 (1 is the roofline)"
+            )
+        if not (MIN_FRACTION <= self.memory_utilization <= 1) or math.isnan(
+            self.memory_utilization
+        ):
+            raise InputError(
+                f"memory utilization {self.memory_utilization} must be from {MIN_FRACTION} to 1"
             )
         if not (0 <= self.overhead_s < 3600) or math.isnan(self.overhead_s):
             raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")

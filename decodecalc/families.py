@@ -35,6 +35,9 @@ class Architecture:
 
 Reader = Callable[[Fields, str], Architecture]
 
+MAX_LAYERS = 10_000
+"""More layers than any model has by far: the stack is built layer by layer."""
+
 
 def _layer_kinds(cfg: Fields, count: int, default: Callable[[int], str]) -> list[str]:
     """Per-layer attention kinds: config.json's ``layer_types`` when present, else a rule."""
@@ -50,6 +53,8 @@ def _gqa(cfg: Fields, window: int | None, **flags: bool) -> Attention:
     kv = cfg.integer("num_key_value_heads", default=heads)
     if heads % kv:
         raise cfg.error("num_key_value_heads", f"{kv} does not divide {heads} attention heads")
+    if not cfg.has("head_dim") and hidden < heads:
+        raise cfg.error("num_attention_heads", f"{heads} heads leave no width of {hidden} per head")
     return Attention(
         num_heads=heads,
         num_kv_heads=kv,
@@ -94,7 +99,7 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
             qk_norm=qk_norm,
         )
         layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
-        return _common(cfg, [layer] * cfg.integer("num_hidden_layers"))
+        return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
 
     return read
 
@@ -108,7 +113,7 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
         expert_intermediate_size=cfg.integer("intermediate_size"),
     )
     layer = Layer(_gqa(cfg, _window(cfg, False)), moe)
-    return _common(cfg, [layer] * cfg.integer("num_hidden_layers"))
+    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -134,7 +139,7 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
 
 
 def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
-    count = cfg.integer("num_hidden_layers")
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     attention = _gqa(
         cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
     )
@@ -145,7 +150,7 @@ def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
 def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
     """Qwen3-Next: Gated DeltaNet linear attention, with full (gated-output) attention every
     ``full_attention_interval`` layers."""
-    count = cfg.integer("num_hidden_layers")
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     interval = cfg.integer("full_attention_interval", default=4)
     kinds = _layer_kinds(
         cfg, count, lambda i: "full_attention" if (i + 1) % interval == 0 else "linear_attention"
@@ -173,7 +178,7 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.mla import LatentAttention
     from decodecalc.moe import MoE
 
-    count = cfg.integer("num_hidden_layers")
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     mla = LatentAttention(
         num_heads=cfg.integer("num_attention_heads"),
         kv_lora_rank=cfg.integer("kv_lora_rank"),
@@ -204,7 +209,7 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
 def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     """gpt-oss: alternating banded (sliding) and full attention with biases and sinks;
     every layer a biased MoE."""
-    count = cfg.integer("num_hidden_layers")
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     window = cfg.integer("sliding_window")
     kinds = _layer_kinds(
         cfg, count, lambda i: "sliding_attention" if i % 2 == 0 else "full_attention"
@@ -235,7 +240,7 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
 
     def read(cfg: Fields, model_type: str) -> Architecture:
         text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
-        count = text.integer("num_hidden_layers")
+        count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
         pattern = text.integer("sliding_window_pattern", default=pattern_default)
         kinds = _layer_kinds(
             text,

@@ -74,7 +74,9 @@ class Fields:
     def has(self, name: str) -> bool:
         return self.data.get(name) is not None
 
-    def integer(self, name: str, default: int | None = None, minimum: int = 1) -> int:
+    def integer(
+        self, name: str, default: int | None = None, minimum: int = 1, maximum: int | None = None
+    ) -> int:
         value = self._get(name, default is None)
         if value is None:
             assert default is not None
@@ -83,6 +85,8 @@ class Fields:
             raise self.error(name, f"expected a whole number, got {_kind(value)}")
         if value < minimum:
             raise self.error(name, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(name, f"must be at most {maximum:,}, got {value:,}")
         return value
 
     def optional_integer(self, name: str, minimum: int = 1) -> int | None:

@@ -25,6 +25,15 @@ class MoE:
 
     routed = True
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.experts_per_token <= self.num_experts:
+            from decodecalc.errors import InputError
+
+            raise InputError(
+                f"{self.experts_per_token} experts per token of {self.num_experts} experts: "
+                "a token uses between 1 and all of them"
+            )
+
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
         per_expert = 3 * hidden * self.expert_intermediate_size
         if self.expert_bias:

@@ -1,0 +1,390 @@
+"""Fuzzing the command line and every file it reads: whatever comes in, the answer is exit
+0, 1 or 2, one clear story on stderr, no traceback, no hang, and JSON without NaN.
+
+tests/fuzz_corpus holds the nastiest inputs found so far (its README says what each does).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decodecalc.cli import main
+
+CORPUS = Path(__file__).parent / "fuzz_corpus"
+NASTY = [
+    "",
+    " ",
+    "0",
+    "-1",
+    "1e308",
+    "-1e308",
+    "nan",
+    "inf",
+    "-inf",
+    "1e-320",
+    "10" * 10,
+    str(10**15),
+    "1K..1G",
+    "0..1G:1",
+    "1..1G:x2",
+    "..",
+    ",",
+    "1K,,2K",
+    "32KB",
+    "1.5K",
+    "∞",
+    "llama-3.1-70b",
+    "h100",
+    "fp8",
+    "none",
+    "üñíçødé",
+    "\x00",
+    "a" * 300,
+    "--json",
+    "-",
+    "3.35TB/s",
+    "1e400TB/s",
+    "0.5ms",
+    "-1ms",
+    "1e9h",
+    "max_ms_per_token=nan",
+    "=",
+]
+values = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(max_size=12),
+    st.integers(-(10**16), 10**16).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+FLAGS = [
+    "--model",
+    "--gpu",
+    "--bandwidth",
+    "--weights",
+    "--kv-dtype",
+    "--context",
+    "--batch",
+    "--tp",
+    "--efficiency",
+    "--memory-utilization",
+    "--overhead",
+    "--link",
+    "--link-bandwidth",
+    "--prompt",
+    "--tokens",
+    "--target",
+    "--format",
+    "--output",
+    "--presets",
+    "--bogus",
+]
+COMMANDS = [
+    "estimate",
+    "compare",
+    "generate",
+    "explain",
+    "show",
+    "check",
+    "sweep",
+    "calibrate",
+    "models",
+    "gpus",
+    "dtypes",
+    "links",
+    "schema",
+    "import",
+    "nonsense",
+    "",
+]
+BASE = ["-m", "llama-3.1-8b", "-g", "h100"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    start = time.monotonic()
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # Click's own exits (a closed pipe) are exits too
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    assert time.monotonic() - start < 20, f"too slow: {argv}"
+    return code, captured.out, captured.err
+
+
+def assert_sane(argv: list[str], code: int, out: str, err: str) -> None:
+    assert code in (0, 1, 2), (argv, code, err)
+    assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    if code == 2:
+        assert err.startswith("decodecalc: error: "), (argv, err)
+        assert out == "", (argv, out[:200])
+    if out.lstrip().startswith(("{", "[")) and code != 2:
+        json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in JSON for {argv}"))
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(COMMANDS),
+    st.lists(st.tuples(st.sampled_from(FLAGS), values), max_size=4),
+    st.booleans(),
+    st.booleans(),
+)
+def test_cli_arguments(
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    options: list[tuple[str, str]],
+    base: bool,
+    as_json: bool,
+) -> None:
+    argv = [command] if command else []
+    if base and command in ("estimate", "compare", "generate", "explain"):
+        argv += BASE
+    for flag, value in options:
+        if flag == "--output":
+            continue  # never write files from generated names
+        argv += [flag, value]
+    if as_json and command in ("estimate", "compare", "generate", "models", "gpus", "dtypes"):
+        argv.append("--json")
+    code, out, err = run(argv, capsys)
+    assert_sane(argv, code, out, err)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(["batch", "tp", "context", "efficiency", "memory-utilization", "overhead"]),
+    st.sampled_from(NASTY),
+)
+def test_extreme_values_on_a_valid_query(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    argv = ["estimate", *BASE, f"--{flag}", value, "--json"]
+    assert_sane(argv, *run(argv, capsys))
+
+
+documents = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=10)
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "name",
+                    "model",
+                    "gpu",
+                    "targets",
+                    "deployments",
+                    "context",
+                    "batch",
+                    "tp",
+                    "config",
+                    "model_type",
+                    "hidden_size",
+                    "max_ms_per_token",
+                    "must_fit",
+                    "points",
+                    "ms_per_token",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=5,
+        ),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(documents)
+def test_generated_files(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], document: object
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    as_yaml = folder / "file.yaml"
+    as_yaml.write_text(yaml.safe_dump(document))
+    as_json = folder / "config.json"
+    as_json.write_text(json.dumps(document, allow_nan=True))
+    for argv in (
+        ["check", str(as_yaml)],
+        ["estimate", "-m", str(as_yaml), "-g", "h100", "-c", "1K", "--json"],
+        ["estimate", "-m", str(as_json), "-g", "h100", "-c", "1K", "--json"],
+        ["calibrate", str(as_yaml), "--json"],
+        ["import", str(as_json), "--name", "x"],
+        ["estimate", "-m", "x", "-g", "h100", "--presets", str(folder)],
+    ):
+        assert_sane(argv, *run(argv, capsys))
+
+
+VALID_DEPLOYMENT = {
+    "name": "d",
+    "model": "llama-3.1-8b",
+    "gpu": "h100",
+    "weights": "fp8",
+    "kv_dtype": "fp8",
+    "batch": 4,
+    "tp": 2,
+    "context": "1K..8K",
+    "efficiency": 0.8,
+    "memory_utilization": 0.9,
+    "overhead": "0.1ms",
+    "link": "nvlink4",
+    "targets": {
+        "max_ms_per_token": 30,
+        "must_fit": True,
+        "min_crossover_context": "4K",
+        "max_kv_share": 0.5,
+        "min_tokens_per_s": 10,
+        "min_throughput_tokens_per_s": 10,
+    },
+}
+CONFIG = json.loads(
+    (Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json").read_text()
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(NASTY),
+    st.lists(st.integers(), max_size=3),
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(sorted(VALID_DEPLOYMENT)),
+    st.sampled_from(sorted(VALID_DEPLOYMENT["targets"])),
+    scalars,
+)
+def test_one_bad_field_in_a_valid_deployment(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    target: str,
+    value: object,
+) -> None:
+    deployment = json.loads(json.dumps(VALID_DEPLOYMENT))
+    if key == "targets":
+        deployment["targets"][target] = value
+    else:
+        deployment[key] = value
+    path = tmp_path_factory.mktemp("dep") / "d.yaml"
+    path.write_text(yaml.safe_dump({"deployments": [deployment]}))
+    argv = ["check", str(path), "-f", "json"]
+    assert_sane(argv, *run(argv, capsys))
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(sorted(CONFIG)), scalars, st.sampled_from(["1", "8", "64"]))
+def test_one_bad_field_in_a_real_config(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: object,
+    batch: str,
+) -> None:
+    config = dict(CONFIG, **{key: value})
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps(config, allow_nan=True))
+    for argv in (
+        ["estimate", "-m", str(path), "-g", "h100", "-c", "1K,64K", "--batch", batch, "--json"],
+        ["show", str(path), "--json"],
+        ["generate", "-m", str(path), "-g", "h100", "-p", "1K", "-n", "100", "--json"],
+    ):
+        assert_sane(argv, *run(argv, capsys))
+
+
+CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".json"))
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_seed_corpus(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    for argv in (
+        ["check", str(path)],
+        ["estimate", "-m", str(path), "-g", "h100", "-c", "1K", "--json"],
+        ["calibrate", str(path)],
+        ["import", str(path), "--name", "x"],
+    ):
+        assert_sane(argv, *run(argv, capsys))
+
+
+def test_a_50_mb_file_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    big = tmp_path / "big.yaml"
+    with big.open("w") as out:
+        line = "# " + "x" * 1022 + "\n"
+        for _ in range(50 * 1024):
+            out.write(line)
+    for argv in (["check", str(big)], ["estimate", "-m", str(big), "-g", "h100"]):
+        code, out, err = run(argv, capsys)
+        assert code == 2 and "the limit is 1,000,000" in err
+
+
+def test_binary_junk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junk = tmp_path / "junk.yaml"
+    junk.write_bytes(bytes(range(256)) * 64)
+    code, _, err = run(["check", str(junk)], capsys)
+    assert code == 2 and "not a UTF-8 text file" in err
+
+
+def test_no_float_nan_or_inf_in_any_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """The tiniest and largest values a valid query allows still give finite JSON."""
+    for argv in (
+        [
+            "estimate",
+            "-m",
+            "llama-3.2-1b",
+            "-b",
+            "1B/s",
+            "-c",
+            "0,1G",
+            "--batch",
+            "1000000",
+            "--json",
+        ],
+        [
+            "generate",
+            "-m",
+            "llama-3.2-1b",
+            "-b",
+            "1B/s",
+            "--prompt",
+            "0",
+            "--tokens",
+            "1G",
+            "--json",
+        ],
+    ):
+        code, out, err = run(argv, capsys)
+        assert code == 0, err
+        doc = json.loads(out, parse_constant=lambda c: pytest.fail(c))
+        numbers = [v for v in _leaves(doc) if isinstance(v, float)]
+        assert all(math.isfinite(v) for v in numbers)
+
+
+def _leaves(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
