@@ -18,24 +18,40 @@ __all__ = [
     "Scenario",
     "__version__",
     "estimate",
+    "generate",
+    "load_dtype",
+    "load_gpu",
+    "load_model",
     "parse_bandwidth",
     "parse_context",
+    "scenario",
+    "to_dict",
 ]
 
 if TYPE_CHECKING:
+    from decodecalc.api import (
+        estimate,
+        generate,
+        load_dtype,
+        load_gpu,
+        load_model,
+        scenario,
+        to_dict,
+    )
     from decodecalc.catalog import Catalog
     from decodecalc.context import parse_context
     from decodecalc.errors import InputError
-    from decodecalc.estimator import Estimate, Scenario, estimate
+    from decodecalc.estimator import Estimate, Scenario
     from decodecalc.units import parse_bandwidth
 
+_API = ("estimate", "generate", "load_dtype", "load_gpu", "load_model", "scenario", "to_dict")
 _LAZY = {
+    **dict.fromkeys(_API, "decodecalc.api"),
     "Catalog": "decodecalc.catalog",
     "parse_context": "decodecalc.context",
     "InputError": "decodecalc.errors",
     "Estimate": "decodecalc.estimator",
     "Scenario": "decodecalc.estimator",
-    "estimate": "decodecalc.estimator",
     "parse_bandwidth": "decodecalc.units",
 }
 

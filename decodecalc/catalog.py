@@ -98,6 +98,10 @@ class Catalog:
     def dtypes(self) -> list[DType]:
         return self._all("dtypes", DType)
 
+    def ids(self, kind: str) -> list[str]:
+        """Preset ids of a kind, from file names alone (fast enough for shell completion)."""
+        return [preset_id_of(p) for p in self._files(kind)]
+
     def _files(self, kind: str) -> Iterator[Path]:
         """Each preset id once, the first directory that has it winning."""
         seen: set[str] = set()

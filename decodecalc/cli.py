@@ -31,7 +31,7 @@ app = typer.Typer(
     name="decodecalc",
     help="How fast will this model decode on this hardware, and where does the KV cache take over?",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -95,13 +95,32 @@ def _root(
     """
 
 
+def _completer(kind: str) -> Callable[[str], list[str]]:
+    """Shell completion of preset ids ('decodecalc --install-completion' sets it up)."""
+
+    def complete(incomplete: str) -> list[str]:
+        from decodecalc.catalog import Catalog
+
+        return [i for i in Catalog().ids(kind) if i.startswith(incomplete.lower())]
+
+    return complete
+
+
 ModelOpt = Annotated[
     str,
     typer.Option(
-        "--model", "-m", help="Model preset or alias, a model YAML file, or a config.json."
+        "--model",
+        "-m",
+        help="Model preset or alias, a model YAML file, or a config.json.",
+        autocompletion=_completer("models"),
     ),
 ]
-GpuOpt = Annotated[str | None, typer.Option("--gpu", "-g", help="GPU preset (sets bandwidth).")]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu", "-g", help="GPU preset (sets bandwidth).", autocompletion=_completer("gpus")
+    ),
+]
 BandwidthOpt = Annotated[
     str | None,
     typer.Option(
@@ -111,7 +130,13 @@ BandwidthOpt = Annotated[
     ),
 ]
 WeightsOpt = Annotated[
-    str, typer.Option("--weights", "-w", help="Weight dtype (see 'decodecalc dtypes').")
+    str,
+    typer.Option(
+        "--weights",
+        "-w",
+        help="Weight dtype (see 'decodecalc dtypes').",
+        autocompletion=_completer("dtypes"),
+    ),
 ]
 KvOpt = Annotated[
     str | None,

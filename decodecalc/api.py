@@ -1,0 +1,110 @@
+"""The Python API: the estimator without a subprocess, for notebooks and other tools.
+
+    >>> from decodecalc import estimate, load_model, load_gpu, scenario, to_dict
+    >>> model, gpu = load_model("llama-3.1-70b"), load_gpu("h100-sxm")
+    >>> s = scenario(model, gpu, weights="fp8", kv_dtype="fp8")
+    >>> result = estimate(s, "0,200000")
+    >>> round(result.rows[-1].seconds_per_token * 1000, 3)
+    30.529
+    >>> to_dict(result)["weight_bytes_per_step"]
+    69503033344
+
+Results are the core's frozen dataclasses; ``to_dict`` turns them into the same JSON
+document the CLI prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from decodecalc.catalog import Catalog
+from decodecalc.dtypes import DType
+from decodecalc.estimator import Estimate, Scenario
+from decodecalc.estimator import estimate as _estimate
+from decodecalc.generation import Generation
+from decodecalc.hardware import GpuSpec
+from decodecalc.model import Model
+
+
+def catalog(presets: Sequence[str | Path] = ()) -> Catalog:
+    """The built-in presets, with your own directories first."""
+    return Catalog.with_user_dirs(presets)
+
+
+def load_model(name: str, presets: Sequence[str | Path] = ()) -> Model:
+    """A model by preset name or alias, or from a preset YAML or a config.json path."""
+    return catalog(presets).model(name)
+
+
+def load_gpu(name: str, presets: Sequence[str | Path] = ()) -> GpuSpec:
+    return catalog(presets).gpu(name)
+
+
+def load_dtype(name: str, presets: Sequence[str | Path] = ()) -> DType:
+    return catalog(presets).dtype(name)
+
+
+def scenario(
+    model: Model | str,
+    gpu: GpuSpec | str | None = None,
+    *,
+    bandwidth: str | None = None,
+    weights: str = "bf16",
+    kv_dtype: str | None = None,
+    batch: int = 1,
+    tp: int = 1,
+    efficiency: float | str = 1.0,
+    memory_utilization: float = 0.9,
+    overhead: str | None = None,
+    link: str | None = None,
+    presets: Sequence[str | Path] = (),
+) -> Scenario:
+    """A scenario from names or loaded objects, resolved exactly as the CLI resolves flags."""
+    from decodecalc.scenarios import build_scenario
+
+    found = catalog(presets)
+    spec = found.model(model) if isinstance(model, str) else model
+    gpu_name = gpu.id if isinstance(gpu, GpuSpec) else gpu
+    return build_scenario(
+        found,
+        spec,
+        gpu=gpu_name,
+        bandwidth=bandwidth,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        batch=batch,
+        tp=tp,
+        efficiency=str(efficiency),
+        memory_utilization=memory_utilization,
+        overhead=overhead,
+        link=link,
+        link_bandwidth=None,
+    )
+
+
+def estimate(scenario: Scenario, contexts: Iterable[int] | str) -> Estimate:
+    """Per-token latency at each context (a list of token counts, or a spec like '1K..128K')."""
+    if isinstance(contexts, str):
+        from decodecalc.context import parse_context
+
+        contexts = parse_context(contexts)
+    return _estimate(scenario, contexts)
+
+
+def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generation:
+    from decodecalc.generation import generate as _generate
+
+    return _generate(scenario, prompt_tokens, new_tokens)
+
+
+def to_dict(result: Estimate | Generation) -> dict[str, Any]:
+    """The JSON document the CLI prints for this result (with schema_version)."""
+    if isinstance(result, Estimate):
+        from decodecalc.views import estimate_report
+
+        return estimate_report(result).document
+    from decodecalc.generation_view import generation_report
+
+    return generation_report(result).document
