@@ -9,7 +9,7 @@
     >>> to_dict(result)["weight_bytes_per_step"]
     69503033344
 
-Results are the core's frozen dataclasses; ``to_dict`` turns them into the same JSON
+Results are the core's frozen records; ``to_dict`` turns them into the same JSON
 document the CLI prints.
 """
 

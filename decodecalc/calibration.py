@@ -8,12 +8,12 @@ m = a r + c is a straight line: least squares gives a = 1/efficiency and c = ove
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from decodecalc.errors import InputError
+from decodecalc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Fit:
     efficiency: float
     overhead_s: float

@@ -11,18 +11,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from decodecalc import cache
-from decodecalc.datafile import Document, read_json, read_yaml
+from decodecalc.datafile import Document, is_file, read_json, read_yaml
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.fields import suggest
 from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
 from decodecalc.presets import LOADERS, config_model_id, model_from_config, preset_id_of
+from decodecalc.record import field, record
 
 ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype", "links": "link"}
@@ -52,12 +52,12 @@ def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     return tuple(Path(p).expanduser() for p in [*extra, *from_env])
 
 
-@dataclass
+@record
 class Catalog:
     """Preset lookup over user directories (first) and the built-in presets."""
 
     dirs: tuple[Path, ...] = field(default_factory=lambda: (*user_dirs(), presets_dir()))
-    _cache: dict[Path, Any] = field(default_factory=dict, repr=False)
+    _cache: dict[Path, Any] = field(default_factory=dict)
 
     @classmethod
     def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
@@ -69,8 +69,8 @@ class Catalog:
     def model(self, name: str) -> Model:
         """A model by preset name or alias, from a preset file, or from a config.json."""
         path = Path(name).expanduser()
-        if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and path.is_file()):
-            if not path.is_file():
+        if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and is_file(path)):
+            if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
             if path.suffix == ".json":
                 return model_from_config(read_json(path), config_model_id(path))
@@ -146,7 +146,7 @@ class Catalog:
             for directory in self.dirs:
                 for suffix in (".yaml", ".yml"):
                     path = directory / kind / f"{key}{suffix}"
-                    if path.is_file():
+                    if is_file(path):
                         return self._load_file(kind, path, cls)
         names: dict[str, str] = {}
         for item in self._all(kind, cls):

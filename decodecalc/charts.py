@@ -3,14 +3,14 @@ matplotlib (the optional `plot` extra). Both take the same series."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from decodecalc.errors import InputError
 from decodecalc.estimator import Estimate
+from decodecalc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Series:
     label: str
     contexts: tuple[int, ...]

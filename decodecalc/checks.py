@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from decodecalc.deployments import Deployment
 from decodecalc.errors import InputError
 from decodecalc.estimator import Estimate, estimate
+from decodecalc.record import record
 from decodecalc.targets import TargetResult, check
 
 
-@dataclass(frozen=True)
+@record
 class CheckedDeployment:
     deployment: Deployment
     estimate: Estimate

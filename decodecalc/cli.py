@@ -397,12 +397,13 @@ def calibrate(
     from pathlib import Path
 
     from decodecalc.calibration_view import calibration_report
+    from decodecalc.datafile import is_file
     from decodecalc.fitfile import save_calibration
     from decodecalc.fitting import calibrate as run_calibrate
     from decodecalc.points import read_points
 
     path = Path(points)
-    if not path.is_file():
+    if not is_file(path):
         raise InputError(f"points file {points!r} does not exist")
     result = run_calibrate(read_points(path, _catalog(presets)))
     saved = None
@@ -725,13 +726,13 @@ def import_config(
     """
     from pathlib import Path
 
-    from decodecalc.datafile import read_json
+    from decodecalc.datafile import is_file, read_json
     from decodecalc.presets import preset_from_config
 
     if official_params is not None and official_params < 1:
         raise InputError(f"--official-params {official_params} must be a positive count")
     path = Path(config).expanduser()
-    if not path.is_file():
+    if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
     preset = preset_from_config(read_json(path), name, source, official_params)
     import yaml
@@ -798,6 +799,7 @@ def check(
 
     from decodecalc.check_view import check_report, to_junit
     from decodecalc.checks import run_checks
+    from decodecalc.datafile import is_file
     from decodecalc.deployments import DeploymentReader
 
     overrides = {}
@@ -811,7 +813,7 @@ def check(
     deployments = []
     for file in files:
         path = Path(file)
-        if not path.is_file():
+        if not is_file(path):
             problems.append(f"{file}: no such file")
             continue
         try:

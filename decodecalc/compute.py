@@ -6,10 +6,9 @@ past the ridge batch the FLOPs win. Tensor parallelism adds two all-reduces per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from decodecalc.hardware import Link
 from decodecalc.model import Model
+from decodecalc.record import record
 
 ACTIVATION_BYTES = 2
 """Activations travel between GPUs in BF16."""
@@ -28,7 +27,7 @@ def step_flops(model: Model, batch: int, context_tokens: int) -> int:
     return batch * (2 * matmul_params(model) + attention)
 
 
-@dataclass(frozen=True)
+@record
 class AllReduce:
     """Two all-reduces per layer per step, as tensor-parallel attention and MLP need."""
 

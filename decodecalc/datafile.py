@@ -8,11 +8,11 @@ same safe construction ``yaml.safe_load`` does, with the check in between.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from decodecalc.errors import InputError, InputErrors
+from decodecalc.record import field, record
 
 if TYPE_CHECKING:
     import yaml
@@ -23,7 +23,7 @@ MAX_FILE_BYTES = 1_000_000
 KeyPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Document:
     """A loaded document and where each key path starts in the file (1-based)."""
 
@@ -106,6 +106,14 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
     finally:
         loader.dispose()
     return Document(path, data, marks, tuple(duplicates))
+
+
+def is_file(path: Path) -> bool:
+    """Path.is_file, answering False for names the OS refuses (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _read_text(path: Path) -> str:

@@ -9,7 +9,6 @@ once. Each setting remembers where it came from: a deployment's own mapping, the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from decodecalc.datafile import Document, read_yaml
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.estimator import Scenario
 from decodecalc.fields import suggest
+from decodecalc.record import field, record
 from decodecalc.scenarios import default_kv_dtype, resolve_link
 from decodecalc.targets import Targets
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -89,14 +89,14 @@ _VLLM_KV = {
 KeyPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     value: Any
     where: str
     """file:line:col and key path, for messages."""
 
 
-@dataclass(frozen=True)
+@record
 class Deployment:
     """One deployment ready to check."""
 
@@ -113,7 +113,7 @@ Entry = tuple[Settings, Settings, KeyPath]
 Getter = Callable[[str, Callable[[Any], Any]], Any]
 
 
-@dataclass
+@record
 class _Problems:
     items: list[str] = field(default_factory=list)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
+from decodecalc.record import record
 
-@dataclass(frozen=True)
+
+@record
 class DType:
     """A storage format for weights or the KV cache.
 

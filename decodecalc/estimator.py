@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from decodecalc.compute import AllReduce, step_flops
@@ -23,6 +22,7 @@ from decodecalc.hardware import GpuSpec, Link
 from decodecalc.kvcache import KVCurve
 from decodecalc.memory import MemoryFit, memory_fit, stored_weight_bytes
 from decodecalc.model import Model
+from decodecalc.record import record, replace
 from decodecalc.tensors import expected_experts
 
 MAX_BATCH = 1_000_000
@@ -31,7 +31,7 @@ MIN_FRACTION = 0.001
 MAX_TP = 1024
 
 
-@dataclass(frozen=True)
+@record
 class Scenario:
     """One deployment to estimate: a model on a GPU with formats, batch and TP."""
 
@@ -90,7 +90,7 @@ class Scenario:
         return None if self.gpu is None else self.gpu.peak_flops(self.weights.matmul)
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     """One context of a table: bytes per GPU per step and the resulting speed."""
 
@@ -123,7 +123,7 @@ class Row:
         return "compute" if compute > self.memory_seconds else "memory"
 
 
-@dataclass(frozen=True)
+@record
 class Estimate:
     """A scenario's per-step figures at each requested context."""
 
@@ -151,7 +151,7 @@ class Estimate:
     """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
 
 
-@dataclass(frozen=True)
+@record
 class StepModel:
     """The context-independent part of a scenario, computed once."""
 

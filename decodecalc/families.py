@@ -10,18 +10,18 @@ An architecture not listed is refused, never guessed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from decodecalc.fields import Fields
 from decodecalc.layers import Attention, DenseMLP, Layer
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 if TYPE_CHECKING:
     from decodecalc.layers import FFN, Mixer
 
 
-@dataclass(frozen=True)
+@record
 class Architecture:
     """What a config says about the network, before any preset metadata."""
 

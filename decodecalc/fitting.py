@@ -4,14 +4,14 @@ error that remains (physics.md section 5: how far the roofline is from a real GP
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 from decodecalc.calibration import Fit, fit_line
 from decodecalc.estimator import StepModel
 from decodecalc.points import MeasuredPoint
+from decodecalc.record import record, replace
 
 
-@dataclass(frozen=True)
+@record
 class CheckedPoint:
     point: MeasuredPoint
     roofline_seconds: float
@@ -24,7 +24,7 @@ class CheckedPoint:
         return self.predicted_seconds / self.point.measured_seconds - 1
 
 
-@dataclass(frozen=True)
+@record
 class Calibration:
     fit: Fit
     points: tuple[CheckedPoint, ...]

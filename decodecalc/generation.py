@@ -9,17 +9,17 @@ arithmetic-series closed form: N x (t(first) + t(last)) / 2 on each straight pie
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from itertools import pairwise
 
 from decodecalc.compute import matmul_params
 from decodecalc.errors import InputError
 from decodecalc.estimator import Scenario, StepModel
+from decodecalc.record import record
 
 MAX_GENERATED_TOKENS = 2**30
 
 
-@dataclass(frozen=True)
+@record
 class Generation:
     scenario: Scenario
     prompt_tokens: int

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from decodecalc.record import record
 
 
-@dataclass(frozen=True)
+@record
 class GpuSpec:
     """One accelerator (per device, not per board or system).
 
@@ -49,7 +49,7 @@ FALLBACK = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Link:
     """The interconnect a tensor-parallel all-reduce crosses."""
 

@@ -8,15 +8,16 @@ linear, non-decreasing curve whose slope drops at each window size.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
+
+from decodecalc.record import record
 
 if TYPE_CHECKING:
     from decodecalc.layers import Mixer
 
 
-@dataclass(frozen=True)
+@record
 class KVCurve:
     """Cached elements per sequence on one GPU, grouped by window (None = global)."""
 

@@ -11,15 +11,15 @@ with the context (capped by a window) or a state of constant size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 SPLIT, REPLICATED, KV_HEADS = Sharding.SPLIT, Sharding.REPLICATED, Sharding.KV_HEADS
 
 
-@dataclass(frozen=True)
+@record
 class Attention:
     """Softmax attention caching K and V per token: MHA, GQA or MQA by ``num_kv_heads``.
 
@@ -107,7 +107,7 @@ def causal_pairs(tokens: int, window: int | None) -> int:
     return window * (window + 1) // 2 + (tokens - 1 - window) * window
 
 
-@dataclass(frozen=True)
+@record
 class DenseMLP:
     """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
 
@@ -125,7 +125,7 @@ class DenseMLP:
         return f"dense MLP {self.intermediate_size:,}"
 
 
-@dataclass(frozen=True)
+@record
 class Layer:
     """One block: a token mixer, a feed-forward block, and ``norms`` hidden-size norms
     (two in most models; Gemma 2/3 add a norm after each sub-block, four in all)."""

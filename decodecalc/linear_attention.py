@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 
-@dataclass(frozen=True)
+@record
 class LinearAttention:
     """Gated DeltaNet linear attention (Qwen3-Next): a recurrent state of constant size per
     sequence (value heads x key dim x value dim, plus the short convolution's last

@@ -8,12 +8,12 @@ within the share of capacity the runtime leaves to them (vLLM's gpu_memory_utili
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 from decodecalc.dtypes import DType, ceil_bytes
 from decodecalc.kvcache import KVCurve
 from decodecalc.model import Model
+from decodecalc.record import record
 
 
 def stored_weight_bytes(model: Model, weights: DType, tp: int) -> int:
@@ -21,7 +21,7 @@ def stored_weight_bytes(model: Model, weights: DType, tp: int) -> int:
     return ceil_bytes(weights.bytes_for(sum(g.params_per_gpu(tp) for g in model.tensor_groups())))
 
 
-@dataclass(frozen=True)
+@record
 class MemoryFit:
     """A GPU's memory budget and what fits in it, per GPU."""
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from decodecalc.layers import causal_pairs
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 
-@dataclass(frozen=True)
+@record
 class LatentAttention:
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one compressed latent of
     ``kv_lora_rank`` plus a shared RoPE key of ``qk_rope_head_dim`` per token, for K and V

@@ -9,12 +9,12 @@ from the same description as the parameter count.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
 from decodecalc.layers import Layer
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from decodecalc.moe import MoE
 
 
-@dataclass(frozen=True)
+@record
 class Model:
     """A decoder-only language model, counted from its architecture."""
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from decodecalc.record import record
 from decodecalc.tensors import Sharding, TensorGroup
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 
-@dataclass(frozen=True)
+@record
 class MoE:
     """A mixture of experts: a router picks ``experts_per_token`` of ``num_experts`` gated
     experts per token; shared experts (one MLP of ``shared_intermediate_size``) always run."""

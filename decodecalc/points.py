@@ -3,7 +3,6 @@ and the ms per token someone measured."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from decodecalc.catalog import Catalog
@@ -11,10 +10,11 @@ from decodecalc.datafile import Document, read_yaml
 from decodecalc.errors import InputError
 from decodecalc.estimator import Scenario
 from decodecalc.fields import Fields
+from decodecalc.record import record
 from decodecalc.scenarios import build_scenario
 
 
-@dataclass(frozen=True)
+@record
 class MeasuredPoint:
     scenario: Scenario
     context_tokens: int

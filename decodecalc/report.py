@@ -7,15 +7,16 @@ cannot drift apart: they differ only in how a value is written.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from decodecalc.record import field, record
 
 SCHEMA_VERSION = 1
 
 Formatter = Callable[[Any], str]
 
 
-@dataclass(frozen=True)
+@record
 class Column:
     """A field of a record: its key (CSV header, JSON key), table header and formats."""
 
@@ -32,7 +33,7 @@ class Column:
         return formatter(value)
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """What a command prints, before it is decided how."""
 

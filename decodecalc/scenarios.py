@@ -3,14 +3,13 @@ estimate, generate, explain and the deployment files."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from decodecalc.catalog import Catalog
 from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
 from decodecalc.estimator import Scenario
 from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
+from decodecalc.record import record, replace
 from decodecalc.units import parse_bandwidth, parse_duration
 
 
@@ -38,7 +37,7 @@ def resolve_link(
     return found
 
 
-@dataclass(frozen=True)
+@record
 class Efficiency:
     fraction: float
     overhead_s: float | None = None

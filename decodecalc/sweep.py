@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from decodecalc.compute import matmul_params
 from decodecalc.errors import InputError
 from decodecalc.estimator import Scenario, StepModel
+from decodecalc.record import record
 
 MAX_SWEEP_ROWS = 100_000_000
 """Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
@@ -34,7 +34,7 @@ ROW_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class FastStep:
     """A scenario reduced to the constants of its rows."""
 
@@ -144,7 +144,7 @@ class FastStep:
             )
 
 
-@dataclass(frozen=True)
+@record
 class Axis:
     name: str
     values: tuple[str, ...]

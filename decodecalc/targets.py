@@ -6,13 +6,12 @@ the slowest step, the largest KV share, any context that does not fit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 from decodecalc.errors import InputError
 from decodecalc.estimator import Estimate, Row
+from decodecalc.record import field_names, record
 
 
-@dataclass(frozen=True)
+@record
 class Targets:
     """What a deployment must achieve; None means not asked."""
 
@@ -27,13 +26,13 @@ class Targets:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        return field_names(cls)
 
     def asked(self) -> tuple[str, ...]:
         return tuple(name for name in self.names() if getattr(self, name) is not None)
 
 
-@dataclass(frozen=True)
+@record
 class TargetResult:
     """One target checked: the limit, the worst value found, and where."""
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
+
+from decodecalc.record import record
 
 EXACT_BATCH_LIMIT = 64
 """Up to this batch the expected number of experts is computed in exact fractions."""
@@ -22,7 +23,7 @@ class Sharding(Enum):
     """Norms, routers, MLA's down-projections: every GPU holds all of it."""
 
 
-@dataclass(frozen=True)
+@record
 class TensorGroup:
     """Parameters of one role. ``experts`` > 0 marks routed MoE experts: E equal experts of
     which each token uses ``experts_per_token``, so a step reads only the experts touched."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import yaml
 from decodecalc.catalog import Catalog
 from decodecalc.estimator import Scenario, StepModel, estimate, ridge_batch
 from decodecalc.generation import decode_seconds, generate
+from decodecalc.record import replace
 
 from .conftest import Run
 

@@ -156,6 +156,6 @@ def test_moe_weights_grow_with_batch_up_to_all_experts(s: Scenario, b: int) -> N
 
 
 def _with(s: Scenario, **changes: object) -> Scenario:
-    from dataclasses import replace
+    from decodecalc.record import replace
 
     return replace(s, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,131 @@
+"""Immutable records: the behaviour of frozen dataclasses, without their start-up cost.
+
+``dataclasses`` writes and compiles source code for every class it decorates; across
+decodecalc's records that was two thirds of a query's own start-up time, paid by every
+process in a shell loop. ``@record`` builds the same __init__, __eq__, __hash__ and
+__repr__ from generic functions over the class's field list instead. Type checkers see
+it as a dataclass (``dataclass_transform``), so fields, defaults and keywords are checked
+the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[Any], Any]:
+        return lambda decorator: decorator
+
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+class FrozenError(AttributeError):
+    """A record's fields are set once, at construction."""
+
+
+class _Factory:
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+def field(*, default_factory: Callable[[], T]) -> T:
+    """A default built anew for each record, as in dataclasses."""
+    return _Factory(default_factory)  # type: ignore[return-value]
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    names: tuple[str, ...] = cls.__record_fields__
+    defaults: dict[str, Any] = cls.__record_defaults__
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(args)} positional")
+    values = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in defaults and key not in names:
+            raise TypeError(f"{cls.__name__} has no field {key!r}")
+        if key in values:
+            raise TypeError(f"{cls.__name__} got {key!r} twice")
+        values[key] = value
+    setter = object.__setattr__
+    for name in names:
+        if name in values:
+            setter(self, name, values[name])
+            continue
+        default = defaults.get(name, _MISSING)
+        if default is _MISSING:
+            raise TypeError(f"{cls.__name__} is missing field {name!r}")
+        setter(self, name, default.make() if isinstance(default, _Factory) else default)
+    post_init = getattr(self, "__post_init__", None)
+    if post_init is not None:
+        post_init()
+
+
+def _values(self: Any) -> tuple[Any, ...]:
+    return tuple(getattr(self, name) for name in type(self).__record_fields__)
+
+
+def _eq(self: Any, other: object) -> Any:
+    if type(other) is not type(self):
+        return NotImplemented
+    return bool(_values(self) == _values(other))
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+def _repr(self: Any) -> str:
+    fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in type(self).__record_fields__)
+    return f"{type(self).__name__}({fields})"
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenError(f"cannot assign to field {name!r} of a {type(self).__name__}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenError(f"cannot delete field {name!r} of a {type(self).__name__}")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def record(cls: type[T]) -> type[T]:
+    """Make a class with annotated fields an immutable record."""
+    import inspect  # already loaded by Typer; reads annotations the way new Pythons store them
+
+    names = tuple(inspect.get_annotations(cls))
+    defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+    for name in defaults:
+        delattr(cls, name)  # defaults live on the record's own table, not as class attributes
+    methods = {
+        "__record_fields__": names,
+        "__record_defaults__": defaults,
+        "__init__": _init,
+        "__eq__": _eq,
+        "__hash__": _hash,
+        "__repr__": _repr,
+        "__setattr__": _frozen_setattr,
+        "__delattr__": _frozen_delattr,
+    }
+    for name, value in methods.items():
+        setattr(cls, name, value)
+    return cls
+
+
+def replace(obj: T, **changes: Any) -> T:
+    """A copy of a record with some fields changed (validated again, like a new one)."""
+    values = {name: getattr(obj, name) for name in type(obj).__record_fields__}  # type: ignore[attr-defined]
+    values.update(changes)
+    return type(obj)(**values)
+
+
+def field_names(cls: type[Any]) -> tuple[str, ...]:
+    names: tuple[str, ...] = cls.__record_fields__
+    return names
