@@ -2,7 +2,8 @@
 
 decodecalc runs as one process per query in shell loops and CI jobs, so what counts is the
 time from exec to exit. The floor is ``python -c "import typer"``; the target is a median
-ratio of at most 1.5 (printed, never asserted in tests: timings are noisy).
+ratio of at most 1.5 for the first version, 1.2 for the hardening issue (printed, never
+asserted in tests: timings on a shared machine are noisy).
 
     python bench/startup.py [--runs 30]
 """
@@ -17,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-TARGET_RATIO = 1.5
+TARGETS = {"first version": 1.5, "hardening": 1.2}
 
 
 def cli_command() -> list[str]:
@@ -93,11 +94,11 @@ def main() -> int:
     ratio = statistics.median(
         q / f for q, f in zip(times["estimate --json"], floor_times, strict=True)
     )
-    verdict = "met" if ratio <= TARGET_RATIO else "MISSED"
-    print(
-        f"estimate --json / import typer, median of paired runs = {ratio:.2f} "
-        f"(target <= {TARGET_RATIO}: {verdict})"
+    verdicts = ", ".join(
+        f"{name} target <= {target}: {'met' if ratio <= target else 'MISSED'}"
+        for name, target in TARGETS.items()
     )
+    print(f"estimate --json / import typer, median of paired runs = {ratio:.2f} ({verdicts})")
     return 0
 
 

@@ -883,14 +883,17 @@ def _command(argv: list[str]) -> Any:
     a millisecond apiece, a third of a query's own time), so when the first argument names
     a command, only that one is built; the full app answers everything else (help, typos)."""
     wanted = argv[0] if argv else None
-    for info in app.registered_commands:
-        name = info.name or (info.callback.__name__ if info.callback else None)
-        if name == wanted:
-            lean = typer.Typer(name=app.info.name, add_completion=False)
-            lean.registered_callback = app.registered_callback
-            lean.registered_commands = [info]
-            return typer.main.get_command(lean)
-    return typer.main.get_command(app)
+    chosen = [
+        info
+        for info in app.registered_commands
+        if (info.name or (info.callback.__name__ if info.callback else None)) == wanted
+    ]
+    if not chosen and argv != ["--version"]:
+        return typer.main.get_command(app)
+    lean = typer.Typer(name=app.info.name, add_completion=False)
+    lean.registered_callback = app.registered_callback
+    lean.registered_commands = chosen  # none for --version: the root callback answers it
+    return typer.main.get_command(lean)
 
 
 def main(argv: list[str] | None = None) -> int:

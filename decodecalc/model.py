@@ -61,9 +61,18 @@ class Model:
                 TensorGroup("embedding", embedding, False, Sharding.SPLIT),
                 TensorGroup("LM head", embedding, True, Sharding.SPLIT),
             ]
-        per_layer = (g for layer in self.layers for g in layer.tensor_groups(self.hidden_size))
+        # A stack repeats a few layer objects many times: count each once, then scale.
+        counts: dict[int, tuple[Layer, int]] = {}
+        for layer in self.layers:
+            first, count = counts.get(id(layer), (layer, 0))
+            counts[id(layer)] = (first, count + 1)
+        per_layer = [
+            (g, count)
+            for layer, count in counts.values()
+            for g in layer.tensor_groups(self.hidden_size)
+        ]
         final_norm = TensorGroup("norms and biases", self.hidden_size, True, Sharding.REPLICATED)
-        return (*head, *_merge([*per_layer, final_norm]), *self.extra_groups)
+        return (*head, *_merge([*per_layer, (final_norm, 1)]), *self.extra_groups)
 
     def total_params(self) -> int:
         """All parameters, the input embedding included (what memory must hold)."""
@@ -127,12 +136,12 @@ class Model:
         )
 
 
-def _merge(groups: Iterable[TensorGroup]) -> list[TensorGroup]:
-    """Sum groups that differ only in size, keeping first-seen order."""
+def _merge(groups: Iterable[tuple[TensorGroup, int]]) -> list[TensorGroup]:
+    """Sum groups (each taken ``count`` times) that differ only in size, in first-seen order."""
     merged: dict[tuple[object, ...], int] = {}
-    for g in groups:
+    for g, count in groups:
         key = (g.name, g.streamed, g.sharding, g.kv_heads, g.experts, g.experts_per_token)
-        merged[key] = merged.get(key, 0) + g.params
+        merged[key] = merged.get(key, 0) + g.params * count
     return [
         TensorGroup(name, params, streamed, sharding, kv, experts, per_token)  # type: ignore[arg-type]
         for (name, streamed, sharding, kv, experts, per_token), params in merged.items()
