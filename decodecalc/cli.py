@@ -4,8 +4,6 @@ Every user error is an InputError (or a Click usage error) and becomes exactly o
 stderr and exit code 2, here and nowhere else.
 """
 
-from __future__ import annotations
-
 import contextlib
 import itertools
 import os
@@ -61,13 +59,13 @@ PresetsOpt = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _emit(report: Report, fmt: Format, as_json: bool, exact: bool = False) -> None:
+def _emit(report: "Report", fmt: Format, as_json: bool, exact: bool = False) -> None:
     from decodecalc.render import RENDERERS
 
     RENDERERS["json" if as_json else fmt.value](report, sys.stdout, exact)
 
 
-def _catalog(presets: list[str] | None) -> Catalog:
+def _catalog(presets: list[str] | None) -> "Catalog":
     from decodecalc.catalog import Catalog
 
     return Catalog.with_user_dirs(presets or ())
@@ -204,7 +202,7 @@ PlotOpt = Annotated[
 ]
 
 
-def _scenario(catalog: Catalog, model: str, **flags: Any) -> Any:
+def _scenario(catalog: "Catalog", model: str, **flags: Any) -> Any:
     from decodecalc.scenarios import build_scenario
 
     return build_scenario(catalog, catalog.model(model), **flags)
@@ -839,7 +837,7 @@ def check(
         raise typer.Exit(EXIT_VIOLATION)
 
 
-def _write_report(checked: Any, report: Report, fmt: CheckFormat, path: Any) -> None:
+def _write_report(checked: Any, report: "Report", fmt: CheckFormat, path: Any) -> None:
     from decodecalc.check_view import to_junit
     from decodecalc.render import RENDERERS
 
