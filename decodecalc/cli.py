@@ -202,14 +202,34 @@ PlotOpt = Annotated[
 ]
 
 
-def _scenario(catalog: "Catalog", model: str, **flags: Any) -> Any:
+SCENARIO_FLAGS = (
+    "gpu",
+    "bandwidth",
+    "weights",
+    "kv_dtype",
+    "batch",
+    "tp",
+    "efficiency",
+    "memory_utilization",
+    "overhead",
+    "link",
+    "link_bandwidth",
+)
+
+
+def _scenario(ctx: typer.Context) -> Any:
+    """The scenario a command's flags describe (estimate, generate and explain share them)."""
     from decodecalc.scenarios import build_scenario
 
-    return build_scenario(catalog, catalog.model(model), **flags)
+    params = ctx.params
+    catalog = _catalog(params.get("presets"))
+    flags = {name: params[name] for name in SCENARIO_FLAGS}
+    return build_scenario(catalog, catalog.model(params["model"]), **flags)
 
 
 @app.command()
 def estimate(
+    ctx: typer.Context,
     model: ModelOpt,
     gpu: GpuOpt = None,
     bandwidth: BandwidthOpt = None,
@@ -243,22 +263,7 @@ def estimate(
     from decodecalc.estimator import estimate as run_estimate
     from decodecalc.views import estimate_report, human_view
 
-    catalog = _catalog(presets)
-    scenario = _scenario(
-        catalog,
-        model,
-        gpu=gpu,
-        bandwidth=bandwidth,
-        weights=weights,
-        kv_dtype=kv_dtype,
-        batch=batch,
-        tp=tp,
-        efficiency=efficiency,
-        memory_utilization=memory_utilization,
-        overhead=overhead,
-        link=link,
-        link_bandwidth=link_bandwidth,
-    )
+    scenario = _scenario(ctx)
     contexts = _contexts(context, scenario.model)
     result = run_estimate(scenario, contexts)
     report = estimate_report(result)
@@ -273,6 +278,7 @@ def estimate(
 
 @app.command()
 def generate(
+    ctx: typer.Context,
     model: ModelOpt,
     prompt: Annotated[str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.")],
     tokens: Annotated[str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.")],
@@ -302,21 +308,7 @@ def generate(
     from decodecalc.generation import generate as run_generate
     from decodecalc.generation_view import generation_report
 
-    scenario = _scenario(
-        _catalog(presets),
-        model,
-        gpu=gpu,
-        bandwidth=bandwidth,
-        weights=weights,
-        kv_dtype=kv_dtype,
-        batch=batch,
-        tp=tp,
-        efficiency=efficiency,
-        memory_utilization=memory_utilization,
-        overhead=overhead,
-        link=link,
-        link_bandwidth=link_bandwidth,
-    )
+    scenario = _scenario(ctx)
     prompt_tokens, new_tokens = parse_tokens(prompt), parse_tokens(tokens)
     _contexts(str(prompt_tokens + new_tokens), scenario.model)
     _emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
@@ -324,6 +316,7 @@ def generate(
 
 @app.command()
 def explain(
+    ctx: typer.Context,
     model: ModelOpt,
     gpu: GpuOpt = None,
     bandwidth: BandwidthOpt = None,
@@ -349,21 +342,7 @@ def explain(
     from decodecalc.estimator import StepModel
     from decodecalc.explain import explain_text
 
-    scenario = _scenario(
-        _catalog(presets),
-        model,
-        gpu=gpu,
-        bandwidth=bandwidth,
-        weights=weights,
-        kv_dtype=kv_dtype,
-        batch=batch,
-        tp=tp,
-        efficiency=efficiency,
-        memory_utilization=memory_utilization,
-        overhead=overhead,
-        link=link,
-        link_bandwidth=link_bandwidth,
-    )
+    scenario = _scenario(ctx)
     tokens = parse_tokens(context)
     _contexts(str(tokens), scenario.model)
     sys.stdout.write("\n".join(explain_text(StepModel.of(scenario), tokens)) + "\n")
