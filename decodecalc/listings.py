@@ -13,7 +13,7 @@ from decodecalc.linear_attention import LinearAttention
 from decodecalc.mla import LatentAttention
 from decodecalc.model import Model
 from decodecalc.report import Column, Report, document
-from decodecalc.tensors import Sharding
+from decodecalc.tensors import Sharding, expected_experts
 
 _SHARDING_TEXT = {
     Sharding.SPLIT: "split",
@@ -173,6 +173,32 @@ def _pattern_line(m: Model) -> tuple[str, ...]:
     return (f"  interleaved every {period} layers ({short}) through all {len(m.layers)}",)
 
 
+TOUCHED_BATCHES = (1, 8, 32, 256)
+
+
+def _experts_touched(m: Model) -> dict[str, float] | None:
+    """Expected distinct routed experts per MoE layer at a few batch sizes."""
+    moe = m.moe()
+    if moe is None:
+        return None
+    return {
+        str(b): float(expected_experts(moe.num_experts, moe.experts_per_token, b))
+        for b in TOUCHED_BATCHES
+    }
+
+
+def _experts_line(m: Model) -> tuple[str, ...]:
+    touched = _experts_touched(m)
+    moe = m.moe()
+    if touched is None or moe is None:
+        return ()
+    figures = ", ".join(f"{v:.1f} at B={b}" for b, v in touched.items())
+    return (
+        f"experts read per MoE layer, E(1-(1-k/E)^B) with k={moe.experts_per_token}, "
+        f"E={moe.num_experts}: {figures}",
+    )
+
+
 def show_report(m: Model, dtypes: list[DType]) -> Report:
     """A model's architecture, parameter count check, and KV per token per format."""
     curve = KVCurve.for_layers(m.mixers(), 1)
@@ -224,6 +250,7 @@ def show_report(m: Model, dtypes: list[DType]) -> Report:
         kv_elements_per_token_past_windows=curve.growing_elements_per_token,
         state_elements_per_sequence=state,
         tp_kv_rule=tp_kv_rule(m),
+        experts_touched=_experts_touched(m),
         kv_bytes_per_token=kv,
         tensor_groups=groups,
         source=m.source,
@@ -246,6 +273,7 @@ def show_report(m: Model, dtypes: list[DType]) -> Report:
         )
         + (f"; constant state of {state:,} elements per sequence" if state else ""),
         f"tensor parallelism: {tp_kv_rule(m)}",
+        *_experts_line(m),
     ]
     columns = (
         Column("kv_dtype", "KV dtype", numeric=False),

@@ -6,11 +6,15 @@ config.json fields (presets/models/*.yaml hold the same numbers).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from decodecalc.catalog import Catalog
 from decodecalc.estimator import Estimate, Scenario, estimate
 from decodecalc.tensors import expected_experts
+
+from .conftest import Run
 
 H100 = 3_350_000_000_000
 
@@ -181,3 +185,12 @@ class TestTensorParallelPastKVHeads:
     def test_valid_tp_sizes_follow_every_layer_kind(self, catalog: Catalog) -> None:
         # 16 query heads, 2 KV heads (multiples allowed), 16 key and 32 value linear heads.
         assert catalog.model("qwen3-next-80b-a3b").valid_tp() == (1, 2, 4, 8, 16)
+
+
+def test_show_gives_total_active_and_experts_touched(cli: Run) -> None:
+    doc = json.loads(cli("show", "mixtral-8x7b", "--json").out)
+    assert doc["params"] == 46_702_792_704 and doc["active_params"] == 12_879_925_248
+    # 8 x (1 - 0.75^8) = 7.1990966796875 at B=8
+    assert doc["experts_touched"]["1"] == 2.0
+    assert doc["experts_touched"]["8"] == pytest.approx(7.1990966796875)
+    assert "experts read per MoE layer" in cli("show", "mixtral-8x7b").out
