@@ -534,7 +534,7 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
-    from decodecalc.compare_view import write_sweep_csv, write_sweep_jsonl
+    from decodecalc.compare_view import CSV_FITS, write_sweep_csv, write_sweep_jsonl
     from decodecalc.context import parse_context
     from decodecalc.scenarios import build_scenario
     from decodecalc.sweep import Axis, grid_size
@@ -578,7 +578,8 @@ def sweep(
 
     skipped: list[str] = []
     size = grid_size(axes, contexts)
-    scenarios = run_sweep(axes, contexts, build, skipped)
+    labels = CSV_FITS if fmt == "csv" else None
+    scenarios = run_sweep(axes, contexts, build, skipped, labels)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
     names = [a.name for a in axes]
     if output is None:

@@ -67,10 +67,11 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     return Report(doc, columns, tuple(records))
 
 
-_CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,"
-"""ROW_FIELDS but fits, as CSV: exact integers, floats to 12 significant digits (formatting
-the shortest round-trip form would halve a sweep's speed), the bound."""
-_FITS = {True: "true\n", False: "false\n", None: "\n"}
+_CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s"
+"""ROW_FIELDS as CSV: exact integers, floats to 12 significant digits (formatting the
+shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
+CSV_FITS: dict[bool | None, object] = {True: "true\n", False: "false\n", None: "\n"}
+"""Labels for the rows' fits field, newline included: one %-format makes the whole line."""
 CHUNK_ROWS = 4096
 
 Scenarios = Iterable[tuple[dict[str, str], Iterator[tuple[Any, ...]]]]
@@ -81,15 +82,15 @@ def write_sweep_csv(
     axes: Sequence[str], scenarios: Scenarios, out: IO[str], progress: Progress | None = None
 ) -> int:
     """CSV with one %-format per line (in C, the scenario's prefix folded into the format)
-    and writes in chunks: the csv module's per-cell work would halve a sweep's speed. Axis
-    values are preset names and numbers, never in need of quoting."""
+    and writes in chunks: the csv module's per-cell work would halve a sweep's speed. The
+    rows must come with CSV_FITS labels. Axis values are preset names and numbers, never in
+    need of quoting."""
     out.write(",".join([*axes, *ROW_FIELDS]) + "\n")
     count = 0
-    fits_text = _FITS
     for combo, rows in scenarios:
         line = ",".join(combo.values()).replace("%", "%%") + "," + _CSV_ROW
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
-            out.write("".join([line % row[:10] + fits_text[row[10]] for row in chunk]))
+            out.write("".join([line % row for row in chunk]))
             count += len(chunk)
         if progress is not None:
             progress(count)

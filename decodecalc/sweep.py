@@ -97,9 +97,13 @@ class FastStep:
         """The values of ROW_FIELDS at one context."""
         return next(self.rows((context,)))
 
-    def rows(self, contexts: Iterable[int]) -> Iterator[tuple[object, ...]]:
-        """ROW_FIELDS at each context. The constants are bound to locals once: this loop is
-        what a million-row sweep spends its time in."""
+    def rows(
+        self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
+    ) -> Iterator[tuple[object, ...]]:
+        """ROW_FIELDS at each context; with ``fits_labels`` the last field is its label (a
+        writer's text for true, false and unknown). The constants are bound to locals once:
+        this loop is what a million-row sweep spends its time in."""
+        labels = fits_labels or {True: True, False: False, None: None}
         weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
         windowed = [(w, e) for w, e in self.kv_segments if w is not None]
         growing = sum(e for w, e in self.kv_segments if w is None)
@@ -128,7 +132,7 @@ class FastStep:
                 if compute > seconds:
                     seconds, bound = compute, "compute"
             seconds += extra
-            fits = None if budget is None else stored + kv + state <= budget
+            fits = labels[None if budget is None else stored + kv + state <= budget]
             yield (
                 context,
                 weights,
@@ -165,6 +169,7 @@ def sweep(
     contexts: Sequence[int],
     build: Callable[[dict[str, str]], Scenario],
     skipped: list[str],
+    fits_labels: dict[bool | None, object] | None = None,
 ) -> Iterator[tuple[dict[str, str], Iterator[tuple[object, ...]]]]:
     """Every combination with the stream of its rows, one per context. Combinations that
     are not valid deployments (a TP that does not split the heads, a weight-only KV format)
@@ -180,4 +185,4 @@ def sweep(
         except InputError as exc:
             skipped.append(f"{', '.join(f'{k}={v}' for k, v in combo.items())}: {exc}")
             continue
-        yield combo, fast.rows(contexts)
+        yield combo, fast.rows(contexts, fits_labels)
