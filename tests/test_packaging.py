@@ -30,6 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contains_every_preset(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
+    assert "decodecalc/deployment.schema.json" in names
     for preset in ROOT.glob("presets/*/*.yaml"):
         assert f"decodecalc/presets/{preset.parent.name}/{preset.name}" in names
 
