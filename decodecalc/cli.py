@@ -601,13 +601,24 @@ def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
     if total < PROGRESS_ROWS:
         yield None
         return
+    import time
+
     from rich.console import Console
     from rich.progress import Progress
 
-    # No refresh thread: it would contend with the rows for the interpreter.
+    # No refresh thread (it would contend with the rows for the interpreter), and at most
+    # ten redraws a second.
     with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
         task = bar.add_task("sweep", total=total)
-        yield lambda done: bar.update(task, completed=done, refresh=True)
+        last = [0.0]
+
+        def advance(done: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.1:
+                last[0] = now
+                bar.update(task, completed=done, refresh=True)
+
+        yield advance
 
 
 PROGRESS_ROWS = 100_000
