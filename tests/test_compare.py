@@ -279,3 +279,24 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     _, err = sweep.communicate(timeout=60)
     # Click turns the broken pipe into a quiet exit 1: no traceback, no error message.
     assert b"Traceback" not in err and err == b"" and sweep.returncode == 1
+
+
+def test_sweep_to_a_file_with_a_progress_bar(cli: Run, tmp_path: Path) -> None:
+    out = tmp_path / "grid.csv"
+    batches = ",".join(str(b) for b in range(1, 11))
+    r = cli(
+        "sweep",
+        "-m",
+        "llama-3.1-8b",
+        "-g",
+        "h100",
+        "--batch",
+        batches,
+        "-c",
+        "1..10000:1",
+        "-o",
+        str(out),
+    )
+    assert r.code == 0 and r.out == ""
+    with out.open() as lines:
+        assert sum(1 for _ in lines) == 1 + 10 * 10_000
