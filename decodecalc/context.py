@@ -75,7 +75,7 @@ def _geometric(start: int, stop: int, factor: int, spec: str) -> list[int]:
 def _linear(start: int, stop: int, step: int, spec: str) -> list[int]:
     if step <= 0:
         raise InputError(f"context {spec!r}: the step must be greater than zero")
-    _check_points((stop - start) // step + 2, spec)
+    _check_points(len(range(start, stop, step)) + 1, spec)  # the end is always included
     values = list(range(start, stop, step))
     values.append(stop)
     return values

@@ -119,3 +119,9 @@ def test_context_specs(spec: str, contexts: tuple[int, ...]) -> None:
 def test_bad_context_specs(spec: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_context(spec)
+
+
+def test_exactly_the_point_limit_is_allowed() -> None:
+    assert len(parse_context(f"1..{MAX_CONTEXT_POINTS}:1")) == MAX_CONTEXT_POINTS
+    with pytest.raises(InputError, match="10,001 points"):
+        parse_context(f"0..{MAX_CONTEXT_POINTS}:1")
