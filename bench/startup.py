@@ -1,9 +1,15 @@
-"""Whole-process start-up of a typical JSON query against the floor every Typer CLI pays.
+"""Whole-process start-up of decodecalc queries against the floor every Typer CLI pays.
 
 decodecalc runs as one process per query in shell loops and CI jobs, so what counts is the
 time from exec to exit. The floor is ``python -c "import typer"``; the target is a median
-ratio of at most 1.5 for the first version, 1.2 for the hardening issue (printed, never
-asserted in tests: timings on a shared machine are noisy).
+ratio of at most 1.5 for the first version, 1.2 for the hardening issue, for a JSON query,
+``--version`` and ``--help`` alike (printed, never asserted in tests: timings on a shared
+machine are noisy).
+
+The console script runs with the cyclic garbage collector off and freezes what survives
+before exit (see decodecalc/__main__.py), which the plain floor does not. A second,
+informative floor runs ``import typer`` the same way: a query's time minus that one is
+decodecalc's own work.
 
     python bench/startup.py [--runs 30]
 """
@@ -60,45 +66,39 @@ def main() -> int:
     args = parser.parse_args()
     compile_package()
     cli = cli_command()
+    query = "estimate -m llama-3.1-70b -g h100-sxm -w fp8 -k fp8 -c 1K..128K --json"
+    floor = "python -c 'import typer' (floor)"
     cases = {
-        "python -c 'import typer' (floor)": [sys.executable, "-c", "import typer"],
-        "estimate --json": [
-            *cli,
-            "estimate",
-            "-m",
-            "llama-3.1-70b",
-            "-g",
-            "h100-sxm",
-            "-w",
-            "fp8",
-            "-k",
-            "fp8",
+        floor: [sys.executable, "-c", "import typer"],
+        "same, collector as decodecalc runs": [
+            sys.executable,
             "-c",
-            "1K..128K",
-            "--json",
+            "import gc; gc.disable(); import typer; gc.freeze()",
         ],
+        "estimate --json": [*cli, *query.split()],
         "--version": [*cli, "--version"],
         "estimate --help": [*cli, "estimate", "--help"],
     }
+    targeted = ("estimate --json", "--version", "estimate --help")
+    hardening = TARGETS["hardening"]
     for command in cases.values():  # warm the OS file cache and .pyc files
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     times = timings(cases, args.runs)
-    results = {name: statistics.median(values) for name, values in times.items()}
-    floor_times = next(iter(times.values()))
-    floor = statistics.median(floor_times)
-    print(f"start-up, median of {args.runs} runs each")
-    for name, value in results.items():
-        print(f"  {name:34s} {value * 1000:7.1f} ms   ratio {value / floor:.2f}")
-    # The ratio of each run to the floor measured just before it, then the median: drift in
-    # the machine's speed over the benchmark cancels out.
-    ratio = statistics.median(
-        q / f for q, f in zip(times["estimate --json"], floor_times, strict=True)
-    )
+    print(f"start-up, median of {args.runs} runs each; ratio = median of each run / the floor")
+    print(f"run just before it (drift in the machine's speed cancels out); query: {query}")
+    worst = 0.0
+    for name, values in times.items():
+        ratio = statistics.median(q / f for q, f in zip(values, times[floor], strict=True))
+        line = f"  {name:36s} {statistics.median(values) * 1000:7.1f} ms   ratio {ratio:.2f}"
+        if name in targeted:
+            worst = max(worst, ratio)
+            line += f"   target <= {hardening}: {'met' if ratio <= hardening else 'MISSED'}"
+        print(line)
     verdicts = ", ".join(
-        f"{name} target <= {target}: {'met' if ratio <= target else 'MISSED'}"
+        f"{name} target <= {target}: {'met' if worst <= target else 'MISSED'}"
         for name, target in TARGETS.items()
     )
-    print(f"estimate --json / import typer, median of paired runs = {ratio:.2f} ({verdicts})")
+    print(f"worst ratio to import typer = {worst:.2f} ({verdicts})")
     return 0
 
 
