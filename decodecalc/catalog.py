@@ -9,7 +9,6 @@ Files are loaded on demand: a query reads the few files it names, not the whole 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -26,7 +25,11 @@ from decodecalc.record import field, record
 
 ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype", "links": "link"}
-_SAFE_STEM = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _is_safe_stem(name: str) -> bool:
+    """A name that can only be a file name in the presets directory (no path, no dots first)."""
+    return name[:1].isalnum() and name.isascii() and all(c.isalnum() or c in "._-" for c in name)
 
 
 class Preset(Protocol):
@@ -142,7 +145,7 @@ class Catalog:
 
     def _find(self, kind: str, name: str, cls: type[P]) -> P:
         key = name.strip().lower()
-        if _SAFE_STEM.match(key):
+        if _is_safe_stem(key):
             for directory in self.dirs:
                 for suffix in (".yaml", ".yml"):
                     path = directory / kind / f"{key}{suffix}"

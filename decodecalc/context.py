@@ -7,10 +7,8 @@ is allowed only with a decimal suffix (1.5k = 1,500).
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
-
 from decodecalc.errors import InputError
+from decodecalc.units import is_digits
 
 MAX_CONTEXT_TOKENS = 2**30
 """Largest context accepted (1,073,741,824 tokens): 100x the longest context any model claims."""
@@ -19,7 +17,6 @@ MAX_CONTEXT_POINTS = 10_000
 """Most contexts one query may compute: keeps a typo like 1..1M:1 from printing a million rows."""
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
-_TOKENS = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kmgKMG]?)$")
 
 SPEC_HELP = "e.g. 4096, 32K, 1K,8K,32K, 1K..256K (doubling), 0..128K:16K (step), 1K..1M:x4 (factor)"
 
@@ -31,19 +28,26 @@ def parse_tokens(text: str) -> int:
     (32000, 32768, 1500)
     """
     cleaned = text.strip().replace("_", "")
-    match = _TOKENS.match(cleaned)
-    if match is None:
+    suffix = cleaned[-1:] if cleaned[-1:] in _SUFFIX else ""
+    whole, point, decimals = cleaned[: len(cleaned) - len(suffix)].partition(".")
+    if not is_digits(whole) or (point and not is_digits(decimals)):
         raise InputError(f"context {text!r} is not a token count ({SPEC_HELP})")
-    number, suffix = match.groups()
-    if "." in number and suffix.isupper():
+    if point and suffix.isupper():
         raise InputError(
             f"context {text!r}: decimals work only with decimal suffixes "
             f"(1.5k = 1,500); binary ones (K, M, G) need a whole number"
         )
-    value = Decimal(number) * _SUFFIX.get(suffix, 1)
-    if value != value.to_integral_value():
+    # Bound the digits before any arithmetic: 10,000 of them would be a slow integer.
+    whole, decimals = whole.lstrip("0"), decimals.rstrip("0")
+    if len(whole) > len(str(MAX_CONTEXT_TOKENS)):
+        raise InputError(f"context {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
+    if len(decimals) > 9:  # more places than the largest suffix (g = 10^9) can make whole
         raise InputError(f"context {text!r} is not a whole number of tokens")
-    tokens = int(value)
+    scaled = int(whole + decimals or "0") * _SUFFIX.get(suffix, 1)
+    scale: int = 10 ** len(decimals)
+    tokens, remainder = divmod(scaled, scale)
+    if remainder:
+        raise InputError(f"context {text!r} is not a whole number of tokens")
     if tokens > MAX_CONTEXT_TOKENS:
         raise InputError(f"context {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
     return tokens

@@ -8,12 +8,12 @@ the type it must have catches both instead of passing them on.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
 from decodecalc.datafile import Document, KeyPath
 from decodecalc.errors import InputError
+from decodecalc.units import exact_number
 
 
 def _words(name: str) -> set[str]:
@@ -151,8 +151,10 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.error(name, f"expected a number, got {_kind(value)}")
         try:
-            number = Fraction(Decimal(str(value)))
-        except (InvalidOperation, ValueError):
+            number = exact_number(str(value))
+        except OverflowError:
+            raise self.error(name, f"out of range, got {value!r}") from None
+        except ValueError:
             raise self.error(name, f"expected a number, got {value!r}") from None
         if number <= 0:
             raise self.error(name, f"must be greater than zero, got {value}")

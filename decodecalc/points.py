@@ -32,20 +32,25 @@ def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
 
 
 def _point(doc: Document, f: Fields, catalog: Catalog) -> MeasuredPoint:
+    # Fields report their own file position; only preset lookups need this point's added.
+    model, gpu = f.text("model"), f.text("gpu")
+    weights, kv_dtype = f.text("weights"), f.text("kv_dtype")
+    batch, tp = f.integer("batch", default=1), f.integer("tp", default=1)
+    link = f.text("link", "") or None
     try:
         scenario = build_scenario(
             catalog,
-            catalog.model(f.text("model")),
-            gpu=f.text("gpu"),
+            catalog.model(model),
+            gpu=gpu,
             bandwidth=None,
-            weights=f.text("weights"),
-            kv_dtype=f.text("kv_dtype"),
-            batch=f.integer("batch", default=1),
-            tp=f.integer("tp", default=1),
+            weights=weights,
+            kv_dtype=kv_dtype,
+            batch=batch,
+            tp=tp,
             efficiency="1",
             memory_utilization=0.9,
             overhead="0ms",
-            link=f.text("link", "") or None,
+            link=link,
             link_bandwidth=None,
         )
     except InputError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from decodecalc.datafile import Document
 from decodecalc.dtypes import DType
@@ -18,6 +18,17 @@ from decodecalc.fields import Fields
 from decodecalc.hardware import GpuSpec, Link
 from decodecalc.model import Model
 from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
+
+T = TypeVar("T")
+
+
+def _parsed(fields: Fields, name: str, parse: Callable[[str], T]) -> T:
+    """A field with a unit (3.35TB/s, 80GiB); a parse error points at the field."""
+    text = fields.text(name)
+    try:
+        return parse(text)
+    except InputError as exc:
+        raise fields.error(name, str(exc)) from None
 
 
 def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
@@ -85,20 +96,14 @@ def preset_from_config(
 def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
     top = Fields(doc)
     name, aliases, source = _common(top)
-    try:
-        bandwidth = parse_bandwidth(top.text("bandwidth"))
-        memory = parse_size(top.text("memory"))
-    except InputError as exc:
-        raise InputError(f"{doc.path}: {exc}") from None
+    bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
+    memory = _parsed(top, "memory", parse_size)
     flops: list[tuple[str, int]] = []
     if top.has("flops"):
         table = top.mapping("flops")
         for cls in ("bf16", "fp8", "fp4", "fp32"):
             if table.has(cls):
-                try:
-                    flops.append((cls, parse_flops(table.text(cls))))
-                except InputError as exc:
-                    raise table.error(cls, str(exc)) from None
+                flops.append((cls, _parsed(table, cls, parse_flops)))
     gpu = GpuSpec(
         id=preset_id,
         name=name,
@@ -156,10 +161,7 @@ def _sustained(top: Fields) -> int | None:
     if not top.has("sustained_bandwidth"):
         top.read.add("sustained_bandwidth")
         return None
-    try:
-        return parse_bandwidth(top.text("sustained_bandwidth"))
-    except InputError as exc:
-        raise top.error("sustained_bandwidth", str(exc)) from None
+    return _parsed(top, "sustained_bandwidth", parse_bandwidth)
 
 
 def _matmul(top: Fields) -> str:
@@ -172,11 +174,8 @@ def _matmul(top: Fields) -> str:
 def load_link(doc: Document, preset_id: str) -> Link:
     top = Fields(doc)
     name = top.text("name")
-    try:
-        bandwidth = parse_bandwidth(top.text("bandwidth"))
-        latency = parse_duration(top.text("latency"), "latency")
-    except InputError as exc:
-        raise InputError(f"{doc.path}: {exc}") from None
+    bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
+    latency = _parsed(top, "latency", lambda text: parse_duration(text, "latency"))
     link = Link(
         id=preset_id,
         name=name,

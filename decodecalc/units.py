@@ -7,8 +7,7 @@ writes a binary unit (TiB/s). Parsing works on exact decimals so `3.35TB/s` is e
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 from decodecalc.errors import InputError
 
@@ -23,30 +22,76 @@ TIB = 2**40
 
 _DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB, "p": 10**15}
 _BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB}
-
-_QUANTITY = re.compile(
-    r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+))?\s*([A-Za-z/]*)\s*$"
-)
-_RATE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])(?:/s|ps)$")
-_FLOPS_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtTpP])?FLOP/?s$")
+_BYTE_PREFIXES = "kKmMgGtT"
+_FLOPS_PREFIXES = "kKmMgGtTpP"
 _TIME_UNIT = {"s": 0, "ms": -3, "us": -6, "µs": -6, "ns": -9}
 """Powers of ten of each time unit."""
-_SIZE_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT]i?)?(?P<byte>[Bb])$")
+
+MAX_EXPONENT = 400
+"""Largest power of ten a number may carry: 1e999999999 is exact only as a billion-digit
+integer, which takes minutes to build."""
+MAX_DIGITS = 1000
 
 BANDWIDTH_EXAMPLES = "e.g. 3.35TB/s, 819GB/s, 1.5TiB/s"
 SIZE_EXAMPLES = "e.g. 80GiB, 141GB, 512MiB"
 
 
-def _split(text: str, what: str, examples: str) -> tuple[Decimal, str]:
-    match = _QUANTITY.match(text)
-    if match is None:
-        raise InputError(f"{what} {text!r} is not a number with a unit ({examples})")
-    mantissa, exponent, unit = match.groups()
+def is_digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit alone also accepts superscripts and other scripts."""
+    return text.isascii() and text.isdigit()
+
+
+def exact_number(text: str) -> Fraction:
+    """A decimal literal such as ``3.35``, ``-.5`` or ``1e-3``, exactly.
+
+    Raises ValueError for anything else (hex, fractions, inf, underscores) and
+    OverflowError past MAX_EXPONENT or MAX_DIGITS.
+
+    >>> exact_number("3.35"), exact_number("2.5e3")
+    (Fraction(67, 20), Fraction(2500, 1))
+    """
+    mantissa, marker, exponent = text.strip().lower().partition("e")
+    power = 0
+    if marker:
+        digits = exponent[1:] if exponent.startswith(("+", "-")) else exponent
+        if not is_digits(digits):
+            raise ValueError(f"not a number: {text!r}")
+        if len(digits) > len(str(MAX_EXPONENT)) or abs(int(exponent)) > MAX_EXPONENT:
+            raise OverflowError(f"exponent out of range: {text!r}")
+        power = int(exponent)
+    sign = -1 if mantissa.startswith("-") else 1
+    unsigned = mantissa[1:] if mantissa.startswith(("+", "-")) else mantissa
+    whole, _, fraction = unsigned.partition(".")
+    if not (whole or fraction) or not all(p == "" or is_digits(p) for p in (whole, fraction)):
+        raise ValueError(f"not a number: {text!r}")
+    if len(whole) + len(fraction) > MAX_DIGITS:
+        raise OverflowError(f"too many digits: {text!r}")
+    return sign * int(whole + fraction) * Fraction(10) ** (power - len(fraction))
+
+
+def _split(text: str, what: str, examples: str) -> tuple[Fraction, str]:
+    """The number and the unit after it (letters and slashes, as in TB/s)."""
+    body = text.strip()
+    end = len(body)
+    while end and (body[end - 1].isalpha() or body[end - 1] == "/"):
+        end -= 1
     try:
-        value = Decimal(mantissa) * (Decimal(10) ** int(exponent or 0))
-    except (InvalidOperation, OverflowError, ValueError):
+        value = exact_number(body[:end])
+    except OverflowError:
         raise InputError(f"{what} {text!r} is out of range ({examples})") from None
-    return value, unit
+    except ValueError:
+        raise InputError(f"{what} {text!r} is not a number with a unit ({examples})") from None
+    return value, body[end:]
+
+
+def _byte_prefix(unit: str) -> tuple[str, str] | None:
+    """Split a byte unit (GB, GiB, Gb, B) into its prefix and B or b; None if it is not one."""
+    prefix, byte = unit[:-1], unit[-1:]
+    if byte not in ("B", "b"):
+        return None
+    if prefix and (prefix[0] not in _BYTE_PREFIXES or prefix[1:] not in ("", "i")):
+        return None
+    return prefix, byte
 
 
 def _multiplier(prefix: str | None) -> int:
@@ -54,12 +99,12 @@ def _multiplier(prefix: str | None) -> int:
     return _BINARY_PREFIX.get(key) or _DECIMAL_PREFIX[key]
 
 
-def _to_positive_int(value: Decimal, text: str, what: str, limit: int) -> int:
+def _to_positive_int(value: Fraction, text: str, what: str, limit: int) -> int:
     if value <= 0:
         raise InputError(f"{what} {text!r} must be greater than zero")
     if value > limit:
         raise InputError(f"{what} {text!r} is implausibly large (at most {limit:.3g} bytes)")
-    return int(value.to_integral_value())
+    return round(value)
 
 
 def parse_bandwidth(text: str) -> int:
@@ -72,15 +117,17 @@ def parse_bandwidth(text: str) -> int:
     """
     what = "bandwidth"
     value, unit = _split(text, what, BANDWIDTH_EXAMPLES)
-    match = _RATE_UNIT.match(unit)
-    if match is None:
+    per_second = unit.endswith(("/s", "ps"))
+    parts = _byte_prefix(unit[:-2]) if per_second else None
+    if parts is None:
         raise InputError(f"{what} {text!r} needs a unit per second ({BANDWIDTH_EXAMPLES})")
-    if match["byte"] == "b":
+    prefix, byte = parts
+    if byte == "b":
         raise InputError(
             f"{what} {text!r} is in bits per second; give bytes per second "
             f"with a capital B ({BANDWIDTH_EXAMPLES})"
         )
-    return _to_positive_int(value * _multiplier(match["prefix"]), text, what, 10**18)
+    return _to_positive_int(value * _multiplier(prefix), text, what, 10**18)
 
 
 def parse_size(text: str, what: str = "memory") -> int:
@@ -90,10 +137,10 @@ def parse_size(text: str, what: str = "memory") -> int:
     85899345920
     """
     value, unit = _split(text, what, SIZE_EXAMPLES)
-    match = _SIZE_UNIT.match(unit)
-    if match is None or match["byte"] == "b":
+    parts = _byte_prefix(unit)
+    if parts is None or parts[1] == "b":
         raise InputError(f"{what} {text!r} needs a byte unit ({SIZE_EXAMPLES})")
-    return _to_positive_int(value * _multiplier(match["prefix"]), text, what, 10**18)
+    return _to_positive_int(value * _multiplier(parts[0]), text, what, 10**18)
 
 
 def parse_flops(text: str) -> int:
@@ -104,12 +151,10 @@ def parse_flops(text: str) -> int:
     """
     what, examples = "compute rate", "e.g. 989.4TFLOP/s, 2.25PFLOP/s"
     value, unit = _split(text, what, examples)
-    match = _FLOPS_UNIT.match(unit)
-    if match is None:
+    prefix, _, rest = unit.partition("FLOP")
+    if rest not in ("/s", "s") or len(prefix) > 1 or (prefix and prefix not in _FLOPS_PREFIXES):
         raise InputError(f"{what} {text!r} needs a unit ({examples})")
-    return _to_positive_int(
-        value * _DECIMAL_PREFIX[(match["prefix"] or "").lower()], text, what, 10**21
-    )
+    return _to_positive_int(value * _DECIMAL_PREFIX[prefix.lower()], text, what, 10**21)
 
 
 def parse_duration(text: str, what: str = "duration") -> float:
@@ -124,7 +169,7 @@ def parse_duration(text: str, what: str = "duration") -> float:
         raise InputError(f"{what} {text!r} needs a unit: s, ms, us or ns ({examples})")
     if value < 0:
         raise InputError(f"{what} {text!r} must not be negative")
-    seconds = float(value.scaleb(_TIME_UNIT[unit]))
+    seconds = value * Fraction(10) ** _TIME_UNIT[unit]
     if seconds > 3600:
         raise InputError(f"{what} {text!r} is implausibly long (at most an hour)")
-    return seconds
+    return float(seconds)

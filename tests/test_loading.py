@@ -109,3 +109,25 @@ def test_empty_and_binary_files(tmp_path: Path) -> None:
 
 def test_oversized_file(tmp_path: Path) -> None:
     assert "limit" in load_error(tmp_path, "# " + "x" * 1_100_000)
+
+
+@pytest.mark.parametrize(
+    ("kind", "preset", "change", "message"),
+    [
+        ("gpus", "l4", ("bandwidth: 300GB/s", ""), r"l4\.yaml:\d+:\d+: missing required field"),
+        ("gpus", "l4", ("300GB/s", "300Gb/s"), r"l4\.yaml:\d+:\d+: bandwidth: bandwidth '300Gb/s'"),
+        ("gpus", "l4", ("300GB/s", "1e999999999GB/s"), r"l4\.yaml:\d+:\d+: .*out of range"),
+        ("links", "nvlink4", ("latency: ", "lag: "), r"nvlink4\.yaml:\d+:\d+: missing required"),
+    ],
+)
+def test_gpu_and_link_errors_name_the_file_once(
+    tmp_path: Path, kind: str, preset: str, change: tuple[str, str], message: str
+) -> None:
+    text = (presets_dir() / kind / f"{preset}.yaml").read_text()
+    assert change[0] in text
+    write(tmp_path, kind, preset, text.replace(*change))
+    catalog = Catalog((tmp_path,))
+    with pytest.raises(InputError) as info:
+        catalog.gpu(preset) if kind == "gpus" else catalog.link(preset)
+    assert re.match(message, str(info.value).removeprefix(str(tmp_path / kind) + "/"))
+    assert str(info.value).count(".yaml") == 1

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from decodecalc.context import MAX_CONTEXT_POINTS, parse_context, parse_tokens
 from decodecalc.errors import InputError
-from decodecalc.units import parse_bandwidth, parse_size
+from decodecalc.units import (
+    MAX_EXPONENT,
+    exact_number,
+    parse_bandwidth,
+    parse_duration,
+    parse_flops,
+    parse_size,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +48,18 @@ def test_bandwidth(text: str, bytes_per_s: int) -> None:
         ("fast", "not a number"),
         ("", "not a number"),
         ("1e400TB/s", "implausibly large"),
+        ("1e401TB/s", "out of range"),
+        ("1e999999999TB/s", "out of range"),  # exact, this would be a billion-digit integer
+        ("1" * 5000 + "B/s", "out of range"),
+        ("0x10GB/s", "not a number"),
+        ("1/3TB/s", "not a number"),
+        ("inf TB/s", "not a number"),
+        ("1_000GB/s", "not a number"),
+        ("1e3.5GB/s", "not a number"),
+        ("+-3TB/s", "not a number"),
+        ("３TB/s", "not a number"),  # a full-width digit: isdigit() says yes, int() would too
+        ("3TB/h", "needs a unit per second"),
+        ("3KIB/s", "needs a unit per second"),
     ],
 )
 def test_bad_bandwidth(text: str, message: str) -> None:
@@ -52,6 +75,54 @@ def test_size(text: str, n_bytes: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("989.4TFLOP/s", 989_400_000_000_000),
+        ("2.25 PFLOP/s", 2_250_000_000_000_000),
+        ("5e14FLOPs", 500_000_000_000_000),
+    ],
+)
+def test_flops(text: str, value: int) -> None:
+    assert parse_flops(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0.5ms", 0.0005), ("10us", 1e-5), ("10µs", 1e-5), ("2 s", 2.0), ("0ns", 0.0)],
+)
+def test_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("1e400s", "implausibly long"), ("-1ms", "must not be negative"), ("5", "needs a unit")],
+)
+def test_bad_duration(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_duration(text)
+
+
+@given(
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.integers(min_value=0, max_value=12),
+    st.integers(min_value=-MAX_EXPONENT, max_value=MAX_EXPONENT),
+)
+def test_exact_number_reads_decimal_literals_exactly(digits: int, places: int, power: int) -> None:
+    sign = "-" if digits < 0 else ""
+    body = str(abs(digits)).rjust(places + 1, "0")
+    literal = f"{sign}{body[: len(body) - places]}.{body[len(body) - places :]}e{power}"
+    # Independently: the digits over 10^places, times 10^power.
+    assert exact_number(literal) == Fraction(digits, 10**places) * Fraction(10) ** power
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "1e" + "9" * 5000, "1" * 2000])
+def test_huge_numbers_are_refused_before_any_arithmetic(text: str) -> None:
+    with pytest.raises(OverflowError):  # exact, 1e999999999 takes minutes to build
+        exact_number(text)
+
+
+@pytest.mark.parametrize(
     ("text", "tokens"),
     [
         ("4096", 4096),
@@ -62,6 +133,9 @@ def test_size(text: str, n_bytes: int) -> None:
         ("1.5k", 1_500),
         ("128_000", 128_000),
         ("0", 0),
+        ("0000000000000000001", 1),  # leading zeros are not digits of size
+        ("1." + "0" * 10_000 + "k", 1_000),  # trailing zeros are not places
+        ("1.0", 1),
     ],
 )
 def test_tokens(text: str, tokens: int) -> None:
@@ -76,6 +150,12 @@ def test_tokens(text: str, tokens: int) -> None:
         ("-5", "not a token count"),
         ("32KB", "not a token count"),
         ("2G", "above the limit"),
+        ("9" * 5000, "above the limit"),
+        ("1.0000000001g", "whole number"),
+        ("1." + "0" * 5000 + "1k", "whole number"),
+        ("１K", "not a token count"),
+        ("1.k", "not a token count"),
+        ("", "not a token count"),
     ],
 )
 def test_bad_tokens(text: str, message: str) -> None:
