@@ -66,7 +66,7 @@ def test_everything_exported_exists() -> None:
 
 
 def test_completion_lists_preset_ids() -> None:
-    from decodecalc.cli import _completer
+    from decodecalc.cli import completer
 
-    assert "llama-3.1-70b" in _completer("models")("llama-3.1")
-    assert _completer("gpus")("H10") == ["h100-nvl", "h100-pcie", "h100-sxm"]
+    assert "llama-3.1-70b" in completer("models")("llama-3.1")
+    assert completer("gpus")("H10") == ["h100-nvl", "h100-pcie", "h100-sxm"]

@@ -52,3 +52,18 @@ def test_warm_json_query_never_imports_yaml() -> None:
 def test_version_does_not_load_presets_or_yaml() -> None:
     loaded = imported_after(quietly("['--version']"))
     assert "yaml" not in {m.split(".")[0] for m in loaded}
+
+
+def test_a_query_loads_only_its_own_command_module() -> None:
+    loaded = imported_after(quietly("['estimate', '-m', 'llama-3.1-8b', '-g', 'h100', '--json']"))
+    commands = {m for m in loaded if m.startswith("decodecalc.cli.")}
+    assert commands == {"decodecalc.cli.scenario", "decodecalc.cli.options"}
+
+
+def test_every_command_is_listed_where_it_is_defined() -> None:
+    from decodecalc.cli import COMMANDS, full_command
+
+    group = full_command()
+    assert list(group.commands) == list(COMMANDS)  # help lists them in this order
+    for name, module in COMMANDS.items():
+        assert group.commands[name].callback.__module__ == f"decodecalc.cli.{module}"

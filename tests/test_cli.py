@@ -7,9 +7,8 @@ import io
 import json
 
 import pytest
-import typer
 
-from decodecalc.cli import app
+from decodecalc.cli import COMMANDS, full_command
 from decodecalc.report import SCHEMA_VERSION
 
 from .conftest import Run
@@ -226,16 +225,13 @@ def test_version(cli: Run) -> None:
     assert r.code == 0 and r.out.strip() == f"decodecalc {__version__}"
 
 
-COMMANDS = [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_and_a_readme_entry(cli: Run, command: str) -> None:
     from pathlib import Path
 
     r = cli(command, "--help")
     assert r.code == 0 and "Usage" in r.out
-    command_obj = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    command_obj = full_command().commands[command]
     assert command_obj.help
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert f"decodecalc {command}" in readme

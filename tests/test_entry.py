@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -61,3 +62,24 @@ def test_python_dash_m_is_the_same_cli() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("decodecalc ")
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "expected"),
+    [
+        ("decodecalc estimate -m llama-3.1", "3", {"llama-3.1-8b", "llama-3.1-70b"}),
+        ("decodecalc explain -g h10", "3", {"h100-sxm", "h100-pcie", "h100-nvl"}),
+        ("decodecalc estimate -w int4-g", "3", {"int4-g128", "int4-g32", "int4-g64"}),
+        ("decodecalc est", "1", {"estimate"}),
+    ],
+)
+def test_shell_completion(words: str, cword: str, expected: set[str]) -> None:
+    """What bash asks after `decodecalc --install-completion`: the process completes the
+    words in these variables instead of running a command."""
+    env = {**os.environ, "_DECODECALC_COMPLETE": "complete_bash"}
+    env.update(COMP_WORDS=words, COMP_CWORD=cword)
+    result = subprocess.run(
+        [sys.executable, "-m", "decodecalc"], env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert expected <= set(result.stdout.split())

@@ -1,0 +1,213 @@
+"""The command line: parse options, load presets, call the core, hand the result to a renderer.
+
+Every user error is an InputError (or a Click usage error) and becomes exactly one line on
+stderr and exit code 2, here and nowhere else.
+
+Commands live in modules by what they are about (``scenario``, ``compare``, ``check``,
+``calibrate``, ``presets``); COMMANDS says which. A run imports and builds only the command
+it names: Typer turns every registered signature into Click options on each run, and the
+option declarations themselves take time to create, so a query pays for its own options only.
+"""
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from decodecalc import __version__
+from decodecalc.errors import InputError, InputErrors
+
+if TYPE_CHECKING:
+    from decodecalc.catalog import Catalog
+    from decodecalc.report import Report
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_USAGE = 2
+
+COMMANDS = {
+    "estimate": "scenario",
+    "generate": "scenario",
+    "explain": "scenario",
+    "compare": "compare",
+    "sweep": "compare",
+    "check": "check",
+    "schema": "check",
+    "calibrate": "calibrate",
+    "models": "presets",
+    "gpus": "presets",
+    "dtypes": "presets",
+    "links": "presets",
+    "show": "presets",
+    "import": "presets",
+}
+"""Each command and the module under decodecalc.cli defining it, in the order help lists them."""
+
+app = typer.Typer(
+    name="decodecalc",
+    help="How fast will this model decode on this hardware, and where does the KV cache take over?",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    # Click's plain help: Rich's boxed help costs 150 ms of start-up for every --help.
+    rich_markup_mode=None,
+)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="Output: a table, JSON (versioned), CSV or Markdown."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Shortcut for --format json.")]
+PresetsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--presets",
+        help="A directory of your own presets (models/, gpus/, dtypes/ inside); "
+        "may repeat. Also read from $DECODECALC_PRESETS.",
+        metavar="DIR",
+    ),
+]
+
+
+def emit(report: "Report", fmt: Format, as_json: bool, exact: bool = False) -> None:
+    from decodecalc.render import RENDERERS
+
+    RENDERERS["json" if as_json else fmt.value](report, sys.stdout, exact)
+
+
+def draw(series: list[Any], chart: bool, plot: str | None) -> None:
+    """The terminal chart (--chart) and the chart file (--plot) of estimate and compare."""
+    from pathlib import Path
+
+    from decodecalc.charts import plot_file, terminal_chart
+
+    if chart:
+        import shutil
+
+        width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        sys.stdout.write(terminal_chart(series, width=width, color=color) + "\n")
+    if plot:
+        plot_file(series, Path(plot))
+        note(f"wrote {plot}")
+
+
+def load_catalog(presets: list[str] | None) -> "Catalog":
+    from decodecalc.catalog import Catalog
+
+    return Catalog.with_user_dirs(presets or ())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"decodecalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Decode speed from first principles: (weight bytes + KV bytes) / bandwidth.
+
+    Each decode step streams the weights (constant) and the KV cache (growing with the
+    context) from memory; past the crossover context the KV cache costs more than the weights.
+    """
+
+
+def completer(kind: str) -> Callable[[str], list[str]]:
+    """Shell completion of preset ids ('decodecalc --install-completion' sets it up)."""
+
+    def complete(incomplete: str) -> list[str]:
+        from decodecalc.catalog import Catalog
+
+        return [i for i in Catalog().ids(kind) if i.startswith(incomplete.lower())]
+
+    return complete
+
+
+def note(message: str) -> None:
+    print(f"decodecalc: note: {message}", file=sys.stderr)
+
+
+def _error(message: str) -> int:
+    # One line, whatever the message held: scripts grep stderr line by line.
+    print(f"decodecalc: error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _errors(problems: list[str]) -> int:
+    """Every problem found in a file, one line each."""
+    for problem in problems:
+        _error(problem)
+    return EXIT_USAGE
+
+
+def _registered(names: list[str]) -> list[Any]:
+    """The registrations of these commands, importing the modules that define them."""
+    for module in dict.fromkeys(COMMANDS[name] for name in names):
+        importlib.import_module(f"decodecalc.cli.{module}")
+    by_name = {
+        info.name or (info.callback.__name__ if info.callback else None): info
+        for info in app.registered_commands
+    }
+    return [by_name[name] for name in names]
+
+
+def full_command() -> Any:
+    """The whole CLI as a Click group: every command, in COMMANDS order (help, completion)."""
+    app.registered_commands = _registered(list(COMMANDS))
+    return typer.main.get_command(app)
+
+
+def _command(argv: list[str]) -> Any:
+    """The Click command to run: only the command the first argument names, or none for
+    --version; the whole CLI answers everything else (help, typos)."""
+    wanted = argv[0] if argv else None
+    if wanted not in COMMANDS and argv != ["--version"]:
+        return full_command()
+    lean = typer.Typer(name=app.info.name, add_completion=False, rich_markup_mode=None)
+    lean.registered_callback = app.registered_callback
+    lean.registered_commands = _registered([wanted]) if wanted in COMMANDS else []
+    return typer.main.get_command(lean)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; usage errors become one line on stderr."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        args = ["--help"]  # a bare `decodecalc` is a request for help, not an error
+    command = _command(args)
+    try:
+        result = command.main(args=args, prog_name="decodecalc", standalone_mode=False)
+    except InputErrors as exc:
+        return _errors(exc.problems)
+    except InputError as exc:
+        return _error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Click's usage errors (unknown option, missing value, a word where a number
+        # belongs) carry their own message; anything else is a bug and should say so.
+        format_message = getattr(exc, "format_message", None)
+        if format_message is None:
+            raise
+        return _error(f"{format_message()} (see 'decodecalc --help')")
+    return result if isinstance(result, int) else EXIT_OK

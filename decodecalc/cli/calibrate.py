@@ -1,0 +1,49 @@
+"""The calibrate command: fit efficiency and overhead to measured decode speeds."""
+
+from typing import Annotated
+
+import typer
+
+from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, emit, load_catalog
+from decodecalc.errors import InputError
+
+
+@app.command()
+def calibrate(
+    points: Annotated[
+        str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
+    ],
+    save: Annotated[
+        bool, typer.Option("--save", help="Keep the fit for --efficiency calibrated.")
+    ] = False,
+    save_to: Annotated[
+        str | None, typer.Option("--save-to", help="Keep the fit in this file instead.")
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """Fit the effective bandwidth fraction and per-step overhead to measured decode speeds.
+
+    Each point: model, gpu, weights, kv_dtype, batch, tp, context (tokens), ms_per_token
+    (optional: source, notes, engine, link). Measured = memory time / efficiency +
+    overhead + communication, fitted by least squares.
+
+    Example: decodecalc calibrate my-measurements.yaml --save
+    """
+    from pathlib import Path
+
+    from decodecalc.calibration_view import calibration_report
+    from decodecalc.datafile import is_file
+    from decodecalc.fitfile import save_calibration
+    from decodecalc.fitting import calibrate as run_calibrate
+    from decodecalc.points import read_points
+
+    path = Path(points)
+    if not is_file(path):
+        raise InputError(f"points file {points!r} does not exist")
+    result = run_calibrate(read_points(path, load_catalog(presets)))
+    saved = None
+    if save or save_to:
+        saved = str(save_calibration(result.fit, str(path), Path(save_to) if save_to else None))
+    emit(calibration_report(result, saved), fmt, as_json)

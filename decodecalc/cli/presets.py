@@ -1,0 +1,121 @@
+"""Commands about the presets themselves: listings, one model in detail, and importing a
+config.json as a new preset."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, emit, load_catalog, note
+from decodecalc.errors import InputError
+
+
+@app.command()
+def models(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
+    """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
+    from decodecalc.listings import models_report
+
+    catalog = load_catalog(presets)
+    emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json)
+
+
+@app.command()
+def gpus(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
+    """List GPU presets: peak memory bandwidth and capacity."""
+    from decodecalc.listings import gpus_report
+
+    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json)
+
+
+@app.command()
+def dtypes(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
+    """List weight and KV-cache formats with their bits per value, block scales included."""
+    from decodecalc.listings import dtypes_report
+
+    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json)
+
+
+@app.command()
+def show(
+    model: Annotated[
+        str, typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL")
+    ],
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """A model's architecture, its derived vs official parameter count, and KV bytes per token.
+
+    Example: decodecalc show llama-3.1-70b
+    """
+    from decodecalc.listings import show_report
+
+    catalog = load_catalog(presets)
+    emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)
+
+
+@app.command("import")
+def import_config(
+    config: Annotated[
+        str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
+    ],
+    name: Annotated[str, typer.Option("--name", "-n", help="The preset's display name.")],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the preset here (default: stdout)."),
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Where the config came from (a URL).")
+    ] = None,
+    official_params: Annotated[
+        int | None,
+        typer.Option(
+            "--official-params", help="The model card's parameter count, to check against."
+        ),
+    ] = None,
+) -> None:
+    """Turn a config.json into a model preset YAML holding the fields decodecalc reads.
+
+    Put the file in a presets directory (DIR/models/NAME.yaml, with --presets DIR or
+    $DECODECALC_PRESETS) to use it by name. --model config.json works without importing.
+
+    Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
+    """
+    from pathlib import Path
+
+    from decodecalc.datafile import is_file, read_json
+    from decodecalc.presets import preset_from_config
+
+    if official_params is not None and official_params < 1:
+        raise InputError(f"--official-params {official_params} must be a positive count")
+    path = Path(config).expanduser()
+    if not is_file(path):
+        raise InputError(f"config file {config!r} does not exist")
+    preset = preset_from_config(read_json(path), name, source, official_params)
+    import yaml
+
+    text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+    note(f"wrote {output}")
+
+
+@app.command()
+def links(
+    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+) -> None:
+    """List interconnect presets for tensor-parallel all-reduces."""
+    from decodecalc.listings import links_report
+
+    emit(links_report(load_catalog(presets).links()), fmt, as_json)

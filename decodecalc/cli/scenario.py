@@ -1,0 +1,149 @@
+"""Commands about one scenario: its latency across contexts, a whole answer, one step
+worked through."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, draw, emit
+from decodecalc.cli.options import (
+    BandwidthOpt,
+    BatchOpt,
+    ChartOpt,
+    ContextOpt,
+    EfficiencyOpt,
+    GpuOpt,
+    KvOpt,
+    LinkBandwidthOpt,
+    LinkOpt,
+    MemoryUtilizationOpt,
+    ModelOpt,
+    OverheadOpt,
+    PlotOpt,
+    TpOpt,
+    WeightsOpt,
+    contexts_for,
+    scenario_of,
+)
+
+
+@app.command()
+def estimate(
+    ctx: typer.Context,
+    model: ModelOpt,
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    context: ContextOpt = None,
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
+    ] = False,
+    chart: ChartOpt = False,
+    plot: PlotOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Per-token decode latency across a range of contexts, with the crossover point.
+
+    Examples:
+
+      decodecalc estimate -m llama-3.1-70b -g h100-sxm -w fp8 -k fp8 -c 1K..256K
+
+      decodecalc estimate -m qwen2.5-7b -b 1TB/s -c 8K,32K,128K --batch 16 --json
+    """
+    from decodecalc.estimator import estimate as run_estimate
+    from decodecalc.views import estimate_report, human_view
+
+    scenario = scenario_of(ctx)
+    contexts = contexts_for(context, scenario.model)
+    result = run_estimate(scenario, contexts)
+    report = estimate_report(result)
+    if not as_json and fmt in (Format.table, Format.markdown):
+        report = human_view(report, batch)
+    emit(report, fmt, as_json, exact)
+    if chart or plot:
+        from decodecalc.charts import series_of
+
+        draw([series_of(scenario.model.id, result)], chart, plot)
+
+
+@app.command()
+def generate(
+    ctx: typer.Context,
+    model: ModelOpt,
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.")],
+    tokens: Annotated[str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.")],
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    presets: PresetsOpt = None,
+) -> None:
+    """How long a whole answer takes: prefill (time to first token) and N decode steps.
+
+    Step i reads a cache of P + i tokens; the steps are summed exactly. Prefill is
+    estimated as compute-bound: its FLOPs over the GPU's peak FLOP/s.
+
+    Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
+    """
+    from decodecalc.context import parse_tokens
+    from decodecalc.generation import generate as run_generate
+    from decodecalc.generation_view import generation_report
+
+    scenario = scenario_of(ctx)
+    prompt_tokens, new_tokens = parse_tokens(prompt), parse_tokens(tokens)
+    contexts_for(str(prompt_tokens + new_tokens), scenario.model)
+    emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
+
+
+@app.command()
+def explain(
+    ctx: typer.Context,
+    model: ModelOpt,
+    gpu: GpuOpt = None,
+    bandwidth: BandwidthOpt = None,
+    weights: WeightsOpt = "bf16",
+    kv_dtype: KvOpt = None,
+    context: Annotated[
+        str, typer.Option("--context", "-c", help="The context to work through, e.g. 32K.")
+    ] = "8K",
+    batch: BatchOpt = 1,
+    tp: TpOpt = 1,
+    efficiency: EfficiencyOpt = "1",
+    memory_utilization: MemoryUtilizationOpt = 0.9,
+    overhead: OverheadOpt = None,
+    link: LinkOpt = None,
+    link_bandwidth: LinkBandwidthOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Work one decode step through, step by step, with the numbers substituted.
+
+    Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
+    """
+    from decodecalc.context import parse_tokens
+    from decodecalc.estimator import StepModel
+    from decodecalc.explain import explain_text
+
+    scenario = scenario_of(ctx)
+    tokens = parse_tokens(context)
+    contexts_for(str(tokens), scenario.model)
+    sys.stdout.write("\n".join(explain_text(StepModel.of(scenario), tokens)) + "\n")
