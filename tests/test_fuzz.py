@@ -16,6 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from decodecalc.catalog import presets_dir
 from decodecalc.cli import main
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"
@@ -52,6 +53,9 @@ NASTY = [
     "-",
     "3.35TB/s",
     "1e400TB/s",
+    "1e999999999",
+    "1e999999999TB/s",
+    "1" * 5000,
     "0.5ms",
     "-1ms",
     "1e9h",
@@ -311,6 +315,68 @@ def test_one_bad_field_in_a_real_config(
         ["generate", "-m", str(path), "-g", "h100", "-p", "1K", "-n", "100", "--json"],
     ):
         assert_sane(argv, *run(argv, capsys))
+
+
+PRESETS = {  # one real preset of each kind, and a query that loads it from a user directory
+    "models": ("qwen3-30b-a3b", ["estimate", "-m", "mine", "-g", "h100", "-c", "1K,32K"]),
+    "gpus": ("h100-sxm", ["estimate", "-m", "llama-3.1-8b", "-g", "mine", "--tp", "2"]),
+    "dtypes": ("nvfp4", ["estimate", "-m", "llama-3.1-8b", "-g", "b200", "-w", "mine"]),
+    "links": ("nvlink4", ["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--tp", "2"]),
+}
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(sorted(PRESETS)), st.data(), scalars)
+def test_one_bad_field_in_a_real_preset(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    data: st.DataObject,
+    value: object,
+) -> None:
+    name, argv = PRESETS[kind]
+    preset = yaml.safe_load((presets_dir() / kind / f"{name}.yaml").read_text())
+    fields = preset["config"] if kind == "models" and data.draw(st.booleans()) else preset
+    fields[data.draw(st.sampled_from(sorted(fields)))] = value
+    folder = tmp_path_factory.mktemp("presets")
+    (folder / kind).mkdir()
+    # Links are found by the name a GPU gives; the others by the name the query uses.
+    stem = name if kind == "links" else "mine"
+    (folder / kind / f"{stem}.yaml").write_text(yaml.safe_dump(preset))
+    full = [*argv, "--presets", str(folder), "--json"]
+    assert_sane(full, *run(full, capsys))
+
+
+MEASURED_POINT = {
+    "model": "llama-3.1-8b",
+    "gpu": "h100",
+    "weights": "bf16",
+    "kv_dtype": "bf16",
+    "batch": 1,
+    "tp": 1,
+    "context": 1000,
+    "ms_per_token": 8.5,
+    "source": "x",
+}
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(sorted(MEASURED_POINT)), scalars)
+def test_one_bad_field_in_measured_points(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: object,
+) -> None:
+    points = [MEASURED_POINT, {**MEASURED_POINT, "context": 64000, key: value}]
+    path = tmp_path_factory.mktemp("points") / "points.yaml"
+    path.write_text(yaml.safe_dump({"points": points}))
+    argv = ["calibrate", str(path), "--json"]
+    assert_sane(argv, *run(argv, capsys))
 
 
 CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".json"))
