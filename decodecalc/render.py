@@ -61,7 +61,7 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
     # Piped output gets a wide canvas instead of Rich's 80 columns, so rows never wrap;
     # COLUMNS, when set, still wins (Rich reads it).
     wide = None if out.isatty() or "COLUMNS" in os.environ else 160
-    console = Console(file=out, highlight=False, width=wide)
+    console = Console(file=out, highlight=False, markup=False, emoji=False, width=wide)
     for line in report.title:
         console.print(Text(line))
     table = Table(show_edge=False, header_style="bold")
