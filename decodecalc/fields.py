@@ -145,8 +145,9 @@ class Fields:
             if k in self.read
         }
 
-    def fraction(self, name: str) -> Fraction:
-        """A positive number, read exactly (4.84 stays 4.84, not a binary float)."""
+    def fraction(self, name: str, maximum: int) -> Fraction:
+        """A positive number up to ``maximum``, read exactly (4.84 stays 4.84, not a binary
+        float). The bound keeps later float arithmetic finite."""
         value = self._get(name, True)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.error(name, f"expected a number, got {_kind(value)}")
@@ -158,6 +159,8 @@ class Fields:
             raise self.error(name, f"expected a number, got {value!r}") from None
         if number <= 0:
             raise self.error(name, f"must be greater than zero, got {value}")
+        if number > maximum:
+            raise self.error(name, f"must be at most {maximum:,}, got {value}")
         return number
 
     def mapping(self, name: str) -> Fields:

@@ -13,6 +13,9 @@ from decodecalc.fields import Fields
 from decodecalc.record import record
 from decodecalc.scenarios import build_scenario
 
+MAX_MS_PER_TOKEN = 3_600_000
+"""An hour per token: anything slower is a typo, not a measurement."""
+
 
 @record
 class MeasuredPoint:
@@ -56,7 +59,7 @@ def _point(doc: Document, f: Fields, catalog: Catalog) -> MeasuredPoint:
     except InputError as exc:
         raise f.error(None, str(exc)) from None
     context = f.integer("context", minimum=0)
-    ms = float(f.fraction("ms_per_token"))
+    ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN))
     source = f.text("source", "")
     for optional in ("notes", "engine"):
         f.text(optional, "")

@@ -124,6 +124,10 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
     return gpu
 
 
+MAX_BITS = 64
+"""Bits per stored value, scales included: no format stores more than FP64."""
+
+
 def load_dtype(doc: Document, preset_id: str) -> DType:
     """A dtype gives its cost one of three ways: ``bits`` (plus ``scale_bits`` per
     ``block_size`` values), ``block_bytes`` per ``block_size`` (GGUF), or
@@ -134,13 +138,15 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     if len(forms) != 1:
         raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
     if forms == ["bits"]:
-        bits = top.fraction("bits")
+        bits = top.fraction("bits", MAX_BITS)
         if top.has("scale_bits"):
-            bits += top.fraction("scale_bits") / top.integer("block_size")
+            bits += top.fraction("scale_bits", MAX_BITS) / top.integer("block_size")
     elif forms == ["block_bytes"]:
-        bits = top.fraction("block_bytes") * 8 / top.integer("block_size")
+        bits = top.fraction("block_bytes", MAX_BITS * 2**20) * 8 / top.integer("block_size")
     else:
-        bits = top.fraction("average_bits")
+        bits = top.fraction("average_bits", MAX_BITS)
+    if bits > MAX_BITS:
+        raise top.error(forms[0], f"gives {float(bits):g} bits per value; at most {MAX_BITS}")
     dtype = DType(
         id=preset_id,
         name=name,

@@ -282,6 +282,11 @@ class TestCalibration:
                 " ms: 5}",
                 "missing required field 'ms_per_token'",
             ),
+            (
+                "- {model: llama-2-7b, gpu: h100, weights: bf16, kv_dtype: bf16, context: 10,"
+                " ms_per_token: 1e400}",
+                "ms_per_token: must be at most 3,600,000",  # as a float it would be infinite
+            ),
         ],
     )
     def test_bad_points(self, cli: Run, tmp_path: Path, content: str, message: str) -> None:

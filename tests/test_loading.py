@@ -131,3 +131,24 @@ def test_gpu_and_link_errors_name_the_file_once(
         catalog.gpu(preset) if kind == "gpus" else catalog.link(preset)
     assert re.match(message, str(info.value).removeprefix(str(tmp_path / kind) + "/"))
     assert str(info.value).count(".yaml") == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("bits: 4", "bits: 65"), "bits: must be at most 64, got 65"),
+        (("bits: 4", "bits: 1e300"), "bits: must be at most 64"),  # float overflow later
+        (("bits: 4", "bits: .inf"), "bits: expected a number, got inf"),
+        (("bits: 4", "bits: '1E999999999'"), "bits: out of range"),
+        (("bits: 4", "bits: 64"), "bits: gives 64.5 bits per value; at most 64"),  # + 8/16
+        (("bits: 4", "bits: 0"), "bits: must be greater than zero"),
+    ],
+)
+def test_implausible_dtypes_are_refused(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    text = (presets_dir() / "dtypes" / "nvfp4.yaml").read_text()
+    assert change[0] in text
+    write(tmp_path, "dtypes", "mine", text.replace(*change))
+    with pytest.raises(InputError, match=re.escape(message)):
+        Catalog((tmp_path,)).dtype("mine")
