@@ -21,8 +21,8 @@ _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**3
 SPEC_HELP = "e.g. 4096, 32K, 1K,8K,32K, 1K..256K (doubling), 0..128K:16K (step), 1K..1M:x4 (factor)"
 
 
-def parse_tokens(text: str) -> int:
-    """Parse one token count.
+def parse_tokens(text: str, what: str = "context") -> int:
+    """Parse one token count; ``what`` names it in errors (context, --tokens, --prompt).
 
     >>> parse_tokens("32k"), parse_tokens("32K"), parse_tokens("1.5k")
     (32000, 32768, 1500)
@@ -31,25 +31,25 @@ def parse_tokens(text: str) -> int:
     suffix = cleaned[-1:] if cleaned[-1:] in _SUFFIX else ""
     whole, point, decimals = cleaned[: len(cleaned) - len(suffix)].partition(".")
     if not is_digits(whole) or (point and not is_digits(decimals)):
-        raise InputError(f"context {text!r} is not a token count ({SPEC_HELP})")
+        raise InputError(f"{what} {text!r} is not a token count ({SPEC_HELP})")
     if point and suffix.isupper():
         raise InputError(
-            f"context {text!r}: decimals work only with decimal suffixes "
+            f"{what} {text!r}: decimals work only with decimal suffixes "
             f"(1.5k = 1,500); binary ones (K, M, G) need a whole number"
         )
     # Bound the digits before any arithmetic: 10,000 of them would be a slow integer.
     whole, decimals = whole.lstrip("0"), decimals.rstrip("0")
     if len(whole) > len(str(MAX_CONTEXT_TOKENS)):
-        raise InputError(f"context {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
+        raise InputError(f"{what} {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
     if len(decimals) > 9:  # more places than the largest suffix (g = 10^9) can make whole
-        raise InputError(f"context {text!r} is not a whole number of tokens")
+        raise InputError(f"{what} {text!r} is not a whole number of tokens")
     scaled = int(whole + decimals or "0") * _SUFFIX.get(suffix, 1)
     scale: int = 10 ** len(decimals)
     tokens, remainder = divmod(scaled, scale)
     if remainder:
-        raise InputError(f"context {text!r} is not a whole number of tokens")
+        raise InputError(f"{what} {text!r} is not a whole number of tokens")
     if tokens > MAX_CONTEXT_TOKENS:
-        raise InputError(f"context {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
+        raise InputError(f"{what} {text!r} is above the limit of {MAX_CONTEXT_TOKENS:,} tokens")
     return tokens
 
 

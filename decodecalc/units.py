@@ -99,11 +99,11 @@ def _multiplier(prefix: str | None) -> int:
     return _BINARY_PREFIX.get(key) or _DECIMAL_PREFIX[key]
 
 
-def _to_positive_int(value: Fraction, text: str, what: str, limit: int) -> int:
+def _to_positive_int(value: Fraction, text: str, what: str, limit: int, unit: str) -> int:
     if value <= 0:
         raise InputError(f"{what} {text!r} must be greater than zero")
     if value > limit:
-        raise InputError(f"{what} {text!r} is implausibly large (at most {limit:.3g} bytes)")
+        raise InputError(f"{what} {text!r} is implausibly large (at most {limit:.0e} {unit})")
     return round(value)
 
 
@@ -127,7 +127,7 @@ def parse_bandwidth(text: str) -> int:
             f"{what} {text!r} is in bits per second; give bytes per second "
             f"with a capital B ({BANDWIDTH_EXAMPLES})"
         )
-    return _to_positive_int(value * _multiplier(prefix), text, what, 10**18)
+    return _to_positive_int(value * _multiplier(prefix), text, what, 10**18, "bytes/s")
 
 
 def parse_size(text: str, what: str = "memory") -> int:
@@ -140,7 +140,7 @@ def parse_size(text: str, what: str = "memory") -> int:
     parts = _byte_prefix(unit)
     if parts is None or parts[1] == "b":
         raise InputError(f"{what} {text!r} needs a byte unit ({SIZE_EXAMPLES})")
-    return _to_positive_int(value * _multiplier(parts[0]), text, what, 10**18)
+    return _to_positive_int(value * _multiplier(parts[0]), text, what, 10**18, "bytes")
 
 
 def parse_flops(text: str) -> int:
@@ -154,7 +154,8 @@ def parse_flops(text: str) -> int:
     prefix, _, rest = unit.partition("FLOP")
     if rest not in ("/s", "s") or len(prefix) > 1 or (prefix and prefix not in _FLOPS_PREFIXES):
         raise InputError(f"{what} {text!r} needs a unit ({examples})")
-    return _to_positive_int(value * _DECIMAL_PREFIX[prefix.lower()], text, what, 10**21)
+    limit, scale = 10**21, _DECIMAL_PREFIX[prefix.lower()]
+    return _to_positive_int(value * scale, text, what, limit, "FLOP/s")
 
 
 def parse_duration(text: str, what: str = "duration") -> float:

@@ -43,3 +43,33 @@ def test_readme_example_is_current(cli: Run, command: str, shown: str) -> None:
         README.write_text(text.replace(f"{command}\n{shown}", f"{command}\n{printed}", 1))
         return
     assert printed == shown
+
+
+LIMIT_CASES = [
+    ("estimate -m llama-3.1-8b -g h100 -c 2G", "context '2G' is above the limit"),
+    ("estimate -m llama-3.1-8b -g h100 -c 1..1M:1", "expands to 1,048,576 points; at most 10,000"),
+    ("estimate -m llama-3.1-8b -g h100 --batch 2000000", "from 1 to 1,000,000"),
+    ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
+    ("estimate -m llama-3.1-8b -g h100 -e 0.0001", "must be from 0.001 to 1 (1 is the roofline)"),
+    ("generate -m llama-3.1-8b -g h100 -p 1K -n 2G", "--tokens '2G' is above the limit"),
+    (
+        "compare -m llama-3.1-8b -g h100,h200,b200,a100 -w bf16,fp8,int8 --batch 1,2,4,8,16,32",
+        "72 scenarios; compare shows at most 64 (try sweep)",
+    ),
+    (
+        "sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200,b200 -w bf16,fp8 -k bf16,fp8"
+        # 2 x 3 x 2 x 2 x 5 x 100 = 12,000 combinations x 10,000 contexts
+        f" --tp 1,2,4,8,16 --batch {','.join(map(str, range(1, 101)))} -c 1..10000:1",
+        "the grid has 120,000,000 rows; at most 100,000,000 are allowed (fewer values)",
+    ),
+    ("estimate -m llama-3.1-8b -b 2e6TB/s", "is implausibly large (at most 1e+18 bytes/s)"),
+    ("estimate -m llama-3.1-8b -g h100 --overhead 5000s", "is implausibly long (at most an hour)"),
+    ("estimate -m llama-3.1-8b -b 1e999999999TB/s", "'1e999999999TB/s' is out of range"),
+]
+
+
+@pytest.mark.parametrize(("command", "message"), LIMIT_CASES)
+def test_limits_table_shows_the_real_messages(cli: Run, command: str, message: str) -> None:
+    assert message in README.read_text()
+    result = cli(*shlex.split(command))
+    assert result.code == 2 and message in result.err, result.err

@@ -110,7 +110,8 @@ def generate(
     from decodecalc.generation_view import generation_report
 
     scenario = scenario_of(ctx)
-    prompt_tokens, new_tokens = parse_tokens(prompt), parse_tokens(tokens)
+    prompt_tokens = parse_tokens(prompt, "--prompt")
+    new_tokens = parse_tokens(tokens, "--tokens")
     contexts_for(str(prompt_tokens + new_tokens), scenario.model)
     emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
 
