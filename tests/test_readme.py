@@ -57,6 +57,10 @@ LIMIT_CASES = [
         "72 scenarios; compare shows at most 64 (try sweep)",
     ),
     (
+        "compare -m llama-3.1-8b,qwen3-8b -g h100,h200 -c 1..10000:1",
+        "4 scenarios x 10,000 contexts = 40,000 rows; compare shows at most 10,000",
+    ),
+    (
         "sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200,b200 -w bf16,fp8 -k bf16,fp8"
         # 2 x 3 x 2 x 2 x 5 x 100 = 12,000 combinations x 10,000 contexts
         f" --tp 1,2,4,8,16 --batch {','.join(map(str, range(1, 101)))} -c 1..10000:1",

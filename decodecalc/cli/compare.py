@@ -2,6 +2,7 @@
 
 import contextlib
 import itertools
+import math
 import sys
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
@@ -94,15 +95,17 @@ def compare(
     contexts = contexts_for(context, min(models, key=lambda m: m.max_context_tokens))
     from decodecalc.scenarios import build_scenario
 
-    estimates = []
-    for m, g, w, k, b, t in itertools.product(
+    axes = (
         models,
         gpus,
         split_list(weights, "--weights"),
         kvs,
         int_list(batch, "--batch"),
         int_list(tp, "--tp"),
-    ):
+    )
+    _check_size(math.prod(len(axis) for axis in axes), len(contexts))
+    estimates = []
+    for m, g, w, k, b, t in itertools.product(*axes):
         scenario = build_scenario(
             catalog,
             m,
@@ -119,15 +122,24 @@ def compare(
             link_bandwidth=None,
         )
         estimates.append(run_estimate(scenario, contexts))
-    if len(estimates) > MAX_COMPARED:
-        raise InputError(
-            f"{len(estimates)} scenarios; compare shows at most {MAX_COMPARED} (try sweep)"
-        )
     emit(compare_report(estimates, contexts), fmt, as_json)
     draw([series_of(label(e), e) for e in estimates], chart, plot)
 
 
+def _check_size(scenarios: int, contexts: int) -> None:
+    """A comparison is read by a person: past these sizes it is a sweep's job (streamed,
+    flat memory), and refused before any estimate is made."""
+    if scenarios > MAX_COMPARED:
+        raise InputError(f"{scenarios} scenarios; compare shows at most {MAX_COMPARED} (try sweep)")
+    if scenarios * contexts > MAX_COMPARED_ROWS:
+        raise InputError(
+            f"{scenarios} scenarios x {contexts:,} contexts = {scenarios * contexts:,} rows; "
+            f"compare shows at most {MAX_COMPARED_ROWS:,} (fewer contexts, or try sweep)"
+        )
+
+
 MAX_COMPARED = 64
+MAX_COMPARED_ROWS = 10_000
 
 
 @app.command()
