@@ -52,6 +52,7 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
     ("estimate -m llama-3.1-8b -g h100 -e 0.0001", "must be from 0.001 to 1 (1 is the roofline)"),
     ("generate -m llama-3.1-8b -g h100 -p 1K -n 2G", "--tokens '2G' is above the limit"),
+    ("generate -m llama-3.1-8b -g h100 -p 1G -n 1", "reach a context of 1,073,741,825 tokens"),
     (
         "compare -m llama-3.1-8b -g h100,h200,b200,a100 -w bf16,fp8,int8 --batch 1,2,4,8,16,32",
         "72 scenarios; compare shows at most 64 (try sweep)",

@@ -26,6 +26,7 @@ from decodecalc.cli.options import (
     contexts_for,
     scenario_of,
 )
+from decodecalc.errors import InputError
 
 
 @app.command()
@@ -105,14 +106,20 @@ def generate(
 
     Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
     """
-    from decodecalc.context import parse_tokens
+    from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
     from decodecalc.generation import generate as run_generate
     from decodecalc.generation_view import generation_report
 
     scenario = scenario_of(ctx)
     prompt_tokens = parse_tokens(prompt, "--prompt")
     new_tokens = parse_tokens(tokens, "--tokens")
-    contexts_for(str(prompt_tokens + new_tokens), scenario.model)
+    final = prompt_tokens + new_tokens
+    if final > MAX_CONTEXT_TOKENS:
+        raise InputError(
+            f"--prompt {prompt} plus --tokens {tokens} reach a context of {final:,} tokens; "
+            f"the limit is {MAX_CONTEXT_TOKENS:,}"
+        )
+    contexts_for(str(final), scenario.model)
     emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
 
 
