@@ -64,9 +64,14 @@ class Catalog:
 
     @classmethod
     def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
+        """The catalog a command uses. Every directory named must exist: a typo would
+        otherwise fall back to the built-in presets without a word."""
         for d in extra:
             if not Path(d).expanduser().is_dir():
                 raise InputError(f"presets directory {str(d)!r} does not exist")
+        for d in user_dirs():  # with no arguments: the directories in the variable
+            if not d.is_dir():
+                raise InputError(f"presets directory {str(d)!r} (from ${ENV_VAR}) does not exist")
         return cls((*user_dirs(extra), presets_dir()))
 
     def model(self, name: str) -> Model:

@@ -59,8 +59,9 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
     from rich.text import Text
 
     # Piped output gets a wide canvas instead of Rich's 80 columns, so rows never wrap;
-    # COLUMNS, when set, still wins (Rich reads it).
-    wide = None if out.isatty() or "COLUMNS" in os.environ else 160
+    # COLUMNS, when it is a width, still wins (Rich reads it; it ignores anything else).
+    columns = os.environ.get("COLUMNS", "")
+    wide = None if out.isatty() or (columns.isascii() and columns.isdigit()) else 160
     console = Console(file=out, highlight=False, markup=False, emoji=False, width=wide)
     for line in report.title:
         console.print(Text(line))

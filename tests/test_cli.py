@@ -240,3 +240,13 @@ def test_every_command_has_help_and_a_readme_entry(cli: Run, command: str) -> No
 def test_no_arguments_prints_help(cli: Run) -> None:
     r = cli()
     assert "estimate" in r.out
+
+
+@pytest.mark.parametrize("columns", ["abc", "", "-5"])
+def test_a_columns_that_is_no_width_leaves_piped_tables_unwrapped(
+    cli: Run, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    lines = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K").out.splitlines()
+    assert any("1,024" in line and "ms" not in line and line.count("│") >= 8 for line in lines)
+    assert max(len(line) for line in lines) > 80  # not Rich's 80-column fallback

@@ -152,3 +152,11 @@ def test_implausible_dtypes_are_refused(
     write(tmp_path, "dtypes", "mine", text.replace(*change))
     with pytest.raises(InputError, match=re.escape(message)):
         Catalog((tmp_path,)).dtype("mine")
+
+
+def test_env_var_naming_a_missing_directory_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DECODECALC_PRESETS", str(tmp_path / "nope"))
+    with pytest.raises(InputError, match=r"nope' \(from \$DECODECALC_PRESETS\) does not exist"):
+        Catalog.with_user_dirs()
