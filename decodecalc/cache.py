@@ -51,6 +51,8 @@ def load(source: Path) -> Any | None:
         return None
     cached, key = entry
     try:
+        if not cached.is_file():  # absent, or something that is no cache entry (a FIFO)
+            return None
         stored = json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None

@@ -119,7 +119,7 @@ class Catalog:
                 continue
             for path in sorted(folder.glob("*.y*ml")):
                 stem = preset_id_of(path)
-                if stem not in seen and path.suffix in (".yaml", ".yml"):
+                if stem not in seen and path.suffix in (".yaml", ".yml") and is_file(path):
                     seen.add(stem)
                     yield path
 

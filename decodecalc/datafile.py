@@ -117,9 +117,15 @@ def is_file(path: Path) -> bool:
 
 
 def _read_text(path: Path) -> str:
+    import stat
+
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        info = path.stat()
+        # Opening a FIFO or a device could wait forever; a preset is a plain file.
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            size = info.st_size
             raise InputError(f"{path}: file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -342,10 +342,10 @@ class DeploymentReader:
             vllm_doc = problems.attempt(
                 vllm_setting.where, lambda: read_yaml(vllm_path, keep_duplicates=True)
             )  # (its own messages name the vLLM file; the prefix says who pointed at it)
-            if vllm_doc is not None:
-                problems.items.extend(vllm_doc.duplicates)
-            if vllm_doc is not None:
-                settings = {**base, **_vllm(vllm_doc, problems), **own}
+            if vllm_doc is None:
+                return None  # the model and more were to come from it: nothing else to say
+            problems.items.extend(vllm_doc.duplicates)
+            settings = {**base, **_vllm(vllm_doc, problems), **own}
         if self.gpu and "gpu" not in settings and "bandwidth" not in settings:
             settings["gpu"] = Setting(self.gpu, "--gpu")
         where = _where(doc, key_path) if key_path else doc.path

@@ -201,6 +201,15 @@ class TestVllm:
         assert "serve.yaml:1:8: model: unknown model 'my-org/secret-model'" in r.err
         assert "vLLM quantization 'hqq' has no decodecalc dtype" in r.err
 
+    def test_an_unreadable_vllm_config_is_one_problem(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, "name: d\nvllm_config: missing.yaml\ngpu: h100\n", "d.yaml")
+        r = cli("check", path)
+        assert r.code == 2
+        assert r.err.splitlines() == [
+            f"decodecalc: error: {path}:2:14: vllm_config: {tmp_path / 'missing.yaml'}: "
+            "cannot read: No such file or directory"
+        ]  # not also "missing model", which was to come from it
+
     def test_side_file_targets_win(self, cli: Run) -> None:
         r = cli("check", str(EXAMPLES / "vllm-targets.yaml"), "-f", "json")
         inputs = json.loads(r.out)["deployments"][0]["inputs"]

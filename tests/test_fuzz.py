@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -454,3 +455,27 @@ def _leaves(value: object) -> list[object]:
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_named_pipes_and_symlink_loops_among_presets_never_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Opening a FIFO with no writer waits forever: presets are read only from plain files."""
+    models = tmp_path / "models"
+    models.mkdir()
+    os.mkfifo(models / "pipe.yaml")
+    (models / "loop.yaml").symlink_to(models / "loop.yaml")
+    deployment = tmp_path / "serve.yaml"
+    deployment.write_text("name: d\nvllm_config: models/pipe.yaml\ngpu: h100\n")
+    for argv in (
+        ["check", str(deployment)],
+        ["models", "--presets", str(tmp_path), "--json"],
+        ["estimate", "-m", "pipe", "-g", "h100", "--presets", str(tmp_path)],
+        ["estimate", "-m", "loop", "-g", "h100", "--presets", str(tmp_path)],
+        ["estimate", "-m", str(models / "pipe.yaml"), "-g", "h100"],
+        ["check", str(models / "pipe.yaml")],
+    ):
+        code, out, err = run(argv, capsys)
+        assert_sane(argv, code, out, err)
+        assert code in (0, 2)
