@@ -250,3 +250,11 @@ def test_a_columns_that_is_no_width_leaves_piped_tables_unwrapped(
     lines = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K").out.splitlines()
     assert any("1,024" in line and "ms" not in line and line.count("│") >= 8 for line in lines)
     assert max(len(line) for line in lines) > 80  # not Rich's 80-column fallback
+
+
+def test_a_huge_argument_is_not_echoed_whole(cli: Run) -> None:
+    r = cli("estimate", "-m", "a" * 100_000, "-g", "h100")
+    assert r.code == 2 and r.out == ""
+    assert len(r.err.splitlines()) == 1 and len(r.err) < 1100
+    assert r.err.startswith("decodecalc: error: unknown model 'aaa")
+    assert "[... 99,0" in r.err and r.err.rstrip().endswith("('decodecalc models' lists them)")

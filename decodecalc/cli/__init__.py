@@ -147,9 +147,17 @@ def note(message: str) -> None:
     print(f"decodecalc: note: {message}", file=sys.stderr)
 
 
+MAX_MESSAGE = 1000
+"""Characters of an error line: a 100 KB argument echoed back helps nobody."""
+
+
 def _error(message: str) -> int:
     # One line, whatever the message held: scripts grep stderr line by line.
-    print(f"decodecalc: error: {' '.join(message.split())}", file=sys.stderr)
+    line = " ".join(message.split())
+    if len(line) > MAX_MESSAGE:  # keep the start (what) and the end (what would be valid)
+        cut = len(line) - MAX_MESSAGE
+        line = f"{line[:600]} [... {cut:,} characters ...] {line[-400:]}"
+    print(f"decodecalc: error: {line}", file=sys.stderr)
     return EXIT_USAGE
 
 
