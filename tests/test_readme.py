@@ -78,3 +78,16 @@ def test_limits_table_shows_the_real_messages(cli: Run, command: str, message: s
     assert message in README.read_text()
     result = cli(*shlex.split(command))
     assert result.code == 2 and message in result.err, result.err
+
+
+def test_estimate_options_table_matches_the_cli() -> None:
+    """The README's option table is written by hand: it must name every option estimate
+    has, and no other (--format, --json and --help are described once for all commands)."""
+    from decodecalc.cli import full_command
+
+    text = README.read_text()
+    table = text.split("### `decodecalc estimate` options", 1)[1].split("\n\n", 2)[1]
+    documented = set(re.findall(r"`(--?[a-z][a-z-]*)", table))
+    command = full_command().commands["estimate"]
+    options = {name for p in command.params for name in p.opts if name.startswith("-")}
+    assert documented == options - {"--format", "-f", "--json", "--help"}
