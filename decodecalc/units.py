@@ -31,6 +31,7 @@ MAX_EXPONENT = 400
 """Largest power of ten a number may carry: 1e999999999 is exact only as a billion-digit
 integer, which takes minutes to build."""
 MAX_DIGITS = 1000
+"""Most digits a number may have: int() of a longer digit string is slow or refused."""
 
 BANDWIDTH_EXAMPLES = "e.g. 3.35TB/s, 819GB/s, 1.5TiB/s"
 SIZE_EXAMPLES = "e.g. 80GiB, 141GB, 512MiB"
