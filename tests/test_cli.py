@@ -258,3 +258,13 @@ def test_a_huge_argument_is_not_echoed_whole(cli: Run) -> None:
     assert len(r.err.splitlines()) == 1 and len(r.err) < 1100
     assert r.err.startswith("decodecalc: error: unknown model 'aaa")
     assert "[... 99,0" in r.err and r.err.rstrip().endswith("('decodecalc models' lists them)")
+
+
+@pytest.mark.parametrize("command", ["estimate", "generate", "explain"])
+def test_scenario_commands_share_one_set_of_options(command: str) -> None:
+    from decodecalc.cli.options import SCENARIO_OPTIONS
+
+    params = {p.name: p for p in full_command().commands[command].params}
+    for name, _, default in SCENARIO_OPTIONS:
+        assert params[name].default == default, name
+    assert "presets" in params and params["model"].required

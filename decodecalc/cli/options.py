@@ -1,11 +1,13 @@
 """The options that describe one scenario (model, GPU, dtypes, batch, TP, efficiency...),
 shared by the commands that take them, and what turns them into core inputs."""
 
-from typing import Annotated, Any
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from decodecalc.cli import completer, load_catalog, note
+from decodecalc.cli import PresetsOpt, completer, load_catalog, note
 
 ModelOpt = Annotated[
     str,
@@ -105,28 +107,56 @@ PlotOpt = Annotated[
 ]
 
 
-SCENARIO_FLAGS = (
-    "gpu",
-    "bandwidth",
-    "weights",
-    "kv_dtype",
-    "batch",
-    "tp",
-    "efficiency",
-    "memory_utilization",
-    "overhead",
-    "link",
-    "link_bandwidth",
+SCENARIO_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("gpu", GpuOpt, None),
+    ("bandwidth", BandwidthOpt, None),
+    ("weights", WeightsOpt, "bf16"),
+    ("kv_dtype", KvOpt, None),
+    ("batch", BatchOpt, 1),
+    ("tp", TpOpt, 1),
+    ("efficiency", EfficiencyOpt, "1"),
+    ("memory_utilization", MemoryUtilizationOpt, 0.9),
+    ("overhead", OverheadOpt, None),
+    ("link", LinkOpt, None),
+    ("link_bandwidth", LinkBandwidthOpt, None),
 )
+"""What describes one deployment besides the model: name, option, default."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def scenario_options(command: F) -> F:
+    """Give a command the scenario options, after its --model, and --presets last; it takes
+    them as ``**scenario`` and reads them back with scenario_of(ctx).
+
+    One declaration for estimate, generate and explain, the way sqlite-utils shares its
+    output options: Typer builds options from the signature, so they join the signature
+    (keyword-only, which is how Typer passes them, in the order help lists them).
+    """
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = [
+        p.replace(kind=keyword)
+        for p in inspect.signature(command).parameters.values()
+        if p.kind is not p.VAR_KEYWORD
+    ]
+    after_model = [p.name for p in own].index("model") + 1
+    shared = [
+        inspect.Parameter(name, keyword, annotation=option, default=default)
+        for name, option, default in SCENARIO_OPTIONS
+    ]
+    presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
+    parameters = [*own[:after_model], *shared, *own[after_model:], presets]
+    setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
+    return command
 
 
 def scenario_of(ctx: typer.Context) -> Any:
-    """The scenario a command's flags describe (estimate, generate and explain share them)."""
+    """The scenario a command's options describe (see scenario_options)."""
     from decodecalc.scenarios import build_scenario
 
     params = ctx.params
     catalog = load_catalog(params.get("presets"))
-    flags = {name: params[name] for name in SCENARIO_FLAGS}
+    flags = {name: params[name] for name, _, _ in SCENARIO_OPTIONS}
     return build_scenario(catalog, catalog.model(params["model"]), **flags)
 
 

@@ -2,49 +2,29 @@
 worked through."""
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, draw, emit
+from decodecalc.cli import Format, FormatOpt, JsonOpt, app, draw, emit
 from decodecalc.cli.options import (
-    BandwidthOpt,
-    BatchOpt,
     ChartOpt,
     ContextOpt,
-    EfficiencyOpt,
-    GpuOpt,
-    KvOpt,
-    LinkBandwidthOpt,
-    LinkOpt,
-    MemoryUtilizationOpt,
     ModelOpt,
-    OverheadOpt,
     PlotOpt,
-    TpOpt,
-    WeightsOpt,
     contexts_for,
     scenario_of,
+    scenario_options,
 )
 from decodecalc.errors import InputError
 
 
 @app.command()
+@scenario_options
 def estimate(
     ctx: typer.Context,
     model: ModelOpt,
-    gpu: GpuOpt = None,
-    bandwidth: BandwidthOpt = None,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = None,
     context: ContextOpt = None,
-    batch: BatchOpt = 1,
-    tp: TpOpt = 1,
-    efficiency: EfficiencyOpt = "1",
-    memory_utilization: MemoryUtilizationOpt = 0.9,
-    overhead: OverheadOpt = None,
-    link: LinkOpt = None,
-    link_bandwidth: LinkBandwidthOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     exact: Annotated[
@@ -52,7 +32,7 @@ def estimate(
     ] = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
-    presets: PresetsOpt = None,
+    **scenario_flags: Any,
 ) -> None:
     """Per-token decode latency across a range of contexts, with the crossover point.
 
@@ -70,7 +50,7 @@ def estimate(
     result = run_estimate(scenario, contexts)
     report = estimate_report(result)
     if not as_json and fmt in (Format.table, Format.markdown):
-        report = human_view(report, batch)
+        report = human_view(report, scenario.batch)
     emit(report, fmt, as_json, exact)
     if chart or plot:
         from decodecalc.charts import series_of
@@ -79,25 +59,15 @@ def estimate(
 
 
 @app.command()
+@scenario_options
 def generate(
     ctx: typer.Context,
     model: ModelOpt,
     prompt: Annotated[str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.")],
     tokens: Annotated[str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.")],
-    gpu: GpuOpt = None,
-    bandwidth: BandwidthOpt = None,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = None,
-    batch: BatchOpt = 1,
-    tp: TpOpt = 1,
-    efficiency: EfficiencyOpt = "1",
-    memory_utilization: MemoryUtilizationOpt = 0.9,
-    overhead: OverheadOpt = None,
-    link: LinkOpt = None,
-    link_bandwidth: LinkBandwidthOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
-    presets: PresetsOpt = None,
+    **scenario_flags: Any,
 ) -> None:
     """How long a whole answer takes: prefill (time to first token) and N decode steps.
 
@@ -124,24 +94,14 @@ def generate(
 
 
 @app.command()
+@scenario_options
 def explain(
     ctx: typer.Context,
     model: ModelOpt,
-    gpu: GpuOpt = None,
-    bandwidth: BandwidthOpt = None,
-    weights: WeightsOpt = "bf16",
-    kv_dtype: KvOpt = None,
     context: Annotated[
         str, typer.Option("--context", "-c", help="The context to work through, e.g. 32K.")
     ] = "8K",
-    batch: BatchOpt = 1,
-    tp: TpOpt = 1,
-    efficiency: EfficiencyOpt = "1",
-    memory_utilization: MemoryUtilizationOpt = 0.9,
-    overhead: OverheadOpt = None,
-    link: LinkOpt = None,
-    link_bandwidth: LinkBandwidthOpt = None,
-    presets: PresetsOpt = None,
+    **scenario_flags: Any,
 ) -> None:
     """Work one decode step through, step by step, with the numbers substituted.
 
