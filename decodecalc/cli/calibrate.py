@@ -17,7 +17,8 @@ def calibrate(
         bool, typer.Option("--save", help="Keep the fit for --efficiency calibrated.")
     ] = False,
     save_to: Annotated[
-        str | None, typer.Option("--save-to", help="Keep the fit in this file instead.")
+        str | None,
+        typer.Option("--save-to", help="Keep the fit in this file instead.", metavar="FILE"),
     ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,

@@ -31,12 +31,17 @@ def check(
     output: Annotated[
         str | None,
         typer.Option(
-            "--output", "-o", help="Write the report here; the table still goes to stdout."
+            "--output",
+            "-o",
+            help="Write the report here; the table still goes to stdout.",
+            metavar="FILE",
         ),
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option("--gpu", "-g", help="GPU for deployments that name none (vLLM configs)."),
+        typer.Option(
+            "--gpu", "-g", help="GPU for deployments that name none (vLLM configs).", metavar="GPU"
+        ),
     ] = None,
     target: Annotated[
         list[str] | None,

@@ -51,21 +51,29 @@ def int_list(text: str, what: str) -> list[int]:
 @app.command()
 def compare(
     model: Annotated[
-        str, typer.Option("--model", "-m", help="One or more models, comma-separated.")
+        str,
+        typer.Option(
+            "--model", "-m", help="One or more models, comma-separated.", metavar="MODELS"
+        ),
     ],
-    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="One or more GPU presets.")] = None,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", "-g", help="One or more GPU presets.", metavar="GPUS")
+    ] = None,
     bandwidth: BandwidthOpt = None,
     weights: Annotated[
-        str, typer.Option("--weights", "-w", help="One or more weight dtypes.")
+        str, typer.Option("--weights", "-w", help="One or more weight dtypes.", metavar="DTYPES")
     ] = "bf16",
     kv_dtype: Annotated[
-        str | None, typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.")
+        str | None,
+        typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.", metavar="DTYPES"),
     ] = None,
     context: ContextOpt = None,
     batch: Annotated[
-        str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,32.")
+        str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,32.", metavar="LIST")
     ] = "1",
-    tp: Annotated[str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,8.")] = "1",
+    tp: Annotated[
+        str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,8.", metavar="LIST")
+    ] = "1",
     efficiency: EfficiencyOpt = "1",
     memory_utilization: MemoryUtilizationOpt = 0.9,
     overhead: OverheadOpt = None,
@@ -144,19 +152,38 @@ MAX_COMPARED_ROWS = 10_000
 
 @app.command()
 def sweep(
-    model: Annotated[str, typer.Option("--model", "-m", help="Models, comma-separated.")],
-    context: Annotated[str, typer.Option("--context", "-c", help="Contexts, as for estimate.")],
-    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="GPU presets.")] = None,
-    weights: Annotated[str, typer.Option("--weights", "-w", help="Weight dtypes.")] = "bf16",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "-k", help="KV dtypes.")] = "bf16",
-    batch: Annotated[str, typer.Option("--batch", help="Batch sizes, e.g. 1,8,64.")] = "1",
-    tp: Annotated[str, typer.Option("--tp", help="TP sizes, e.g. 1,2,4,8.")] = "1",
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Models, comma-separated.", metavar="MODELS")
+    ],
+    context: Annotated[
+        str, typer.Option("--context", "-c", help="Contexts, as for estimate.", metavar="SPEC")
+    ],
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", "-g", help="GPU presets.", metavar="GPUS")
+    ] = None,
+    weights: Annotated[
+        str, typer.Option("--weights", "-w", help="Weight dtypes.", metavar="DTYPES")
+    ] = "bf16",
+    kv_dtype: Annotated[
+        str, typer.Option("--kv-dtype", "-k", help="KV dtypes.", metavar="DTYPES")
+    ] = "bf16",
+    batch: Annotated[
+        str, typer.Option("--batch", help="Batch sizes, e.g. 1,8,64.", metavar="LIST")
+    ] = "1",
+    tp: Annotated[str, typer.Option("--tp", help="TP sizes, e.g. 1,2,4,8.", metavar="LIST")] = "1",
     efficiency: EfficiencyOpt = "1",
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="csv or jsonl (JSON Lines: one object a line).")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="csv or jsonl (JSON Lines: one object a line).",
+            metavar="csv|jsonl",
+        ),
     ] = "csv",
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write here (a progress bar shows).")
+        str | None,
+        typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
     ] = None,
     presets: PresetsOpt = None,
 ) -> None:

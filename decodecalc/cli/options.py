@@ -16,12 +16,17 @@ ModelOpt = Annotated[
         "-m",
         help="Model preset or alias, a model YAML file, or a config.json.",
         autocompletion=completer("models"),
+        metavar="MODEL",
     ),
 ]
 GpuOpt = Annotated[
     str | None,
     typer.Option(
-        "--gpu", "-g", help="GPU preset (sets bandwidth).", autocompletion=completer("gpus")
+        "--gpu",
+        "-g",
+        help="GPU preset (sets bandwidth).",
+        autocompletion=completer("gpus"),
+        metavar="GPU",
     ),
 ]
 BandwidthOpt = Annotated[
@@ -30,6 +35,7 @@ BandwidthOpt = Annotated[
         "--bandwidth",
         "-b",
         help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
+        metavar="RATE",
     ),
 ]
 WeightsOpt = Annotated[
@@ -39,6 +45,7 @@ WeightsOpt = Annotated[
         "-w",
         help="Weight dtype (see 'decodecalc dtypes').",
         autocompletion=completer("dtypes"),
+        metavar="DTYPE",
     ),
 ]
 KvOpt = Annotated[
@@ -47,10 +54,15 @@ KvOpt = Annotated[
         "--kv-dtype",
         "-k",
         help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
+        metavar="DTYPE",
     ),
 ]
-BatchOpt = Annotated[int, typer.Option("--batch", help="Concurrent sequences per step.")]
-TpOpt = Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.")]
+BatchOpt = Annotated[
+    int, typer.Option("--batch", help="Concurrent sequences per step.", metavar="N")
+]
+TpOpt = Annotated[
+    int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.", metavar="N")
+]
 EfficiencyOpt = Annotated[
     str,
     typer.Option(
@@ -58,6 +70,7 @@ EfficiencyOpt = Annotated[
         "-e",
         help="Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
         "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
+        metavar="EFF",
     ),
 ]
 MemoryUtilizationOpt = Annotated[
@@ -65,12 +78,15 @@ MemoryUtilizationOpt = Annotated[
     typer.Option(
         "--memory-utilization",
         help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
+        metavar="FRACTION",
     ),
 ]
 OverheadOpt = Annotated[
     str | None,
     typer.Option(
-        "--overhead", help="Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated)."
+        "--overhead",
+        help="Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated).",
+        metavar="TIME",
     ),
 ]
 LinkOpt = Annotated[
@@ -78,11 +94,14 @@ LinkOpt = Annotated[
     typer.Option(
         "--link",
         help="Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
+        metavar="LINK",
     ),
 ]
 LinkBandwidthOpt = Annotated[
     str | None,
-    typer.Option("--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s."),
+    typer.Option(
+        "--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s.", metavar="RATE"
+    ),
 ]
 ContextOpt = Annotated[
     str | None,
@@ -92,6 +111,7 @@ ContextOpt = Annotated[
         help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
         "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
         "Default: 1K doubling to the model's maximum context.",
+        metavar="SPEC",
     ),
 ]
 
@@ -102,7 +122,9 @@ ChartOpt = Annotated[
 PlotOpt = Annotated[
     str | None,
     typer.Option(
-        "--plot", help="Write the chart to FILE.svg or FILE.png (needs decodecalc[plot])."
+        "--plot",
+        help="Write the chart to FILE.svg or FILE.png (needs decodecalc[plot]).",
+        metavar="FILE",
     ),
 ]
 

@@ -65,18 +65,25 @@ def import_config(
     config: Annotated[
         str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
     ],
-    name: Annotated[str, typer.Option("--name", "-n", help="The preset's display name.")],
+    name: Annotated[
+        str, typer.Option("--name", "-n", help="The preset's display name.", metavar="NAME")
+    ],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the preset here (default: stdout)."),
+        typer.Option(
+            "--output", "-o", help="Write the preset here (default: stdout).", metavar="FILE"
+        ),
     ] = None,
     source: Annotated[
-        str | None, typer.Option("--source", help="Where the config came from (a URL).")
+        str | None,
+        typer.Option("--source", help="Where the config came from (a URL).", metavar="URL"),
     ] = None,
     official_params: Annotated[
         int | None,
         typer.Option(
-            "--official-params", help="The model card's parameter count, to check against."
+            "--official-params",
+            help="The model card's parameter count, to check against.",
+            metavar="N",
         ),
     ] = None,
 ) -> None:

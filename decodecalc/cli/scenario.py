@@ -63,8 +63,12 @@ def estimate(
 def generate(
     ctx: typer.Context,
     model: ModelOpt,
-    prompt: Annotated[str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.")],
-    tokens: Annotated[str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.")],
+    prompt: Annotated[
+        str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.", metavar="TOKENS")
+    ],
+    tokens: Annotated[
+        str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.", metavar="TOKENS")
+    ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     **scenario_flags: Any,
@@ -99,7 +103,10 @@ def explain(
     ctx: typer.Context,
     model: ModelOpt,
     context: Annotated[
-        str, typer.Option("--context", "-c", help="The context to work through, e.g. 32K.")
+        str,
+        typer.Option(
+            "--context", "-c", help="The context to work through, e.g. 32K.", metavar="TOKENS"
+        ),
     ] = "8K",
     **scenario_flags: Any,
 ) -> None:
