@@ -231,6 +231,7 @@ def test_every_command_has_help_and_a_readme_entry(cli: Run, command: str) -> No
 
     r = cli(command, "--help")
     assert r.code == 0 and "Usage" in r.out
+    assert "<str>" not in r.out and "<int>" not in r.out  # options say what they take
     command_obj = full_command().commands[command]
     assert command_obj.help
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
