@@ -33,6 +33,25 @@ from decodecalc.cli.options import (
 )
 from decodecalc.errors import InputError
 
+ModelsOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="One or more models, comma-separated.", metavar="MODELS"),
+]
+GpusOpt = Annotated[
+    str | None,
+    typer.Option("--gpu", "-g", help="One or more GPU presets.", metavar="GPUS"),
+]
+WeightsListOpt = Annotated[
+    str, typer.Option("--weights", "-w", help="One or more weight dtypes.", metavar="DTYPES")
+]
+BatchListOpt = Annotated[
+    str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,8,64.", metavar="LIST")
+]
+TpListOpt = Annotated[
+    str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,2,4,8.", metavar="LIST")
+]
+"""The axes compare and sweep take as comma lists."""
+
 
 def split_list(text: str, what: str) -> list[str]:
     values = [v.strip() for v in text.split(",")]
@@ -50,30 +69,17 @@ def int_list(text: str, what: str) -> list[int]:
 
 @app.command()
 def compare(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", "-m", help="One or more models, comma-separated.", metavar="MODELS"
-        ),
-    ],
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", "-g", help="One or more GPU presets.", metavar="GPUS")
-    ] = None,
+    model: ModelsOpt,
+    gpu: GpusOpt = None,
     bandwidth: BandwidthOpt = None,
-    weights: Annotated[
-        str, typer.Option("--weights", "-w", help="One or more weight dtypes.", metavar="DTYPES")
-    ] = "bf16",
+    weights: WeightsListOpt = "bf16",
     kv_dtype: Annotated[
         str | None,
         typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.", metavar="DTYPES"),
     ] = None,
     context: ContextOpt = None,
-    batch: Annotated[
-        str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,32.", metavar="LIST")
-    ] = "1",
-    tp: Annotated[
-        str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,8.", metavar="LIST")
-    ] = "1",
+    batch: BatchListOpt = "1",
+    tp: TpListOpt = "1",
     efficiency: EfficiencyOpt = "1",
     memory_utilization: MemoryUtilizationOpt = 0.9,
     overhead: OverheadOpt = None,
@@ -152,25 +158,17 @@ MAX_COMPARED_ROWS = 10_000
 
 @app.command()
 def sweep(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Models, comma-separated.", metavar="MODELS")
-    ],
+    model: ModelsOpt,
     context: Annotated[
         str, typer.Option("--context", "-c", help="Contexts, as for estimate.", metavar="SPEC")
     ],
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", "-g", help="GPU presets.", metavar="GPUS")
-    ] = None,
-    weights: Annotated[
-        str, typer.Option("--weights", "-w", help="Weight dtypes.", metavar="DTYPES")
-    ] = "bf16",
+    gpu: GpusOpt = None,
+    weights: WeightsListOpt = "bf16",
     kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", "-k", help="KV dtypes.", metavar="DTYPES")
+        str, typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.", metavar="DTYPES")
     ] = "bf16",
-    batch: Annotated[
-        str, typer.Option("--batch", help="Batch sizes, e.g. 1,8,64.", metavar="LIST")
-    ] = "1",
-    tp: Annotated[str, typer.Option("--tp", help="TP sizes, e.g. 1,2,4,8.", metavar="LIST")] = "1",
+    batch: BatchListOpt = "1",
+    tp: TpListOpt = "1",
     efficiency: EfficiencyOpt = "1",
     fmt: Annotated[
         str,
