@@ -38,20 +38,20 @@ if TYPE_CHECKING:
         scenario,
         to_dict,
     )
-    from decodecalc.catalog import Catalog
     from decodecalc.context import parse_context
     from decodecalc.errors import InputError
-    from decodecalc.estimator import Estimate, Scenario
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.physics.estimator import Estimate, Scenario
     from decodecalc.units import parse_bandwidth
 
 _API = ("estimate", "generate", "load_dtype", "load_gpu", "load_model", "scenario", "to_dict")
 _LAZY = {
     **dict.fromkeys(_API, "decodecalc.api"),
-    "Catalog": "decodecalc.catalog",
+    "Catalog": "decodecalc.loading.catalog",
     "parse_context": "decodecalc.context",
     "InputError": "decodecalc.errors",
-    "Estimate": "decodecalc.estimator",
-    "Scenario": "decodecalc.estimator",
+    "Estimate": "decodecalc.physics.estimator",
+    "Scenario": "decodecalc.physics.estimator",
     "parse_bandwidth": "decodecalc.units",
 }
 

@@ -19,13 +19,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from decodecalc.catalog import Catalog
-from decodecalc.dtypes import DType
-from decodecalc.estimator import Estimate, Scenario
-from decodecalc.estimator import estimate as _estimate
-from decodecalc.generation import Generation
-from decodecalc.hardware import GpuSpec
-from decodecalc.model import Model
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.dtypes import DType
+from decodecalc.physics.estimator import Estimate, Scenario
+from decodecalc.physics.estimator import estimate as _estimate
+from decodecalc.physics.generation import Generation
+from decodecalc.physics.hardware import GpuSpec
+from decodecalc.physics.model import Model
 
 
 def catalog(presets: Sequence[str | Path] = ()) -> Catalog:
@@ -94,7 +94,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int] | str) -> Estimate:
 
 
 def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generation:
-    from decodecalc.generation import generate as _generate
+    from decodecalc.physics.generation import generate as _generate
 
     return _generate(scenario, prompt_tokens, new_tokens)
 
@@ -102,9 +102,9 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
 def to_dict(result: Estimate | Generation) -> dict[str, Any]:
     """The JSON document the CLI prints for this result (with schema_version)."""
     if isinstance(result, Estimate):
-        from decodecalc.views import estimate_report
+        from decodecalc.views.estimate import estimate_report
 
         return estimate_report(result).document
-    from decodecalc.generation_view import generation_report
+    from decodecalc.views.generation import generation_report
 
     return generation_report(result).document

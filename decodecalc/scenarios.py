@@ -3,12 +3,12 @@ estimate, generate, explain and the deployment files."""
 
 from __future__ import annotations
 
-from decodecalc.catalog import Catalog
-from decodecalc.dtypes import DType
 from decodecalc.errors import InputError
-from decodecalc.estimator import Scenario
-from decodecalc.hardware import GpuSpec, Link
-from decodecalc.model import Model
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.dtypes import DType
+from decodecalc.physics.estimator import Scenario
+from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.model import Model
 from decodecalc.record import record, replace
 from decodecalc.units import parse_bandwidth, parse_duration
 
@@ -57,7 +57,7 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
             )
         return Efficiency(gpu.sustained_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s)
     if word == "calibrated":
-        from decodecalc.fitfile import load_calibration
+        from decodecalc.calibration.saved import load_calibration
 
         fit = load_calibration()
         return Efficiency(fit.efficiency, fit.overhead_s)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from decodecalc.catalog import Catalog
 from decodecalc.cli import main
+from decodecalc.loading.catalog import Catalog
 
 
 @dataclass(frozen=True)

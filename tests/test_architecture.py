@@ -11,11 +11,11 @@ import pytest
 CORE = [
     "decodecalc.units",
     "decodecalc.context",
-    "decodecalc.dtypes",
-    "decodecalc.hardware",
-    "decodecalc.model",
-    "decodecalc.kvcache",
-    "decodecalc.estimator",
+    "decodecalc.physics.dtypes",
+    "decodecalc.physics.hardware",
+    "decodecalc.physics.model",
+    "decodecalc.physics.kvcache",
+    "decodecalc.physics.estimator",
 ]
 
 

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from decodecalc.catalog import Catalog
-from decodecalc.estimator import Estimate, Scenario, estimate
-from decodecalc.tensors import expected_experts
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Estimate, Scenario, estimate
+from decodecalc.physics.tensors import expected_experts
 
 from .conftest import Run
 

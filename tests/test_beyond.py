@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from decodecalc.catalog import Catalog
-from decodecalc.estimator import Scenario, StepModel, estimate, ridge_batch
-from decodecalc.generation import decode_seconds, generate
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Scenario, StepModel, estimate, ridge_batch
+from decodecalc.physics.generation import decode_seconds, generate
 from decodecalc.record import replace
 
 from .conftest import Run
@@ -315,7 +315,7 @@ def test_explain_walks_through_the_numbers(cli: Run) -> None:
 def test_dense_ridge_closed_form_matches_the_search(
     catalog: Catalog, model: str, context: int
 ) -> None:
-    from decodecalc.estimator import _dense_ridge, _searched_ridge
+    from decodecalc.physics.estimator import _dense_ridge, _searched_ridge
 
     s = h100(catalog, model)
     assert _dense_ridge(s, context, 989_400_000_000_000) == _searched_ridge(s, context)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc import cache
-from decodecalc.catalog import Catalog, presets_dir
 from decodecalc.errors import InputError
+from decodecalc.loading import cache
+from decodecalc.loading.catalog import Catalog, presets_dir
 
 L4 = (presets_dir() / "gpus" / "l4.yaml").read_text()
 
@@ -26,7 +26,7 @@ def forbid_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: Path) -> None:
         raise AssertionError(f"read {path} from YAML despite a fresh cache entry")
 
-    monkeypatch.setattr("decodecalc.catalog.read_yaml", refuse)
+    monkeypatch.setattr("decodecalc.loading.catalog.read_yaml", refuse)
 
 
 def test_second_load_comes_from_the_cache(user_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

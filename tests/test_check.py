@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.deployments import DEPLOYMENT_KEYS, TOP_KEYS
-from decodecalc.targets import Targets
+from decodecalc.checks.deployments import DEPLOYMENT_KEYS, TOP_KEYS
+from decodecalc.checks.targets import Targets
 
 from .conftest import Run
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from decodecalc.cli import COMMANDS, full_command
-from decodecalc.report import SCHEMA_VERSION
+from decodecalc.views.report import SCHEMA_VERSION
 
 from .conftest import Run
 

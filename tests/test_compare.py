@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.catalog import Catalog
-from decodecalc.charts import Series, terminal_chart
-from decodecalc.estimator import Scenario, estimate
-from decodecalc.sweep import ROW_FIELDS, FastStep
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Scenario, estimate
+from decodecalc.physics.sweep import ROW_FIELDS, FastStep
+from decodecalc.views.charts import Series, terminal_chart
 
 from .conftest import Run
 

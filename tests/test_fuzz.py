@@ -17,8 +17,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from decodecalc.catalog import presets_dir
 from decodecalc.cli import main
+from decodecalc.loading.catalog import presets_dir
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"
 NASTY = [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.catalog import Catalog
+from decodecalc.loading.catalog import Catalog
 
 from .conftest import Run
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.catalog import Catalog, presets_dir
 from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog, presets_dir
 
 GOOD_MODEL = (presets_dir() / "models" / "llama-3.1-8b.yaml").read_text()
 

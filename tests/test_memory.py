@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from decodecalc.catalog import Catalog
-from decodecalc.estimator import Scenario, estimate
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Scenario, estimate
 
 from .conftest import Run
 

@@ -30,7 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contains_every_preset(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "decodecalc/deployment.schema.json" in names
+    assert "decodecalc/checks/deployment.schema.json" in names
     for preset in ROOT.glob("presets/*/*.yaml"):
         assert f"decodecalc/presets/{preset.parent.name}/{preset.name}" in names
 
@@ -76,7 +76,7 @@ def test_wheel_in_a_fresh_environment_runs_from_another_directory(
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("DECODECALC_PRESETS", "PYTHONPATH")}
     where = subprocess.run(
-        [str(python), "-c", "import decodecalc.catalog as c; print(c.presets_dir())"],
+        [str(python), "-c", "import decodecalc.loading.catalog as c; print(c.presets_dir())"],
         cwd=elsewhere,
         env=env,
         capture_output=True,
@@ -111,6 +111,6 @@ def test_wheel_in_a_fresh_environment_runs_from_another_directory(
 
 
 def test_editable_checkout_uses_top_level_presets() -> None:
-    from decodecalc.catalog import presets_dir
+    from decodecalc.loading.catalog import presets_dir
 
     assert presets_dir() == ROOT / "presets"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.catalog import Catalog, presets_dir
+from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.units import GB, GIB, TB
 
 REQUIRED_MODELS = """llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b

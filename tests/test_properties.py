@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decodecalc.catalog import Catalog
-from decodecalc.estimator import Scenario, estimate
-from decodecalc.layers import Attention, DenseMLP
-from decodecalc.model import Model
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Scenario, estimate
+from decodecalc.physics.layers import Attention, DenseMLP
+from decodecalc.physics.model import Model
 
 CATALOG = Catalog()
 KV_DTYPES = [d for d in CATALOG.dtypes() if d.kv_cache]

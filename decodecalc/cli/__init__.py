@@ -22,8 +22,8 @@ from decodecalc import __version__
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
-    from decodecalc.catalog import Catalog
-    from decodecalc.report import Report
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.views.report import Report
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -82,7 +82,7 @@ PresetsOpt = Annotated[
 
 
 def emit(report: "Report", fmt: Format, as_json: bool, exact: bool = False) -> None:
-    from decodecalc.render import RENDERERS
+    from decodecalc.views.render import RENDERERS
 
     RENDERERS["json" if as_json else fmt.value](report, sys.stdout, exact)
 
@@ -91,7 +91,7 @@ def draw(series: list[Any], chart: bool, plot: str | None) -> None:
     """The terminal chart (--chart) and the chart file (--plot) of estimate and compare."""
     from pathlib import Path
 
-    from decodecalc.charts import plot_file, terminal_chart
+    from decodecalc.views.charts import plot_file, terminal_chart
 
     if chart:
         import shutil
@@ -105,7 +105,7 @@ def draw(series: list[Any], chart: bool, plot: str | None) -> None:
 
 
 def load_catalog(presets: list[str] | None) -> "Catalog":
-    from decodecalc.catalog import Catalog
+    from decodecalc.loading.catalog import Catalog
 
     return Catalog.with_user_dirs(presets or ())
 
@@ -136,7 +136,7 @@ def completer(kind: str) -> Callable[[str], list[str]]:
     """Shell completion of preset ids ('decodecalc --install-completion' sets it up)."""
 
     def complete(incomplete: str) -> list[str]:
-        from decodecalc.catalog import Catalog
+        from decodecalc.loading.catalog import Catalog
 
         return [i for i in Catalog().ids(kind) if i.startswith(incomplete.lower())]
 

@@ -34,11 +34,11 @@ def calibrate(
     """
     from pathlib import Path
 
-    from decodecalc.calibration_view import calibration_report
-    from decodecalc.datafile import is_file
-    from decodecalc.fitfile import save_calibration
-    from decodecalc.fitting import calibrate as run_calibrate
-    from decodecalc.points import read_points
+    from decodecalc.calibration.calibrate import calibrate as run_calibrate
+    from decodecalc.calibration.points import read_points
+    from decodecalc.calibration.saved import save_calibration
+    from decodecalc.loading.datafile import is_file
+    from decodecalc.views.calibration import calibration_report
 
     path = Path(points)
     if not is_file(path):

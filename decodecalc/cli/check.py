@@ -10,7 +10,7 @@ from decodecalc.cli import EXIT_VIOLATION, Format, PresetsOpt, app, emit, load_c
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
-    from decodecalc.report import Report
+    from decodecalc.views.report import Report
 
 
 class CheckFormat(str, Enum):
@@ -67,10 +67,10 @@ def check(
     """
     from pathlib import Path
 
-    from decodecalc.check_view import check_report, to_junit
-    from decodecalc.checks import run_checks
-    from decodecalc.datafile import is_file
-    from decodecalc.deployments import DeploymentReader
+    from decodecalc.checks.deployments import DeploymentReader
+    from decodecalc.checks.run import run_checks
+    from decodecalc.loading.datafile import is_file
+    from decodecalc.views.check import check_report, to_junit
 
     overrides = {}
     for item in target or ():
@@ -98,7 +98,7 @@ def check(
     report = check_report(checked)
     if output is not None:
         _write_report(checked, report, fmt, Path(output))
-        from decodecalc.render import to_table
+        from decodecalc.views.render import to_table
 
         to_table(report, sys.stdout)
     elif fmt is CheckFormat.junit:
@@ -110,8 +110,8 @@ def check(
 
 
 def _write_report(checked: Any, report: "Report", fmt: CheckFormat, path: Any) -> None:
-    from decodecalc.check_view import to_junit
-    from decodecalc.render import RENDERERS
+    from decodecalc.views.check import to_junit
+    from decodecalc.views.render import RENDERERS
 
     try:
         with open(path, "w", encoding="utf-8") as out:
@@ -128,4 +128,6 @@ def schema() -> None:
     """Print the JSON Schema of deployment files (what 'decodecalc check' reads)."""
     from importlib.resources import files
 
-    sys.stdout.write(files("decodecalc").joinpath("deployment.schema.json").read_text("utf-8"))
+    sys.stdout.write(
+        files("decodecalc.checks").joinpath("deployment.schema.json").read_text("utf-8")
+    )

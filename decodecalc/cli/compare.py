@@ -98,9 +98,9 @@ def compare(
 
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
-    from decodecalc.charts import series_of
-    from decodecalc.compare_view import compare_report, label
-    from decodecalc.estimator import estimate as run_estimate
+    from decodecalc.physics.estimator import estimate as run_estimate
+    from decodecalc.views.charts import series_of
+    from decodecalc.views.compare import compare_report, label
 
     catalog = load_catalog(presets)
     models = [catalog.model(m) for m in split_list(model, "--model")]
@@ -194,11 +194,11 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
-    from decodecalc.compare_view import CSV_FITS, write_sweep_csv, write_sweep_jsonl
     from decodecalc.context import parse_context
+    from decodecalc.physics.sweep import Axis, grid_size
+    from decodecalc.physics.sweep import sweep as run_sweep
     from decodecalc.scenarios import build_scenario
-    from decodecalc.sweep import Axis, grid_size
-    from decodecalc.sweep import sweep as run_sweep
+    from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
         raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl")

@@ -15,7 +15,7 @@ def models(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
-    from decodecalc.listings import models_report
+    from decodecalc.views.listings import models_report
 
     catalog = load_catalog(presets)
     emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json)
@@ -26,7 +26,7 @@ def gpus(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity."""
-    from decodecalc.listings import gpus_report
+    from decodecalc.views.listings import gpus_report
 
     emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json)
 
@@ -36,7 +36,7 @@ def dtypes(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
-    from decodecalc.listings import dtypes_report
+    from decodecalc.views.listings import dtypes_report
 
     emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json)
 
@@ -54,7 +54,7 @@ def show(
 
     Example: decodecalc show llama-3.1-70b
     """
-    from decodecalc.listings import show_report
+    from decodecalc.views.listings import show_report
 
     catalog = load_catalog(presets)
     emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)
@@ -96,8 +96,8 @@ def import_config(
     """
     from pathlib import Path
 
-    from decodecalc.datafile import is_file, read_json
-    from decodecalc.presets import preset_from_config
+    from decodecalc.loading.datafile import is_file, read_json
+    from decodecalc.loading.presets import preset_from_config
 
     if official_params is not None and official_params < 1:
         raise InputError(f"--official-params {official_params} must be a positive count")
@@ -123,6 +123,6 @@ def links(
     fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
 ) -> None:
     """List interconnect presets for tensor-parallel all-reduces."""
-    from decodecalc.listings import links_report
+    from decodecalc.views.listings import links_report
 
     emit(links_report(load_catalog(presets).links()), fmt, as_json)

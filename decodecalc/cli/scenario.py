@@ -42,8 +42,8 @@ def estimate(
 
       decodecalc estimate -m qwen2.5-7b -b 1TB/s -c 8K,32K,128K --batch 16 --json
     """
-    from decodecalc.estimator import estimate as run_estimate
-    from decodecalc.views import estimate_report, human_view
+    from decodecalc.physics.estimator import estimate as run_estimate
+    from decodecalc.views.estimate import estimate_report, human_view
 
     scenario = scenario_of(ctx)
     contexts = contexts_for(context, scenario.model)
@@ -53,7 +53,7 @@ def estimate(
         report = human_view(report, scenario.batch)
     emit(report, fmt, as_json, exact)
     if chart or plot:
-        from decodecalc.charts import series_of
+        from decodecalc.views.charts import series_of
 
         draw([series_of(scenario.model.id, result)], chart, plot)
 
@@ -81,8 +81,8 @@ def generate(
     Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
     """
     from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
-    from decodecalc.generation import generate as run_generate
-    from decodecalc.generation_view import generation_report
+    from decodecalc.physics.generation import generate as run_generate
+    from decodecalc.views.generation import generation_report
 
     scenario = scenario_of(ctx)
     prompt_tokens = parse_tokens(prompt, "--prompt")
@@ -115,8 +115,8 @@ def explain(
     Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
     """
     from decodecalc.context import parse_tokens
-    from decodecalc.estimator import StepModel
-    from decodecalc.explain import explain_text
+    from decodecalc.physics.estimator import StepModel
+    from decodecalc.views.explain import explain_text
 
     scenario = scenario_of(ctx)
     tokens = parse_tokens(context)

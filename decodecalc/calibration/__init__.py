@@ -1,0 +1,3 @@
+"""Measured points, the least-squares fit of efficiency and overhead to them, and where a
+fit is saved between runs.
+"""

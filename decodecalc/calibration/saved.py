@@ -1,0 +1,67 @@
+"""Where a calibration is kept between runs, so `--efficiency calibrated` can use it.
+
+$DECODECALC_CALIBRATION names the file; otherwise $XDG_CONFIG_HOME/decodecalc/calibration.json
+(default ~/.config/decodecalc/calibration.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from decodecalc.calibration.least_squares import Fit
+from decodecalc.errors import InputError
+
+ENV_VAR = "DECODECALC_CALIBRATION"
+
+
+def calibration_path() -> Path:
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "decodecalc" / "calibration.json"
+
+
+def save_calibration(fit: Fit, source: str, path: Path | None = None) -> Path:
+    target = path or calibration_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            json.dumps(
+                {
+                    "schema_version": 1,
+                    "efficiency": fit.efficiency,
+                    "overhead_ms": fit.overhead_s * 1000,
+                    "fitted_from": source,
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        raise InputError(
+            f"cannot save the calibration to {target}: {exc.strerror or exc}"
+        ) from None
+    return target
+
+
+def load_calibration(path: Path | None = None) -> Fit:
+    source = path or calibration_path()
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        fit = Fit(float(data["efficiency"]), float(data["overhead_ms"]) / 1000)
+    except FileNotFoundError:
+        raise InputError(
+            f"no calibration at {source}: run 'decodecalc calibrate POINTS.yaml --save' first"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(f"{source}: not a calibration saved by decodecalc") from None
+    if not 0 < fit.efficiency <= 1 or fit.overhead_s < 0:
+        raise InputError(
+            f"{source}: the saved fit (efficiency {fit.efficiency:.3f}, overhead "
+            f"{fit.overhead_s * 1000:.3f} ms) is outside what decodecalc can apply"
+        )
+    return fit

@@ -1,0 +1,96 @@
+"""Deployment targets and how an estimate meets them: the logic behind `decodecalc check`.
+
+A target holds at every context a deployment names, so the verdict uses the worst of them:
+the slowest step, the largest KV share, any context that does not fit.
+"""
+
+from __future__ import annotations
+
+from decodecalc.errors import InputError
+from decodecalc.physics.estimator import Estimate, Row
+from decodecalc.record import field_names, record
+
+
+@record
+class Targets:
+    """What a deployment must achieve; None means not asked."""
+
+    max_ms_per_token: float | None = None
+    min_tokens_per_s: float | None = None
+    """Per sequence."""
+    min_throughput_tokens_per_s: float | None = None
+    """All sequences of the batch together."""
+    must_fit: bool | None = None
+    min_crossover_context: int | None = None
+    max_kv_share: float | None = None
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return field_names(cls)
+
+    def asked(self) -> tuple[str, ...]:
+        return tuple(name for name in self.names() if getattr(self, name) is not None)
+
+
+@record
+class TargetResult:
+    """One target checked: the limit, the worst value found, and where."""
+
+    target: str
+    limit: float | int | bool
+    value: float | int | bool | None
+    context: int | None
+    """The context the worst value occurs at (None for context-free targets)."""
+    passed: bool
+
+
+def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:
+    pick = max if highest else min
+    row = pick(rows, key=lambda r: float(getattr(r, key)))
+    return float(getattr(row, key)), row.context_tokens
+
+
+def check(estimate: Estimate, targets: Targets) -> tuple[TargetResult, ...]:
+    """Every asked target against the rows of the contexts the deployment named (the
+    crossover row the estimator adds for tables is not one of them)."""
+    rows = [r for r in estimate.rows if not r.is_crossover] or list(estimate.rows)
+    results = []
+    if targets.max_ms_per_token is not None:
+        seconds, at = _worst(rows, "seconds_per_token", highest=True)
+        limit_ms = targets.max_ms_per_token
+        results.append(
+            TargetResult(
+                "max_ms_per_token", limit_ms, seconds * 1000, at, seconds * 1000 <= limit_ms
+            )
+        )
+    for name, attribute in (
+        ("min_tokens_per_s", "tokens_per_s"),
+        ("min_throughput_tokens_per_s", "throughput_tokens_per_s"),
+    ):
+        limit = getattr(targets, name)
+        if limit is not None:
+            value, at = _worst(rows, attribute, highest=False)
+            results.append(TargetResult(name, limit, value, at, value >= limit))
+    if targets.must_fit is not None:
+        results.append(_fit(estimate, rows, targets.must_fit))
+    if targets.min_crossover_context is not None:
+        crossover = estimate.crossover_context
+        limit = targets.min_crossover_context
+        passed = crossover is None or crossover >= limit
+        results.append(TargetResult("min_crossover_context", limit, crossover, None, passed))
+    if targets.max_kv_share is not None:
+        share, at = _worst(rows, "kv_share", highest=True)
+        results.append(
+            TargetResult(
+                "max_kv_share", targets.max_kv_share, share, at, share <= targets.max_kv_share
+            )
+        )
+    return tuple(results)
+
+
+def _fit(estimate: Estimate, rows: list[Row], must_fit: bool) -> TargetResult:
+    if estimate.memory is None:
+        raise InputError("must_fit needs a GPU preset (its memory capacity), not a bandwidth alone")
+    failing = [r for r in rows if not r.fits]
+    at = failing[0].context_tokens if failing else rows[-1].context_tokens
+    return TargetResult("must_fit", must_fit, not failing, at, not failing or not must_fit)

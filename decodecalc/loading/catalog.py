@@ -1,0 +1,167 @@
+"""Where presets live and how a name becomes a preset.
+
+Built-in presets ship inside the package (``decodecalc/presets`` in a wheel); in a source
+checkout they are the repository's top-level ``presets/``. User directories, from
+``--presets`` or the DECODECALC_PRESETS variable, come first and may add or override.
+Files are loaded on demand: a query reads the few files it names, not the whole catalog.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from decodecalc.errors import InputError
+from decodecalc.loading import cache
+from decodecalc.loading.datafile import Document, is_file, read_json, read_yaml
+from decodecalc.loading.fields import suggest
+from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
+from decodecalc.physics.dtypes import DType
+from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.model import Model
+from decodecalc.record import field, record
+
+ENV_VAR = "DECODECALC_PRESETS"
+KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype", "links": "link"}
+
+
+def _is_safe_stem(name: str) -> bool:
+    """A name that can only be a file name in the presets directory (no path, no dots first)."""
+    return name[:1].isalnum() and name.isascii() and all(c.isalnum() or c in "._-" for c in name)
+
+
+class Preset(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
+T = TypeVar("T")
+P = TypeVar("P", bound=Preset)
+
+
+def presets_dir() -> Path:
+    """The built-in presets: inside the installed package, else the source checkout's."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "presets"
+    return installed if installed.is_dir() else package.parent / "presets"
+
+
+def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+    from_env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+    return tuple(Path(p).expanduser() for p in [*extra, *from_env])
+
+
+@record
+class Catalog:
+    """Preset lookup over user directories (first) and the built-in presets."""
+
+    dirs: tuple[Path, ...] = field(default_factory=lambda: (*user_dirs(), presets_dir()))
+    _cache: dict[Path, Any] = field(default_factory=dict)
+
+    @classmethod
+    def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
+        """The catalog a command uses. Every directory named must exist: a typo would
+        otherwise fall back to the built-in presets without a word."""
+        for d in extra:
+            if not Path(d).expanduser().is_dir():
+                raise InputError(f"presets directory {str(d)!r} does not exist")
+        for d in user_dirs():  # with no arguments: the directories in the variable
+            if not d.is_dir():
+                raise InputError(f"presets directory {str(d)!r} (from ${ENV_VAR}) does not exist")
+        return cls((*user_dirs(extra), presets_dir()))
+
+    def model(self, name: str) -> Model:
+        """A model by preset name or alias, from a preset file, or from a config.json."""
+        path = Path(name).expanduser()
+        if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and is_file(path)):
+            if not is_file(path):
+                raise InputError(f"model file {name!r} does not exist")
+            if path.suffix == ".json":
+                return model_from_config(read_json(path), config_model_id(path))
+            return self._load_file("models", path, Model)
+        return self._find("models", name, Model)
+
+    def gpu(self, name: str) -> GpuSpec:
+        return self._find("gpus", name, GpuSpec)
+
+    def dtype(self, name: str) -> DType:
+        return self._find("dtypes", name, DType)
+
+    def link(self, name: str) -> Link:
+        return self._find("links", name, Link)
+
+    def links(self) -> list[Link]:
+        return self._all("links", Link)
+
+    def models(self) -> list[Model]:
+        return self._all("models", Model)
+
+    def gpus(self) -> list[GpuSpec]:
+        return self._all("gpus", GpuSpec)
+
+    def dtypes(self) -> list[DType]:
+        return self._all("dtypes", DType)
+
+    def ids(self, kind: str) -> list[str]:
+        """Preset ids of a kind, from file names alone (fast enough for shell completion)."""
+        return [preset_id_of(p) for p in self._files(kind)]
+
+    def _files(self, kind: str) -> Iterator[Path]:
+        """Each preset id once, the first directory that has it winning."""
+        seen: set[str] = set()
+        for directory in self.dirs:
+            folder = directory / kind
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.y*ml")):
+                stem = preset_id_of(path)
+                if stem not in seen and path.suffix in (".yaml", ".yml") and is_file(path):
+                    seen.add(stem)
+                    yield path
+
+    def _load_file(self, kind: str, path: Path, cls: type[T]) -> T:
+        if path not in self._cache:
+            self._cache[path] = self._read(kind, path)
+        loaded = self._cache[path]
+        assert isinstance(loaded, cls)
+        return loaded
+
+    @staticmethod
+    def _read(kind: str, path: Path) -> object:
+        """Build a preset from the JSON cache when fresh, else from the YAML (then cached)."""
+        load = LOADERS[kind]
+        cached = cache.load(path)
+        if cached is not None:
+            try:
+                return load(Document(str(path), cached), preset_id_of(path))
+            except InputError:
+                pass  # the rules changed under the cache: read the file itself
+        doc = read_yaml(path)
+        preset = load(doc, preset_id_of(path))
+        cache.store(path, doc.data)
+        return preset
+
+    def _all(self, kind: str, cls: type[T]) -> list[T]:
+        return [self._load_file(kind, p, cls) for p in self._files(kind)]
+
+    def _find(self, kind: str, name: str, cls: type[P]) -> P:
+        key = name.strip().lower()
+        if _is_safe_stem(key):
+            for directory in self.dirs:
+                for suffix in (".yaml", ".yml"):
+                    path = directory / kind / f"{key}{suffix}"
+                    if is_file(path):
+                        return self._load_file(kind, path, cls)
+        names: dict[str, str] = {}
+        for item in self._all(kind, cls):
+            spellings = [item.id, *item.aliases]
+            if key in (s.lower() for s in spellings):
+                return item
+            names.update((s.lower(), item.id) for s in spellings)
+        listing = f"'decodecalc {kind}' lists them"
+        hint = suggest(key, names)
+        raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")

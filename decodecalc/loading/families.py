@@ -1,0 +1,319 @@
+"""From config.json fields to layers, one reader per architecture family.
+
+Presets hold a model's config.json fields under ``config:``, and ``--model config.json``
+reads the file itself: both come here. Interleavings are data (``layer_types``,
+``sliding_window_pattern``, ``first_k_dense_replace``, ``full_attention_interval``); what a
+family leaves implicit (Qwen2's q/k/v biases, Gemma's extra norms) is stated here once.
+An architecture not listed is refused, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from decodecalc.loading.fields import Fields
+from decodecalc.physics.layers import Attention, DenseMLP, Layer
+from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.physics.layers import FFN, Mixer
+
+
+@record
+class Architecture:
+    """What a config says about the network, before any preset metadata."""
+
+    hidden_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    layers: tuple[Layer, ...]
+    max_context_tokens: int
+    extra_groups: tuple[TensorGroup, ...] = ()
+
+
+Reader = Callable[[Fields, str], Architecture]
+
+MAX_LAYERS = 10_000
+"""More layers than any model has by far: the stack is built layer by layer."""
+
+
+def _layer_kinds(cfg: Fields, count: int, default: Callable[[int], str]) -> list[str]:
+    """Per-layer attention kinds: config.json's ``layer_types`` when present, else a rule."""
+    kinds = list(cfg.texts("layer_types")) or [default(i) for i in range(count)]
+    if len(kinds) != count:
+        raise cfg.error("layer_types", f"has {len(kinds)} entries for {count} layers")
+    return kinds
+
+
+def _gqa(cfg: Fields, window: int | None, **flags: bool) -> Attention:
+    heads = cfg.integer("num_attention_heads")
+    hidden = cfg.integer("hidden_size")
+    kv = cfg.integer("num_key_value_heads", default=heads)
+    if heads % kv:
+        raise cfg.error("num_key_value_heads", f"{kv} does not divide {heads} attention heads")
+    if not cfg.has("head_dim") and hidden < heads:
+        raise cfg.error("num_attention_heads", f"{heads} heads leave no width of {hidden} per head")
+    return Attention(
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=cfg.integer("head_dim", default=hidden // heads),
+        sliding_window=window,
+        **flags,
+    )
+
+
+def _common(
+    cfg: Fields,
+    layers: list[Layer],
+    tie_default: bool = False,
+    vocab_default: int | None = None,
+    context_default: int | None = None,
+) -> Architecture:
+    return Architecture(
+        hidden_size=cfg.integer("hidden_size"),
+        vocab_size=cfg.integer("vocab_size", default=vocab_default),
+        tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=tie_default),
+        layers=tuple(layers),
+        max_context_tokens=cfg.integer("max_position_embeddings", default=context_default),
+    )
+
+
+def _window(cfg: Fields, needs_flag: bool) -> int | None:
+    window = cfg.optional_integer("sliding_window")
+    enabled = cfg.boolean("use_sliding_window", default=not needs_flag)
+    return window if enabled else None
+
+
+def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool = False) -> Reader:
+    """Llama, Mistral, Phi-3, Qwen2/2.5/3: every layer the same dense block."""
+
+    def read(cfg: Fields, model_type: str) -> Architecture:
+        bias = cfg.boolean("attention_bias", default=qkv_bias)
+        attention = _gqa(
+            cfg,
+            _window(cfg, window_flag),
+            qkv_bias=bias,
+            o_bias=bias and not qkv_bias,
+            qk_norm=qk_norm,
+        )
+        layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
+        return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+
+    return read
+
+
+def _mixtral(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.physics.moe import MoE
+
+    moe = MoE(
+        num_experts=cfg.integer("num_local_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("intermediate_size"),
+    )
+    layer = Layer(_gqa(cfg, _window(cfg, False)), moe)
+    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+
+
+def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
+    """Qwen3-MoE and Qwen3-Next: MoE every ``decoder_sparse_step`` layers, except
+    ``mlp_only_layers``, which keep a dense MLP of ``intermediate_size``."""
+    step = cfg.integer("decoder_sparse_step", default=1)
+    dense_only = cfg.raw_list("mlp_only_layers")
+    from decodecalc.physics.moe import MoE
+
+    dense_size = cfg.optional_integer("intermediate_size")
+    if index in dense_only or (index + 1) % step != 0:
+        if dense_size is None:
+            raise cfg.error(None, f"layer {index} is dense but intermediate_size is missing")
+        return DenseMLP(dense_size)
+    shared = cfg.integer("shared_expert_intermediate_size", default=0, minimum=0)
+    return MoE(
+        num_experts=cfg.integer("num_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("moe_intermediate_size"),
+        shared_intermediate_size=shared,
+        shared_gate=shared > 0,
+    )
+
+
+def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention = _gqa(
+        cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
+    )
+    layers = [Layer(attention, _qwen_moe_ffn(cfg, i, count)) for i in range(count)]
+    return _common(cfg, layers)
+
+
+def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
+    """Qwen3-Next: Gated DeltaNet linear attention, with full (gated-output) attention every
+    ``full_attention_interval`` layers."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    interval = cfg.integer("full_attention_interval", default=4)
+    kinds = _layer_kinds(
+        cfg, count, lambda i: "full_attention" if (i + 1) % interval == 0 else "linear_attention"
+    )
+    from decodecalc.physics.linear_attention import LinearAttention
+
+    full = _gqa(cfg, None, qk_norm=True, output_gate=True)
+    linear = LinearAttention(
+        num_key_heads=cfg.integer("linear_num_key_heads"),
+        num_value_heads=cfg.integer("linear_num_value_heads"),
+        key_head_dim=cfg.integer("linear_key_head_dim"),
+        value_head_dim=cfg.integer("linear_value_head_dim"),
+        conv_kernel=cfg.integer("linear_conv_kernel_dim"),
+    )
+    mixers: dict[str, Mixer] = {"full_attention": full, "linear_attention": linear}
+    layers = [
+        Layer(_kind(cfg, mixers, k), _qwen_moe_ffn(cfg, i, count)) for i, k in enumerate(kinds)
+    ]
+    return _common(cfg, layers)
+
+
+def _deepseek(cfg: Fields, model_type: str) -> Architecture:
+    """DeepSeek-V2/V3 and Kimi-K2: MLA everywhere; the first ``first_k_dense_replace``
+    layers dense, then MoE every ``moe_layer_freq`` layers with shared experts."""
+    from decodecalc.physics.mla import LatentAttention
+    from decodecalc.physics.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    mla = LatentAttention(
+        num_heads=cfg.integer("num_attention_heads"),
+        kv_lora_rank=cfg.integer("kv_lora_rank"),
+        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
+        v_head_dim=cfg.integer("v_head_dim"),
+        q_lora_rank=cfg.optional_integer("q_lora_rank"),
+    )
+    cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
+    dense_first = cfg.integer("first_k_dense_replace", default=0, minimum=0)
+    frequency = cfg.integer("moe_layer_freq", default=1)
+    expert = cfg.integer("moe_intermediate_size")
+    moe = MoE(
+        num_experts=cfg.integer("n_routed_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=expert,
+        shared_intermediate_size=expert * cfg.integer("n_shared_experts", default=0, minimum=0),
+        # V3's noaux_tc routing adds a per-expert score-correction bias.
+        router_bias=cfg.text("topk_method", "greedy") == "noaux_tc",
+    )
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    layers = [
+        Layer(mla, moe if i >= dense_first and i % frequency == 0 else dense) for i in range(count)
+    ]
+    return _common(cfg, layers)
+
+
+def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
+    """gpt-oss: alternating banded (sliding) and full attention with biases and sinks;
+    every layer a biased MoE."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    window = cfg.integer("sliding_window")
+    kinds = _layer_kinds(
+        cfg, count, lambda i: "sliding_attention" if i % 2 == 0 else "full_attention"
+    )
+    flags = {"qkv_bias": True, "o_bias": True, "sinks": True}
+    mixers: dict[str, Mixer] = {
+        "sliding_attention": _gqa(cfg, window, **flags),
+        "full_attention": _gqa(cfg, None, **flags),
+    }
+    from decodecalc.physics.moe import MoE
+
+    cfg.boolean("attention_bias", default=True)
+    moe = MoE(
+        num_experts=cfg.integer("num_local_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("intermediate_size"),
+        router_bias=True,
+        expert_bias=True,
+    )
+    return _common(cfg, [Layer(_kind(cfg, mixers, k), moe) for k in kinds])
+
+
+def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Reader:
+    """Gemma 2 (local and global layers alternate) and Gemma 3 (five local to one global,
+    ``sliding_window_pattern``): four norms per layer, tied embeddings. Gemma 3's published
+    config.json leaves vocabulary, context and pattern to the transformers defaults, which
+    are the fallbacks here."""
+
+    def read(cfg: Fields, model_type: str) -> Architecture:
+        text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+        count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
+        pattern = text.integer("sliding_window_pattern", default=pattern_default)
+        kinds = _layer_kinds(
+            text,
+            count,
+            lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention",
+        )
+        window = text.integer("sliding_window")
+        mixers: dict[str, Mixer] = {
+            "sliding_attention": _gqa(text, window, qk_norm=qk_norm),
+            "full_attention": _gqa(text, None, qk_norm=qk_norm),
+        }
+        mlp = DenseMLP(text.integer("intermediate_size"))
+        layers = [Layer(_kind(text, mixers, k), mlp, norms=4) for k in kinds]
+        arch = _common(text, layers, True, vocab, context)
+        if text is cfg:
+            return arch
+        vision = _siglip(cfg.mapping("vision_config"), arch.hidden_size)
+        return Architecture(**{**arch.__dict__, "extra_groups": (vision,)})
+
+    return read
+
+
+def _siglip(vision: Fields, text_hidden: int) -> TensorGroup:
+    """Gemma 3's SigLIP vision tower and its projection into the text model: held in memory,
+    never read by text decode."""
+    h = vision.integer("hidden_size")
+    inner = vision.integer("intermediate_size")
+    patch = vision.integer("patch_size")
+    patches = (vision.integer("image_size") // patch) ** 2
+    channels = vision.integer("num_channels", default=3)
+    layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 4 * h  # attention, MLP, 2 LayerNorms
+    embeddings = channels * patch * patch * h + h + patches * h
+    tower = vision.integer("num_hidden_layers") * layer + embeddings + 2 * h
+    projector = h * text_hidden + h
+    return TensorGroup("vision encoder", tower + projector, False, Sharding.REPLICATED)
+
+
+def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
+    if kind not in mixers:
+        raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
+    return mixers[kind]
+
+
+FAMILIES: dict[str, Reader] = {
+    "llama": _llama_like(),
+    "mistral": _llama_like(),
+    "phi3": _llama_like(),
+    "qwen2": _llama_like(qkv_bias=True, window_flag=True),
+    "qwen3": _llama_like(qk_norm=True, window_flag=True),
+    "mixtral": _mixtral,
+    "qwen3_moe": _qwen3_moe,
+    "qwen3_next": _qwen3_next,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "kimi_k2": _deepseek,
+    "gpt_oss": _gpt_oss,
+    # transformers' Gemma2Config / Gemma3TextConfig defaults
+    "gemma2": _gemma(qk_norm=False, pattern_default=2, vocab=256_000, context=8_192),
+    "gemma3": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
+    "gemma3_text": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
+}
+
+
+def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
+    """The family named by ``model_type`` reads the rest; unknown families are refused."""
+    model_type = cfg.text("model_type")
+    reader = FAMILIES.get(model_type)
+    if reader is None:
+        architectures = cfg.texts("architectures")
+        named = f" (architectures: {', '.join(architectures)})" if architectures else ""
+        raise cfg.error(
+            "model_type",
+            f"unknown model_type {model_type!r}{named}; decodecalc reads: "
+            + ", ".join(sorted(FAMILIES)),
+        )
+    return model_type, reader(cfg, model_type)

@@ -1,0 +1,193 @@
+"""Typed, strict access to a YAML mapping: every wrong type or unknown key is an error
+that names the file, line, column and key path.
+
+YAML 1.1 turns ``no`` into False and ``3.35e12`` into a string; reading each field with
+the type it must have catches both instead of passing them on.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Any
+
+from decodecalc.errors import InputError
+from decodecalc.loading.datafile import Document, KeyPath
+from decodecalc.units import exact_number
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[-_./ ]+", name.lower()) if w}
+
+
+def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
+    """``; did you mean 'a', 'b'?`` or an empty string.
+
+    ``candidates`` maps each name a user may type (ids and aliases) to the id to suggest.
+    Names sharing every word of the query come first (llama-70b -> llama-3.1-70b), then
+    spelling neighbours.
+    """
+    import difflib
+
+    names = candidates if isinstance(candidates, dict) else {c: c for c in candidates}
+    query = _words(name)
+    containing = [names[c] for c in names if query and query <= _words(c)]
+    close = [
+        names[c] for c in difflib.get_close_matches(name.lower(), list(names), n=6, cutoff=0.6)
+    ]
+    picks = list(dict.fromkeys([*containing, *close]))[:4]
+    return "; did you mean " + ", ".join(repr(c) for c in picks) + "?" if picks else ""
+
+
+class Fields:
+    """One mapping in a document, read field by field; ``finish()`` refuses leftovers."""
+
+    def __init__(self, doc: Document, key_path: KeyPath = (), value: Any = None) -> None:
+        self.doc = doc
+        self.key_path = key_path
+        data = doc.data if not key_path else value
+        if not isinstance(data, dict):
+            raise self.error(None, f"expected a mapping of fields, got {_kind(data)}")
+        self.data: dict[Any, Any] = data
+        self.read: set[str] = set()
+        self.children: dict[str, Fields] = {}
+
+    def error(self, name: str | None, problem: str) -> InputError:
+        """An error at this mapping (``name`` None) or at one of its fields."""
+        path = self.key_path if name is None else (*self.key_path, name)
+        label = ".".join(str(p) for p in path)
+        field = f" {label}:" if label else ""
+        return InputError(f"{self.doc.where(path)}:{field} {problem}")
+
+    def _get(self, name: str, required: bool) -> Any:
+        self.read.add(name)
+        if name not in self.data or self.data[name] is None:
+            if required:
+                import difflib
+
+                near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
+                hint = f" (is {near[0]!r} a misspelling of it?)" if near else ""
+                raise self.error(None, f"missing required field {name!r}{hint}")
+            return None
+        return self.data[name]
+
+    def has(self, name: str) -> bool:
+        return self.data.get(name) is not None
+
+    def integer(
+        self, name: str, default: int | None = None, minimum: int = 1, maximum: int | None = None
+    ) -> int:
+        value = self._get(name, default is None)
+        if value is None:
+            assert default is not None
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"expected a whole number, got {_kind(value)}")
+        if value < minimum:
+            raise self.error(name, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(name, f"must be at most {maximum:,}, got {value:,}")
+        return value
+
+    def optional_integer(self, name: str, minimum: int = 1) -> int | None:
+        if self.has(name):
+            return self.integer(name, minimum=minimum)
+        self.read.add(name)
+        return None
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self._get(name, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self._get(name, default is None)
+        if value is None:
+            assert default is not None
+            return default
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(name, f"expected text, got {_kind(value)}")
+        return value
+
+    def texts(self, name: str) -> tuple[str, ...]:
+        value = self._get(name, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.error(name, f"expected a list of text, got {_kind(value)}")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                path = (*self.key_path, name, index)
+                raise InputError(
+                    f"{self.doc.where(path)}: {name}[{index}]: expected text, got {_kind(item)}"
+                )
+        return tuple(value)
+
+    def raw_list(self, name: str) -> tuple[int, ...]:
+        """A list of whole numbers (layer indexes), empty when absent."""
+        value = self._get(name, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self.error(name, f"expected a list of whole numbers, got {_kind(value)}")
+        return tuple(value)
+
+    def used(self) -> dict[str, Any]:
+        """The fields read so far, as found; nested mappings keep only what was read."""
+        return {
+            k: self.children[k].used() if k in self.children else self.data[k]
+            for k in self.data
+            if k in self.read
+        }
+
+    def fraction(self, name: str, maximum: int) -> Fraction:
+        """A positive number up to ``maximum``, read exactly (4.84 stays 4.84, not a binary
+        float). The bound keeps later float arithmetic finite."""
+        value = self._get(name, True)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.error(name, f"expected a number, got {_kind(value)}")
+        try:
+            number = exact_number(str(value))
+        except OverflowError:
+            raise self.error(name, f"out of range, got {value!r}") from None
+        except ValueError:
+            raise self.error(name, f"expected a number, got {value!r}") from None
+        if number <= 0:
+            raise self.error(name, f"must be greater than zero, got {value}")
+        if number > maximum:
+            raise self.error(name, f"must be at most {maximum:,}, got {value}")
+        return number
+
+    def mapping(self, name: str) -> Fields:
+        self._get(name, True)
+        child = Fields(self.doc, (*self.key_path, name), self.data[name])
+        self.children[name] = child
+        return child
+
+    def finish(self) -> None:
+        """Refuse keys nobody read, here and in nested mappings: a misspelt field must not
+        be silently ignored."""
+        for child in self.children.values():
+            child.finish()
+        for key in self.data:
+            if key not in self.read:
+                known = sorted(self.read)
+                hint = suggest(str(key), known) or "; valid: " + ", ".join(known)
+                raise self.error(str(key), f"unknown field{hint}")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a YAML boolean; quote it if you meant text)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"

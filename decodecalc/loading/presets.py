@@ -1,0 +1,214 @@
+"""Turning preset files into core objects: models, GPUs and dtypes.
+
+Model presets hold architecture fields named as in the model's config.json under
+``config:``; ``families`` turns them into layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from decodecalc.errors import InputError
+from decodecalc.loading.datafile import Document
+from decodecalc.loading.families import read_architecture
+from decodecalc.loading.fields import Fields
+from decodecalc.physics.dtypes import DType
+from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.model import Model
+from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
+
+T = TypeVar("T")
+
+
+def _parsed(fields: Fields, name: str, parse: Callable[[str], T]) -> T:
+    """A field with a unit (3.35TB/s, 80GiB); a parse error points at the field."""
+    text = fields.text(name)
+    try:
+        return parse(text)
+    except InputError as exc:
+        raise fields.error(name, str(exc)) from None
+
+
+def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
+    return fields.text("name"), fields.texts("aliases"), fields.text("source")
+
+
+def load_model(doc: Document, preset_id: str) -> Model:
+    """A model preset: metadata, and the model's config.json fields under ``config:``."""
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    official = top.integer("official_params", default=0, minimum=0)
+    official_source = top.text("official_params_source", "")
+    official_active = top.optional_integer("official_active_params")
+    official_active_source = top.text("official_active_params_source", "")
+    notes = top.text("notes", "")
+    model_type, arch = read_architecture(top.mapping("config"))
+    top.finish()
+    return Model(
+        id=preset_id,
+        name=name,
+        family=model_type,
+        official_params=official,
+        official_params_source=official_source,
+        official_active_params=official_active,
+        official_active_params_source=official_active_source,
+        aliases=aliases,
+        source=source,
+        notes=notes,
+        **arch.__dict__,
+    )
+
+
+def model_from_config(doc: Document, preset_id: str) -> Model:
+    """A model straight from a config.json: fields it does not need are ignored, and
+    there is no official parameter count to compare with (0)."""
+    return _read_config(doc, preset_id)[0]
+
+
+def _read_config(doc: Document, preset_id: str) -> tuple[Model, dict[str, Any]]:
+    cfg = Fields(doc)
+    model_type, arch = read_architecture(cfg)
+    model = Model(
+        id=preset_id,
+        name=preset_id,
+        family=model_type,
+        official_params=0,
+        source=doc.path,
+        **arch.__dict__,
+    )
+    return model, cfg.used()
+
+
+def preset_from_config(
+    doc: Document, name: str, source: str | None, official_params: int | None
+) -> dict[str, Any]:
+    """A model preset (as data to write) holding the config.json fields decodecalc read."""
+    _, used = _read_config(doc, config_model_id(Path(doc.path)))
+    preset: dict[str, Any] = {"name": name, "source": source or doc.path}
+    if official_params:
+        preset["official_params"] = official_params
+    preset["config"] = used
+    return preset
+
+
+def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
+    memory = _parsed(top, "memory", parse_size)
+    flops: list[tuple[str, int]] = []
+    if top.has("flops"):
+        table = top.mapping("flops")
+        for cls in ("bf16", "fp8", "fp4", "fp32"):
+            if table.has(cls):
+                flops.append((cls, _parsed(table, cls, parse_flops)))
+    gpu = GpuSpec(
+        id=preset_id,
+        name=name,
+        vendor=top.text("vendor"),
+        bandwidth_bytes_per_s=bandwidth,
+        memory_bytes=memory,
+        memory_kind=top.text("memory_kind"),
+        aliases=aliases,
+        notes=top.text("notes", ""),
+        source=source,
+        flops_per_s=tuple(flops),
+        flops_source=top.text("flops_source", ""),
+        link=top.text("link", "") or None,
+        sustained_bandwidth_bytes_per_s=_sustained(top),
+        sustained_source=top.text("sustained_source", ""),
+    )
+    top.finish()
+    return gpu
+
+
+MAX_BITS = 64
+"""Bits per stored value, scales included: no format stores more than FP64."""
+
+
+def load_dtype(doc: Document, preset_id: str) -> DType:
+    """A dtype gives its cost one of three ways: ``bits`` (plus ``scale_bits`` per
+    ``block_size`` values), ``block_bytes`` per ``block_size`` (GGUF), or
+    ``average_bits`` for a mixture of formats."""
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    forms = [f for f in ("bits", "block_bytes", "average_bits") if top.has(f)]
+    if len(forms) != 1:
+        raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
+    if forms == ["bits"]:
+        bits = top.fraction("bits", MAX_BITS)
+        if top.has("scale_bits"):
+            bits += top.fraction("scale_bits", MAX_BITS) / top.integer("block_size")
+    elif forms == ["block_bytes"]:
+        bits = top.fraction("block_bytes", MAX_BITS * 2**20) * 8 / top.integer("block_size")
+    else:
+        bits = top.fraction("average_bits", MAX_BITS)
+    if bits > MAX_BITS:
+        raise top.error(forms[0], f"gives {float(bits):g} bits per value; at most {MAX_BITS}")
+    dtype = DType(
+        id=preset_id,
+        name=name,
+        bits_per_value=bits,
+        kv_cache=top.boolean("kv_cache", default=False),
+        matmul=_matmul(top),
+        compute=top.boolean("compute", default=False),
+        mixture=forms == ["average_bits"],
+        description=top.text("description"),
+        aliases=aliases,
+        source=source,
+    )
+    top.finish()
+    return dtype
+
+
+def _sustained(top: Fields) -> int | None:
+    if not top.has("sustained_bandwidth"):
+        top.read.add("sustained_bandwidth")
+        return None
+    return _parsed(top, "sustained_bandwidth", parse_bandwidth)
+
+
+def _matmul(top: Fields) -> str:
+    value = top.text("matmul", "bf16")
+    if value not in ("bf16", "fp8", "fp4", "fp32"):
+        raise top.error("matmul", f"expected bf16, fp8, fp4 or fp32, got {value!r}")
+    return value
+
+
+def load_link(doc: Document, preset_id: str) -> Link:
+    top = Fields(doc)
+    name = top.text("name")
+    bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
+    latency = _parsed(top, "latency", lambda text: parse_duration(text, "latency"))
+    link = Link(
+        id=preset_id,
+        name=name,
+        bandwidth_bytes_per_s=bandwidth,
+        latency_s=latency,
+        source=top.text("source"),
+        aliases=top.texts("aliases"),
+    )
+    top.text("latency_source", "")
+    top.text("notes", "")
+    top.finish()
+    return link
+
+
+LOADERS: dict[str, Callable[[Document, str], object]] = {
+    "models": load_model,
+    "gpus": load_gpu,
+    "dtypes": load_dtype,
+    "links": load_link,
+}
+
+
+def preset_id_of(path: Path) -> str:
+    return path.stem.lower()
+
+
+def config_model_id(path: Path) -> str:
+    """``models/Llama-3.1-8B/config.json`` is ``llama-3.1-8b``; ``qwen3.json`` is ``qwen3``."""
+    stem = path.resolve().parent.name if path.stem == "config" else path.stem
+    return stem.lower() or "model"

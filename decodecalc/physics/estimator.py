@@ -1,0 +1,333 @@
+"""The two-term decode estimator (physics.md sections 1 to 4).
+
+Per GPU, one decode step streams the weights once and the KV cache of every sequence:
+
+    step_bytes(T) = weight_bytes + B * kv_bytes_per_sequence(T)
+    t_step(T)     = step_bytes(T) / (bandwidth * efficiency)
+
+Everything that does not depend on the context is computed once per scenario, so a table
+of many contexts costs a few multiplications per row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from fractions import Fraction
+
+from decodecalc.errors import InputError
+from decodecalc.physics.compute import AllReduce, step_flops
+from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.memory import MemoryFit, memory_fit, stored_weight_bytes
+from decodecalc.physics.model import Model
+from decodecalc.physics.tensors import expected_experts
+from decodecalc.record import record, replace
+
+MAX_BATCH = 1_000_000
+MIN_FRACTION = 0.001
+"""Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
+MAX_TP = 1024
+
+
+@record
+class Scenario:
+    """One deployment to estimate: a model on a GPU with formats, batch and TP."""
+
+    model: Model
+    weights: DType
+    kv_dtype: DType
+    bandwidth_bytes_per_s: int
+    efficiency: float = 1.0
+    batch: int = 1
+    tp: int = 1
+    gpu: GpuSpec | None = None
+    memory_utilization: float = 0.9
+    """Share of GPU memory the runtime gives weights and cache (vLLM's default 0.9)."""
+    link: Link | None = None
+    """The interconnect TP all-reduces cross (None: communication not counted)."""
+    overhead_s: float = 0.0
+    """A fixed time per step: kernel launches, scheduling, sampling."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise InputError(f"batch {self.batch} must be a whole number from 1 to {MAX_BATCH:,}")
+        if not 1 <= self.tp <= MAX_TP:
+            raise InputError(f"tp {self.tp} must be a whole number from 1 to {MAX_TP}")
+        if not self.model.supports_tp(self.tp):
+            valid = ", ".join(str(n) for n in self.model.valid_tp())
+            raise InputError(
+                f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "
+                f"valid: {valid}"
+            )
+        if not (MIN_FRACTION <= self.efficiency <= 1) or math.isnan(self.efficiency):
+            raise InputError(
+                f"efficiency {self.efficiency} must be from {MIN_FRACTION} to 1 (1 is the roofline)"
+            )
+        if not (MIN_FRACTION <= self.memory_utilization <= 1) or math.isnan(
+            self.memory_utilization
+        ):
+            raise InputError(
+                f"memory utilization {self.memory_utilization} must be from {MIN_FRACTION} to 1"
+            )
+        if not (0 <= self.overhead_s < 3600) or math.isnan(self.overhead_s):
+            raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
+        if self.bandwidth_bytes_per_s <= 0:
+            raise InputError("bandwidth must be greater than zero")
+        if not self.kv_dtype.kv_cache:
+            raise InputError(
+                f"{self.kv_dtype.id} is a weight-only format, not a KV-cache dtype "
+                "('decodecalc dtypes' shows which formats hold a KV cache)"
+            )
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_bytes_per_s * self.efficiency
+
+    def peak_flops(self) -> tuple[str, int] | None:
+        """The GPU's dense rate for this weight format's matrix multiplies, if known."""
+        return None if self.gpu is None else self.gpu.peak_flops(self.weights.matmul)
+
+
+@record
+class Row:
+    """One context of a table: bytes per GPU per step and the resulting speed."""
+
+    context_tokens: int
+    weight_bytes: int
+    kv_bytes: int
+    state_bytes: int
+    """Recurrent (linear-attention) state of all sequences: constant in the context."""
+    total_bytes: int
+    kv_share: float
+    seconds_per_token: float
+    """The step: max(memory, compute) + communication + overhead."""
+    tokens_per_s: float
+    """Per sequence: 1 / t_step."""
+    throughput_tokens_per_s: float
+    """All sequences together: B / t_step."""
+    is_crossover: bool = False
+    fits: bool | None = None
+    """Weights, KV and state within the memory budget (None: no GPU capacity known)."""
+    memory_seconds: float = 0.0
+    compute_seconds: float | None = None
+    """Step FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
+    comm_seconds: float = 0.0
+    overhead_seconds: float = 0.0
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the step: "memory" or "compute"."""
+        compute = self.compute_seconds or 0.0
+        return "compute" if compute > self.memory_seconds else "memory"
+
+
+@record
+class Estimate:
+    """A scenario's per-step figures at each requested context."""
+
+    scenario: Scenario
+    weight_bytes_per_step: int
+    kv_bytes_per_token: int
+    """Per sequence, per GPU, for each token of context below every sliding window."""
+    crossover_context: float | None
+    """T* where batch KV bytes equal weight bytes; None when KV never reaches the weights."""
+    rows: tuple[Row, ...]
+    state_bytes_per_step: int = 0
+    experts_touched: float | None = None
+    """Expected distinct routed experts per MoE layer at this batch (None: dense model)."""
+    kv_bytes_per_token_past_windows: int = 0
+    """Per sequence, per GPU, per token once the context is past every sliding window:
+    only global layers still grow (equal to kv_bytes_per_token without windows)."""
+    kv_split_ways: float = 1.0
+    """How many ways TP divides a sequence's KV cache (1 when every GPU reads all of it)."""
+    memory: MemoryFit | None = None
+    """Memory budget and limits, when the GPU (and so its capacity) is known."""
+    ridge_batch: int | None = None
+    """Smallest batch at which the step becomes compute-bound at the longest context
+    (None: the GPU's FLOP/s are not known, or no batch up to the limit gets there)."""
+    flops_class: str | None = None
+    """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
+
+
+@record
+class StepModel:
+    """The context-independent part of a scenario, computed once."""
+
+    scenario: Scenario
+    weight_bytes: int
+    kv_curve: KVCurve
+    kv_bytes_per_element: Fraction
+    state_bytes: int
+    peak_flops_per_s: int | None = None
+    allreduce: AllReduce | None = None
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> StepModel:
+        model, tp, batch = scenario.model, scenario.tp, scenario.batch
+        params = model.streamed_params_per_gpu(tp, batch)
+        per_element = scenario.kv_dtype.bytes_for(1)
+        state = batch * sum(m.state_elements(tp) for m in model.mixers())
+        return cls(
+            scenario=scenario,
+            weight_bytes=ceil_bytes(scenario.weights.bytes_for(params)),
+            kv_curve=KVCurve.for_layers(model.mixers(), tp),
+            kv_bytes_per_element=per_element,
+            state_bytes=ceil_bytes(state * per_element),
+            peak_flops_per_s=None if (peak := scenario.peak_flops()) is None else peak[1],
+            allreduce=None
+            if scenario.link is None
+            else AllReduce(scenario.link, tp, len(model.layers), model.hidden_size),
+        )
+
+    def memory_seconds(self, context_tokens: int) -> float:
+        total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes
+        return total / self.scenario.effective_bandwidth_bytes_per_s
+
+    def compute_seconds(self, context_tokens: int) -> float | None:
+        """FLOPs per GPU (TP splits every matmul and attention head) / peak FLOP/s."""
+        if self.peak_flops_per_s is None:
+            return None
+        s = self.scenario
+        return step_flops(s.model, s.batch, context_tokens) / s.tp / self.peak_flops_per_s
+
+    def kv_bytes(self, context_tokens: int) -> int:
+        """KV bytes one step reads for all B sequences at context T."""
+        elements = self.scenario.batch * self.kv_curve.elements(context_tokens)
+        return ceil_bytes(elements * self.kv_bytes_per_element)
+
+    def kv_bytes_per_token(self) -> int:
+        return ceil_bytes(self.kv_curve.elements_per_token * self.kv_bytes_per_element)
+
+    def crossover(self) -> Fraction | None:
+        """Solve B * kv_bytes(T*) = weight_bytes exactly on the (piecewise) linear curve."""
+        target = Fraction(self.weight_bytes) / (self.kv_bytes_per_element * self.scenario.batch)
+        return self.kv_curve.solve(target)
+
+    def memory(self, context_tokens: int) -> MemoryFit | None:
+        s = self.scenario
+        if s.gpu is None:
+            return None
+        state_per_sequence = Fraction(self.state_bytes, s.batch)
+        return memory_fit(
+            budget_bytes=math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization))),
+            stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp),
+            curve=self.kv_curve,
+            bytes_per_element=self.kv_bytes_per_element,
+            state_bytes_per_sequence=state_per_sequence,
+            batch=s.batch,
+            context_tokens=context_tokens,
+        )
+
+    def row(
+        self, context_tokens: int, is_crossover: bool = False, memory: MemoryFit | None = None
+    ) -> Row:
+        kv = self.kv_bytes(context_tokens)
+        total = self.weight_bytes + kv + self.state_bytes
+        memory_s = total / self.scenario.effective_bandwidth_bytes_per_s
+        compute_s = self.compute_seconds(context_tokens)
+        comm_s = 0.0 if self.allreduce is None else self.allreduce.seconds(self.scenario.batch)
+        overhead_s = self.scenario.overhead_s
+        seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
+        return Row(
+            context_tokens=context_tokens,
+            weight_bytes=self.weight_bytes,
+            kv_bytes=kv,
+            state_bytes=self.state_bytes,
+            total_bytes=total,
+            kv_share=kv / total,
+            seconds_per_token=seconds,
+            tokens_per_s=1 / seconds,
+            throughput_tokens_per_s=self.scenario.batch / seconds,
+            is_crossover=is_crossover,
+            fits=None if memory is None else memory.fits(kv, self.state_bytes),
+            memory_seconds=memory_s,
+            compute_seconds=compute_s,
+            comm_seconds=comm_s,
+            overhead_seconds=overhead_s,
+        )
+
+
+def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
+    """Per-token latency at each context, with the crossover row added where it falls
+    inside the requested range (rounded to the nearest token)."""
+    step = StepModel.of(scenario)
+    points = sorted(set(contexts))
+    if not points:
+        raise InputError("no context to estimate at")
+    crossover = step.crossover()
+    marked = None
+    if crossover is not None and points[0] <= crossover <= points[-1]:
+        marked = math.floor(crossover + Fraction(1, 2))
+        points = sorted({*points, marked})
+    memory = step.memory(points[-1])
+    rows = tuple(step.row(t, t == marked, memory) for t in points)
+    moe = scenario.model.moe()
+    unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
+    return Estimate(
+        scenario=scenario,
+        weight_bytes_per_step=step.weight_bytes,
+        kv_bytes_per_token=step.kv_bytes_per_token(),
+        crossover_context=None if crossover is None else float(crossover),
+        rows=rows,
+        state_bytes_per_step=step.state_bytes,
+        experts_touched=None
+        if moe is None
+        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
+        kv_bytes_per_token_past_windows=ceil_bytes(
+            step.kv_curve.growing_elements_per_token * step.kv_bytes_per_element
+        ),
+        kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
+        memory=memory,
+        ridge_batch=ridge_batch(scenario, points[-1]),
+        flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
+    )
+
+
+def ridge_batch(scenario: Scenario, context_tokens: int) -> int | None:
+    """The smallest batch whose step at this context takes longer to compute than to
+    stream: where batching stops being free. Compute grows faster with the batch than
+    bytes do, so a doubling search then bisection finds it."""
+    peak = scenario.peak_flops()
+    if peak is None:
+        return None
+    if scenario.model.moe() is None:
+        return _dense_ridge(scenario, context_tokens, peak[1])
+    return _searched_ridge(scenario, context_tokens)
+
+
+def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
+    """For MoE weights, which grow with the batch: doubling, then bisection."""
+
+    def compute_bound(batch: int) -> bool:
+        step = StepModel.of(replace(scenario, batch=batch))
+        compute = step.compute_seconds(context_tokens) or 0.0
+        return compute >= step.memory_seconds(context_tokens)
+
+    high = 1
+    while not compute_bound(high):
+        if high >= MAX_BATCH:
+            return None
+        high = min(2 * high, MAX_BATCH)
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if compute_bound(middle) else (middle, high)
+    return high
+
+
+def _dense_ridge(scenario: Scenario, context_tokens: int, peak_flops_per_s: int) -> int | None:
+    """With weights that do not grow with the batch, memory time is W + B x (KV + state)
+    and compute time B x FLOPs per sequence, so the crossing batch is one division."""
+    one = StepModel.of(replace(scenario, batch=1))
+    bandwidth = scenario.effective_bandwidth_bytes_per_s
+    per_sequence_memory = (one.kv_bytes(context_tokens) + one.state_bytes) / bandwidth
+    per_sequence_compute = (
+        step_flops(scenario.model, 1, context_tokens) / scenario.tp / peak_flops_per_s
+    )
+    gain = per_sequence_compute - per_sequence_memory
+    if gain <= 0:
+        return None
+    batch = max(1, math.ceil(one.weight_bytes / bandwidth / gain))
+    return batch if batch <= MAX_BATCH else None

@@ -1,0 +1,144 @@
+"""The layer kinds the estimator understands, each counting its own parameters and cache.
+
+A layer is a token mixer (attention of some kind, or a recurrent/linear-attention block)
+followed by a feed-forward block (dense or mixture of experts). The common kinds live here;
+MLA (mla.py), linear attention (linear_attention.py) and MoE (moe.py) are modules of their
+own, loaded only for the models that have them. Each kind states what a
+decode step reads of it: weights as tensor groups, and per sequence a KV cache that grows
+with the context (capped by a window) or a state of constant size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, TypeAlias
+
+from decodecalc.physics.causal import causal_pairs
+from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.record import record
+
+SPLIT, REPLICATED, KV_HEADS = Sharding.SPLIT, Sharding.REPLICATED, Sharding.KV_HEADS
+
+
+@record
+class Attention:
+    """Softmax attention caching K and V per token: MHA, GQA or MQA by ``num_kv_heads``.
+
+    ``sliding_window`` caps the tokens a layer keeps and reads (None: all of them).
+    """
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    sliding_window: int | None = None
+    output_gate: bool = False
+    """Qwen3-Next: q_proj also produces a per-head gate, doubling its width."""
+    sinks: bool = False
+    """gpt-oss: one learned attention-sink logit per head."""
+
+    kind = "attention"
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        q_out = self.num_heads * self.head_dim
+        kv_out = self.num_kv_heads * self.head_dim
+        q_params = hidden * q_out * (2 if self.output_gate else 1) + (q_out if self.qkv_bias else 0)
+        o_params = q_out * hidden
+        kv_params = 2 * hidden * kv_out + (2 * kv_out if self.qkv_bias else 0)
+        groups = [
+            TensorGroup("attention q, o", q_params + o_params, True, SPLIT),
+            TensorGroup("attention k, v", kv_params, True, KV_HEADS, self.num_kv_heads),
+        ]
+        small = (hidden if self.o_bias else 0) + (2 * self.head_dim if self.qk_norm else 0)
+        if small:
+            groups.append(TensorGroup("norms and biases", small, True, REPLICATED))
+        if self.sinks:
+            groups.append(TensorGroup("attention q, o", self.num_heads, True, SPLIT))
+        return tuple(groups)
+
+    def describe(self) -> str:
+        shape = (
+            "MHA"
+            if self.num_kv_heads == self.num_heads
+            else "MQA"
+            if self.num_kv_heads == 1
+            else "GQA"
+        )
+        window = f", sliding window {self.sliding_window:,}" if self.sliding_window else ""
+        return f"{shape} {self.num_heads}/{self.num_kv_heads} heads x {self.head_dim}{window}"
+
+    def tp_ok(self, tp: int) -> bool:
+        kv = self.num_kv_heads
+        return self.num_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+
+    def kv_heads_per_gpu(self, tp: int) -> int:
+        """KV heads each GPU caches: kv/N while N <= kv, then one whole head (replicated)."""
+        return math.ceil(self.num_kv_heads / tp)
+
+    def kv_elements_per_token(self, tp: int) -> int:
+        """Cached elements per token on one GPU: 2 (K and V) * kv heads * head_dim."""
+        return 2 * self.kv_heads_per_gpu(tp) * self.head_dim
+
+    def kv_replicated(self, tp: int) -> bool:
+        return tp > self.num_kv_heads
+
+    def attention_flops(self, context_tokens: int) -> int:
+        """One token's scores and weighted sum over the cached tokens: 4 x T x heads x head_dim."""
+        tokens = min(context_tokens, self.sliding_window or context_tokens)
+        return 4 * tokens * self.num_heads * self.head_dim
+
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        """Causal attention over a prompt: token t attends to min(t, window) earlier ones."""
+        return 4 * self.num_heads * self.head_dim * causal_pairs(prompt_tokens, self.sliding_window)
+
+    def state_elements(self, tp: int) -> int:
+        return 0
+
+
+@record
+class DenseMLP:
+    """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
+
+    intermediate_size: int
+    gated: bool = True
+
+    routed = False
+    """Not a mixture of experts (MoE.routed is True)."""
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        matrices = 3 if self.gated else 2
+        return (TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, SPLIT),)
+
+    def describe(self) -> str:
+        return f"dense MLP {self.intermediate_size:,}"
+
+
+@record
+class Layer:
+    """One block: a token mixer, a feed-forward block, and ``norms`` hidden-size norms
+    (two in most models; Gemma 2/3 add a norm after each sub-block, four in all)."""
+
+    mixer: Mixer
+    ffn: FFN
+    norms: int = 2
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        return (
+            *self.mixer.tensor_groups(hidden),
+            *self.ffn.tensor_groups(hidden),
+            TensorGroup("norms and biases", self.norms * hidden, True, REPLICATED),
+        )
+
+    def describe(self) -> str:
+        return f"{self.mixer.describe()}; {self.ffn.describe()}"
+
+
+if TYPE_CHECKING:
+    from decodecalc.physics.linear_attention import LinearAttention
+    from decodecalc.physics.mla import LatentAttention
+    from decodecalc.physics.moe import MoE
+
+    Mixer: TypeAlias = Attention | LatentAttention | LinearAttention
+    FFN: TypeAlias = DenseMLP | MoE

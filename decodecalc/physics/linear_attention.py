@@ -1,0 +1,69 @@
+"""Linear attention with a constant recurrent state: Qwen3-Next's Gated DeltaNet."""
+
+from __future__ import annotations
+
+from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.record import record
+
+SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
+
+
+@record
+class LinearAttention:
+    """Gated DeltaNet linear attention (Qwen3-Next): a recurrent state of constant size per
+    sequence (value heads x key dim x value dim, plus the short convolution's last
+    ``conv_kernel - 1`` inputs), read and written every step, never growing with context."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    kind = "linear"
+    sliding_window = None
+
+    @property
+    def _conv_dim(self) -> int:
+        return (
+            2 * self.num_key_heads * self.key_head_dim + self.num_value_heads * self.value_head_dim
+        )
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        key_dim = self.num_key_heads * self.key_head_dim
+        value_dim = self.num_value_heads * self.value_head_dim
+        projections = hidden * (2 * key_dim + 2 * value_dim)  # in_proj_qkvz
+        projections += hidden * 2 * self.num_value_heads  # in_proj_ba
+        projections += value_dim * hidden  # out_proj
+        small = self._conv_dim * self.conv_kernel + 2 * self.num_value_heads  # conv1d, dt, A
+        return (
+            TensorGroup("linear attention", projections + small, True, SPLIT),
+            TensorGroup("norms and biases", self.value_head_dim, True, REPLICATED),
+        )
+
+    def describe(self) -> str:
+        return (
+            f"linear attention (Gated DeltaNet) {self.num_value_heads} value heads, constant state"
+        )
+
+    def tp_ok(self, tp: int) -> bool:
+        return self.num_key_heads % tp == 0 and self.num_value_heads % tp == 0
+
+    def kv_elements_per_token(self, tp: int) -> int:
+        return 0
+
+    def kv_replicated(self, tp: int) -> bool:
+        return False
+
+    def attention_flops(self, context_tokens: int) -> int:
+        """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
+        return 4 * self.num_value_heads * self.key_head_dim * self.value_head_dim
+
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        return prompt_tokens * self.attention_flops(0)
+
+    def state_elements(self, tp: int) -> int:
+        """Per sequence on one GPU: recurrent state plus convolution state."""
+        recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
+        conv = self._conv_dim * (self.conv_kernel - 1)
+        return (recurrent + conv) // tp

@@ -1,0 +1,66 @@
+"""Does it fit? Weights, KV cache and state against a GPU's memory (physics.md section 5).
+
+Memory holds every weight (the input embedding and any vision tower included), the KV
+cache of every live sequence at its full context and the recurrent state, all per GPU,
+within the share of capacity the runtime leaves to them (vLLM's gpu_memory_utilization).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.model import Model
+from decodecalc.record import record
+
+
+def stored_weight_bytes(model: Model, weights: DType, tp: int) -> int:
+    """Every parameter one GPU holds, read each step or not."""
+    return ceil_bytes(weights.bytes_for(sum(g.params_per_gpu(tp) for g in model.tensor_groups())))
+
+
+@record
+class MemoryFit:
+    """A GPU's memory budget and what fits in it, per GPU."""
+
+    budget_bytes: int
+    """Capacity x utilization."""
+    stored_weight_bytes: int
+    max_batch: int
+    """Sequences that fit at the largest context asked for (0: not even one)."""
+    max_context: int | None
+    """Longest context that fits at the scenario's batch (0: the weights alone do not fit;
+    None: memory never limits it, because every layer is windowed or keeps a constant state)."""
+
+    def fits(self, kv_bytes: int, state_bytes: int) -> bool:
+        return self.stored_weight_bytes + kv_bytes + state_bytes <= self.budget_bytes
+
+
+def memory_fit(
+    budget_bytes: int,
+    stored_bytes: int,
+    curve: KVCurve,
+    bytes_per_element: Fraction,
+    state_bytes_per_sequence: Fraction,
+    batch: int,
+    context_tokens: int,
+) -> MemoryFit:
+    """Solve both limits exactly: B_max = floor(free / per-sequence bytes at the context),
+    T_max = the largest T with B x KV(T) <= free - B x state."""
+    free = budget_bytes - stored_bytes
+    per_sequence = curve.elements(context_tokens) * bytes_per_element + state_bytes_per_sequence
+    if free < 0:
+        max_batch = 0
+    elif per_sequence == 0:
+        max_batch = batch
+    else:
+        max_batch = math.floor(free / per_sequence)
+    room = free - batch * state_bytes_per_sequence
+    if room < 0:
+        max_context: int | None = 0
+    else:
+        solved = curve.solve(Fraction(room) / (batch * bytes_per_element))
+        max_context = None if solved is None else math.floor(solved)
+    return MemoryFit(budget_bytes, stored_bytes, max_batch, max_context)

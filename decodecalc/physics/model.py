@@ -1,0 +1,148 @@
+"""A model as a stack of layers, and what each decode step reads of it.
+
+The estimator never looks at config.json field names: the loading layer turns a preset
+into these objects, and everything here is counted from shapes. Tensor groups carry how
+tensor parallelism splits them (physics.md sections 2 and 3), so per-GPU figures follow
+from the same description as the parameter count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, cast
+
+from decodecalc.physics.layers import Layer
+from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.physics.layers import Mixer
+    from decodecalc.physics.moe import MoE
+
+
+@record
+class Model:
+    """A decoder-only language model, counted from its architecture."""
+
+    id: str
+    name: str
+    family: str
+    hidden_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    layers: tuple[Layer, ...]
+    max_context_tokens: int
+    official_params: int
+    """0 when unknown (a model read straight from a config.json)."""
+    official_params_source: str = ""
+    official_active_params: int | None = None
+    official_active_params_source: str = ""
+    extra_groups: tuple[TensorGroup, ...] = ()
+    """Weights outside the decoder stack that memory holds but decode never reads
+    (Gemma 3's vision encoder)."""
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+
+    def tensor_groups(self) -> tuple[TensorGroup, ...]:
+        """Every parameter once, grouped by role and summed over layers."""
+        return self._groups
+
+    @cached_property
+    def _groups(self) -> tuple[TensorGroup, ...]:
+        # Computed once per model: estimates ask for it at every batch they try.
+        embedding = self.vocab_size * self.hidden_size
+        if self.tie_word_embeddings:
+            head = [TensorGroup("embedding = LM head (tied)", embedding, True, Sharding.SPLIT)]
+        else:
+            head = [
+                TensorGroup("embedding", embedding, False, Sharding.SPLIT),
+                TensorGroup("LM head", embedding, True, Sharding.SPLIT),
+            ]
+        # A stack repeats a few layer objects many times: count each once, then scale.
+        counts: dict[int, tuple[Layer, int]] = {}
+        for layer in self.layers:
+            first, count = counts.get(id(layer), (layer, 0))
+            counts[id(layer)] = (first, count + 1)
+        per_layer = [
+            (g, count)
+            for layer, count in counts.values()
+            for g in layer.tensor_groups(self.hidden_size)
+        ]
+        final_norm = TensorGroup("norms and biases", self.hidden_size, True, Sharding.REPLICATED)
+        return (*head, *_merge([*per_layer, (final_norm, 1)]), *self.extra_groups)
+
+    def total_params(self) -> int:
+        """All parameters, the input embedding included (what memory must hold)."""
+        return sum(g.params for g in self.tensor_groups())
+
+    def active_params(self) -> int:
+        """Parameters one token uses: all but the routed experts it is not sent to."""
+        unused = sum(
+            g.params * (g.experts - g.experts_per_token) // g.experts
+            for g in self.tensor_groups()
+            if g.experts
+        )
+        return self.total_params() - unused - sum(g.params for g in self.extra_groups)
+
+    def streamed_params_per_gpu(self, tp: int = 1, batch: int = 1) -> Fraction:
+        """Parameters one GPU reads per decode step (physics.md section 2); routed experts
+        count at the expected share a batch of ``batch`` tokens touches."""
+        return sum(
+            (g.params_per_gpu(tp) * g.read_fraction(batch) for g in self.tensor_groups()),
+            start=Fraction(0),
+        )
+
+    def mixers(self) -> tuple[Mixer, ...]:
+        return self._mixers
+
+    @cached_property
+    def _mixers(self) -> tuple[Mixer, ...]:
+        return tuple(layer.mixer for layer in self.layers)
+
+    def moe(self) -> MoE | None:
+        """The first MoE block, for reporting experts per token (None for dense models)."""
+        for layer in self.layers:
+            if layer.ffn.routed:
+                return cast("MoE", layer.ffn)
+        return None
+
+    def valid_tp(self, limit: int = 64) -> tuple[int, ...]:
+        """TP sizes an engine such as vLLM accepts: they divide the attention heads, and
+        either divide the KV heads or are a multiple of them (then KV heads replicate)."""
+        return tuple(n for n in range(1, limit + 1) if self.supports_tp(n))
+
+    def supports_tp(self, tp: int) -> bool:
+        return tp >= 1 and all(m.tp_ok(tp) for m in self.mixers())
+
+    def layer_summary(self) -> tuple[tuple[int, str], ...]:
+        """Each distinct kind of layer with how many layers are of it, in first-seen order."""
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            text = layer.describe()
+            counts[text] = counts.get(text, 0) + 1
+        return tuple((n, text) for text, n in counts.items())
+
+    def layer_period(self) -> int:
+        """The shortest run of layers the stack repeats (a partial last repeat allowed):
+        6 for Gemma 3's five local to one global, the layer count when there is none."""
+        n = len(self.layers)
+        return next(
+            p
+            for p in range(1, n + 1)
+            if all(self.layers[i] == self.layers[i % p] for i in range(n))
+        )
+
+
+def _merge(groups: Iterable[tuple[TensorGroup, int]]) -> list[TensorGroup]:
+    """Sum groups (each taken ``count`` times) that differ only in size, in first-seen order."""
+    merged: dict[tuple[object, ...], int] = {}
+    for g, count in groups:
+        key = (g.name, g.streamed, g.sharding, g.kv_heads, g.experts, g.experts_per_token)
+        merged[key] = merged.get(key, 0) + g.params * count
+    return [
+        TensorGroup(name, params, streamed, sharding, kv, experts, per_token)  # type: ignore[arg-type]
+        for (name, streamed, sharding, kv, experts, per_token), params in merged.items()
+    ]

@@ -1,0 +1,65 @@
+"""Mixture-of-experts feed-forward blocks."""
+
+from __future__ import annotations
+
+from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.record import record
+
+SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
+
+
+@record
+class MoE:
+    """A mixture of experts: a router picks ``experts_per_token`` of ``num_experts`` gated
+    experts per token; shared experts (one MLP of ``shared_intermediate_size``) always run."""
+
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_intermediate_size: int = 0
+    router_bias: bool = False
+    expert_bias: bool = False
+    shared_gate: bool = False
+    """Qwen3-Next scales the shared expert by a learned sigmoid gate (hidden -> 1)."""
+
+    routed = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.experts_per_token <= self.num_experts:
+            from decodecalc.errors import InputError
+
+            raise InputError(
+                f"{self.experts_per_token} experts per token of {self.num_experts} experts: "
+                "a token uses between 1 and all of them"
+            )
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        per_expert = 3 * hidden * self.expert_intermediate_size
+        if self.expert_bias:
+            per_expert += 2 * self.expert_intermediate_size + hidden
+        router = hidden * self.num_experts + (self.num_experts if self.router_bias else 0)
+        router += hidden if self.shared_gate else 0
+        groups = [
+            TensorGroup(
+                "routed experts",
+                self.num_experts * per_expert,
+                True,
+                SPLIT,
+                experts=self.num_experts,
+                experts_per_token=self.experts_per_token,
+            ),
+            TensorGroup("router", router, True, REPLICATED),
+        ]
+        if self.shared_intermediate_size:
+            shared = 3 * hidden * self.shared_intermediate_size
+            groups.append(TensorGroup("shared experts", shared, True, SPLIT))
+        return tuple(groups)
+
+    def describe(self) -> str:
+        shared = (
+            f" + shared {self.shared_intermediate_size:,}" if self.shared_intermediate_size else ""
+        )
+        return (
+            f"MoE {self.experts_per_token} of {self.num_experts} experts x "
+            f"{self.expert_intermediate_size:,}{shared}"
+        )

@@ -1,0 +1,188 @@
+"""Grids of scenarios and a fast per-context step, for comparisons and million-row sweeps.
+
+Everything that does not depend on the context is computed once per scenario (FastStep);
+each row is then a handful of integer and float operations, exact in bytes: KV bytes are
+ceil(B x elements(T) x bits / 8) in integers, as the estimator computes them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from decodecalc.errors import InputError
+from decodecalc.physics.compute import matmul_params
+from decodecalc.physics.estimator import Scenario, StepModel
+from decodecalc.record import record
+
+MAX_SWEEP_ROWS = 100_000_000
+"""Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
+
+ROW_FIELDS = (
+    "context",
+    "weight_bytes",
+    "kv_bytes",
+    "state_bytes",
+    "total_bytes",
+    "kv_share",
+    "ms_per_token",
+    "tokens_per_s",
+    "throughput_tokens_per_s",
+    "bound",
+    "fits",
+)
+
+
+@record
+class FastStep:
+    """A scenario reduced to the constants of its rows."""
+
+    weight_bytes: int
+    state_bytes: int
+    batch: int
+    kv_segments: tuple[tuple[int | None, int], ...]
+    """(window or None, elements per token), per sequence per GPU."""
+    kv_numerator: int
+    kv_denominator: int
+    """bytes per KV element = numerator / denominator, exactly."""
+    bandwidth: float
+    compute_per_step: float | None
+    """Seconds of compute per step at T = 0 (None: FLOP/s unknown)."""
+    attention_segments: tuple[tuple[int | None, float], ...]
+    """(window or None, seconds of attention compute per context token) per step."""
+    attention_constant: float
+    extra_seconds: float
+    budget_bytes: int | None
+    stored_bytes: int
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> FastStep:
+        step = StepModel.of(scenario)
+        per_element = step.kv_bytes_per_element
+        compute: float | None = None
+        attention: tuple[tuple[int | None, float], ...] = ()
+        constant = 0.0
+        if step.peak_flops_per_s is not None:
+            rate = step.peak_flops_per_s * scenario.tp / scenario.batch
+            compute = 2 * matmul_params(scenario.model) / rate
+            by_window: dict[int | None, float] = {}
+            for m in scenario.model.mixers():
+                slope = m.attention_flops(1) - m.attention_flops(0)
+                if slope:
+                    by_window[m.sliding_window] = (
+                        by_window.get(m.sliding_window, 0.0) + slope / rate
+                    )
+                constant += m.attention_flops(0) / rate
+            attention = tuple(by_window.items())
+        memory = step.memory(0)
+        comm = 0.0 if step.allreduce is None else step.allreduce.seconds(scenario.batch)
+        return cls(
+            weight_bytes=step.weight_bytes,
+            state_bytes=step.state_bytes,
+            batch=scenario.batch,
+            kv_segments=step.kv_curve.segments,
+            kv_numerator=per_element.numerator,
+            kv_denominator=per_element.denominator,
+            bandwidth=scenario.effective_bandwidth_bytes_per_s,
+            compute_per_step=compute,
+            attention_segments=attention,
+            attention_constant=constant,
+            extra_seconds=comm + scenario.overhead_s,
+            budget_bytes=None if memory is None else memory.budget_bytes,
+            stored_bytes=0 if memory is None else memory.stored_weight_bytes,
+        )
+
+    def row(self, context: int) -> tuple[object, ...]:
+        """The values of ROW_FIELDS at one context."""
+        return next(self.rows((context,)))
+
+    def rows(
+        self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
+    ) -> Iterator[tuple[object, ...]]:
+        """ROW_FIELDS at each context; with ``fits_labels`` the last field is its label (a
+        writer's text for true, false and unknown). The constants are bound to locals once:
+        this loop is what a million-row sweep spends its time in."""
+        labels = fits_labels or {True: True, False: False, None: None}
+        weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
+        windowed = [(w, e) for w, e in self.kv_segments if w is not None]
+        growing = sum(e for w, e in self.kv_segments if w is None)
+        numerator, denominator = batch * self.kv_numerator, self.kv_denominator
+        bandwidth, extra = self.bandwidth, self.extra_seconds
+        compute0 = (
+            None
+            if self.compute_per_step is None
+            else (self.compute_per_step + self.attention_constant)
+        )
+        attention_windowed = [(w, a) for w, a in self.attention_segments if w is not None]
+        attention_growing = sum(a for w, a in self.attention_segments if w is None)
+        budget, stored = self.budget_bytes, self.stored_bytes
+        for context in contexts:
+            elements = growing * context
+            for w, e in windowed:
+                elements += e * (context if context < w else w)
+            kv = -(-elements * numerator // denominator)
+            total = weights + kv + state
+            seconds = total / bandwidth
+            bound = "memory"
+            if compute0 is not None:
+                compute = compute0 + attention_growing * context
+                for w, a in attention_windowed:
+                    compute += a * (context if context < w else w)
+                if compute > seconds:
+                    seconds, bound = compute, "compute"
+            seconds += extra
+            fits = labels[None if budget is None else stored + kv + state <= budget]
+            yield (
+                context,
+                weights,
+                kv,
+                state,
+                total,
+                kv / total,
+                seconds * 1000,
+                1 / seconds,
+                batch / seconds,
+                bound,
+                fits,
+            )
+
+
+@record
+class Axis:
+    name: str
+    values: tuple[str, ...]
+
+
+def grid_size(axes: Sequence[Axis], contexts: Sequence[int]) -> int:
+    return math.prod(len(a.values) for a in axes) * len(contexts)
+
+
+def combinations(axes: Sequence[Axis]) -> Iterator[dict[str, str]]:
+    names = [a.name for a in axes]
+    for values in itertools.product(*(a.values for a in axes)):
+        yield dict(zip(names, values, strict=True))
+
+
+def sweep(
+    axes: Sequence[Axis],
+    contexts: Sequence[int],
+    build: Callable[[dict[str, str]], Scenario],
+    skipped: list[str],
+    fits_labels: dict[bool | None, object] | None = None,
+) -> Iterator[tuple[dict[str, str], Iterator[tuple[object, ...]]]]:
+    """Every combination with the stream of its rows, one per context. Combinations that
+    are not valid deployments (a TP that does not split the heads, a weight-only KV format)
+    are skipped and listed."""
+    size = grid_size(axes, contexts)
+    if size > MAX_SWEEP_ROWS:
+        raise InputError(
+            f"the grid has {size:,} rows; at most {MAX_SWEEP_ROWS:,} are allowed (fewer values)"
+        )
+    for combo in combinations(axes):
+        try:
+            fast = FastStep.of(build(combo))
+        except InputError as exc:
+            skipped.append(f"{', '.join(f'{k}={v}' for k, v in combo.items())}: {exc}")
+            continue
+        yield combo, fast.rows(contexts, fits_labels)

@@ -1,0 +1,123 @@
+"""Latency against context, drawn: in the terminal with plotext, or to SVG/PNG with
+matplotlib (the optional `plot` extra). Both take the same series."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decodecalc.errors import InputError
+from decodecalc.physics.estimator import Estimate
+from decodecalc.record import record
+
+
+@record
+class Series:
+    label: str
+    contexts: tuple[int, ...]
+    ms_per_token: tuple[float, ...]
+    crossover: tuple[float, float] | None
+    """(T*, ms per token there) when the crossover falls inside the contexts shown."""
+
+
+def series_of(label: str, est: Estimate) -> Series:
+    rows = est.rows
+    marked = next((r for r in rows if r.is_crossover), None)
+    return Series(
+        label,
+        tuple(r.context_tokens for r in rows),
+        tuple(r.seconds_per_token * 1000 for r in rows),
+        None if marked is None else (float(marked.context_tokens), marked.seconds_per_token * 1000),
+    )
+
+
+def terminal_chart(
+    series: list[Series], width: int = 80, height: int = 22, color: bool = False
+) -> str:
+    """A line per series, crossovers marked with an 'x', axes in tokens and ms."""
+    import plotext as plt
+
+    plt.clear_figure()
+    plt.plotsize(width, height)
+    plt.theme("pro" if color else "clear")
+    for s in series:
+        plt.plot(list(s.contexts), list(s.ms_per_token), label=s.label, marker="braille")
+    crossings = [s.crossover for s in series if s.crossover]
+    if crossings:
+        plt.scatter(
+            [c[0] for c in crossings],
+            [c[1] for c in crossings],
+            marker="x",
+            label="crossover (KV = weights)",
+        )
+    plt.xlabel("context (tokens)")
+    plt.ylabel("ms per token")
+    plt.title("decode latency per token")
+    text: str = plt.build()
+    plt.clear_figure()
+    return text if color else _plain(text)
+
+
+def _plain(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def _tokens_label(value: float, _: object) -> str:
+    """1K, 32K, 1M: binary suffixes, as contexts are usually powers of two."""
+    for factor, suffix in ((2**20, "M"), (2**10, "K")):
+        if value >= factor:
+            return f"{value / factor:g}{suffix}"
+    return f"{value:g}"
+
+
+def plot_file(series: list[Series], path: Path) -> None:
+    """A publication-quality SVG or PNG (by the file's suffix)."""
+    if path.suffix.lower() not in (".svg", ".png"):
+        raise InputError(f"--plot {str(path)!r}: the file must end in .svg or .png")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as pyplot
+    except ImportError:
+        raise InputError(
+            "--plot needs matplotlib: pip install 'decodecalc[plot]' (or pip install matplotlib)"
+        ) from None
+    from matplotlib.ticker import FuncFormatter
+
+    figure, axes = pyplot.subplots(figsize=(8, 4.8), dpi=150)
+    marked = False
+    for s in series:
+        axes.plot(
+            s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=s.label
+        )
+        if s.crossover:
+            label = None if marked else "crossover (KV bytes = weight bytes)"
+            axes.plot(*s.crossover, "X", markersize=9, color="black", zorder=3, label=label)
+            marked = True
+            axes.annotate(
+                f"{s.crossover[0]:,.0f}",
+                s.crossover,
+                textcoords="offset points",
+                xytext=(-8, 9),
+                ha="right",
+                fontsize=7,
+            )
+    contexts = [c for s in series for c in s.contexts if c > 0]
+    if contexts and max(contexts) / min(contexts) >= 16:
+        axes.set_xscale("log", base=2)
+        axes.xaxis.set_major_formatter(FuncFormatter(_tokens_label))
+    axes.set_xlabel("context (tokens)")
+    axes.set_ylabel("ms per token")
+    axes.set_title("Decode latency per token: weights (flat) + KV cache (growing)")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as exc:
+        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    finally:
+        pyplot.close(figure)

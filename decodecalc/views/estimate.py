@@ -1,0 +1,270 @@
+"""Reports for each command's result: which fields, in which order, written how."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from decodecalc.physics.estimator import Estimate, Scenario
+from decodecalc.views import humanize as h
+from decodecalc.views.report import Column, Report, document
+
+
+def scenario_inputs(s: Scenario) -> dict[str, Any]:
+    """The resolved inputs, as JSON carries them and CSV repeats them on every row."""
+    return {
+        "model": s.model.id,
+        "gpu": s.gpu.id if s.gpu else None,
+        "bandwidth_bytes_per_s": s.bandwidth_bytes_per_s,
+        "efficiency": s.efficiency,
+        "effective_bandwidth_bytes_per_s": s.effective_bandwidth_bytes_per_s,
+        "weights_dtype": s.weights.id,
+        "kv_dtype": s.kv_dtype.id,
+        "weights_bits_per_value": float(s.weights.bits_per_value),
+        "kv_bits_per_value": float(s.kv_dtype.bits_per_value),
+        "batch": s.batch,
+        "tp": s.tp,
+        "memory_bytes": s.gpu.memory_bytes if s.gpu else None,
+        "memory_utilization": s.memory_utilization,
+        "peak_flops_per_s": None if (peak := s.peak_flops()) is None else peak[1],
+        "link": s.link.id if s.link else None,
+        "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
+        "overhead_ms": s.overhead_s * 1000,
+    }
+
+
+def _row_record(row: Any) -> dict[str, Any]:
+    return {
+        "context": row.context_tokens,
+        "weight_bytes": row.weight_bytes,
+        "kv_bytes": row.kv_bytes,
+        "state_bytes": row.state_bytes,
+        "total_bytes": row.total_bytes,
+        "kv_share": row.kv_share,
+        "ms_per_token": row.seconds_per_token * 1000,
+        "tokens_per_s": row.tokens_per_s,
+        "throughput_tokens_per_s": row.throughput_tokens_per_s,
+        "crossover": row.is_crossover,
+        "fits": row.fits,
+        "bound": row.bound,
+        "memory_ms": row.memory_seconds * 1000,
+        "compute_ms": None if row.compute_seconds is None else row.compute_seconds * 1000,
+        "comm_ms": row.comm_seconds * 1000,
+        "overhead_ms": row.overhead_seconds * 1000,
+    }
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _ms_exact(value: float) -> str:
+    return f"{value:.6f}"
+
+
+def _rate_exact(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def _share_exact(value: float) -> str:
+    return f"{value:.6f}"
+
+
+def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
+    """Per-context columns; the aggregate column only for a batch above 1 (None: always)."""
+    columns = [
+        Column("context", "Context (tokens)", h.tokens, str),
+        Column("weight_bytes", "Weights", h.size, h.exact_bytes),
+        Column("kv_bytes", "KV cache", h.size, h.exact_bytes),
+        Column("state_bytes", "State", h.size, h.exact_bytes),
+        Column("total_bytes", "Total / step", h.size, h.exact_bytes),
+        Column("kv_share", "KV share", h.share, _share_exact),
+        Column("ms_per_token", "ms / token", _ms, _ms_exact),
+        Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact),
+    ]
+    if batch is None or batch > 1:
+        header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
+        columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact))
+    columns.append(
+        Column("bound", "Bound", lambda v: "COMPUTE" if v == "compute" else v, numeric=False)
+    )
+    columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact))
+    columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False))
+    columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False))
+    return tuple(columns)
+
+
+def _crossover_text(est: Estimate) -> str:
+    if est.crossover_context is None:
+        return "crossover: none (the KV cache never reaches the weight bytes)"
+    return f"crossover: {h.tokens(est.crossover_context)} tokens (KV bytes = weight bytes)"
+
+
+def describe_scenario(s: Scenario) -> str:
+    gpu = f"{s.gpu.name} " if s.gpu else ""
+    bound = "bandwidth roofline" if s.efficiency == 1 else f"{s.efficiency:g} of peak bandwidth"
+    return (
+        f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)} · weights {s.weights.id}"
+        f" · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp} · efficiency {s.efficiency:g}"
+        f" ({bound})"
+    )
+
+
+def _memory_line(est: Estimate, capacity: int) -> str:
+    m, s = est.memory, est.scenario
+    assert m is not None
+    longest = est.rows[-1].context_tokens
+    context = (
+        "any context fits"
+        if m.max_context is None
+        else f"up to {m.max_context:,} tokens fit"
+        if m.max_context
+        else "the weights alone overflow"
+    )
+    sequences = f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
+    return (
+        f"memory per GPU: {h.size(m.budget_bytes)} usable ({h.binary_size(capacity)} x "
+        f"{s.memory_utilization:g}), {h.size(m.stored_weight_bytes)} of weights; "
+        f"{sequences} at {longest:,} tokens; at batch {s.batch} {context}"
+    )
+
+
+TINY_STEP_S = 0.002
+"""Below this much streaming per step, launch and scheduling overheads likely dominate."""
+
+
+def _compute_lines(est: Estimate) -> list[str]:
+    s = est.scenario
+    lines = []
+    peak = s.peak_flops()
+    longest = est.rows[-1].context_tokens
+    if peak is not None:
+        ridge = (
+            f"compute-bound from batch {est.ridge_batch:,} at {longest:,} tokens"
+            if est.ridge_batch
+            else f"memory-bound at any batch at {longest:,} tokens"
+        )
+        lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
+    elif s.gpu is not None:
+        lines.append(
+            f"compute: no {s.weights.matmul.upper()} rate known for {s.gpu.id}; memory time only"
+        )
+    if s.link is not None and s.tp > 1:
+        lines.append(
+            f"TP communication: 2 all-reduces per layer over {s.link.name} "
+            f"({h.bandwidth(s.link.bandwidth_bytes_per_s)}, {s.link.latency_s * 1e6:g} us each)"
+        )
+    if est.rows[0].memory_seconds < TINY_STEP_S and not s.overhead_s:
+        lines.append(
+            f"note: {est.rows[0].memory_seconds * 1000:.3f} ms of streaming per step is so little "
+            "that launch and scheduling overheads likely dominate; see --overhead"
+        )
+    return lines
+
+
+def _architecture_lines(est: Estimate) -> tuple[str, ...]:
+    """What only some models have: experts, windows, recurrent state, TP replication."""
+    s = est.scenario
+    lines = []
+    moe = s.model.moe()
+    if moe is not None and est.experts_touched is not None:
+        lines.append(
+            f"MoE: {moe.experts_per_token} of {moe.num_experts} experts per token; a step of "
+            f"{s.batch} sequence{'s' if s.batch > 1 else ''} reads {est.experts_touched:.2f} "
+            f"experts per layer (expected, uniform routing)"
+        )
+    windows = sorted({m.sliding_window for m in s.model.mixers() if m.sliding_window})
+    if windows:
+        lines.append(
+            "sliding-window layers read at most "
+            + ", ".join(f"{w:,}" for w in windows)
+            + " tokens: the KV term grows more slowly past that"
+        )
+    if est.state_bytes_per_step:
+        lines.append(
+            f"recurrent state: {h.size(est.state_bytes_per_step)} per step, constant in the context"
+        )
+    if est.memory is not None and s.gpu is not None:
+        lines.append(_memory_line(est, s.gpu.memory_bytes))
+    lines.extend(_compute_lines(est))
+    if s.tp > 1:
+        from decodecalc.views.listings import tp_kv_rule
+
+        share = (
+            f"; each GPU reads 1/{est.kv_split_ways:g} of a sequence's KV"
+            if est.kv_split_ways > 1
+            else ""
+        )
+        lines.append(f"TP {s.tp}: {tp_kv_rule(s.model)}{share}")
+    return tuple(lines)
+
+
+def estimate_report(est: Estimate) -> Report:
+    s = est.scenario
+    inputs = scenario_inputs(s)
+    rows = [_row_record(r) for r in est.rows]
+    doc = document(
+        inputs=inputs,
+        weight_bytes_per_step=est.weight_bytes_per_step,
+        kv_bytes_per_token=est.kv_bytes_per_token,
+        kv_bytes_per_token_past_windows=est.kv_bytes_per_token_past_windows,
+        crossover_context=est.crossover_context,
+        state_bytes_per_step=est.state_bytes_per_step,
+        experts_touched=est.experts_touched,
+        kv_split_ways=est.kv_split_ways,
+        memory_budget_bytes=est.memory.budget_bytes if est.memory else None,
+        stored_weight_bytes=est.memory.stored_weight_bytes if est.memory else None,
+        max_batch_that_fits=est.memory.max_batch if est.memory else None,
+        max_context_that_fits=est.memory.max_context if est.memory else None,
+        ridge_batch=est.ridge_batch,
+        flops_class=est.flops_class,
+        rows=rows,
+    )
+    per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
+    title = (
+        describe_scenario(s),
+        f"weights read per step{per_gpu}: {h.size(est.weight_bytes_per_step)}"
+        f" · KV per token per sequence: {h.size(est.kv_bytes_per_token)}"
+        + (
+            f" ({h.size(est.kv_bytes_per_token_past_windows)} past the windows)"
+            if est.kv_bytes_per_token_past_windows != est.kv_bytes_per_token
+            else ""
+        )
+        + f" · {_crossover_text(est)}",
+        *_architecture_lines(est),
+    )
+    columns = (
+        *(Column(k, k) for k in inputs if k != "effective_bandwidth_bytes_per_s"),
+        *estimate_columns(),
+    )
+    # CSV repeats the inputs on every row so a file stands alone; tables show them once.
+    flat = tuple({**inputs, **r} for r in rows)
+    return Report(
+        document=doc,
+        columns=columns,
+        records=flat,
+        title=title,
+        highlight=frozenset(i for i, r in enumerate(rows) if r["crossover"]),
+    )
+
+
+def human_view(report: Report, batch: int) -> Report:
+    """The same report with only the per-context columns, for table and Markdown."""
+    columns = {c.key: c for c in estimate_columns(batch)}
+    if not report.highlight:
+        del columns["crossover"]
+    if not any(r["state_bytes"] for r in report.records):
+        del columns["state_bytes"]
+    if report.records and report.records[0]["fits"] is None:
+        del columns["fits"]
+    if not any(r["comm_ms"] for r in report.records):
+        del columns["comm_ms"]
+    if report.records and report.records[0]["compute_ms"] is None:
+        del columns["bound"]
+    return Report(
+        document=report.document,
+        columns=tuple(columns.values()),
+        records=report.records,
+        title=report.title,
+        footer=report.footer,
+        highlight=report.highlight,
+    )

@@ -1,0 +1,171 @@
+"""`decodecalc explain`: one decode step worked through with the numbers substituted, for
+people learning why long-context decode slows down."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from decodecalc.physics.compute import matmul_params, step_flops
+from decodecalc.physics.estimator import StepModel, estimate
+from decodecalc.physics.layers import Attention
+from decodecalc.physics.linear_attention import LinearAttention
+from decodecalc.physics.mla import LatentAttention
+from decodecalc.views import humanize as h
+
+
+def _n(value: int | float | Fraction) -> str:
+    return f"{float(value):,.0f}" if float(value).is_integer() else f"{float(value):,.2f}"
+
+
+def _weight_lines(step: StepModel) -> list[str]:
+    s = step.scenario
+    bits = s.weights.bits_per_value
+    lines = [
+        f"1. Weights read per step (per GPU, {s.weights.id} = {h_bits(bits)} bits per value):",
+    ]
+    for g in s.model.tensor_groups():
+        share = g.read_fraction(s.batch)
+        per_gpu = g.params_per_gpu(s.tp)
+        if share == 0:
+            lines.append(f"   {g.name:28s} {per_gpu:>17,} params  not read (a step gathers rows)")
+            continue
+        note = ""
+        if g.experts:
+            note = f"  x {float(share):.4f} (experts touched: E(1-(1-k/E)^B) / E)"
+        read = per_gpu * share
+        lines.append(
+            f"   {g.name:28s} {per_gpu:>17,} params{note} -> {_n(s.weights.bytes_for(read))} bytes"
+        )
+    lines.append(f"   total: {step.weight_bytes:,} bytes ({h.size(step.weight_bytes)})")
+    return lines
+
+
+def h_bits(bits: Fraction) -> str:
+    return f"{float(bits):g}"
+
+
+def _kv_lines(step: StepModel, context: int) -> list[str]:
+    s = step.scenario
+    per_element = step.kv_bytes_per_element
+    lines = [
+        f"2. KV cache read per step ({s.kv_dtype.id} = {h_bits(per_element * 8)} bits per element):"
+    ]
+    kinds: dict[str, int] = {}
+    for m in s.model.mixers():
+        if isinstance(m, Attention):
+            window = f", window {m.sliding_window:,}" if m.sliding_window else ""
+            key = (
+                f"attention: 2 (K,V) x {m.kv_heads_per_gpu(s.tp)} KV heads x {m.head_dim}{window}"
+                f" = {m.kv_elements_per_token(s.tp):,} elements per token"
+            )
+        elif isinstance(m, LatentAttention):
+            key = (
+                f"MLA latent: {m.kv_lora_rank} + {m.qk_rope_head_dim} = "
+                f"{m.kv_elements_per_token(s.tp):,} elements per token (whole on every GPU)"
+            )
+        else:
+            assert isinstance(m, LinearAttention)
+            key = (
+                f"linear attention: no KV; a constant state of {m.state_elements(s.tp):,} elements"
+            )
+        kinds[key] = kinds.get(key, 0) + 1
+    for key, count in kinds.items():
+        lines.append(f"   {count} layers of {key}")
+    curve = step.kv_curve
+    elements = curve.elements(context)
+    lines.append(
+        f"   at T = {context:,}: sum over layers of min(T, window) x elements = {_n(elements)} "
+        f"elements per sequence"
+    )
+    kv = step.kv_bytes(context)
+    lines.append(
+        f"   x batch {s.batch} x {h_bits(per_element)} bytes = {kv:,} bytes ({h.size(kv)})"
+    )
+    if step.state_bytes:
+        lines.append(f"   recurrent state: {step.state_bytes:,} bytes, the same at every context")
+    return lines
+
+
+def explain_text(step: StepModel, context: int) -> list[str]:
+    s = step.scenario
+    row = step.row(context)
+    est = estimate(s, [context])
+    bandwidth = s.effective_bandwidth_bytes_per_s
+    lines = [
+        f"One decode step of {s.model.name}, context T = {context:,} tokens, batch B = {s.batch}, "
+        f"TP {s.tp}",
+        "",
+        *_weight_lines(step),
+        "",
+        *_kv_lines(step, context),
+        "",
+        "3. Time to stream them:",
+        f"   bandwidth {h.bandwidth(s.bandwidth_bytes_per_s)} x efficiency {s.efficiency:g} = "
+        f"{h.bandwidth(bandwidth)}"
+        + (" (the roofline: no real GPU reaches it)" if s.efficiency == 1 else ""),
+        f"   ({row.weight_bytes:,} + {row.kv_bytes:,}"
+        + (f" + {row.state_bytes:,}" if row.state_bytes else "")
+        + f") bytes / {bandwidth:,.0f} bytes/s = {row.memory_seconds * 1000:.3f} ms",
+    ]
+    flops = step_flops(s.model, s.batch, context)
+    peak = s.peak_flops()
+    lines += ["", "4. Compute, the other roofline:"]
+    lines.append(
+        f"   {s.batch} x (2 x {matmul_params(s.model):,} multiplied params + attention) = "
+        f"{flops:.4e} FLOPs, / {s.tp} GPUs"
+    )
+    if peak is None or row.compute_seconds is None:
+        lines.append("   no peak FLOP/s known for this GPU and format: memory time only")
+    else:
+        lines.append(
+            f"   / {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s = "
+            f"{row.compute_seconds * 1000:.3f} ms -> the step is {row.bound}-bound"
+        )
+    if row.comm_seconds or row.overhead_seconds:
+        lines.append(
+            f"   + TP all-reduces {row.comm_seconds * 1000:.3f} ms + overhead "
+            f"{row.overhead_seconds * 1000:.3f} ms"
+        )
+    lines += [
+        "",
+        f"5. Per-token latency: {row.seconds_per_token * 1000:.3f} ms; "
+        f"{row.tokens_per_s:,.1f} tokens/s per sequence"
+        + (f", {row.throughput_tokens_per_s:,.1f} in all" if s.batch > 1 else ""),
+        f"   the KV cache is {row.kv_share:.1%} of the bytes",
+        "",
+        "6. Crossover: the context where KV bytes equal weight bytes",
+    ]
+    if est.crossover_context is None:
+        lines.append(
+            "   none: every layer caps or keeps a constant state, so KV never reaches "
+            f"{step.weight_bytes:,} bytes"
+        )
+    elif len(step.kv_curve.segments) == 1 and step.kv_curve.segments[0][0] is None:
+        lines.append(
+            f"   T* = weight bytes / (B x KV bytes per token) = {step.weight_bytes:,} / "
+            f"({s.batch} x {_n(step.kv_curve.elements_per_token * step.kv_bytes_per_element)})"
+            f" = {est.crossover_context:,.1f} tokens"
+        )
+    else:
+        lines.append(
+            f"   solved on the piecewise-linear KV curve (windows cap some layers): "
+            f"T* = {est.crossover_context:,.1f} tokens"
+        )
+    lines += ["", "Assumptions:", *[f" - {a}" for a in _assumptions(step)]]
+    return lines
+
+
+def _assumptions(step: StepModel) -> list[str]:
+    s = step.scenario
+    notes = [
+        "every weight is stored in one format; scales are counted in its bits per value",
+        "each step reads every weight it uses once, and all of the live KV cache",
+        "efficiency scales bandwidth only; compute uses the datasheet's dense peak",
+    ]
+    if s.model.moe() is not None:
+        notes.append("experts are chosen uniformly at random, independently per token")
+    if s.tp > 1:
+        notes.append("TP splits matrices evenly; norms stay whole on every GPU")
+    if any(m.kv_replicated(s.tp) for m in s.model.mixers()):
+        notes.append("past the KV-head count (and for MLA always) every GPU reads whole KV heads")
+    return notes

@@ -1,0 +1,295 @@
+"""Reports for the catalog commands: models, gpus, dtypes, and one model in detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.layers import Attention
+from decodecalc.physics.linear_attention import LinearAttention
+from decodecalc.physics.mla import LatentAttention
+from decodecalc.physics.model import Model
+from decodecalc.physics.tensors import Sharding, expected_experts
+from decodecalc.views import humanize as h
+from decodecalc.views.report import Column, Report, document
+
+_SHARDING_TEXT = {
+    Sharding.SPLIT: "split",
+    Sharding.KV_HEADS: "by KV head",
+    Sharding.REPLICATED: "replicated",
+}
+
+
+def _kv_elements(m: Model) -> int:
+    return KVCurve.for_layers(m.mixers(), 1).elements_per_token
+
+
+def _state_elements(m: Model) -> int:
+    return sum(mixer.state_elements(1) for mixer in m.mixers())
+
+
+def tp_kv_rule(m: Model) -> str:
+    """How tensor parallelism treats this model's per-sequence cache (physics.md 3)."""
+    rules = []
+    gqa = {x.num_kv_heads for x in m.mixers() if isinstance(x, Attention)}
+    if gqa:
+        heads = "/".join(str(n) for n in sorted(gqa))
+        rules.append(f"KV heads split across up to {heads} GPUs, then replicated")
+    if any(isinstance(x, LatentAttention) for x in m.mixers()):
+        rules.append("the MLA latent is replicated: every TP rank reads all of it")
+    if any(isinstance(x, LinearAttention) for x in m.mixers()):
+        rules.append("linear-attention state split by head")
+    return "; ".join(rules)
+
+
+def model_record(m: Model, bf16: DType) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "name": m.name,
+        "family": m.family,
+        "params": m.total_params(),
+        "active_params": m.active_params(),
+        "official_params": m.official_params,
+        "layers": len(m.layers),
+        "hidden_size": m.hidden_size,
+        "layer_kinds": [f"{n} x {text}" for n, text in m.layer_summary()],
+        "kv_bytes_per_token_bf16": ceil_bytes(bf16.bytes_for(_kv_elements(m))),
+        "max_context": m.max_context_tokens,
+        "aliases": list(m.aliases),
+        "source": m.source,
+    }
+
+
+def models_report(models: list[Model], bf16: DType) -> Report:
+    records = tuple(model_record(m, bf16) for m in models)
+    columns = (
+        Column("id", "Model", numeric=False),
+        Column("params", "Params", h.count, h.exact_bytes),
+        Column("active_params", "Active", h.count, h.exact_bytes),
+        Column("layers", "Layers"),
+        Column("hidden_size", "Hidden"),
+        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
+        Column("max_context", "Max context", h.tokens),
+        Column("family", "Family", numeric=False),
+    )
+    return Report(document(models=list(records)), columns, records)
+
+
+def gpu_record(g: GpuSpec) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "name": g.name,
+        "vendor": g.vendor,
+        "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
+        "memory_bytes": g.memory_bytes,
+        "memory_kind": g.memory_kind,
+        "aliases": list(g.aliases),
+        "notes": g.notes,
+        "source": g.source,
+    }
+
+
+def gpus_report(gpus: list[GpuSpec]) -> Report:
+    records = tuple(gpu_record(g) for g in gpus)
+    columns = (
+        Column("id", "GPU", numeric=False),
+        Column("name", "Name", numeric=False),
+        Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
+        Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
+        Column("memory_kind", "Kind", numeric=False),
+    )
+    return Report(document(gpus=list(records)), columns, records)
+
+
+def links_report(links: list[Link]) -> Report:
+    records = tuple(
+        {
+            "id": link.id,
+            "name": link.name,
+            "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+            "latency_s": link.latency_s,
+            "source": link.source,
+        }
+        for link in links
+    )
+    columns = (
+        Column("id", "Link", numeric=False),
+        Column("name", "Name", numeric=False),
+        Column("bandwidth_bytes_per_s", "Bandwidth (one way)", h.bandwidth, str),
+        Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us"),
+    )
+    return Report(document(links=list(records)), columns, records)
+
+
+def dtype_record(d: DType) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "name": d.name,
+        "bits_per_value": float(d.bits_per_value),
+        "kv_cache": d.kv_cache,
+        "mixture": d.mixture,
+        "aliases": list(d.aliases),
+        "description": d.description,
+        "source": d.source,
+    }
+
+
+def dtypes_report(dtypes: list[DType]) -> Report:
+    records = tuple(dtype_record(d) for d in dtypes)
+    columns = (
+        Column("id", "Dtype", numeric=False),
+        Column("bits_per_value", "Bits/value", lambda v: f"{v:g}"),
+        Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False),
+        Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False),
+        Column("description", "What it is", numeric=False),
+    )
+    return Report(document(dtypes=list(records)), columns, records)
+
+
+def _params_line(m: Model) -> str:
+    derived = m.total_params()
+    read = m.streamed_params_per_gpu(1, 1)
+    if m.official_params:
+        difference = (derived - m.official_params) / m.official_params
+        official = f" vs {m.official_params:,} official ({difference:+.3%})"
+    else:
+        official = " (no official count: read from a config.json)"
+    line = f"parameters: {derived:,} derived{official}"
+    if m.moe() is not None:
+        line += f"; {m.active_params():,} active per token"
+        if m.official_active_params:
+            line += f" vs {m.official_active_params:,} official"
+    return f"{line}; {int(read):,} read per decode step at batch 1"
+
+
+def _pattern_line(m: Model) -> tuple[str, ...]:
+    period = m.layer_period()
+    if period in (1, len(m.layers)):
+        return ()
+    kinds = [layer.describe() for layer in m.layers[:period]]
+    short = " : ".join(str(kinds.count(k)) for k in dict.fromkeys(kinds))
+    return (f"  interleaved every {period} layers ({short}) through all {len(m.layers)}",)
+
+
+TOUCHED_BATCHES = (1, 8, 32, 256)
+
+
+def _experts_touched(m: Model) -> dict[str, float] | None:
+    """Expected distinct routed experts per MoE layer at a few batch sizes."""
+    moe = m.moe()
+    if moe is None:
+        return None
+    return {
+        str(b): float(expected_experts(moe.num_experts, moe.experts_per_token, b))
+        for b in TOUCHED_BATCHES
+    }
+
+
+def _experts_line(m: Model) -> tuple[str, ...]:
+    touched = _experts_touched(m)
+    moe = m.moe()
+    if touched is None or moe is None:
+        return ()
+    figures = ", ".join(f"{v:.1f} at B={b}" for b, v in touched.items())
+    return (
+        f"experts read per MoE layer, E(1-(1-k/E)^B) with k={moe.experts_per_token}, "
+        f"E={moe.num_experts}: {figures}",
+    )
+
+
+def show_report(m: Model, dtypes: list[DType]) -> Report:
+    """A model's architecture, parameter count check, and KV per token per format."""
+    curve = KVCurve.for_layers(m.mixers(), 1)
+    elements = curve.elements_per_token
+    state = _state_elements(m)
+    windows = [w for w, _ in curve.segments if w is not None]
+    kv = [
+        {
+            "kv_dtype": d.id,
+            "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)),
+            "state_bytes_per_sequence": ceil_bytes(d.bytes_for(state)),
+        }
+        for d in dtypes
+        if d.kv_cache
+    ]
+    groups = [
+        {
+            "group": g.name,
+            "params": g.params,
+            "read_per_step": g.streamed,
+            "experts": g.experts or None,
+            "tp_split": _SHARDING_TEXT[g.sharding],
+        }
+        for g in m.tensor_groups()
+    ]
+    derived = m.total_params()
+    doc = document(
+        model=m.id,
+        name=m.name,
+        family=m.family,
+        architecture={
+            "layers": len(m.layers),
+            "hidden_size": m.hidden_size,
+            "vocab_size": m.vocab_size,
+            "tie_word_embeddings": m.tie_word_embeddings,
+            "max_context": m.max_context_tokens,
+            "layer_kinds": [{"count": n, "kind": text} for n, text in m.layer_summary()],
+            "sliding_windows": windows,
+        },
+        params=derived,
+        official_params=m.official_params or None,
+        params_difference=(derived - m.official_params) / m.official_params
+        if m.official_params
+        else None,
+        active_params=m.active_params(),
+        official_active_params=m.official_active_params,
+        params_read_per_step=int(m.streamed_params_per_gpu(1, 1)),
+        kv_elements_per_token=elements,
+        kv_elements_per_token_past_windows=curve.growing_elements_per_token,
+        state_elements_per_sequence=state,
+        tp_kv_rule=tp_kv_rule(m),
+        experts_touched=_experts_touched(m),
+        kv_bytes_per_token=kv,
+        tensor_groups=groups,
+        source=m.source,
+        official_params_source=m.official_params_source,
+        official_active_params_source=m.official_active_params_source,
+        notes=m.notes,
+    )
+    title = [
+        f"{m.name} ({m.id}, {m.family}): {len(m.layers)} layers, hidden {m.hidden_size:,}, "
+        f"vocab {m.vocab_size:,}" + (", tied embeddings" if m.tie_word_embeddings else ""),
+        *(f"  {n} x {text}" for n, text in m.layer_summary()),
+        *_pattern_line(m),
+        _params_line(m),
+        f"KV cache: {elements:,} elements per token"
+        + (
+            f" while the context is within the {', '.join(f'{w:,}' for w in windows)}-token "
+            f"window(s), then {curve.growing_elements_per_token:,}"
+            if windows
+            else ""
+        )
+        + (f"; constant state of {state:,} elements per sequence" if state else ""),
+        f"tensor parallelism: {tp_kv_rule(m)}",
+        *_experts_line(m),
+    ]
+    columns = (
+        Column("kv_dtype", "KV dtype", numeric=False),
+        Column("kv_bytes_per_token", "KV bytes / token", h.exact_bytes),
+        *(
+            (Column("state_bytes_per_sequence", "State / sequence", h.exact_bytes),)
+            if state
+            else ()
+        ),
+    )
+    sources = (
+        f"source: {m.source}",
+        f"official count: {m.official_params_source}" if m.official_params_source else "",
+        f"official active: {m.official_active_params_source}"
+        if m.official_active_params_source
+        else "",
+    )
+    footer = tuple(line for line in (m.notes, *sources) if line)
+    return Report(doc, columns, tuple(kv), tuple(title), footer)
