@@ -8,10 +8,48 @@ collector is off while the command runs, except for sweeps, which stream without
 and turn it back on; at exit every surviving object is frozen out of the final collections.
 Finalization still runs (atexit handlers, file flushing), so nothing is skipped that could
 lose output.
+
+Exit status: 0 done, 1 a target missed (``check``), 2 bad input, 130 interrupted, and
+EXIT_CLOSED_PIPE (141) when the reader of the output went away first.
 """
 
 import gc
+import os
 import sys
+from typing import Any, TextIO, cast
+
+EXIT_CLOSED_PIPE = 141
+"""The reader of stdout closed it before the output ended (``decodecalc sweep ... | head``):
+128 + SIGPIPE, what a shell reports for a process a closed pipe kills. Not Click's 1, which
+here means a target was missed, so ``check ... | head`` cannot pass for a failed check."""
+
+
+class ClosedPipe(BaseException):
+    """The reader of stdout or stderr is gone. A BaseException, so that it passes through
+    everything between the write and run(): Click catches the OSError of a broken pipe and
+    exits with 1 itself, and the CLI's own handlers catch Exception."""
+
+
+class _PipeGuard:
+    """A standard stream whose broken pipe is raised as ClosedPipe; the rest is the stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise ClosedPipe from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise ClosedPipe from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def run() -> None:
@@ -19,7 +57,18 @@ def run() -> None:
     gc.disable()
     from decodecalc.cli import main
 
-    code = main()
+    sys.stdout = cast(TextIO, _PipeGuard(sys.stdout))
+    sys.stderr = cast(TextIO, _PipeGuard(sys.stderr))
+    try:
+        code = main()
+        sys.stdout.flush()  # the end of the output may sit in the buffer until now
+    except ClosedPipe:
+        # Output still buffered would fail again at exit, and Python would report that
+        # ("Exception ignored ... BrokenPipeError") and exit with 120: it goes nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, sys.stderr.fileno())
+        code = EXIT_CLOSED_PIPE
     gc.freeze()
     sys.exit(code)
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.estimator import Estimate, Scenario
@@ -50,38 +51,23 @@ def scenario(
     model: Model | str,
     gpu: GpuSpec | str | None = None,
     *,
-    bandwidth: str | None = None,
-    weights: str = "bf16",
-    kv_dtype: str | None = None,
-    batch: int = 1,
-    tp: int = 1,
-    efficiency: float | str = 1.0,
-    memory_utilization: float = 0.9,
-    overhead: str | None = None,
-    link: str | None = None,
     presets: Sequence[str | Path] = (),
+    **options: Any,
 ) -> Scenario:
-    """A scenario from names or loaded objects, resolved exactly as the CLI resolves flags."""
-    from decodecalc.scenarios import build_scenario
+    """A scenario from names or loaded objects, resolved exactly as the CLI resolves flags.
 
-    found = catalog(presets)
-    spec = found.model(model) if isinstance(model, str) else model
-    gpu_name = gpu.id if isinstance(gpu, GpuSpec) else gpu
-    return build_scenario(
-        found,
-        spec,
-        gpu=gpu_name,
-        bandwidth=bandwidth,
-        weights=weights,
-        kv_dtype=kv_dtype,
-        batch=batch,
-        tp=tp,
-        efficiency=str(efficiency),
-        memory_utilization=memory_utilization,
-        overhead=overhead,
-        link=link,
-        link_bandwidth=None,
-    )
+    ``options`` are ScenarioSpec's fields (bandwidth, weights, kv_dtype, batch, tp,
+    efficiency, memory_utilization, overhead, link, link_bandwidth), with its defaults. A
+    GpuSpec, Model, DType or Link you built is used as given.
+    """
+    from decodecalc.scenario_spec import ScenarioSpec
+    from decodecalc.scenarios import resolve
+
+    try:
+        spec = ScenarioSpec(model=model, gpu=gpu, **options)
+    except TypeError as exc:
+        raise InputError(str(exc)) from None
+    return resolve(spec, catalog(presets))
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int] | str) -> Estimate:

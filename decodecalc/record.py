@@ -129,3 +129,9 @@ def replace(obj: T, **changes: Any) -> T:
 def field_names(cls: type[Any]) -> tuple[str, ...]:
     names: tuple[str, ...] = cls.__record_fields__
     return names
+
+
+def field_defaults(cls: type[Any]) -> dict[str, Any]:
+    """The fields that have a default, with it: where options declared from a record read
+    their defaults, so they are declared once."""
+    return dict(cls.__record_defaults__)

@@ -1,5 +1,7 @@
-"""From what a user typed to a Scenario: the one place flags become core objects, shared by
-estimate, generate, explain and the deployment files."""
+"""The one function that turns a ScenarioSpec (decodecalc.scenario_spec) into a Scenario:
+preset names looked up, unit texts parsed, the defaults that depend on other inputs (the
+KV dtype, the link, a calibrated overhead) filled in. Every door into the estimator calls it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.estimator import Scenario
 from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.model import Model
 from decodecalc.record import record, replace
+from decodecalc.scenario_spec import ScenarioSpec
 from decodecalc.units import parse_bandwidth, parse_duration
 
 
@@ -19,11 +21,15 @@ def default_kv_dtype(catalog: Catalog, weights: DType) -> DType:
 
 
 def resolve_link(
-    catalog: Catalog, gpu: GpuSpec | None, tp: int, name: str | None, bandwidth: str | None
+    catalog: Catalog,
+    gpu: GpuSpec | None,
+    tp: int,
+    name: str | Link | None,
+    bandwidth: str | int | None,
 ) -> Link | None:
     """The interconnect TP all-reduces cross: the named one, else the GPU's own; required
     when TP > 1 unless 'none' deliberately leaves communication out."""
-    if tp == 1 or (name is not None and name.lower() == "none"):
+    if tp == 1 or (isinstance(name, str) and name.lower() == "none"):
         return None
     chosen = name or (gpu.link if gpu is not None else None)
     if chosen is None:
@@ -31,9 +37,9 @@ def resolve_link(
             "tp > 1 needs an interconnect for its all-reduces: give --link (nvlink4, pcie5, "
             "... 'decodecalc links' lists them) or --link none to leave it out"
         )
-    found = catalog.link(chosen)
+    found = chosen if isinstance(chosen, Link) else catalog.link(chosen)
     if bandwidth is not None:
-        found = replace(found, bandwidth_bytes_per_s=parse_bandwidth(bandwidth))
+        found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth))
     return found
 
 
@@ -69,48 +75,47 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
         ) from None
 
 
-def build_scenario(
-    catalog: Catalog,
-    model: Model,
-    *,
-    gpu: str | None,
-    bandwidth: str | None,
-    weights: str,
-    kv_dtype: str | None,
-    batch: int,
-    tp: int,
-    efficiency: str,
-    memory_utilization: float,
-    overhead: str | None,
-    link: str | None,
-    link_bandwidth: str | None,
-) -> Scenario:
-    gpu_spec = catalog.gpu(gpu) if gpu is not None else None
-    if bandwidth is not None:
-        bytes_per_s = parse_bandwidth(bandwidth)
-    elif gpu_spec is not None:
-        bytes_per_s = gpu_spec.bandwidth_bytes_per_s
+def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
+    """The Scenario a spec describes, every name looked up and every text parsed."""
+    model = catalog.model(spec.model) if isinstance(spec.model, str) else spec.model
+    gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
+    if spec.bandwidth is not None:
+        bytes_per_s = _rate(spec.bandwidth)
+    elif gpu is not None:
+        bytes_per_s = gpu.bandwidth_bytes_per_s
     else:
         raise InputError(
             "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
         )
-    weights_dtype = catalog.dtype(weights)
-    kv = default_kv_dtype(catalog, weights_dtype) if kv_dtype is None else catalog.dtype(kv_dtype)
-    fit = resolve_efficiency(efficiency, gpu_spec)
-    if overhead is not None:
-        overhead_s = parse_duration(overhead, "overhead")
+    weights = _dtype(catalog, spec.weights)
+    kv = (
+        default_kv_dtype(catalog, weights)
+        if spec.kv_dtype is None
+        else _dtype(catalog, spec.kv_dtype)
+    )
+    fit = resolve_efficiency(str(spec.efficiency), gpu)
+    if isinstance(spec.overhead, str):
+        overhead_s = parse_duration(spec.overhead, "overhead")
     else:
-        overhead_s = fit.overhead_s or 0.0
+        overhead_s = fit.overhead_s or 0.0 if spec.overhead is None else float(spec.overhead)
     return Scenario(
         model=model,
-        weights=weights_dtype,
+        weights=weights,
         kv_dtype=kv,
         bandwidth_bytes_per_s=bytes_per_s,
         efficiency=fit.fraction,
-        batch=batch,
-        tp=tp,
-        gpu=gpu_spec,
-        memory_utilization=memory_utilization,
-        link=resolve_link(catalog, gpu_spec, tp, link, link_bandwidth),
+        batch=spec.batch,
+        tp=spec.tp,
+        gpu=gpu,
+        memory_utilization=spec.memory_utilization,
+        link=resolve_link(catalog, gpu, spec.tp, spec.link, spec.link_bandwidth),
         overhead_s=overhead_s,
     )
+
+
+def _dtype(catalog: Catalog, value: str | DType) -> DType:
+    return catalog.dtype(value) if isinstance(value, str) else value
+
+
+def _rate(value: str | int) -> int:
+    return parse_bandwidth(value) if isinstance(value, str) else value

@@ -137,7 +137,8 @@ def test_default_context_range_stops_at_model_maximum(cli: Run) -> None:
 def test_context_beyond_model_maximum_is_a_note_on_stderr(cli: Run) -> None:
     r = cli("estimate", "-m", "llama-2-7b", "-g", "a100-80gb", "-c", "8K", "--json")
     assert r.code == 0 and json.loads(r.out)
-    assert "exceed llama-2-7b's max_position_embeddings" in r.err
+    assert "exceed llama-2-7b's maximum context" in r.err
+    assert "past-max-context" in [n["code"] for n in json.loads(r.out)["notes"]]
 
 
 @pytest.mark.parametrize(
@@ -261,11 +262,28 @@ def test_a_huge_argument_is_not_echoed_whole(cli: Run) -> None:
     assert "[... 99,0" in r.err and r.err.rstrip().endswith("('decodecalc models' lists them)")
 
 
-@pytest.mark.parametrize("command", ["estimate", "generate", "explain"])
+@pytest.mark.parametrize("command", ["estimate", "generate", "explain", "compare", "sweep"])
 def test_scenario_commands_share_one_set_of_options(command: str) -> None:
+    """Every command that builds a scenario takes every ScenarioSpec field, with the
+    spec's own default (compare and sweep as the text of a one-item list)."""
     from decodecalc.cli.options import SCENARIO_OPTIONS
+    from decodecalc.record import field_defaults, field_names
+    from decodecalc.scenario_spec import ScenarioSpec
 
     params = {p.name: p for p in full_command().commands[command].params}
-    for name, _, default in SCENARIO_OPTIONS:
-        assert params[name].default == default, name
+    assert [o.name for o in SCENARIO_OPTIONS] == list(field_names(ScenarioSpec))
+    for name, default in field_defaults(ScenarioSpec).items():
+        listed = command in ("compare", "sweep") and name in ("batch", "tp")
+        assert params[name].default == (str(default) if listed else default), name
     assert "presets" in params and params["model"].required
+
+
+def test_no_short_option_means_two_things() -> None:
+    """-n is generate's --tokens; no command may give a letter another meaning."""
+    meanings: dict[str, set[str]] = {}
+    for command in full_command().commands.values():
+        for param in command.params:
+            longs = [o for o in param.opts if o.startswith("--")]
+            for short in (o for o in param.opts if not o.startswith("--")):
+                meanings.setdefault(short, set()).update(longs)
+    assert {k: v for k, v in meanings.items() if len(v) > 1} == {}

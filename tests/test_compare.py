@@ -104,6 +104,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         "batch",
         "tp",
         *ROW_FIELDS,
+        "crossover_context",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -120,7 +121,11 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
     )
     records = [json.loads(line) for line in r.out.splitlines()]
     assert len(records) == 4
-    assert set(records[0]) == {"model", "gpu", "weights", "kv_dtype", "batch", "tp", *ROW_FIELDS}
+    assert set(records[0]) == {
+        *("model", "gpu", "weights", "kv_dtype", "batch", "tp"),
+        *ROW_FIELDS,
+        "crossover_context",
+    }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 
 
@@ -277,8 +282,8 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     sweep.stdout.readline()
     sweep.stdout.close()
     _, err = sweep.communicate(timeout=60)
-    # Click turns the broken pipe into a quiet exit 1: no traceback, no error message.
-    assert b"Traceback" not in err and err == b"" and sweep.returncode == 1
+    # A closed pipe is a quiet exit 141 (128 + SIGPIPE): no traceback, no error message.
+    assert b"Traceback" not in err and err == b"" and sweep.returncode == 141
 
 
 def test_sweep_to_a_file_with_a_progress_bar(cli: Run, tmp_path: Path) -> None:

@@ -8,6 +8,11 @@ import pytest
 
 from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.estimator import Scenario, estimate
+from decodecalc.physics.hardware import GpuSpec
+from decodecalc.physics.layers import Attention, DenseMLP, Layer
+from decodecalc.physics.linear_attention import LinearAttention
+from decodecalc.physics.model import Model
+from decodecalc.views.estimate import estimate_report
 
 from .conftest import Run
 
@@ -109,3 +114,55 @@ def test_fit_in_json_and_table(cli: Run) -> None:
 def test_bad_memory_utilization(cli: Run, value: str) -> None:
     r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--memory-utilization", value)
     assert r.code == 2 and "memory utilization" in r.err
+
+
+def _tiny(first_mixer: object) -> Model:
+    """Two layers, hidden 64, vocab 100, untied: small enough to count by hand."""
+    attention = Attention(num_heads=4, num_kv_heads=2, head_dim=16)
+    mlp = DenseMLP(128)
+    return Model(
+        id="tiny",
+        name="tiny",
+        family="test",
+        hidden_size=64,
+        vocab_size=100,
+        tie_word_embeddings=False,
+        layers=(Layer(first_mixer, mlp), Layer(attention, mlp)),  # type: ignore[arg-type]
+        max_context_tokens=1_000_000,
+        official_params=0,
+    )
+
+
+def _on_a_megabyte(model: Model) -> Scenario:
+    bf16 = Catalog().dtype("bf16")
+    gpu = GpuSpec("mb", "1 MB", "test", 10**12, 1_000_000, "test")
+    return Scenario(model, bf16, bf16, 10**12, gpu=gpu, memory_utilization=1.0)
+
+
+def test_no_kv_and_no_state_means_any_batch_fits() -> None:
+    # Per layer: q, o 2 x 64 x 64 = 8,192; k, v 2 x 64 x 32 = 4,096; MLP 3 x 64 x 128
+    # = 24,576; norms 128: 36,992. Stored: 2 x 36,992 + embedding and LM head 2 x 6,400
+    # + final norm 64 = 86,848 params = 173,696 bytes; free 1,000,000 - 173,696 = 826,304.
+    model = _tiny(Attention(num_heads=4, num_kv_heads=2, head_dim=16))
+    est = estimate(_on_a_megabyte(model), [0])
+    assert est.memory is not None and est.memory.stored_weight_bytes == 173_696
+    # At context 0 a sequence holds no byte: no batch is too big.
+    assert est.memory.max_batch is None
+    # KV: 2 layers x 2 (K, V) x 2 heads x 16 x 2 bytes = 256 bytes a token;
+    # 826,304 / 256 = 3,227.75 -> 3,227 tokens at batch 1.
+    assert est.memory.max_context == 3_227
+    assert any("any batch fits at 0 tokens" in line for line in estimate_report(est).title)
+
+
+def test_recurrent_state_bounds_the_batch_at_context_zero() -> None:
+    # Layer 0 is Gated DeltaNet (2 key heads, 4 value heads, dims 8, conv kernel 4):
+    # state 4 x 8 x 8 = 256 + conv (2 x 2 x 8 + 4 x 8 = 64) x 3 = 192 -> 448 elements
+    # = 896 bytes per sequence in BF16. Its params: 64 x (2 x 16 + 2 x 32) = 6,144
+    # + 64 x 2 x 4 = 512 + 32 x 64 = 2,048 + conv 64 x 4 = 256 + 2 x 4 = 8, + norm 8
+    # = 8,976; with MLP 24,576 and norms 128: 33,680. Stored: 33,680 + 36,992 + 12,800 + 64
+    # = 83,536 params = 167,072 bytes; free 832,928; 832,928 / 896 = 929.6 -> 929.
+    model = _tiny(LinearAttention(2, 4, 8, 8, 4))
+    est = estimate(_on_a_megabyte(model), [0])
+    assert est.memory is not None and est.memory.stored_weight_bytes == 167_072
+    assert est.memory.max_batch == 929
+    assert any("929 sequences fit at 0 tokens" in line for line in estimate_report(est).title)

@@ -11,7 +11,8 @@ from decodecalc.loading.datafile import Document, read_yaml
 from decodecalc.loading.fields import Fields
 from decodecalc.physics.estimator import Scenario
 from decodecalc.record import record
-from decodecalc.scenarios import build_scenario
+from decodecalc.scenario_spec import ScenarioSpec
+from decodecalc.scenarios import resolve
 
 MAX_MS_PER_TOKEN = 3_600_000
 """An hour per token: anything slower is a typo, not a measurement."""
@@ -41,20 +42,18 @@ def _point(doc: Document, f: Fields, catalog: Catalog) -> MeasuredPoint:
     batch, tp = f.integer("batch", default=1), f.integer("tp", default=1)
     link = f.text("link", "") or None
     try:
-        scenario = build_scenario(
+        scenario = resolve(
+            ScenarioSpec(
+                model=model,
+                gpu=gpu,
+                weights=weights,
+                kv_dtype=kv_dtype,
+                batch=batch,
+                tp=tp,
+                overhead=0.0,
+                link=link,
+            ),
             catalog,
-            catalog.model(model),
-            gpu=gpu,
-            bandwidth=None,
-            weights=weights,
-            kv_dtype=kv_dtype,
-            batch=batch,
-            tp=tp,
-            efficiency="1",
-            memory_utilization=0.9,
-            overhead="0ms",
-            link=link,
-            link_bandwidth=None,
         )
     except InputError as exc:
         raise f.error(None, str(exc)) from None

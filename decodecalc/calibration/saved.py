@@ -12,6 +12,7 @@ from pathlib import Path
 
 from decodecalc.calibration.least_squares import Fit
 from decodecalc.errors import InputError
+from decodecalc.paths import expand_user, xdg_dir
 
 ENV_VAR = "DECODECALC_CALIBRATION"
 
@@ -19,9 +20,11 @@ ENV_VAR = "DECODECALC_CALIBRATION"
 def calibration_path() -> Path:
     configured = os.environ.get(ENV_VAR)
     if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "decodecalc" / "calibration.json"
+        return expand_user(configured)
+    base = xdg_dir("XDG_CONFIG_HOME", ".config")
+    if base is None:
+        raise InputError(f"no home directory to keep the calibration in: set ${ENV_VAR}")
+    return base / "decodecalc" / "calibration.json"
 
 
 def save_calibration(fit: Fit, source: str, path: Path | None = None) -> Path:

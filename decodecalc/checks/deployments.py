@@ -19,9 +19,11 @@ from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, read_yaml
 from decodecalc.loading.fields import suggest
+from decodecalc.paths import expand_user
 from decodecalc.physics.estimator import Scenario
-from decodecalc.record import field, record
-from decodecalc.scenarios import default_kv_dtype, resolve_link
+from decodecalc.record import field, record, replace
+from decodecalc.scenario_spec import ScenarioSpec
+from decodecalc.scenarios import resolve
 from decodecalc.units import parse_bandwidth, parse_duration
 
 DEPLOYMENT_KEYS = (
@@ -380,25 +382,23 @@ class DeploymentReader:
             problems.items.append(f"{where}: {name}: no targets to check")
         if len(problems.items) > before or model is None:
             return None
-        weights = weights or self.catalog.dtype("bf16")
+        spec = ScenarioSpec(model=model, gpu=gpu, bandwidth=bandwidth, link=link_name)
+        chosen = {
+            "weights": weights,
+            "kv_dtype": kv,
+            "batch": batch,
+            "tp": tp,
+            "efficiency": efficiency,
+            "memory_utilization": utilization,
+            "overhead": overhead,
+        }
+        spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
         deployment: Deployment | None = problems.attempt(
             where,
             lambda: Deployment(
                 file=doc.path,
                 name=name,
-                scenario=Scenario(
-                    model=model,
-                    weights=weights,
-                    kv_dtype=kv or default_kv_dtype(self.catalog, weights),
-                    bandwidth_bytes_per_s=bandwidth or gpu.bandwidth_bytes_per_s,
-                    efficiency=efficiency or 1.0,
-                    batch=batch or 1,
-                    tp=tp or 1,
-                    gpu=gpu,
-                    memory_utilization=utilization or 0.9,
-                    link=resolve_link(self.catalog, gpu, tp or 1, link_name, None),
-                    overhead_s=overhead or 0.0,
-                ),
+                scenario=resolve(spec, self.catalog),
                 contexts=contexts or (model.max_context_tokens,),
                 targets=targets,
             ),
@@ -429,7 +429,7 @@ class DeploymentReader:
 
     @staticmethod
     def _relative(doc: Document, reference: str) -> Path:
-        path = Path(reference).expanduser()
+        path = expand_user(reference)
         return path if path.is_absolute() else Path(doc.path).parent / path
 
     def _model_ref(self, doc: Document, reference: str) -> str:

@@ -9,12 +9,13 @@ it names: Typer turns every registered signature into Click options on each run,
 option declarations themselves take time to create, so a query pays for its own options only.
 """
 
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -81,10 +82,40 @@ PresetsOpt = Annotated[
 ]
 
 
-def emit(report: "Report", fmt: Format, as_json: bool, exact: bool = False) -> None:
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output", "-o", help="Write the output to FILE instead of stdout.", metavar="FILE"
+    ),
+]
+
+
+def emit(
+    report: "Report", fmt: Format, as_json: bool, exact: bool = False, output: str | None = None
+) -> None:
+    """Write a report in its format to stdout or --output. Machine formats repeat the
+    report's notes on stderr: JSON carries them too, CSV has no place for them."""
     from decodecalc.views.render import RENDERERS
 
-    RENDERERS["json" if as_json else fmt.value](report, sys.stdout, exact)
+    name = "json" if as_json else fmt.value
+    with output_stream(output) as out:
+        RENDERERS[name](report, out, exact)
+    if name in ("json", "csv") or output is not None:
+        for item in report.document.get("notes", ()):
+            note(item["message"])
+
+
+@contextlib.contextmanager
+def output_stream(output: str | None) -> Iterator[IO[str]]:
+    """stdout, or the --output file (an unwritable one is an input error)."""
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        with open(output, "w", encoding="utf-8", newline="") as out:
+            yield out
+    except OSError as exc:
+        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
 
 
 def draw(series: list[Any], chart: bool, plot: str | None) -> None:

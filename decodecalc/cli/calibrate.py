@@ -32,19 +32,19 @@ def calibrate(
 
     Example: decodecalc calibrate my-measurements.yaml --save
     """
-    from pathlib import Path
-
     from decodecalc.calibration.calibrate import calibrate as run_calibrate
     from decodecalc.calibration.points import read_points
     from decodecalc.calibration.saved import save_calibration
     from decodecalc.loading.datafile import is_file
+    from decodecalc.paths import expand_user
     from decodecalc.views.calibration import calibration_report
 
-    path = Path(points)
+    path = expand_user(points)
     if not is_file(path):
         raise InputError(f"points file {points!r} does not exist")
     result = run_calibrate(read_points(path, load_catalog(presets)))
     saved = None
     if save or save_to:
-        saved = str(save_calibration(result.fit, str(path), Path(save_to) if save_to else None))
+        target = expand_user(save_to) if save_to else None
+        saved = str(save_calibration(result.fit, str(path), target))
     emit(calibration_report(result, saved), fmt, as_json)

@@ -65,11 +65,10 @@ def check(
 
       decodecalc check serve.yaml --gpu h100-sxm -t max_ms_per_token=40 -f junit -o report.xml
     """
-    from pathlib import Path
-
     from decodecalc.checks.deployments import DeploymentReader
     from decodecalc.checks.run import run_checks
     from decodecalc.loading.datafile import is_file
+    from decodecalc.paths import expand_user
     from decodecalc.views.check import check_report, to_junit
 
     overrides = {}
@@ -82,7 +81,7 @@ def check(
     problems: list[str] = []
     deployments = []
     for file in files:
-        path = Path(file)
+        path = expand_user(file)
         if not is_file(path):
             problems.append(f"{file}: no such file")
             continue
@@ -97,7 +96,7 @@ def check(
     checked = run_checks(deployments)
     report = check_report(checked)
     if output is not None:
-        _write_report(checked, report, fmt, Path(output))
+        _write_report(checked, report, fmt, expand_user(output))
         from decodecalc.views.render import to_table
 
         to_table(report, sys.stdout)

@@ -1,11 +1,9 @@
 """Commands over many scenarios: a side-by-side comparison, and a streamed sweep."""
 
 import contextlib
-import itertools
-import math
 import sys
-from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,82 +11,40 @@ from decodecalc.cli import (
     Format,
     FormatOpt,
     JsonOpt,
-    PresetsOpt,
+    OutputOpt,
     app,
     draw,
     emit,
     load_catalog,
     note,
+    output_stream,
 )
 from decodecalc.cli.options import (
-    BandwidthOpt,
     ChartOpt,
     ContextOpt,
-    EfficiencyOpt,
-    LinkOpt,
-    MemoryUtilizationOpt,
-    OverheadOpt,
     PlotOpt,
     contexts_for,
+    scenario_options,
+    specs_of,
 )
 from decodecalc.errors import InputError
+from decodecalc.record import replace
 
-ModelsOpt = Annotated[
-    str,
-    typer.Option("--model", "-m", help="One or more models, comma-separated.", metavar="MODELS"),
-]
-GpusOpt = Annotated[
-    str | None,
-    typer.Option("--gpu", "-g", help="One or more GPU presets.", metavar="GPUS"),
-]
-WeightsListOpt = Annotated[
-    str, typer.Option("--weights", "-w", help="One or more weight dtypes.", metavar="DTYPES")
-]
-BatchListOpt = Annotated[
-    str, typer.Option("--batch", help="One or more batch sizes, e.g. 1,8,64.", metavar="LIST")
-]
-TpListOpt = Annotated[
-    str, typer.Option("--tp", help="One or more TP sizes, e.g. 1,2,4,8.", metavar="LIST")
-]
-"""The axes compare and sweep take as comma lists."""
-
-
-def split_list(text: str, what: str) -> list[str]:
-    values = [v.strip() for v in text.split(",")]
-    if not all(values):
-        raise InputError(f"{what} {text!r} has an empty value between commas")
-    return list(dict.fromkeys(values))
-
-
-def int_list(text: str, what: str) -> list[int]:
-    try:
-        return [int(v) for v in split_list(text, what)]
-    except ValueError:
-        raise InputError(f"{what} {text!r}: expected whole numbers separated by commas") from None
+if TYPE_CHECKING:
+    from decodecalc.notes import Note
 
 
 @app.command()
+@scenario_options(axes=True)
 def compare(
-    model: ModelsOpt,
-    gpu: GpusOpt = None,
-    bandwidth: BandwidthOpt = None,
-    weights: WeightsListOpt = "bf16",
-    kv_dtype: Annotated[
-        str | None,
-        typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.", metavar="DTYPES"),
-    ] = None,
+    ctx: typer.Context,
     context: ContextOpt = None,
-    batch: BatchListOpt = "1",
-    tp: TpListOpt = "1",
-    efficiency: EfficiencyOpt = "1",
-    memory_utilization: MemoryUtilizationOpt = 0.9,
-    overhead: OverheadOpt = None,
-    link: LinkOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
-    presets: PresetsOpt = None,
+    **scenario_flags: Any,
 ) -> None:
     """Scenarios side by side: every combination of the comma lists, at each context.
 
@@ -99,45 +55,21 @@ def compare(
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
     from decodecalc.physics.estimator import estimate as run_estimate
+    from decodecalc.scenarios import resolve
     from decodecalc.views.charts import series_of
     from decodecalc.views.compare import compare_report, label
 
-    catalog = load_catalog(presets)
-    models = [catalog.model(m) for m in split_list(model, "--model")]
-    gpus: list[str | None] = list(split_list(gpu, "--gpu")) if gpu else [None]
-    kvs: list[str | None] = list(split_list(kv_dtype, "--kv-dtype")) if kv_dtype else [None]
-    contexts = contexts_for(context, min(models, key=lambda m: m.max_context_tokens))
-    from decodecalc.scenarios import build_scenario
-
-    axes = (
-        models,
-        gpus,
-        split_list(weights, "--weights"),
-        kvs,
-        int_list(batch, "--batch"),
-        int_list(tp, "--tp"),
-    )
-    _check_size(math.prod(len(axis) for axis in axes), len(contexts))
-    estimates = []
-    for m, g, w, k, b, t in itertools.product(*axes):
-        scenario = build_scenario(
-            catalog,
-            m,
-            gpu=g,
-            bandwidth=bandwidth,
-            weights=w,
-            kv_dtype=k,
-            batch=b,
-            tp=t,
-            efficiency=efficiency,
-            memory_utilization=memory_utilization,
-            overhead=overhead,
-            link=link,
-            link_bandwidth=None,
-        )
-        estimates.append(run_estimate(scenario, contexts))
-    emit(compare_report(estimates, contexts), fmt, as_json)
-    draw([series_of(label(e), e) for e in estimates], chart, plot)
+    catalog = load_catalog(ctx.params["presets"])
+    specs = specs_of(ctx)
+    models = {str(s.model): catalog.model(str(s.model)) for s in specs}
+    contexts = contexts_for(context, min(models.values(), key=lambda m: m.max_context_tokens))
+    _check_size(len(specs), len(contexts))
+    estimates = [
+        run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
+        for s in specs
+    ]
+    emit(compare_report(estimates, contexts), fmt, as_json, False, output)
+    draw([series_of(label(e.scenario), e) for e in estimates], chart, plot)
 
 
 def _check_size(scenarios: int, contexts: int) -> None:
@@ -157,19 +89,12 @@ MAX_COMPARED_ROWS = 10_000
 
 
 @app.command()
+@scenario_options(axes=True)
 def sweep(
-    model: ModelsOpt,
+    ctx: typer.Context,
     context: Annotated[
         str, typer.Option("--context", "-c", help="Contexts, as for estimate.", metavar="SPEC")
     ],
-    gpu: GpusOpt = None,
-    weights: WeightsListOpt = "bf16",
-    kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", "-k", help="One or more KV dtypes.", metavar="DTYPES")
-    ] = "bf16",
-    batch: BatchListOpt = "1",
-    tp: TpListOpt = "1",
-    efficiency: EfficiencyOpt = "1",
     fmt: Annotated[
         str,
         typer.Option(
@@ -183,7 +108,7 @@ def sweep(
         str | None,
         typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
     ] = None,
-    presets: PresetsOpt = None,
+    **scenario_flags: Any,
 ) -> None:
     """Stream one row per combination of every axis and context, for pandas or a spreadsheet.
 
@@ -195,67 +120,81 @@ def sweep(
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
     from decodecalc.context import parse_context
-    from decodecalc.physics.sweep import Axis, grid_size
-    from decodecalc.physics.sweep import sweep as run_sweep
-    from decodecalc.scenarios import build_scenario
+    from decodecalc.notes import many_notes
+    from decodecalc.physics.sweep import MAX_SWEEP_ROWS
     from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
         raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl")
-    catalog = load_catalog(presets)
-    if gpu is None:
-        raise InputError("give --gpu with one or more GPU presets")
-    axes = [
-        Axis("model", tuple(split_list(model, "--model"))),
-        Axis("gpu", tuple(split_list(gpu, "--gpu"))),
-        Axis("weights", tuple(split_list(weights, "--weights"))),
-        Axis("kv_dtype", tuple(split_list(kv_dtype, "--kv-dtype"))),
-        Axis("batch", tuple(str(b) for b in int_list(batch, "--batch"))),
-        Axis("tp", tuple(str(t) for t in int_list(tp, "--tp"))),
-    ]
-    for name in ("model", "gpu", "weights", "kv_dtype"):
-        lookup = {"model": catalog.model, "gpu": catalog.gpu}.get(name, catalog.dtype)
-        for value in next(a for a in axes if a.name == name).values:
-            lookup(value)  # unknown names fail before any row is written
+    specs = specs_of(ctx)
+    if specs[0].gpu is None and specs[0].bandwidth is None:
+        raise InputError("give --gpu with one or more GPU presets, or --bandwidth")
     contexts = parse_context(context)
-
-    def build(combo: dict[str, str]) -> Any:
-        return build_scenario(
-            catalog,
-            catalog.model(combo["model"]),
-            gpu=combo["gpu"],
-            bandwidth=None,
-            weights=combo["weights"],
-            kv_dtype=combo["kv_dtype"],
-            batch=int(combo["batch"]),
-            tp=int(combo["tp"]),
-            efficiency=efficiency,
-            memory_utilization=0.9,
-            overhead=None,
-            link=None,
-            link_bandwidth=None,
+    size = len(specs) * len(contexts)
+    if size > MAX_SWEEP_ROWS:
+        raise InputError(
+            f"the grid has {size:,} rows; at most {MAX_SWEEP_ROWS:,} are allowed (fewer values)"
         )
+    catalog = load_catalog(ctx.params["presets"])
+    for spec in specs:  # unknown names fail before any row is written
+        for name in ("model", "gpu", "weights", "kv_dtype"):
+            value = getattr(spec, name)
+            if isinstance(value, str):
+                {"model": catalog.model, "gpu": catalog.gpu}.get(name, catalog.dtype)(value)
 
     import gc
 
     gc.enable()  # a sweep streams without bound; the console script starts with it off
     skipped: list[str] = []
-    size = grid_size(axes, contexts)
+    notes: "list[tuple[str, Sequence[Note]]]" = []
     labels = CSV_FITS if fmt == "csv" else None
-    scenarios = run_sweep(axes, contexts, build, skipped, labels)
+    scenarios = _sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
-    names = [a.name for a in axes]
     if output is None:
-        write(names, scenarios, sys.stdout)
+        write(scenarios, sys.stdout)
     else:
-        try:
-            with open(output, "w", encoding="utf-8", newline="") as out, _progress(size) as bar:
-                write(names, scenarios, out, bar)
-        except OSError as exc:
-            raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+        with output_stream(output) as out, _progress(size) as bar:
+            write(scenarios, out, bar)
+    for item in many_notes(notes):
+        note(item.message)
     if skipped:
         first = skipped[0]
         note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
+
+
+def _sweep_scenarios(
+    specs: list[Any],
+    contexts: tuple[int, ...],
+    catalog: Any,
+    skipped: list[str],
+    notes: "list[tuple[str, Sequence[Note]]]",
+    labels: dict[bool | None, object] | None,
+) -> Iterator[tuple[Any, float | None, Iterator[tuple[object, ...]]]]:
+    """Each valid scenario with its crossover and the stream of its rows, its notes added
+    to ``notes`` (the rows' fits column says what does not fit); combinations that are no
+    valid deployment (a TP that does not split the heads, a weight-only KV format) are
+    listed in ``skipped`` instead."""
+    from decodecalc.notes import context_notes, scenario_notes
+    from decodecalc.physics.estimator import StepModel
+    from decodecalc.physics.sweep import FastStep
+    from decodecalc.scenarios import resolve
+    from decodecalc.views.compare import label
+
+    for spec in specs:
+        try:
+            scenario = resolve(spec, catalog)
+            fast = FastStep.of(scenario)
+        except InputError as exc:
+            given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
+            given.update(batch=spec.batch, tp=spec.tp)
+            shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)
+            skipped.append(f"{shown}: {exc}")
+            continue
+        notes.append(
+            (label(scenario), [*scenario_notes(scenario), *context_notes(scenario, contexts)])
+        )
+        crossover = StepModel.of(scenario).crossover()
+        yield scenario, None if crossover is None else float(crossover), fast.rows(contexts, labels)
 
 
 @contextlib.contextmanager

@@ -7,102 +7,11 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from decodecalc.cli import PresetsOpt, completer, load_catalog, note
+from decodecalc.cli import PresetsOpt, completer, load_catalog
+from decodecalc.errors import InputError
+from decodecalc.record import field_defaults, record
+from decodecalc.scenario_spec import ScenarioSpec
 
-ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="Model preset or alias, a model YAML file, or a config.json.",
-        autocompletion=completer("models"),
-        metavar="MODEL",
-    ),
-]
-GpuOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--gpu",
-        "-g",
-        help="GPU preset (sets bandwidth).",
-        autocompletion=completer("gpus"),
-        metavar="GPU",
-    ),
-]
-BandwidthOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--bandwidth",
-        "-b",
-        help="Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
-        metavar="RATE",
-    ),
-]
-WeightsOpt = Annotated[
-    str,
-    typer.Option(
-        "--weights",
-        "-w",
-        help="Weight dtype (see 'decodecalc dtypes').",
-        autocompletion=completer("dtypes"),
-        metavar="DTYPE",
-    ),
-]
-KvOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--kv-dtype",
-        "-k",
-        help="KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
-        metavar="DTYPE",
-    ),
-]
-BatchOpt = Annotated[
-    int, typer.Option("--batch", help="Concurrent sequences per step.", metavar="N")
-]
-TpOpt = Annotated[
-    int, typer.Option("--tp", help="Tensor-parallel GPUs; figures are per GPU.", metavar="N")
-]
-EfficiencyOpt = Annotated[
-    str,
-    typer.Option(
-        "--efficiency",
-        "-e",
-        help="Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
-        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
-        metavar="EFF",
-    ),
-]
-MemoryUtilizationOpt = Annotated[
-    float,
-    typer.Option(
-        "--memory-utilization",
-        help="Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
-        metavar="FRACTION",
-    ),
-]
-OverheadOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--overhead",
-        help="Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated).",
-        metavar="TIME",
-    ),
-]
-LinkOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--link",
-        help="Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
-        metavar="LINK",
-    ),
-]
-LinkBandwidthOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--link-bandwidth", help="Override the link's bandwidth, e.g. 450GB/s.", metavar="RATE"
-    ),
-]
 ContextOpt = Annotated[
     str | None,
     typer.Option(
@@ -129,66 +38,215 @@ PlotOpt = Annotated[
 ]
 
 
-SCENARIO_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
-    ("gpu", GpuOpt, None),
-    ("bandwidth", BandwidthOpt, None),
-    ("weights", WeightsOpt, "bf16"),
-    ("kv_dtype", KvOpt, None),
-    ("batch", BatchOpt, 1),
-    ("tp", TpOpt, 1),
-    ("efficiency", EfficiencyOpt, "1"),
-    ("memory_utilization", MemoryUtilizationOpt, 0.9),
-    ("overhead", OverheadOpt, None),
-    ("link", LinkOpt, None),
-    ("link_bandwidth", LinkBandwidthOpt, None),
+@record
+class ScenarioOption:
+    """How one ScenarioSpec field is given on the command line. compare and sweep take the
+    ``axis`` options as comma lists (every combination is a scenario), the rest as one value."""
+
+    name: str
+    flags: tuple[str, ...]
+    help: str
+    metavar: str
+    kind: type = str
+    axis: str | None = None
+    """Help for the comma-list form (None: one value in every command)."""
+    complete: str | None = None
+    """Which presets complete it."""
+
+
+SCENARIO_OPTIONS = (
+    ScenarioOption(
+        "model",
+        ("--model", "-m"),
+        "Model preset or alias, a model YAML file, or a config.json.",
+        "MODEL",
+        axis="One or more models, comma-separated.",
+        complete="models",
+    ),
+    ScenarioOption(
+        "gpu",
+        ("--gpu", "-g"),
+        "GPU preset (sets bandwidth, capacity and FLOP/s).",
+        "GPU",
+        axis="One or more GPU presets.",
+        complete="gpus",
+    ),
+    ScenarioOption(
+        "bandwidth",
+        ("--bandwidth", "-b"),
+        "Memory bandwidth, e.g. 3.35TB/s, 819GB/s, 1.5TiB/s; overrides --gpu.",
+        "RATE",
+    ),
+    ScenarioOption(
+        "weights",
+        ("--weights", "-w"),
+        "Weight dtype (see 'decodecalc dtypes').",
+        "DTYPE",
+        axis="One or more weight dtypes.",
+        complete="dtypes",
+    ),
+    ScenarioOption(
+        "kv_dtype",
+        ("--kv-dtype", "-k"),
+        "KV-cache dtype. Default: the weight dtype if it is FP32/FP16/BF16, else BF16.",
+        "DTYPE",
+        axis="One or more KV dtypes (default as for estimate).",
+        complete="dtypes",
+    ),
+    ScenarioOption(
+        "batch",
+        ("--batch",),
+        "Concurrent sequences per step.",
+        "N",
+        int,
+        axis="One or more batch sizes, e.g. 1,8,64.",
+    ),
+    ScenarioOption(
+        "tp",
+        ("--tp",),
+        "Tensor-parallel GPUs; figures are per GPU.",
+        "N",
+        int,
+        axis="One or more TP sizes, e.g. 1,2,4,8.",
+    ),
+    ScenarioOption(
+        "efficiency",
+        ("--efficiency", "-e"),
+        "Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
+        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
+        "EFF",
+    ),
+    ScenarioOption(
+        "memory_utilization",
+        ("--memory-utilization",),
+        "Share of GPU memory for weights and cache, like vLLM's gpu_memory_utilization.",
+        "FRACTION",
+        float,
+    ),
+    ScenarioOption(
+        "overhead",
+        ("--overhead",),
+        "Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated).",
+        "TIME",
+    ),
+    ScenarioOption(
+        "link",
+        ("--link",),
+        "Interconnect for TP all-reduces (default: the GPU's; 'none' leaves them out).",
+        "LINK",
+    ),
+    ScenarioOption(
+        "link_bandwidth",
+        ("--link-bandwidth",),
+        "Override the link's bandwidth, e.g. 450GB/s.",
+        "RATE",
+    ),
 )
-"""What describes one deployment besides the model: name, option, default."""
+"""Every option that describes one deployment, in the order help lists them; the defaults
+are ScenarioSpec's, so no command can drift from another."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def scenario_options(command: F) -> F:
-    """Give a command the scenario options, after its --model, and --presets last; it takes
-    them as ``**scenario`` and reads them back with scenario_of(ctx).
+def _parameter(option: ScenarioOption, as_list: bool) -> inspect.Parameter:
+    default = field_defaults(ScenarioSpec).get(option.name, inspect.Parameter.empty)
+    listed = as_list and option.axis is not None
+    kind: Any = str if listed else option.kind
+    declared = typer.Option(
+        *option.flags,
+        help=option.axis if listed else option.help,
+        metavar=f"{option.metavar}S" if listed and option.metavar != "N" else option.metavar,
+        autocompletion=None if option.complete is None else completer(option.complete),
+    )
+    if listed and default not in (None, inspect.Parameter.empty):
+        default = str(default)
+    if default is None:
+        kind = kind | None
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Annotated[kind, declared],
+        default=default,
+    )
 
-    One declaration for estimate, generate and explain, the way sqlite-utils shares its
-    output options: Typer builds options from the signature, so they join the signature
-    (keyword-only, which is how Typer passes them, in the order help lists them).
+
+def scenario_options(*, axes: bool = False) -> Callable[[F], F]:
+    """Give a command the scenario options first, its own after them, and --presets last;
+    it takes them as ``**scenario`` and reads them back with spec_of / specs_of.
+
+    One declaration for every command that builds a scenario, the way sqlite-utils shares
+    its output options: Typer builds options from the signature, so they join the
+    signature (keyword-only, which is how Typer passes them). With ``axes`` the options
+    that may vary take comma lists (compare, sweep).
     """
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    own = [
-        p.replace(kind=keyword)
-        for p in inspect.signature(command).parameters.values()
-        if p.kind is not p.VAR_KEYWORD
-    ]
-    after_model = [p.name for p in own].index("model") + 1
-    shared = [
-        inspect.Parameter(name, keyword, annotation=option, default=default)
-        for name, option, default in SCENARIO_OPTIONS
-    ]
-    presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
-    parameters = [*own[:after_model], *shared, *own[after_model:], presets]
-    setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
-    return command
+
+    def decorate(command: F) -> F:
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        own = [
+            p.replace(kind=keyword)
+            for p in inspect.signature(command).parameters.values()
+            if p.kind is not p.VAR_KEYWORD
+        ]
+        first = [p for p in own if p.name == "ctx"]
+        rest = [p for p in own if p.name != "ctx"]
+        shared = [_parameter(o, axes) for o in SCENARIO_OPTIONS]
+        presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
+        parameters = [*first, *shared, *rest, presets]
+        setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
+        return command
+
+    return decorate
+
+
+def spec_of(ctx: typer.Context) -> ScenarioSpec:
+    """The scenario a command's options describe, unresolved."""
+    return ScenarioSpec(**{o.name: ctx.params[o.name] for o in SCENARIO_OPTIONS})
 
 
 def scenario_of(ctx: typer.Context) -> Any:
-    """The scenario a command's options describe (see scenario_options)."""
-    from decodecalc.scenarios import build_scenario
+    """The resolved scenario a command's options describe (see scenario_options)."""
+    from decodecalc.scenarios import resolve
 
-    params = ctx.params
-    catalog = load_catalog(params.get("presets"))
-    flags = {name: params[name] for name, _, _ in SCENARIO_OPTIONS}
-    return build_scenario(catalog, catalog.model(params["model"]), **flags)
+    return resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
+
+
+def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
+    """Every combination of the comma-list options, in the order the lists give them (the
+    last option varies fastest)."""
+    import itertools
+
+    values = []
+    for option in SCENARIO_OPTIONS:
+        given = ctx.params[option.name]
+        if option.axis is None or given is None:
+            values.append([given])
+            continue
+        items = split_list(given, option.flags[0])
+        values.append(items if option.kind is str else _whole_numbers(items, option.flags[0]))
+    names = [o.name for o in SCENARIO_OPTIONS]
+    return [
+        ScenarioSpec(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)
+    ]
+
+
+def split_list(text: str, what: str) -> list[str]:
+    values = [v.strip() for v in text.split(",")]
+    if not all(values):
+        raise InputError(f"{what} {text!r} has an empty value between commas")
+    return list(dict.fromkeys(values))
+
+
+def _whole_numbers(values: list[str], what: str) -> list[int]:
+    try:
+        return [int(v) for v in values]
+    except ValueError:
+        raise InputError(
+            f"{what} {','.join(values)!r}: expected whole numbers separated by commas"
+        ) from None
 
 
 def contexts_for(spec: str | None, model: Any) -> tuple[int, ...]:
+    """The contexts asked for, by default 1K doubling to the model's maximum context."""
     from decodecalc.context import parse_context
 
-    contexts = parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")
-    if contexts[-1] > model.max_context_tokens:
-        note(
-            f"contexts above {model.max_context_tokens:,} tokens exceed {model.id}'s "
-            "max_position_embeddings; the figures extrapolate the same physics"
-        )
-    return contexts
+    return parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")

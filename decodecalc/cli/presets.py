@@ -66,7 +66,7 @@ def import_config(
         str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
     ],
     name: Annotated[
-        str, typer.Option("--name", "-n", help="The preset's display name.", metavar="NAME")
+        str, typer.Option("--name", help="The preset's display name.", metavar="NAME")
     ],
     output: Annotated[
         str | None,
@@ -94,14 +94,13 @@ def import_config(
 
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
-    from pathlib import Path
-
     from decodecalc.loading.datafile import is_file, read_json
     from decodecalc.loading.presets import preset_from_config
+    from decodecalc.paths import expand_user
 
     if official_params is not None and official_params < 1:
         raise InputError(f"--official-params {official_params} must be a positive count")
-    path = Path(config).expanduser()
+    path = expand_user(config)
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
     preset = preset_from_config(read_json(path), name, source, official_params)
@@ -112,7 +111,7 @@ def import_config(
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text, encoding="utf-8")
+        expand_user(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
     note(f"wrote {output}")

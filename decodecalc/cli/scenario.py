@@ -1,16 +1,15 @@
 """Commands about one scenario: its latency across contexts, a whole answer, one step
 worked through."""
 
-import sys
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, app, draw, emit
+from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emit, output_stream
 from decodecalc.cli.options import (
     ChartOpt,
     ContextOpt,
-    ModelOpt,
     PlotOpt,
     contexts_for,
     scenario_of,
@@ -20,13 +19,21 @@ from decodecalc.errors import InputError
 
 
 @app.command()
-@scenario_options
+@scenario_options()
 def estimate(
     ctx: typer.Context,
-    model: ModelOpt,
     context: ContextOpt = None,
+    crossover_row: Annotated[
+        bool,
+        typer.Option(
+            "--crossover-row/--no-crossover-row",
+            help="Add a row at the crossover context when it falls inside the range "
+            "(JSON marks it with crossover: true).",
+        ),
+    ] = True,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
     exact: Annotated[
         bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
     ] = False,
@@ -47,11 +54,11 @@ def estimate(
 
     scenario = scenario_of(ctx)
     contexts = contexts_for(context, scenario.model)
-    result = run_estimate(scenario, contexts)
+    result = run_estimate(scenario, contexts, crossover_row)
     report = estimate_report(result)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
-    emit(report, fmt, as_json, exact)
+    emit(report, fmt, as_json, exact, output)
     if chart or plot:
         from decodecalc.views.charts import series_of
 
@@ -59,10 +66,9 @@ def estimate(
 
 
 @app.command()
-@scenario_options
+@scenario_options()
 def generate(
     ctx: typer.Context,
-    model: ModelOpt,
     prompt: Annotated[
         str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.", metavar="TOKENS")
     ],
@@ -71,12 +77,13 @@ def generate(
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """How long a whole answer takes: prefill (time to first token) and N decode steps.
 
     Step i reads a cache of P + i tokens; the steps are summed exactly. Prefill is
-    estimated as compute-bound: its FLOPs over the GPU's peak FLOP/s.
+    max(compute, memory) plus communication.
 
     Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
     """
@@ -93,21 +100,41 @@ def generate(
             f"--prompt {prompt} plus --tokens {tokens} reach a context of {final:,} tokens; "
             f"the limit is {MAX_CONTEXT_TOKENS:,}"
         )
-    contexts_for(str(final), scenario.model)
-    emit(generation_report(run_generate(scenario, prompt_tokens, new_tokens)), fmt, as_json)
+    emit(
+        generation_report(run_generate(scenario, prompt_tokens, new_tokens)),
+        fmt,
+        as_json,
+        False,
+        output,
+    )
+
+
+class ExplainFormat(str, Enum):
+    text = "text"
+    json = "json"
 
 
 @app.command()
-@scenario_options
+@scenario_options()
 def explain(
     ctx: typer.Context,
-    model: ModelOpt,
     context: Annotated[
         str,
         typer.Option(
             "--context", "-c", help="The context to work through, e.g. 32K.", metavar="TOKENS"
         ),
     ] = "8K",
+    fmt: Annotated[
+        ExplainFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="The worked text, or JSON: the estimate at this context with the text's "
+            "lines under 'explanation'.",
+        ),
+    ] = ExplainFormat.text,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """Work one decode step through, step by step, with the numbers substituted.
@@ -115,10 +142,12 @@ def explain(
     Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
     """
     from decodecalc.context import parse_tokens
-    from decodecalc.physics.estimator import StepModel
-    from decodecalc.views.explain import explain_text
+    from decodecalc.views.explain import explain_report
 
     scenario = scenario_of(ctx)
-    tokens = parse_tokens(context)
-    contexts_for(str(tokens), scenario.model)
-    sys.stdout.write("\n".join(explain_text(StepModel.of(scenario), tokens)) + "\n")
+    report = explain_report(scenario, parse_tokens(context))
+    if as_json or fmt is ExplainFormat.json:
+        emit(report, Format.json, True, False, output)
+        return
+    with output_stream(output) as out:
+        out.write("\n".join([*report.title, *report.footer]) + "\n")

@@ -7,7 +7,7 @@ version is read from YAML again. The cache is an optimisation only: any problem 
 (read-only home, corrupt entry) falls back to reading the YAML.
 
 Location: $DECODECALC_CACHE, else $XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc;
-DECODECALC_CACHE=off disables it.
+DECODECALC_CACHE=off disables it, and so does having no home directory to find.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from decodecalc import __version__
+from decodecalc.paths import expand_user, xdg_dir
 
 ENV_VAR = "DECODECALC_CACHE"
 
@@ -26,9 +27,11 @@ ENV_VAR = "DECODECALC_CACHE"
 def cache_dir() -> Path | None:
     configured = os.environ.get(ENV_VAR)
     if configured:
-        return None if configured.lower() in ("off", "0", "no", "false") else Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "decodecalc"
+        off = configured.lower() in ("off", "0", "no", "false")
+        return None if off else expand_user(configured)
+    base = xdg_dir("XDG_CACHE_HOME", ".cache")
+    # No home to cache under: reading the YAML every time is only slower.
+    return None if base is None else base / "decodecalc"
 
 
 def _entry(source: Path) -> tuple[Path, list[Any]] | None:

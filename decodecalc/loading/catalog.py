@@ -18,6 +18,7 @@ from decodecalc.loading import cache
 from decodecalc.loading.datafile import Document, is_file, read_json, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
+from decodecalc.paths import expand_user
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
@@ -52,7 +53,7 @@ def presets_dir() -> Path:
 
 def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     from_env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    return tuple(Path(p).expanduser() for p in [*extra, *from_env])
+    return tuple(expand_user(p) for p in [*extra, *from_env])
 
 
 @record
@@ -67,7 +68,7 @@ class Catalog:
         """The catalog a command uses. Every directory named must exist: a typo would
         otherwise fall back to the built-in presets without a word."""
         for d in extra:
-            if not Path(d).expanduser().is_dir():
+            if not expand_user(d).is_dir():
                 raise InputError(f"presets directory {str(d)!r} does not exist")
         for d in user_dirs():  # with no arguments: the directories in the variable
             if not d.is_dir():
@@ -76,7 +77,7 @@ class Catalog:
 
     def model(self, name: str) -> Model:
         """A model by preset name or alias, from a preset file, or from a config.json."""
-        path = Path(name).expanduser()
+        path = expand_user(name)
         if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and is_file(path)):
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")

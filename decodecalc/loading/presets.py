@@ -98,6 +98,7 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
     name, aliases, source = _common(top)
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     memory = _parsed(top, "memory", parse_size)
+    top.text("memory_source", "")  # where the device-reported capacity was seen; data only
     flops: list[tuple[str, int]] = []
     if top.has("flops"):
         table = top.mapping("flops")

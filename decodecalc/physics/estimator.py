@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 from decodecalc.errors import InputError
+from decodecalc.notes import Note
 from decodecalc.physics.compute import AllReduce, step_flops
 from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.physics.hardware import GpuSpec, Link
@@ -49,6 +50,8 @@ class Scenario:
     """The interconnect TP all-reduces cross (None: communication not counted)."""
     overhead_s: float = 0.0
     """A fixed time per step: kernel launches, scheduling, sampling."""
+    notes: tuple[Note, ...] = ()
+    """What resolving the inputs found a reader must know (a calibration from another GPU)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -151,6 +154,13 @@ class Estimate:
     """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
 
 
+def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
+    """Weight bytes one GPU streams in a forward pass over ``tokens`` tokens (a decode
+    step's B, a prefill's B x P): each tensor once, routed experts at the share touched."""
+    params = scenario.model.streamed_params_per_gpu(scenario.tp, tokens)
+    return ceil_bytes(scenario.weights.bytes_for(params))
+
+
 @record
 class StepModel:
     """The context-independent part of a scenario, computed once."""
@@ -166,12 +176,11 @@ class StepModel:
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
         model, tp, batch = scenario.model, scenario.tp, scenario.batch
-        params = model.streamed_params_per_gpu(tp, batch)
         per_element = scenario.kv_dtype.bytes_for(1)
         state = batch * sum(m.state_elements(tp) for m in model.mixers())
         return cls(
             scenario=scenario,
-            weight_bytes=ceil_bytes(scenario.weights.bytes_for(params)),
+            weight_bytes=streamed_weight_bytes(scenario, batch),
             kv_curve=KVCurve.for_layers(model.mixers(), tp),
             kv_bytes_per_element=per_element,
             state_bytes=ceil_bytes(state * per_element),
@@ -249,16 +258,17 @@ class StepModel:
         )
 
 
-def estimate(scenario: Scenario, contexts: Iterable[int]) -> Estimate:
+def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
     """Per-token latency at each context, with the crossover row added where it falls
-    inside the requested range (rounded to the nearest token)."""
+    inside the requested range (rounded to the nearest token) unless ``crossover_row`` is
+    False; crossover_context is given either way."""
     step = StepModel.of(scenario)
     points = sorted(set(contexts))
     if not points:
         raise InputError("no context to estimate at")
     crossover = step.crossover()
     marked = None
-    if crossover is not None and points[0] <= crossover <= points[-1]:
+    if crossover_row and crossover is not None and points[0] <= crossover <= points[-1]:
         marked = math.floor(crossover + Fraction(1, 2))
         points = sorted({*points, marked})
     memory = step.memory(points[-1])

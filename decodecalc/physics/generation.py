@@ -1,5 +1,10 @@
 """A whole answer: time to first token (prefill) and the decode of N tokens after it.
 
+Prefill is one forward pass over B prompts of P tokens. Like a decode step it streams every
+weight once and pays its TP all-reduces; unlike one, it multiplies B x P tokens by them,
+so a long prompt is compute-bound and a short one is not: its time is
+max(compute, memory) + communication (+ the per-step overhead, once).
+
 Decode step i (i = 0..N-1) reads a cache of P + i tokens. Its time is a piecewise-linear
 function of the context (breaks at sliding windows, and where the step turns from memory- to
 compute-bound), so the N steps are summed exactly, segment by segment, with the
@@ -12,11 +17,48 @@ import math
 from itertools import pairwise
 
 from decodecalc.errors import InputError
+from decodecalc.notes import Note
 from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.estimator import Scenario, StepModel
+from decodecalc.physics.estimator import Scenario, StepModel, streamed_weight_bytes
 from decodecalc.record import record
 
 MAX_GENERATED_TOKENS = 2**30
+
+
+UNKNOWN_COMPUTE = Note(
+    "prefill-compute-not-counted",
+    "prefill counts memory traffic only: the GPU's FLOP/s are not known, so the compute "
+    "that makes long prompts slower is left out",
+)
+
+
+@record
+class Prefill:
+    """The prompt pass, per GPU, split into the terms that set its time."""
+
+    tokens: int
+    """B x P: every prompt token of the batch."""
+    flops: int
+    """All GPUs together."""
+    bytes: int
+    """Weights streamed once (the experts B x P tokens touch), plus the prompts' KV cache
+    and recurrent state written."""
+    memory_seconds: float
+    compute_seconds: float | None
+    """FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
+    comm_seconds: float
+    overhead_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        """max(compute, memory) + communication + overhead: the time to first token."""
+        slowest = max(self.memory_seconds, self.compute_seconds or 0.0)
+        return slowest + self.comm_seconds + self.overhead_seconds
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the pass: "memory" or "compute" (memory when compute is unknown)."""
+        return "compute" if (self.compute_seconds or 0.0) > self.memory_seconds else "memory"
 
 
 @record
@@ -27,13 +69,26 @@ class Generation:
     decode_seconds: float
     first_step_seconds: float
     last_step_seconds: float
-    prefill_flops: int
-    prefill_seconds: float | None
-    """Prefill FLOPs / peak FLOP/s: compute-bound by construction (None: rate unknown)."""
+    prefill: Prefill
+    notes: tuple[Note, ...] = ()
+    """What a reader must know to read the figures right (compute left out of prefill)."""
 
     @property
     def mean_step_seconds(self) -> float:
         return self.decode_seconds / self.new_tokens
+
+    @property
+    def prefill_flops(self) -> int:
+        return self.prefill.flops
+
+    @property
+    def prefill_seconds(self) -> float:
+        """Time to first token."""
+        return self.prefill.seconds
+
+    @property
+    def total_seconds(self) -> float:
+        return self.prefill.seconds + self.decode_seconds
 
 
 def prefill_flops(scenario: Scenario, prompt_tokens: int) -> int:
@@ -41,6 +96,29 @@ def prefill_flops(scenario: Scenario, prompt_tokens: int) -> int:
     model = scenario.model
     attention = sum(m.prefill_attention_flops(prompt_tokens) for m in model.mixers())
     return scenario.batch * (2 * matmul_params(model) * prompt_tokens + attention)
+
+
+def prefill(step: StepModel, prompt_tokens: int) -> Prefill:
+    """The prompt pass of the scenario behind ``step``. A batch of short prompts reads the
+    weights for a few dozen tokens of arithmetic, as a decode step does: pricing it as
+    compute alone would put it below one weight read. No prompt, no pass: all zero."""
+    s = step.scenario
+    tokens = s.batch * prompt_tokens
+    peak = step.peak_flops_per_s
+    if tokens == 0:
+        return Prefill(0, 0, 0, 0.0, None if peak is None else 0.0, 0.0, 0.0)
+    flops = prefill_flops(s, prompt_tokens)
+    written = step.kv_bytes(prompt_tokens) + step.state_bytes
+    read = streamed_weight_bytes(s, tokens)
+    return Prefill(
+        tokens=tokens,
+        flops=flops,
+        bytes=read + written,
+        memory_seconds=(read + written) / s.effective_bandwidth_bytes_per_s,
+        compute_seconds=None if peak is None else flops / s.tp / peak,
+        comm_seconds=0.0 if step.allreduce is None else step.allreduce.seconds(tokens),
+        overhead_seconds=s.overhead_s,
+    )
 
 
 def _breakpoints(step: StepModel, low: int, high: int) -> list[int]:
@@ -83,8 +161,7 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
     if not 1 <= new_tokens <= MAX_GENERATED_TOKENS:
         raise InputError(f"tokens {new_tokens} must be from 1 to {MAX_GENERATED_TOKENS:,}")
     step = StepModel.of(scenario)
-    flops = prefill_flops(scenario, prompt_tokens)
-    peak = scenario.peak_flops()
+    prompt = prefill(step, prompt_tokens)
     return Generation(
         scenario=scenario,
         prompt_tokens=prompt_tokens,
@@ -92,6 +169,6 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
         decode_seconds=decode_seconds(step, prompt_tokens, new_tokens),
         first_step_seconds=step.row(prompt_tokens).seconds_per_token,
         last_step_seconds=step.row(prompt_tokens + new_tokens - 1).seconds_per_token,
-        prefill_flops=flops,
-        prefill_seconds=None if peak is None else flops / scenario.tp / peak[1],
+        prefill=prompt,
+        notes=(UNKNOWN_COMPUTE,) if prompt.tokens and prompt.compute_seconds is None else (),
     )

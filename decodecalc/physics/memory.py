@@ -28,8 +28,9 @@ class MemoryFit:
     budget_bytes: int
     """Capacity x utilization."""
     stored_weight_bytes: int
-    max_batch: int
-    """Sequences that fit at the largest context asked for (0: not even one)."""
+    max_batch: int | None
+    """Sequences that fit at the largest context asked for (0: not even one; None: any
+    number, because a sequence there holds no bytes: no KV yet and no recurrent state)."""
     max_context: int | None
     """Longest context that fits at the scenario's batch (0: the weights alone do not fit;
     None: memory never limits it, because every layer is windowed or keeps a constant state)."""
@@ -47,14 +48,16 @@ def memory_fit(
     batch: int,
     context_tokens: int,
 ) -> MemoryFit:
-    """Solve both limits exactly: B_max = floor(free / per-sequence bytes at the context),
-    T_max = the largest T with B x KV(T) <= free - B x state."""
+    """Solve both limits exactly: B_max = floor(free / per-sequence bytes at the context)
+    (unbounded when a sequence holds nothing there), T_max = the largest T with
+    B x KV(T) <= free - B x state."""
     free = budget_bytes - stored_bytes
+    max_batch: int | None
     per_sequence = curve.elements(context_tokens) * bytes_per_element + state_bytes_per_sequence
     if free < 0:
         max_batch = 0
     elif per_sequence == 0:
-        max_batch = batch
+        max_batch = None
     else:
         max_batch = math.floor(free / per_sequence)
     room = free - batch * state_bytes_per_sequence

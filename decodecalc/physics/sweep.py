@@ -7,11 +7,8 @@ ceil(B x elements(T) x bits / 8) in integers, as the estimator computes them.
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
-from decodecalc.errors import InputError
 from decodecalc.physics.compute import matmul_params
 from decodecalc.physics.estimator import Scenario, StepModel
 from decodecalc.record import record
@@ -146,43 +143,3 @@ class FastStep:
                 bound,
                 fits,
             )
-
-
-@record
-class Axis:
-    name: str
-    values: tuple[str, ...]
-
-
-def grid_size(axes: Sequence[Axis], contexts: Sequence[int]) -> int:
-    return math.prod(len(a.values) for a in axes) * len(contexts)
-
-
-def combinations(axes: Sequence[Axis]) -> Iterator[dict[str, str]]:
-    names = [a.name for a in axes]
-    for values in itertools.product(*(a.values for a in axes)):
-        yield dict(zip(names, values, strict=True))
-
-
-def sweep(
-    axes: Sequence[Axis],
-    contexts: Sequence[int],
-    build: Callable[[dict[str, str]], Scenario],
-    skipped: list[str],
-    fits_labels: dict[bool | None, object] | None = None,
-) -> Iterator[tuple[dict[str, str], Iterator[tuple[object, ...]]]]:
-    """Every combination with the stream of its rows, one per context. Combinations that
-    are not valid deployments (a TP that does not split the heads, a weight-only KV format)
-    are skipped and listed."""
-    size = grid_size(axes, contexts)
-    if size > MAX_SWEEP_ROWS:
-        raise InputError(
-            f"the grid has {size:,} rows; at most {MAX_SWEEP_ROWS:,} are allowed (fewer values)"
-        )
-    for combo in combinations(axes):
-        try:
-            fast = FastStep.of(build(combo))
-        except InputError as exc:
-            skipped.append(f"{', '.join(f'{k}={v}' for k, v in combo.items())}: {exc}")
-            continue
-        yield combo, fast.rows(contexts, fits_labels)

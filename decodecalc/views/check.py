@@ -74,9 +74,9 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         ],
     )
     columns = (
-        Column("file", "File", numeric=False),
+        Column("file", "File", numeric=False, drop=1),
         Column("deployment", "Deployment", numeric=False),
-        Column("target", "Target", numeric=False),
+        Column("target", "Target", numeric=False, drop=2),
         Column("limit", "Limit", numeric=False),
         Column("value", "Value", numeric=False),
         Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False),

@@ -6,23 +6,25 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
-from decodecalc.physics.estimator import Estimate
+from decodecalc.notes import estimate_notes, many_notes
+from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_inputs
-from decodecalc.views.report import Column, Report, document
+from decodecalc.views.report import Column, Report, document, with_notes
 
 SCENARIO_KEYS = ("model", "gpu", "weights_dtype", "kv_dtype", "batch", "tp")
 
 
-def label(est: Estimate) -> str:
-    s = est.scenario
+def label(scenario: Scenario) -> str:
+    s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     return f"{s.model.id} {gpu} {s.weights.id}/{s.kv_dtype.id} B{s.batch} TP{s.tp}"
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
-    """One row per scenario and context; the ratio is ms per token over the first scenario's."""
+    """One row per scenario and context; the ratio is ms per token over the first scenario's.
+    Fits only when some scenario names a GPU: a bare bandwidth has no memory to fit in."""
     first = {r.context_tokens: r.seconds_per_token for r in estimates[0].rows}
     records = []
     for index, est in enumerate(estimates):
@@ -33,7 +35,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
             records.append(
                 {
                     "scenario": index + 1,
-                    "label": label(est),
+                    "label": label(est.scenario),
                     **{k: inputs[k] for k in SCENARIO_KEYS},
                     "context": row.context_tokens,
                     "ms_per_token": row.seconds_per_token * 1000,
@@ -49,46 +51,79 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     records.sort(key=lambda r: (r["context"], r["scenario"]))
     doc = document(
         scenarios=[
-            {"scenario": i + 1, "label": label(e), **scenario_inputs(e.scenario)}
+            {"scenario": i + 1, "label": label(e.scenario), **scenario_inputs(e.scenario)}
             for i, e in enumerate(estimates)
         ],
         rows=records,
+    )
+    fits = (
+        (Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False, drop=1),)
+        if any(r["fits"] is not None for r in records)
+        else ()
     )
     columns = (
         Column("context", "Context", h.tokens),
         Column("label", "Scenario", numeric=False),
         Column("ms_per_token", "ms / token", lambda v: f"{v:.3f}"),
-        Column("tokens_per_s", "tok/s / seq", h.rate),
-        Column("throughput_tokens_per_s", "tok/s all", h.rate),
-        Column("kv_share", "KV share", h.share),
-        Column("crossover_context", "Crossover", lambda v: "none" if v is None else h.tokens(v)),
-        Column("ratio_to_first", "vs #1", lambda v: f"{v:.2f}x"),
+        Column("tokens_per_s", "tok/s / seq", h.rate, drop=4),
+        Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=6),
+        Column("kv_share", "KV share", h.share, drop=3),
+        Column(
+            "crossover_context",
+            "Crossover",
+            lambda v: "none" if v is None else h.tokens(v),
+            drop=5,
+        ),
+        Column("ratio_to_first", "vs #1", lambda v: f"{v:.2f}x", drop=2),
+        *fits,
     )
-    return Report(doc, columns, tuple(records))
+    notes = many_notes(
+        [(f"#{i + 1} {label(e.scenario)}", estimate_notes(e)) for i, e in enumerate(estimates)]
+    )
+    return with_notes(Report(doc, columns, tuple(records)), notes)
 
 
 _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s"
 """ROW_FIELDS as CSV: exact integers, floats to 12 significant digits (formatting the
 shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
-CSV_FITS: dict[bool | None, object] = {True: "true\n", False: "false\n", None: "\n"}
-"""Labels for the rows' fits field, newline included: one %-format makes the whole line."""
+CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}
+"""Labels for the rows' fits field: one %-format then makes the whole line."""
 CHUNK_ROWS = 4096
+SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
+"""What identifies a sweep row's scenario (resolved ids: an alias and its preset give the
+same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*."""
 
-Scenarios = Iterable[tuple[dict[str, str], Iterator[tuple[Any, ...]]]]
 Progress = Callable[[int], None]
+Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
+"""Each scenario of a sweep with its crossover context and the stream of its rows."""
+
+
+def sweep_columns(s: Scenario) -> dict[str, Any]:
+    return {
+        "model": s.model.id,
+        "gpu": s.gpu.id if s.gpu else None,
+        "weights": s.weights.id,
+        "kv_dtype": s.kv_dtype.id,
+        "batch": s.batch,
+        "tp": s.tp,
+    }
 
 
 def write_sweep_csv(
-    axes: Sequence[str], scenarios: Scenarios, out: IO[str], progress: Progress | None = None
+    scenarios: Scenarios,
+    out: IO[str],
+    progress: Progress | None = None,
 ) -> int:
-    """CSV with one %-format per line (in C, the scenario's prefix folded into the format)
-    and writes in chunks: the csv module's per-cell work would halve a sweep's speed. The
-    rows must come with CSV_FITS labels. Axis values are preset names and numbers, never in
-    need of quoting."""
-    out.write(",".join([*axes, *ROW_FIELDS]) + "\n")
+    """CSV with one %-format per line (in C, the scenario's prefix and suffix folded into
+    the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
+    speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
+    numbers, never in need of quoting."""
+    out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, "crossover_context"]) + "\n")
     count = 0
-    for combo, rows in scenarios:
-        line = ",".join(combo.values()).replace("%", "%%") + "," + _CSV_ROW
+    for scenario, crossover, rows in scenarios:
+        prefix = ",".join("" if v is None else str(v) for v in sweep_columns(scenario).values())
+        suffix = "" if crossover is None else repr(crossover)
+        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + "\n"
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
             out.write("".join([line % row for row in chunk]))
             count += len(chunk)
@@ -98,15 +133,21 @@ def write_sweep_csv(
 
 
 def write_sweep_jsonl(
-    axes: Sequence[str], scenarios: Scenarios, out: IO[str], progress: Progress | None = None
+    scenarios: Scenarios,
+    out: IO[str],
+    progress: Progress | None = None,
 ) -> int:
     import json
 
     count = 0
-    for combo, rows in scenarios:
-        typed = {k: int(v) if k in ("batch", "tp") else v for k, v in combo.items()}
+    for scenario, crossover, rows in scenarios:
+        columns = sweep_columns(scenario)
         for row in rows:
-            record: dict[str, Any] = {**typed, **dict(zip(ROW_FIELDS, row, strict=True))}
+            record: dict[str, Any] = {
+                **columns,
+                **dict(zip(ROW_FIELDS, row, strict=True)),
+                "crossover_context": crossover,
+            }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")
             count += 1

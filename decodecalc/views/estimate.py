@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from decodecalc.notes import estimate_notes
 from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.views import humanize as h
-from decodecalc.views.report import Column, Report, document
+from decodecalc.views.report import Column, Report, document, with_notes
 
 
 def scenario_inputs(s: Scenario) -> dict[str, Any]:
@@ -120,16 +121,16 @@ def _memory_line(est: Estimate, capacity: int) -> str:
         if m.max_context
         else "the weights alone overflow"
     )
-    sequences = f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
+    sequences = (
+        "any batch fits"
+        if m.max_batch is None
+        else f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
+    )
     return (
         f"memory per GPU: {h.size(m.budget_bytes)} usable ({h.binary_size(capacity)} x "
         f"{s.memory_utilization:g}), {h.size(m.stored_weight_bytes)} of weights; "
         f"{sequences} at {longest:,} tokens; at batch {s.batch} {context}"
     )
-
-
-TINY_STEP_S = 0.002
-"""Below this much streaming per step, launch and scheduling overheads likely dominate."""
 
 
 def _compute_lines(est: Estimate) -> list[str]:
@@ -144,19 +145,10 @@ def _compute_lines(est: Estimate) -> list[str]:
             else f"memory-bound at any batch at {longest:,} tokens"
         )
         lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
-    elif s.gpu is not None:
-        lines.append(
-            f"compute: no {s.weights.matmul.upper()} rate known for {s.gpu.id}; memory time only"
-        )
     if s.link is not None and s.tp > 1:
         lines.append(
             f"TP communication: 2 all-reduces per layer over {s.link.name} "
             f"({h.bandwidth(s.link.bandwidth_bytes_per_s)}, {s.link.latency_s * 1e6:g} us each)"
-        )
-    if est.rows[0].memory_seconds < TINY_STEP_S and not s.overhead_s:
-        lines.append(
-            f"note: {est.rows[0].memory_seconds * 1000:.3f} ms of streaming per step is so little "
-            "that launch and scheduling overheads likely dominate; see --overhead"
         )
     return lines
 
@@ -235,16 +227,19 @@ def estimate_report(est: Estimate) -> Report:
     columns = (
         *(Column(k, k) for k in inputs if k != "effective_bandwidth_bytes_per_s"),
         *estimate_columns(),
+        Column("crossover_context", "crossover_context"),
     )
-    # CSV repeats the inputs on every row so a file stands alone; tables show them once.
-    flat = tuple({**inputs, **r} for r in rows)
-    return Report(
+    # CSV repeats the inputs (and the crossover) on every row so a file stands alone;
+    # tables show them once.
+    flat = tuple({**inputs, **r, "crossover_context": est.crossover_context} for r in rows)
+    report = Report(
         document=doc,
         columns=columns,
         records=flat,
         title=title,
         highlight=frozenset(i for i, r in enumerate(rows) if r["crossover"]),
     )
+    return with_notes(report, estimate_notes(est))
 
 
 def human_view(report: Report, batch: int) -> Report:

@@ -6,11 +6,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from decodecalc.physics.compute import matmul_params, step_flops
-from decodecalc.physics.estimator import StepModel, estimate
+from decodecalc.physics.estimator import Scenario, StepModel, estimate
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
+from decodecalc.record import replace
 from decodecalc.views import humanize as h
+from decodecalc.views.report import Report
 
 
 def _n(value: int | float | Fraction) -> str:
@@ -84,6 +86,20 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
     if step.state_bytes:
         lines.append(f"   recurrent state: {step.state_bytes:,} bytes, the same at every context")
     return lines
+
+
+def explain_report(scenario: Scenario, context: int) -> Report:
+    """The estimate at one context, with the worked text as the title (so text and JSON
+    carry the same lines) and the notes, as every estimate has them, under it."""
+    from decodecalc.views.estimate import estimate_report
+
+    report = estimate_report(estimate(scenario, [context], crossover_row=False))
+    lines = explain_text(StepModel.of(scenario), context)
+    return replace(
+        report,
+        document={**report.document, "explanation": lines},
+        title=tuple(lines),
+    )
 
 
 def explain_text(step: StepModel, context: int) -> list[str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from decodecalc.physics.generation import Generation
+from decodecalc.physics.generation import Generation, Prefill
+from decodecalc.views import humanize as h
 from decodecalc.views.estimate import describe_scenario, scenario_inputs
 from decodecalc.views.report import Column, Report, document
 
@@ -10,7 +11,7 @@ _QUANTITY = (Column("quantity", "Quantity", numeric=False), Column("value", "Val
 
 
 def generation_report(g: Generation) -> Report:
-    prefill = g.prefill_seconds
+    p = g.prefill
     doc = document(
         inputs=scenario_inputs(g.scenario),
         prompt_tokens=g.prompt_tokens,
@@ -19,25 +20,38 @@ def generation_report(g: Generation) -> Report:
         mean_ms_per_token=g.mean_step_seconds * 1000,
         first_ms_per_token=g.first_step_seconds * 1000,
         last_ms_per_token=g.last_step_seconds * 1000,
-        prefill_flops=g.prefill_flops,
-        prefill_s=prefill,
-        total_s=None if prefill is None else prefill + g.decode_seconds,
+        prefill_flops=p.flops,
+        prefill_bytes=p.bytes,
+        prefill_s=p.seconds,
+        prefill_bound=p.bound,
+        prefill_memory_ms=p.memory_seconds * 1000,
+        prefill_compute_ms=None if p.compute_seconds is None else p.compute_seconds * 1000,
+        prefill_comm_ms=p.comm_seconds * 1000,
+        total_s=g.total_seconds,
+        notes=[n.as_dict() for n in g.notes],
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
-        (
-            "prefill (time to first token)",
-            "unknown (no FLOP/s for this GPU)"
-            if prefill is None
-            else f"{prefill * 1000:,.1f} ms  (compute-bound: {g.prefill_flops:.3e} FLOPs / peak)",
-        ),
+        ("prefill (time to first token)", f"{p.seconds * 1000:,.1f} ms  ({_prefill_terms(p)})"),
         ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
         (
             "first / mean / last step",
             f"{g.first_step_seconds * 1000:.3f} / "
             f"{g.mean_step_seconds * 1000:.3f} / {g.last_step_seconds * 1000:.3f} ms",
         ),
-        ("total", "unknown" if prefill is None else f"{prefill + g.decode_seconds:,.3f} s"),
+        ("total", f"{g.total_seconds:,.3f} s"),
     ]
     records = tuple({"quantity": q, "value": v} for q, v in rows)
     return Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
+
+
+def _prefill_terms(p: Prefill) -> str:
+    """Which term set the prefill and what the other came to, so a reader sees both."""
+    memory = f"{h.size(p.bytes)} streamed in {p.memory_seconds * 1000:,.1f} ms"
+    compute = (
+        "compute not counted"
+        if p.compute_seconds is None
+        else f"{p.flops:.3e} FLOPs in {p.compute_seconds * 1000:,.1f} ms"
+    )
+    comm = f" + {p.comm_seconds * 1000:,.1f} ms all-reduce" if p.comm_seconds else ""
+    return f"{p.bound}-bound: {memory}; {compute}{comm}"

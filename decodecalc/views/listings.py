@@ -67,12 +67,12 @@ def models_report(models: list[Model], bf16: DType) -> Report:
     columns = (
         Column("id", "Model", numeric=False),
         Column("params", "Params", h.count, h.exact_bytes),
-        Column("active_params", "Active", h.count, h.exact_bytes),
-        Column("layers", "Layers"),
-        Column("hidden_size", "Hidden"),
+        Column("active_params", "Active", h.count, h.exact_bytes, drop=1),
+        Column("layers", "Layers", drop=3),
+        Column("hidden_size", "Hidden", drop=4),
         Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
         Column("max_context", "Max context", h.tokens),
-        Column("family", "Family", numeric=False),
+        Column("family", "Family", numeric=False, drop=2),
     )
     return Report(document(models=list(records)), columns, records)
 
@@ -95,10 +95,10 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
     records = tuple(gpu_record(g) for g in gpus)
     columns = (
         Column("id", "GPU", numeric=False),
-        Column("name", "Name", numeric=False),
+        Column("name", "Name", numeric=False, drop=1),
         Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
         Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
-        Column("memory_kind", "Kind", numeric=False),
+        Column("memory_kind", "Kind", numeric=False, drop=2),
     )
     return Report(document(gpus=list(records)), columns, records)
 
@@ -116,9 +116,9 @@ def links_report(links: list[Link]) -> Report:
     )
     columns = (
         Column("id", "Link", numeric=False),
-        Column("name", "Name", numeric=False),
+        Column("name", "Name", numeric=False, drop=2),
         Column("bandwidth_bytes_per_s", "Bandwidth (one way)", h.bandwidth, str),
-        Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us"),
+        Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us", drop=1),
     )
     return Report(document(links=list(records)), columns, records)
 
@@ -141,8 +141,8 @@ def dtypes_report(dtypes: list[DType]) -> Report:
     columns = (
         Column("id", "Dtype", numeric=False),
         Column("bits_per_value", "Bits/value", lambda v: f"{v:g}"),
-        Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False),
-        Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False),
+        Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False, drop=1),
+        Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False, drop=2),
         Column("description", "What it is", numeric=False),
     )
     return Report(document(dtypes=list(records)), columns, records)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
-from decodecalc.views.report import Report
+from decodecalc.views.report import Column, Report
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -54,6 +54,9 @@ def to_markdown(report: Report, out: IO[str], exact: bool = False) -> None:
 
 
 def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
+    """A Rich table that fits the terminal without cutting a cell (see Column): it drops
+    columns in their declared order when wrapping text at spaces is not enough, and says
+    which under the table."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -65,17 +68,90 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
     console = Console(file=out, highlight=False, markup=False, emoji=False, width=wide)
     for line in report.title:
         console.print(Text(line))
+    cells = [
+        [c.show(record.get(c.key), exact) for c in report.columns] for record in report.records
+    ]
+    width = console.width
+    widths = fit_columns(report.columns, cells, width)
     table = Table(show_edge=False, header_style="bold")
-    for column in report.columns:
-        table.add_column(column.header, justify="right" if column.numeric else "left")
-    for index, record in enumerate(report.records):
-        style = "bold yellow" if index in report.highlight else None
-        table.add_row(
-            *(Text(c.show(record.get(c.key), exact)) for c in report.columns), style=style
+    for index, column_width in widths.items():
+        column = report.columns[index]
+        # The widths leave room for every number and word, so "fold" never folds; it is
+        # there so that Rich could never put an ellipsis in place of data.
+        table.add_column(
+            column.header,
+            justify="right" if column.numeric else "left",
+            width=column_width,
+            overflow="fold",
         )
+    for index, row in enumerate(cells):
+        style = "bold yellow" if index in report.highlight else None
+        table.add_row(*(Text(row[i]) for i in widths), style=style)
+    # A table that cannot fit even with one column runs past the edge rather than cut.
+    console.width = max(width, table_width(widths.values()))
     console.print(table)
+    console.width = width
+    dropped = [c.header or c.key for i, c in enumerate(report.columns) if i not in widths]
+    if dropped:
+        console.print(
+            Text(
+                f"not shown at {width} columns: {', '.join(dropped)} "
+                "(a wider terminal or --format json shows them)"
+            )
+        )
     for line in report.footer:
         console.print(Text(line))
+
+
+def table_width(widths: Iterable[int]) -> int:
+    """A table's width from its columns' text widths: Rich pads each column with a space
+    either side and rules between columns (no outer edge)."""
+    widths = list(widths)
+    return sum(widths) + 3 * len(widths) - 1
+
+
+def fit_columns(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], width: int
+) -> dict[int, int]:
+    """The columns a table shows at this width, by index, with each one's text width.
+
+    A column needs at least room for its widest number (numbers never wrap) or its
+    widest word (text and headers wrap at spaces). Columns are dropped, highest ``drop``
+    first and rightmost first among equals, until those needs fit; one always stays.
+    The width left over unwraps cells first (they wrap on every row, a header once),
+    then headers, shared evenly among the columns that still wrap.
+    """
+    from rich.cells import cell_len
+
+    least, body, full = [], [], []
+    for index, column in enumerate(columns):
+        texts = [row[index] for row in cells]
+        parts = texts if column.numeric else [w for t in texts for w in t.split()]
+        least.append(max(map(cell_len, [*column.header.split(), *parts]), default=1))
+        body.append(max(map(cell_len, texts), default=0))
+        full.append(max(body[-1], cell_len(column.header)))
+    shown = list(range(len(columns)))
+    for index in sorted(shown, key=lambda i: (-columns[i].drop, -i))[:-1]:
+        if table_width(least[i] for i in shown) <= width:
+            break
+        shown.remove(index)
+    widths = {i: least[i] for i in shown}
+    spare = width - table_width(widths.values())
+    for goal in (body, full):
+        spare = _share(widths, goal, spare)
+    return widths
+
+
+def _share(widths: dict[int, int], goal: Sequence[int], spare: int) -> int:
+    """Grow the columns short of their goal evenly (none past it) until the spare width
+    runs out, and return what is left: no one column takes it all while others wrap."""
+    while spare > 0 and (short := [i for i in widths if widths[i] < goal[i]]):
+        step = max(1, spare // len(short))
+        for index in short:
+            grow = min(step, goal[index] - widths[index], spare)
+            widths[index] += grow
+            spare -= grow
+    return spare
 
 
 RENDERERS: dict[str, Callable[[Report, IO[str], bool], None]] = {

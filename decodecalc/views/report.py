@@ -6,10 +6,11 @@ cannot drift apart: they differ only in how a value is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from decodecalc.record import field, record
+from decodecalc.notes import Note
+from decodecalc.record import field, record, replace
 
 SCHEMA_VERSION = 1
 
@@ -18,13 +19,23 @@ Formatter = Callable[[Any], str]
 
 @record
 class Column:
-    """A field of a record: its key (CSV header, JSON key), table header and formats."""
+    """A field of a record: its key (CSV header, JSON key), table header and formats.
+
+    A terminal table never cuts a cell: a numeric cell (a figure) never wraps, a text
+    cell and a header wrap only at spaces, so no number or identifier is ever broken.
+    When even that is too wide, the table drops whole columns, the highest ``drop``
+    first and the rightmost first among equals, and names them under the table
+    (render.to_table). Markdown, CSV and JSON always hold every column.
+    """
 
     key: str
     header: str
     human: Formatter = str
     exact: Formatter | None = None
     numeric: bool = True
+    drop: int = 0
+    """Drop rank on a narrow terminal: the column with the highest goes first; the
+    default 0 keeps a column until every ranked one has gone."""
 
     def show(self, value: Any, exact: bool) -> str:
         if value is None:
@@ -51,3 +62,13 @@ class Report:
 
 def document(**fields: Any) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, **fields}
+
+
+def with_notes(report: Report, notes: Sequence[Note]) -> Report:
+    """The report with its notes in the JSON document (``notes``) and under a human table;
+    the CLI repeats them on stderr for machine formats."""
+    return replace(
+        report,
+        document={**report.document, "notes": [n.as_dict() for n in notes]},
+        footer=(*report.footer, *(f"note: {n.message}" for n in notes)),
+    )

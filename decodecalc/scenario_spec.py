@@ -1,0 +1,43 @@
+"""The one description of a scenario, with its defaults declared once.
+
+Every door into the estimator (the command line's options, compare and sweep grids, the
+Python API, deployment files, vLLM serve configs, measured points) fills in a ScenarioSpec
+and hands it to decodecalc.scenarios.resolve, so the same inputs give the same figures
+whichever door they came in by. This module imports nothing heavy: the CLI reads the
+defaults from here to declare its options, before a query needs the physics.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.physics.dtypes import DType
+    from decodecalc.physics.hardware import GpuSpec, Link
+    from decodecalc.physics.model import Model
+
+
+@record
+class ScenarioSpec:
+    """What a user says about one deployment: preset names and unit texts, or objects they
+    already hold (a GpuSpec they built is used as given, never swapped for the catalog's
+    preset of the same id). None means "the default", spelled out in resolve()."""
+
+    model: str | Model
+    gpu: str | GpuSpec | None = None
+    bandwidth: str | int | None = None
+    """Overrides the GPU's: a text like 3.35TB/s, or bytes per second."""
+    weights: str | DType = "bf16"
+    kv_dtype: str | DType | None = None
+    """None: like vLLM's 'auto', the weights' format if it is a compute format, else BF16."""
+    batch: int = 1
+    tp: int = 1
+    efficiency: str | float = "1"
+    memory_utilization: float = 0.9
+    overhead: str | float | None = None
+    """A text like 0.3ms, or seconds; None: zero, or the calibrated overhead."""
+    link: str | Link | None = None
+    """None: the GPU's own interconnect when TP > 1; 'none' leaves communication out."""
+    link_bandwidth: str | int | None = None

@@ -1,0 +1,379 @@
+"""The documentation shows what the code does now: README.md and every page under docs/.
+
+- A fenced block whose first line is ``$ decodecalc ...`` is run, and must show what the
+  command prints (stdout, then stderr).
+- A ``python`` block is run; what it prints must be the ``text`` block right after it.
+- A region between ``<!-- generated NAME ... -->`` and ``<!-- end generated NAME -->`` is
+  exactly what ``GENERATED[NAME]`` writes: the CLI reference from every command's --help,
+  the preset tables from the presets. Nothing in them is typed by hand, so nothing drifts.
+- Every option the text names (``--tp``, ``decodecalc check FILE -t ...``, a ``sh`` block's
+  command lines) is an option of that command, every ``DECODECALC_*`` variable is one the
+  code reads, and every relative link leads to a file and a heading that exist.
+- The limits table quotes the message each limit really gives.
+
+``DECODECALC_UPDATE_DOCS=1`` rewrites the outputs and the generated regions after a
+deliberate change (docs/development.md says how); review the diff, then run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Run
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+UPDATE = bool(os.environ.get("DECODECALC_UPDATE_DOCS"))
+
+FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+REGION = re.compile(
+    r"<!-- generated (?P<name>[\w-]+)(?P<note>[^\n]*?)-->\n(?P<body>.*?)"
+    r"<!-- end generated (?P=name) -->",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page: its language, its body and where the fence starts/ends."""
+
+    page: Path
+    lang: str
+    body: str
+    start: int
+    end: int
+
+    @property
+    def fenced(self) -> str:
+        return f"```{self.lang}\n{self.body}```"
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}: {self.body.splitlines()[0]}"
+
+
+def blocks(page: Path) -> list[Block]:
+    return [
+        Block(page, m.group(1), m.group(2), m.start(), m.end())
+        for m in FENCE.finditer(page.read_text())
+    ]
+
+
+def all_blocks() -> Iterator[Block]:
+    for page in PAGES:
+        yield from blocks(page)
+
+
+def prose(page: Path) -> str:
+    """The page without its fenced blocks and generated regions: the hand-written text."""
+    return FENCE.sub("", REGION.sub("", page.read_text()))
+
+
+def rewrite(page: Path, old: str, new: str) -> None:
+    text = page.read_text()
+    assert old in text
+    page.write_text(text.replace(old, new, 1))
+
+
+@pytest.fixture
+def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Examples run from the repository root, at the width the pages show."""
+    monkeypatch.setenv("COLUMNS", "150")
+    monkeypatch.chdir(ROOT)
+
+
+# -- examples ------------------------------------------------------------------------------
+
+SHELL_EXAMPLES = [b for b in all_blocks() if b.body.startswith("$ decodecalc ")]
+PYTHON_EXAMPLES = [b for b in all_blocks() if b.lang == "python"]
+
+
+def printed(cli: Run, command: str) -> str:
+    result = cli(*shlex.split(command)[2:])
+    return "".join(line.rstrip() + "\n" for line in (result.out + result.err).splitlines())
+
+
+@pytest.mark.usefixtures("at_root")
+@pytest.mark.parametrize("block", SHELL_EXAMPLES, ids=lambda b: b.name)
+def test_shell_example_is_current(cli: Run, block: Block) -> None:
+    command, _, shown = block.body.partition("\n")
+    now = printed(cli, command)
+    if UPDATE:
+        rewrite(block.page, block.fenced, f"```{block.lang}\n{command}\n{now}```")
+        return
+    assert now == shown
+
+
+def output_block(block: Block) -> Block | None:
+    """The ``text`` block right after a python block: what the example prints."""
+    following = [b for b in blocks(block.page) if b.start >= block.end]
+    text = block.page.read_text()
+    if following and following[0].lang == "text":
+        if not text[block.end : following[0].start].strip():
+            return following[0]
+    return None
+
+
+@pytest.mark.usefixtures("at_root")
+@pytest.mark.parametrize("block", PYTHON_EXAMPLES, ids=lambda b: b.name)
+def test_python_example_runs_and_prints_what_is_shown(
+    capsys: pytest.CaptureFixture[str], block: Block
+) -> None:
+    capsys.readouterr()
+    exec(compile(block.body, str(block.page), "exec"), {"__name__": "__docs__"})
+    now = capsys.readouterr().out
+    shown = output_block(block)
+    if UPDATE:
+        if shown is not None:
+            rewrite(block.page, shown.fenced, f"```text\n{now}```")
+        elif now:
+            rewrite(block.page, block.fenced, f"{block.fenced}\n\n```text\n{now}```")
+        return
+    assert now == (shown.body if shown else ""), "what a python example prints is shown"
+
+
+# -- generated regions ---------------------------------------------------------------------
+
+
+def ran(run: Run, *args: str) -> str:
+    result = run(*args)
+    assert result.code == 0, result.err
+    return str(result.out)
+
+
+def cli_reference(run: Run) -> str:
+    """Every command's --help, in the order `decodecalc --help` lists them."""
+    from decodecalc.cli import COMMANDS
+
+    sections = [("decodecalc", ran(run, "--help"))]
+    sections += [(f"decodecalc {name}", ran(run, name, "--help")) for name in COMMANDS]
+    return "\n".join(f"## `{title}`\n\n```text\n{text}```\n" for title, text in sections)
+
+
+def listing(kind: str) -> Callable[[Run], str]:
+    """A preset listing as the CLI's own Markdown table."""
+    return lambda run: ran(run, kind, "--format", "markdown")
+
+
+LISTINGS = ("models", "gpus", "dtypes", "links")
+
+
+def preset_sources(run: Run) -> str:
+    """Where every shipped preset's numbers come from: its file's ``source:``."""
+    lines = ["| kind | preset | source |", "|---|---|---|"]
+    for kind in LISTINGS:
+        for preset in json.loads(ran(run, kind, "--json"))[kind]:
+            lines.append(f"| {kind} | `{preset['id']}` | <{preset['source']}> |")
+    return "\n".join(lines) + "\n"
+
+
+JSON_EXAMPLES = {
+    "estimate": "estimate -m llama-3.1-8b -g h100-sxm -c 1K",
+    "explain": "explain -m llama-3.1-8b -g h100-sxm -c 1K",
+    "generate": "generate -m llama-3.1-8b -g h100-sxm -p 1K -n 100",
+    "compare": "compare -m llama-3.1-8b -g h100-sxm,h200 -c 1K",
+    "check": "check examples/chat-h100.yaml",
+    "calibrate": "calibrate tests/data/measured-decode.yaml",
+    "models": "models",
+    "gpus": "gpus",
+    "dtypes": "dtypes",
+    "links": "links",
+    "show": "show llama-3.1-8b",
+}
+"""A run of each command that writes a JSON document (sweep writes rows, schema a schema)."""
+
+
+def json_keys(run: Run) -> str:
+    """The keys of each command's JSON document, read from a real run of it."""
+    lines = ["| command | keys | keys of each item of a list |", "|---|---|---|"]
+    for name, command in JSON_EXAMPLES.items():
+        doc = json.loads(ran(run, *command.split(), "--format", "json"))
+        items = [
+            f"`{key}[]`: {', '.join(value[0])}"
+            for key, value in doc.items()
+            if isinstance(value, list) and value and isinstance(value[0], dict)
+        ]
+        keys = ", ".join(f"`{key}`" for key in doc)
+        lines.append(f"| `{name}` | {keys} | {'<br>'.join(items)} |")
+    return "\n".join(lines) + "\n"
+
+
+GENERATED: dict[str, Callable[[Run], str]] = {
+    "cli-reference": cli_reference,
+    **{kind: listing(kind) for kind in LISTINGS},
+    "preset-sources": preset_sources,
+    "json-keys": json_keys,
+}
+"""What each generated region holds, by the name its markers give."""
+
+REGIONS = [
+    (page, match.group("name")) for page in PAGES for match in REGION.finditer(page.read_text())
+]
+
+
+@pytest.mark.usefixtures("at_root")
+@pytest.mark.parametrize(
+    ("page", "name"), REGIONS, ids=[f"{p.relative_to(ROOT)}: {n}" for p, n in REGIONS]
+)
+def test_generated_region_is_current(cli: Run, page: Path, name: str) -> None:
+    assert name in GENERATED, f"no generator named {name!r}"
+    text = page.read_text()
+    match = next(m for m in REGION.finditer(text) if m.group("name") == name)
+    now = GENERATED[name](cli)
+    if UPDATE:
+        page.write_text(text[: match.start("body")] + now + text[match.end("body") :])
+        return
+    assert match.group("body") == now, f"run DECODECALC_UPDATE_DOCS=1 to regenerate {name}"
+
+
+def test_every_generator_has_a_region() -> None:
+    """The CLI reference and the preset tables are on a page (a region deleted by mistake
+    would otherwise leave nothing to compare)."""
+    assert {name for _, name in REGIONS} == set(GENERATED)
+
+
+# -- names the text uses -------------------------------------------------------------------
+
+
+def cli_options() -> dict[str, set[str]]:
+    """Each command's options, and the root's under ''."""
+    from decodecalc.cli import full_command
+
+    group = full_command()
+    commands = {"": group, **group.commands}
+    return {
+        name: {o for p in command.params for o in (*p.opts, *p.secondary_opts) if o[0] == "-"}
+        | {"--help"}
+        for name, command in commands.items()
+    }
+
+
+COMMAND_LINE = re.compile(r"(?:^|(?<=[\s/]))decodecalc\s+([a-z-][^|&;#`]*)", re.MULTILINE)
+"""A decodecalc command line in a shell or YAML block, up to a pipe, a chain or a comment."""
+
+
+def named_commands(page: Path) -> Iterator[str]:
+    """The decodecalc command lines a page shows without running them: in sh and yaml
+    blocks (continued lines joined) and in inline code."""
+    for block in blocks(page):
+        if block.lang in ("sh", "yaml"):
+            yield from COMMAND_LINE.findall(block.body.replace("\\\n", " "))
+    for span in re.findall(r"`([^`\n]+)`", prose(page)):
+        if span.startswith(("decodecalc ", "-")):
+            yield span.removeprefix("decodecalc ")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_option_named_exists(page: Path) -> None:
+    options = cli_options()
+    everywhere = set().union(*options.values())
+    wrong = []
+    for line in named_commands(page):
+        words = line.split()
+        command = words[0] if words[0] in options else ""
+        if not command and not words[0].startswith("-"):
+            wrong.append(f"decodecalc {line}: no command {words[0]!r}")
+            continue
+        known = options[command] if command or not line.startswith("-") else everywhere
+        for word in words[1 if command else 0 :]:
+            option = word.split("=", 1)[0]
+            if re.fullmatch(r"--?[a-zA-Z][\w-]*", option) and option not in known:
+                wrong.append(f"{line}: {option}")
+    assert not wrong
+
+
+def test_every_environment_variable_named_is_read_by_the_code() -> None:
+    code = "".join(p.read_text() for p in [*ROOT.glob("decodecalc/**/*.py"), Path(__file__)])
+    named = {v for page in PAGES for v in re.findall(r"\bDECODECALC_[A-Z_]+\b", page.read_text())}
+    assert {v for v in named if v not in code} == set()
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lowercase, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+ (.+)$", FENCE.sub("", page.read_text()), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_lead_somewhere(page: Path) -> None:
+    broken = []
+    for link in re.findall(r"\]\(([^)\s]+)\)", prose(page)):
+        if re.match(r"[a-z]+:", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists() or (anchor and anchor not in anchors(target)):
+            broken.append(link)
+    assert not broken
+
+
+# -- the JSON field table and the limits table ---------------------------------------------
+
+
+def flat_keys(doc: dict[str, Any], prefix: str = "") -> set[str]:
+    """Keys as the field table writes them: ``inputs.model``, ``rows[].context``."""
+    keys = set()
+    for key, value in doc.items():
+        keys.add(prefix + key)
+        if isinstance(value, dict):
+            keys |= flat_keys(value, f"{prefix}{key}.")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            keys |= flat_keys(value[0], f"{prefix}{key}[].")
+    return keys
+
+
+def test_estimate_field_table_names_every_field(cli: Run) -> None:
+    """docs/json.md explains each field of estimate's document by hand: a field added or
+    renamed in the code must be explained there too, and nothing explained may be gone."""
+    text = (ROOT / "docs/json.md").read_text()
+    table = text.split("<!-- fields of: decodecalc estimate --json -->", 1)[1].split("\n\n", 1)[0]
+    documented = {key for row in table.splitlines() for key in re.findall(r"`([\w.\[\]]+)`", row)}
+    doc = json.loads(ran(cli, *JSON_EXAMPLES["estimate"].split(), "--json"))
+    keys = flat_keys(doc)
+    leaves = {k for k in keys if not any(o.startswith((f"{k}.", f"{k}[].")) for o in keys)}
+    assert documented == leaves
+
+
+LIMITS_PAGE = ROOT / "docs/development.md"
+LIMIT_CASES = [
+    ("estimate -m llama-3.1-8b -g h100 -c 2G", "context '2G' is above the limit"),
+    ("estimate -m llama-3.1-8b -g h100 -c 1..1M:1", "expands to 1,048,576 points; at most 10,000"),
+    ("estimate -m llama-3.1-8b -g h100 --batch 2000000", "from 1 to 1,000,000"),
+    ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
+    ("estimate -m llama-3.1-8b -g h100 -e 0.0001", "must be from 0.001 to 1 (1 is the roofline)"),
+    ("generate -m llama-3.1-8b -g h100 -p 1K -n 2G", "--tokens '2G' is above the limit"),
+    ("generate -m llama-3.1-8b -g h100 -p 1G -n 1", "reach a context of 1,073,741,825 tokens"),
+    (
+        "compare -m llama-3.1-8b -g h100,h200,b200,a100 -w bf16,fp8,int8 --batch 1,2,4,8,16,32",
+        "72 scenarios; compare shows at most 64 (try sweep)",
+    ),
+    (
+        "compare -m llama-3.1-8b,qwen3-8b -g h100,h200 -c 1..10000:1",
+        "4 scenarios x 10,000 contexts = 40,000 rows; compare shows at most 10,000",
+    ),
+    (
+        "sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200,b200 -w bf16,fp8 -k bf16,fp8"
+        # 2 x 3 x 2 x 2 x 5 x 100 = 12,000 combinations x 10,000 contexts
+        f" --tp 1,2,4,8,16 --batch {','.join(map(str, range(1, 101)))} -c 1..10000:1",
+        "the grid has 120,000,000 rows; at most 100,000,000 are allowed (fewer values)",
+    ),
+    ("estimate -m llama-3.1-8b -b 2e6TB/s", "is implausibly large (at most 1e+18 bytes/s)"),
+    ("estimate -m llama-3.1-8b -g h100 --overhead 5000s", "is implausibly long (at most an hour)"),
+    ("estimate -m llama-3.1-8b -b 1e999999999TB/s", "'1e999999999TB/s' is out of range"),
+]
+
+
+@pytest.mark.parametrize(("command", "message"), LIMIT_CASES)
+def test_limits_table_shows_the_real_messages(cli: Run, command: str, message: str) -> None:
+    assert message in LIMITS_PAGE.read_text()
+    result = cli(*shlex.split(command))
+    assert result.code == 2 and message in result.err, result.err
