@@ -52,13 +52,20 @@ class _PipeGuard:
         return getattr(self._stream, name)
 
 
+def _guarded(stream: TextIO | None) -> TextIO:
+    """The stream behind a _PipeGuard; one closed from the start (``>&-``, where Python
+    leaves None) writes nowhere, so that the exit status still tells what happened."""
+    if stream is None:
+        stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (open until exit)
+    return cast(TextIO, _PipeGuard(stream))
+
+
 def run() -> None:
     """Console-script entry point."""
     gc.disable()
     from decodecalc.cli import main
 
-    sys.stdout = cast(TextIO, _PipeGuard(sys.stdout))
-    sys.stderr = cast(TextIO, _PipeGuard(sys.stderr))
+    sys.stdout, sys.stderr = _guarded(sys.stdout), _guarded(sys.stderr)
     try:
         code = main()
         sys.stdout.flush()  # the end of the output may sit in the buffer until now

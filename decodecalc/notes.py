@@ -112,18 +112,19 @@ def estimate_notes(est: Estimate) -> tuple[Note, ...]:
     notes.extend(context_notes(s, [r.context_tokens for r in est.rows]))
     misfits = [r.context_tokens for r in est.rows if r.fits is False]
     if misfits and est.memory is not None:
-        where = (
-            "the weights alone"
-            if est.memory.stored_weight_bytes > est.memory.budget_bytes
-            else f"at {misfits[0]:,} tokens and longer"
-            if misfits == [r.context_tokens for r in est.rows if r.context_tokens >= misfits[0]]
-            else f"at {', '.join(f'{t:,}' for t in misfits[:3])} tokens"
-        )
+        budget = f"{est.memory.budget_bytes / 1e9:,.2f} GB per GPU"
+        if est.memory.stored_weight_bytes > est.memory.budget_bytes:
+            where = f"the weights alone need more than the {budget}"
+        else:
+            where = (
+                f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "
+                f"more than the {budget}"
+            )
         notes.append(
             Note(
                 "does-not-fit",
-                f"does not fit in {s.memory_utilization:g} of the GPU's memory {where} at "
-                f"batch {s.batch}: the figures are for a deployment that cannot run",
+                f"does not fit: {where} that {s.memory_utilization:g} of memory leaves "
+                "(these rows describe a deployment that cannot run)",
             )
         )
     streaming = est.rows[0].memory_seconds

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.notes import Note
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.estimator import Scenario
 from decodecalc.physics.hardware import GpuSpec, Link
@@ -48,6 +49,7 @@ class Efficiency:
     fraction: float
     overhead_s: float | None = None
     """A calibrated per-step overhead, used unless one is given explicitly."""
+    notes: tuple[Note, ...] = ()
 
 
 def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
@@ -65,8 +67,20 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
     if word == "calibrated":
         from decodecalc.calibration.saved import load_calibration
 
-        fit = load_calibration()
-        return Efficiency(fit.efficiency, fit.overhead_s)
+        saved = load_calibration()
+        fit, elsewhere = saved.fit, gpu is not None and gpu.id not in saved.gpus
+        notes = (
+            (
+                Note(
+                    "calibrated-elsewhere",
+                    f"the calibration was fitted on {', '.join(saved.gpus) or 'unrecorded GPUs'}"
+                    f", not {gpu.id}: efficiency and overhead may not carry over",
+                ),
+            )
+            if elsewhere and gpu is not None
+            else ()
+        )
+        return Efficiency(fit.efficiency, fit.overhead_s, notes)
     try:
         return Efficiency(float(word))
     except ValueError:
@@ -110,6 +124,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         memory_utilization=spec.memory_utilization,
         link=resolve_link(catalog, gpu, spec.tp, spec.link, spec.link_bandwidth),
         overhead_s=overhead_s,
+        notes=fit.notes,
     )
 
 

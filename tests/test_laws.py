@@ -159,7 +159,7 @@ def _segments(model: Model) -> list[tuple[int, int]]:
     return list(pairwise(edges))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd, st.data())
 def test_linear_in_context_within_a_straight_segment(s: Scenario, data: st.DataObject) -> None:
     low, high = data.draw(st.sampled_from(_segments(s.model)))
@@ -180,7 +180,7 @@ def test_linear_in_context_within_a_straight_segment(s: Scenario, data: st.DataO
         assert abs((compute[1] - compute[0]) - (compute[2] - compute[1])) <= slack
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd, st.lists(contexts, min_size=2, max_size=8))
 def test_monotone_non_decreasing_in_context(s: Scenario, points: list[int]) -> None:
     rows = estimate(s, points).rows
@@ -190,7 +190,7 @@ def test_monotone_non_decreasing_in_context(s: Scenario, points: list[int]) -> N
         assert (a.compute_seconds or 0.0) <= (b.compute_seconds or 0.0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd)
 def test_crossover_row_kv_equals_weights_within_one_token(s: Scenario) -> None:
     est = estimate(s, [0, 2**30])
@@ -205,7 +205,7 @@ def test_crossover_row_kv_equals_weights_within_one_token(s: Scenario) -> None:
     assert weights <= step.kv_bytes(row.context_tokens + 1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd, st.floats(0.05, 0.999), st.sampled_from([0.0, 0.0003]), contexts)
 def test_roofline_is_a_lower_bound(s: Scenario, efficiency: float, overhead: float, t: int) -> None:
     roof = replace(s, efficiency=1.0, overhead_s=0.0)
@@ -218,7 +218,7 @@ def test_roofline_is_a_lower_bound(s: Scenario, efficiency: float, overhead: flo
     assert fast.seconds <= slow.seconds
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd, contexts, st.integers(2, 64))
 def test_batch_multiplies_kv_and_state(s: Scenario, t: int, b: int) -> None:
     s = replace(s, batch=max(1, s.batch // b))
@@ -232,7 +232,7 @@ def test_batch_multiplies_kv_and_state(s: Scenario, t: int, b: int) -> None:
         assert many.weight_bytes >= one.weight_bytes  # more tokens touch more experts
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(odd, st.integers(0, 200_000))
 def test_prefill_is_at_least_one_weight_read_and_its_compute(s: Scenario, prompt: int) -> None:
     p = generate(s, prompt, 1).prefill

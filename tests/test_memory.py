@@ -16,7 +16,7 @@ from decodecalc.views.estimate import estimate_report
 
 from .conftest import Run
 
-GIB = 2**30
+MIB = 2**20
 
 
 def scenario(
@@ -34,30 +34,32 @@ def scenario(
 
 
 def test_llama_70b_fp8_on_one_h100_at_32k(catalog: Catalog) -> None:
-    # Budget: 80 GiB x 0.9 = 85,899,345,920 x 0.9 = 77,309,411,328 bytes.
+    # Capacity as nvidia-smi reports it: 81,559 MiB = 81,559 x 1,048,576 = 85,520,809,984 B.
+    # Budget: 85,520,809,984 x 0.9 = 76,968,728,985.6 -> 76,968,728,985 bytes (floored).
     # Stored weights, FP8, embedding included: 70,553,706,496 bytes.
-    # Free for cache: 6,755,704,832. One sequence at 32,768 tokens: 32,768 x 163,840
-    # = 5,368,709,120 bytes, so floor(6,755,704,832 / 5,368,709,120) = 1 sequence.
-    # Longest context at batch 1: 6,755,704,832 / 163,840 = 41,233.3 -> 41,233 tokens.
+    # Free for cache: 76,968,728,985 - 70,553,706,496 = 6,415,022,489. One sequence at
+    # 32,768 tokens: 32,768 x 163,840 = 5,368,709,120 bytes, so
+    # floor(6,415,022,489 / 5,368,709,120) = 1 sequence.
+    # Longest context at batch 1: 6,415,022,489 / 163,840 = 39,154.2 -> 39,154 tokens.
     est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm"), [32_768])
     assert est.memory is not None
-    assert est.memory.budget_bytes == 77_309_411_328
+    assert est.memory.budget_bytes == 76_968_728_985
     assert est.memory.stored_weight_bytes == 70_553_706_496
     assert est.memory.max_batch == 1
-    assert est.memory.max_context == 41_233
+    assert est.memory.max_context == 39_154
     assert est.rows[0].fits is True
 
 
 def test_batch_two_does_not_fit_at_32k(catalog: Catalog) -> None:
-    # 2 x 5,368,709,120 = 10,737,418,240 > 6,755,704,832 free
+    # 2 x 5,368,709,120 = 10,737,418,240 > 6,415,022,489 free
     est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm", batch=2), [32_768])
     assert est.rows[0].fits is False
-    # 6,755,704,832 / (2 x 163,840) = 20,616.5 -> 20,616 tokens
-    assert est.memory is not None and est.memory.max_context == 20_616
+    # 6,415,022,489 / (2 x 163,840) = 19,577.1 -> 19,577 tokens
+    assert est.memory is not None and est.memory.max_context == 19_577
 
 
 def test_weights_alone_overflow(catalog: Catalog) -> None:
-    # BF16 70B: 141,107,412,992 stored bytes > 77,309,411,328 budget.
+    # BF16 70B: 141,107,412,992 stored bytes > 76,968,728,985 budget.
     est = estimate(scenario(catalog, "llama-3.1-70b", "bf16", "bf16", "h100-sxm"), [1024])
     assert est.memory is not None
     assert (est.memory.max_batch, est.memory.max_context, est.rows[0].fits) == (0, 0, False)
@@ -78,10 +80,12 @@ def test_windowed_models_never_run_out_of_context(catalog: Catalog) -> None:
 
 
 def test_memory_utilization_changes_the_budget(catalog: Catalog) -> None:
+    # L4 as nvidia-smi reports it: 23,034 MiB; half of it is 11,517 MiB
+    # = 11,517 x 1,048,576 = 12,076,449,792 bytes.
     est = estimate(
         scenario(catalog, "llama-3.1-8b", "bf16", "bf16", "l4", memory_utilization=0.5), [1]
     )
-    assert est.memory is not None and est.memory.budget_bytes == 12 * GIB
+    assert est.memory is not None and est.memory.budget_bytes == 11_517 * MIB
 
 
 def test_no_gpu_means_no_fit(cli: Run) -> None:
@@ -105,7 +109,9 @@ def test_fit_in_json_and_table(cli: Run) -> None:
     )
     doc = json.loads(cli(*args, "--batch", "2", "--json").out)
     assert [r["fits"] for r in doc["rows"]] == [True, False]
-    assert (doc["max_batch_that_fits"], doc["max_context_that_fits"]) == (1, 20_616)
+    # Batch 2 at 8K needs 2 x 8,192 x 163,840 = 2,684,354,560 <= 6,415,022,489 free;
+    # at 32K it does not (test above); longest context at batch 2 is 19,577 tokens.
+    assert (doc["max_batch_that_fits"], doc["max_context_that_fits"]) == (1, 19_577)
     table = cli(*args, "--batch", "2").out
     assert "Fits" in table and "NO" in table
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from decodecalc.calibration.least_squares import Fit
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
+from decodecalc.record import record
 
 ENV_VAR = "DECODECALC_CALIBRATION"
 
@@ -27,7 +28,17 @@ def calibration_path() -> Path:
     return base / "decodecalc" / "calibration.json"
 
 
-def save_calibration(fit: Fit, source: str, path: Path | None = None) -> Path:
+@record
+class SavedFit:
+    fit: Fit
+    gpus: tuple[str, ...] = ()
+    """The GPU presets of the points it was fitted on (empty: a file from before they were
+    kept), so applying it to another GPU can say so."""
+
+
+def save_calibration(
+    fit: Fit, source: str, path: Path | None = None, gpus: tuple[str, ...] = ()
+) -> Path:
     target = path or calibration_path()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -38,6 +49,7 @@ def save_calibration(fit: Fit, source: str, path: Path | None = None) -> Path:
                     "efficiency": fit.efficiency,
                     "overhead_ms": fit.overhead_s * 1000,
                     "fitted_from": source,
+                    "gpus": list(gpus),
                 },
                 indent=2,
             )
@@ -51,11 +63,12 @@ def save_calibration(fit: Fit, source: str, path: Path | None = None) -> Path:
     return target
 
 
-def load_calibration(path: Path | None = None) -> Fit:
+def load_calibration(path: Path | None = None) -> SavedFit:
     source = path or calibration_path()
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
         fit = Fit(float(data["efficiency"]), float(data["overhead_ms"]) / 1000)
+        gpus = tuple(str(g) for g in data.get("gpus", ()))
     except FileNotFoundError:
         raise InputError(
             f"no calibration at {source}: run 'decodecalc calibrate POINTS.yaml --save' first"
@@ -67,4 +80,4 @@ def load_calibration(path: Path | None = None) -> Fit:
             f"{source}: the saved fit (efficiency {fit.efficiency:.3f}, overhead "
             f"{fit.overhead_s * 1000:.3f} ms) is outside what decodecalc can apply"
         )
-    return fit
+    return SavedFit(fit, gpus)

@@ -111,8 +111,10 @@ def output_stream(output: str | None) -> Iterator[IO[str]]:
     if output is None:
         yield sys.stdout
         return
+    from decodecalc.paths import expand_user
+
     try:
-        with open(output, "w", encoding="utf-8", newline="") as out:
+        with open(expand_user(output), "w", encoding="utf-8", newline="") as out:
             yield out
     except OSError as exc:
         raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None

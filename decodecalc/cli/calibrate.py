@@ -4,7 +4,16 @@ from typing import Annotated
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, emit, load_catalog
+from decodecalc.cli import (
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    PresetsOpt,
+    app,
+    emit,
+    load_catalog,
+)
 from decodecalc.errors import InputError
 
 
@@ -22,6 +31,7 @@ def calibrate(
     ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
     """Fit the effective bandwidth fraction and per-step overhead to measured decode speeds.
@@ -46,5 +56,8 @@ def calibrate(
     saved = None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
-        saved = str(save_calibration(result.fit, str(path), target))
-    emit(calibration_report(result, saved), fmt, as_json)
+        gpus = tuple(
+            dict.fromkeys(p.point.scenario.gpu.id for p in result.points if p.point.scenario.gpu)
+        )
+        saved = str(save_calibration(result.fit, str(path), target, gpus))
+    emit(calibration_report(result, saved), fmt, as_json, False, output)

@@ -6,7 +6,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import EXIT_VIOLATION, Format, PresetsOpt, app, emit, load_catalog
+from decodecalc.cli import (
+    EXIT_VIOLATION,
+    Format,
+    OutputOpt,
+    PresetsOpt,
+    app,
+    emit,
+    load_catalog,
+    output_stream,
+)
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
@@ -123,10 +132,9 @@ def _write_report(checked: Any, report: "Report", fmt: CheckFormat, path: Any) -
 
 
 @app.command()
-def schema() -> None:
+def schema(output: OutputOpt = None) -> None:
     """Print the JSON Schema of deployment files (what 'decodecalc check' reads)."""
     from importlib.resources import files
 
-    sys.stdout.write(
-        files("decodecalc.checks").joinpath("deployment.schema.json").read_text("utf-8")
-    )
+    with output_stream(output) as out:
+        out.write(files("decodecalc.checks").joinpath("deployment.schema.json").read_text("utf-8"))

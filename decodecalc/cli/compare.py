@@ -146,7 +146,7 @@ def sweep(
 
     gc.enable()  # a sweep streams without bound; the console script starts with it off
     skipped: list[str] = []
-    notes: "list[tuple[str, Sequence[Note]]]" = []
+    notes: list[tuple[str, Sequence[Note]]] = []
     labels = CSV_FITS if fmt == "csv" else None
     scenarios = _sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl

@@ -6,39 +6,58 @@ from typing import Annotated
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, PresetsOpt, app, emit, load_catalog, note
+from decodecalc.cli import (
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    PresetsOpt,
+    app,
+    emit,
+    load_catalog,
+    note,
+)
 from decodecalc.errors import InputError
 
 
 @app.command()
 def models(
-    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
     from decodecalc.views.listings import models_report
 
     catalog = load_catalog(presets)
-    emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json)
+    emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json, False, output)
 
 
 @app.command()
 def gpus(
-    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity."""
     from decodecalc.views.listings import gpus_report
 
-    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json)
+    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json, False, output)
 
 
 @app.command()
 def dtypes(
-    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
 ) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
     from decodecalc.views.listings import dtypes_report
 
-    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json)
+    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, output)
 
 
 @app.command()
@@ -48,6 +67,7 @@ def show(
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
     """A model's architecture, its derived vs official parameter count, and KV bytes per token.
@@ -57,7 +77,7 @@ def show(
     from decodecalc.views.listings import show_report
 
     catalog = load_catalog(presets)
-    emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json)
+    emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json, False, output)
 
 
 @app.command("import")
@@ -65,9 +85,7 @@ def import_config(
     config: Annotated[
         str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
     ],
-    name: Annotated[
-        str, typer.Option("--name", help="The preset's display name.", metavar="NAME")
-    ],
+    name: Annotated[str, typer.Option("--name", help="The preset's display name.", metavar="NAME")],
     output: Annotated[
         str | None,
         typer.Option(
@@ -119,9 +137,12 @@ def import_config(
 
 @app.command()
 def links(
-    fmt: FormatOpt = Format.table, as_json: JsonOpt = False, presets: PresetsOpt = None
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
 ) -> None:
     """List interconnect presets for tensor-parallel all-reduces."""
     from decodecalc.views.listings import links_report
 
-    emit(links_report(load_catalog(presets).links()), fmt, as_json)
+    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, output)

@@ -106,8 +106,8 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
 def table_width(widths: Iterable[int]) -> int:
     """A table's width from its columns' text widths: Rich pads each column with a space
     either side and rules between columns (no outer edge)."""
-    widths = list(widths)
-    return sum(widths) + 3 * len(widths) - 1
+    sizes = list(widths)
+    return sum(sizes) + 3 * len(sizes) - 1
 
 
 def fit_columns(

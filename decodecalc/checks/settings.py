@@ -1,0 +1,98 @@
+"""Settings as `decodecalc check` reads them from deployment files and vLLM serve configs.
+
+Each value keeps where it came from (file:line:column and key), every converter says what
+was wrong in words a user can act on, and Problems collects every mistake of a file so a
+user fixes them all at once. Deployment files and vLLM configs both read through here, so
+a ``batch: 0`` and a ``max-num-seqs: 0`` are refused alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from decodecalc.context import parse_context, parse_tokens
+from decodecalc.errors import InputError, InputErrors
+from decodecalc.loading.datafile import Document, KeyPath
+from decodecalc.record import field, record
+
+
+@record
+class Setting:
+    value: Any
+    where: str
+    """file:line:col and key path, for messages."""
+
+
+Settings = dict[str, Setting]
+
+
+@record
+class Problems:
+    """Every problem found in one file, each a line of the error message."""
+
+    items: list[str] = field(default_factory=list)
+
+    def attempt(self, where: str, action: Callable[[], Any]) -> Any:
+        """The action's result, or None with its error kept, prefixed with ``where``."""
+        try:
+            return action()
+        except InputErrors as exc:
+            self.items.extend(exc.problems)
+        except InputError as exc:
+            self.items.append(f"{where}: {exc}")
+        return None
+
+
+def locate(doc: Document, key_path: KeyPath) -> str:
+    """``file:line:col: key.path`` of a key, or the file alone for the whole document."""
+    label = ".".join(str(p) for p in key_path)
+    return f"{doc.where(key_path)}" + (f": {label}" if label else "")
+
+
+def show(value: Any) -> str:
+    """A value for an error message, cut short: a YAML alias bomb must not be printed."""
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxstring, shown.maxother, shown.maxlist, shown.maxlevel = 40, 40, 4, 2
+    return shown.repr(value)
+
+
+def number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a number, got {show(value)}")
+    if not value > 0 or value == float("inf"):
+        raise InputError(f"must be a positive number, got {show(value)}")
+    return float(value)
+
+
+def whole(value: Any) -> int:
+    """A count of sequences or GPUs: 0 is refused here, never read as "not given"."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"expected a whole number, got {show(value)}")
+    if value < 1:
+        raise InputError(f"must be at least 1, got {value}")
+    return value
+
+
+def tokens(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(f"expected a token count such as 32768 or 32K, got {show(value)}")
+    return value if isinstance(value, int) else parse_tokens(value)
+
+
+def contexts(value: Any) -> tuple[int, ...]:
+    items = value if isinstance(value, list) else [value]
+    found: set[int] = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise InputError(f"expected a context (32K, 1K..128K, a list), got {show(item)}")
+        found.update(parse_context(str(item)))
+    return tuple(sorted(found))
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"expected text, got {show(value)}")
+    return value

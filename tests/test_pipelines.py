@@ -1,0 +1,91 @@
+"""Pipelines: every command that prints data can write it to a file, the crossover row can
+be left out, and CSV carries the crossover context."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from decodecalc.cli import COMMANDS, full_command
+
+from .conftest import Run
+
+DATA_COMMANDS = {
+    "estimate": ["-m", "llama-3.1-8b", "-g", "h100", "-c", "1K,64K", "--json"],
+    "generate": ["-m", "llama-3.1-8b", "-g", "h100", "-p", "1K", "-n", "16", "--json"],
+    "explain": ["-m", "llama-3.1-8b", "-g", "h100", "-c", "8K", "--json"],
+    "compare": ["-m", "llama-3.1-8b,qwen3-8b", "-g", "h100", "-c", "8K", "--json"],
+    "sweep": ["-m", "llama-3.1-8b", "-g", "h100", "-c", "8K,16K"],
+    "check": ["examples/chat-h100.yaml", "--format", "json"],
+    "calibrate": ["tests/data/measured-decode.yaml", "--json"],
+    "models": ["--json"],
+    "gpus": ["--json"],
+    "dtypes": ["--json"],
+    "links": ["--json"],
+    "show": ["llama-3.1-8b", "--json"],
+    "import": ["tests/fixtures/configs/llama-3.1-8b.json", "--name", "x"],
+    "schema": [],
+}
+
+
+def test_every_command_is_listed_here() -> None:
+    assert set(DATA_COMMANDS) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(DATA_COMMANDS))
+def test_every_data_command_takes_output(command: str) -> None:
+    params = full_command().commands[command].params
+    assert any("--output" in p.opts and "-o" in p.opts for p in params), command
+
+
+@pytest.mark.parametrize("command", sorted(set(DATA_COMMANDS) - {"check"}))
+def test_output_file_holds_what_stdout_would(cli: Run, tmp_path: Path, command: str) -> None:
+    args = [command, *DATA_COMMANDS[command]]
+    printed = cli(*args)
+    assert printed.code == 0, printed.err
+    target = tmp_path / "out.txt"
+    written = cli(*args, "--output", str(target))
+    assert written.code == 0 and written.out == ""
+    assert target.read_text() == printed.out
+
+
+def test_an_unwritable_output_is_one_line(cli: Run, tmp_path: Path) -> None:
+    r = cli("models", "--output", str(tmp_path / "no" / "such" / "dir" / "x.json"))
+    assert r.code == 2 and r.out == "" and len(r.err.splitlines()) == 1
+    assert "cannot write" in r.err
+
+
+def test_the_crossover_row_can_be_left_out(cli: Run) -> None:
+    """Llama-3.1-70B FP8/FP8 on one GPU: KV is 80 layers x 2 x 8 heads x 128 x 1 byte =
+    163,840 bytes per token, so T* = 69,503,033,344 / 163,840 = 424,212.85 tokens, inside
+    1K..1M: a row is added at 424,213 unless asked not to."""
+    args = ("estimate", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-k", "fp8")
+    with_row = json.loads(cli(*args, "-c", "1K,1M", "--json").out)
+    without = json.loads(cli(*args, "-c", "1K,1M", "--no-crossover-row", "--json").out)
+    assert [r["context"] for r in with_row["rows"]] == [1024, 424_213, 1_048_576]
+    assert [r["context"] for r in without["rows"]] == [1024, 1_048_576]
+    assert without["crossover_context"] == with_row["crossover_context"] == 424_212.85
+    assert with_row["rows"][0] == without["rows"][0]
+
+
+def test_csv_carries_the_crossover_context(cli: Run) -> None:
+    args = ("-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-k", "fp8", "-c", "1K,8K")
+    rows = list(csv.DictReader(io.StringIO(cli("estimate", *args, "-f", "csv").out)))
+    assert [float(r["crossover_context"]) for r in rows] == [424_212.85, 424_212.85]
+    swept = list(csv.DictReader(io.StringIO(cli("sweep", *args).out)))
+    assert [float(r["crossover_context"]) for r in swept] == [424_212.85, 424_212.85]
+    # No crossover (every layer windowed): an empty cell, as other unknowns are.
+    none = cli("sweep", "-m", "mistral-7b-v0.1", "-g", "h100", "-c", "1K").out
+    assert next(csv.DictReader(io.StringIO(none)))["crossover_context"] == ""
+
+
+def test_machine_formats_repeat_notes_on_stderr(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K", "-f", "csv")
+    assert "decodecalc: note: these are bandwidth-roofline figures" in r.err
+    assert "note:" not in r.out
+    table = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K")
+    assert "note: these are bandwidth-roofline figures" in table.out and table.err == ""
