@@ -116,11 +116,10 @@ def test_shell_example_is_current(cli: Run, block: Block) -> None:
 def output_block(block: Block) -> Block | None:
     """The ``text`` block right after a python block: what the example prints."""
     following = [b for b in blocks(block.page) if b.start >= block.end]
-    text = block.page.read_text()
-    if following and following[0].lang == "text":
-        if not text[block.end : following[0].start].strip():
-            return following[0]
-    return None
+    if not following or following[0].lang != "text":
+        return None
+    between = block.page.read_text()[block.end : following[0].start]
+    return None if between.strip() else following[0]
 
 
 @pytest.mark.usefixtures("at_root")
@@ -207,11 +206,75 @@ def json_keys(run: Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def families(run: Run) -> str:
+    """The config.json families (``model_type``) a model preset may name."""
+    from decodecalc.loading.families import FAMILIES
+
+    return ", ".join(f"`{name}`" for name in sorted(FAMILIES)) + ".\n"
+
+
+def calibration_summary(run: Run) -> str:
+    """What the fit to the published measurements gives, from a real run of it."""
+    doc = json.loads(ran(run, *JSON_EXAMPLES["calibrate"].split(), "--json"))
+    points = doc["points"]
+    short = [100 * (1 - p["roofline_ms"] / p["measured_ms"]) for p in points]
+    errors = [p["error_pct"] for p in points]
+    close = sum(abs(e) <= 20 for e in errors)
+    return (
+        f"At efficiency 1 the roofline predicts steps {min(short):.0f} to {max(short):.0f}% "
+        f"shorter than the {len(points)} measured ones. One fitted efficiency "
+        f"({doc['efficiency']:.2f}) and overhead ({doc['overhead_ms']:.2f} ms per step) bring "
+        f"{close} of the {len(points)} points within 20% (RMS error "
+        f"{doc['rms_error_pct']:.0f}%; the extremes are {min(errors):+.0f}% and "
+        f"{max(errors):+.0f}%):\n"
+    )
+
+
+def api_reference(run: Run) -> str:
+    """Each name ``decodecalc`` exports: a function's signature, a class's name, and the
+    first line of its docstring."""
+    import inspect
+
+    import decodecalc
+
+    lines = []
+    for name in decodecalc.__all__:
+        obj = getattr(decodecalc, name)
+        if not callable(obj):
+            continue
+        signature = name if inspect.isclass(obj) else f"{name}{inspect.signature(obj)}"
+        summary = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+        lines.append(f"- `{signature}`" + (f": {summary}" if summary else ""))
+    return "\n".join(lines) + "\n"
+
+
+def layout(run: Run) -> str:
+    """Each package and top-level module of decodecalc with its docstring's summary."""
+    import ast
+
+    def summary(path: Path) -> str:
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        return " ".join(doc.split("\n\n")[0].split())
+
+    package = ROOT / "decodecalc"
+    lines = ["| module | what it holds |", "|---|---|"]
+    for init in sorted(package.glob("*/__init__.py")):
+        modules = sorted(p.stem for p in init.parent.glob("*.py") if p != init)
+        lines.append(f"| `{init.parent.name}/` | {summary(init)} ({', '.join(modules)}) |")
+    for module in sorted(package.glob("*.py")):
+        lines.append(f"| `{module.name}` | {summary(module)} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATED: dict[str, Callable[[Run], str]] = {
     "cli-reference": cli_reference,
     **{kind: listing(kind) for kind in LISTINGS},
     "preset-sources": preset_sources,
+    "families": families,
     "json-keys": json_keys,
+    "calibration-summary": calibration_summary,
+    "api-reference": api_reference,
+    "layout": layout,
 }
 """What each generated region holds, by the name its markers give."""
 
@@ -241,6 +304,21 @@ def test_every_generator_has_a_region() -> None:
     assert {name for _, name in REGIONS} == set(GENERATED)
 
 
+DEPLOYMENT_EXAMPLES = [
+    b for b in all_blocks() if b.lang == "yaml" and "\ndeployments:" in f"\n{b.body}"
+]
+
+
+@pytest.mark.parametrize("block", DEPLOYMENT_EXAMPLES, ids=lambda b: b.name)
+def test_deployment_example_is_a_valid_file(cli: Run, tmp_path: Path, block: Block) -> None:
+    """A deployment file shown in the docs is one `decodecalc check` reads (0: every target
+    met, 1: one missed; never 2, invalid)."""
+    path = tmp_path / "deployment.yaml"
+    path.write_text(block.body)
+    result = cli("check", str(path))
+    assert result.code in (0, 1), result.err
+
+
 # -- names the text uses -------------------------------------------------------------------
 
 
@@ -257,7 +335,7 @@ def cli_options() -> dict[str, set[str]]:
     }
 
 
-COMMAND_LINE = re.compile(r"(?:^|(?<=[\s/]))decodecalc\s+([a-z-][^|&;#`]*)", re.MULTILINE)
+COMMAND_LINE = re.compile(r"(?:^|(?<=[\s/]))decodecalc[ \t]+([a-z-][^|&;#`\n]*)", re.MULTILINE)
 """A decodecalc command line in a shell or YAML block, up to a pipe, a chain or a comment."""
 
 
@@ -336,7 +414,8 @@ def test_estimate_field_table_names_every_field(cli: Run) -> None:
     renamed in the code must be explained there too, and nothing explained may be gone."""
     text = (ROOT / "docs/json.md").read_text()
     table = text.split("<!-- fields of: decodecalc estimate --json -->", 1)[1].split("\n\n", 1)[0]
-    documented = {key for row in table.splitlines() for key in re.findall(r"`([\w.\[\]]+)`", row)}
+    fields = [row.split("|")[1] for row in table.splitlines()[3:]]  # after the header rows
+    documented = {key for cell in fields for key in re.findall(r"`([\w.\[\]]+)`", cell)}
     doc = json.loads(ran(cli, *JSON_EXAMPLES["estimate"].split(), "--json"))
     keys = flat_keys(doc)
     leaves = {k for k in keys if not any(o.startswith((f"{k}.", f"{k}[].")) for o in keys)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import decodecalc.cli
-from decodecalc.__main__ import run
+from decodecalc.__main__ import EXIT_CLOSED_PIPE, run
 from tests.conftest import Run
 
 
@@ -83,3 +84,46 @@ def test_shell_completion(words: str, cword: str, expected: set[str]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert expected <= set(result.stdout.split())
+
+
+CLOSED_PIPE_COMMANDS = {
+    "estimate-csv": ("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-f", "csv"),
+    "sweep": ("sweep", "-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "--batch", "1,2"),
+    "compare": ("compare", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-f", "csv"),
+}
+"""Commands whose output runs to thousands of lines with ``-c 1..5K:1``: far more than a
+pipe holds, so the reader is gone while they still write."""
+
+
+@pytest.mark.skipif(shutil.which("head") is None, reason="needs head(1)")
+@pytest.mark.parametrize("args", CLOSED_PIPE_COMMANDS.values(), ids=CLOSED_PIPE_COMMANDS.keys())
+def test_output_into_head_exits_141(args: tuple[str, ...]) -> None:
+    """`decodecalc ... | head -n 1`: the reader stops early. No traceback, no message, and
+    128 + SIGPIPE as a shell reports it; not 1, which means a target was missed."""
+    command = [sys.executable, "-m", "decodecalc", *args, "-c", "1..5K:1"]
+    producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert producer.stdout is not None
+    head = subprocess.Popen(["head", "-n", "1"], stdin=producer.stdout, stdout=subprocess.PIPE)
+    producer.stdout.close()  # head holds the only read end: its exit closes the pipe
+    first, _ = head.communicate(timeout=60)
+    _, err = producer.communicate(timeout=60)
+    assert first.count(b"\n") == 1  # the header line came through
+    assert err == b""
+    assert producer.returncode == EXIT_CLOSED_PIPE == 141
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh(1)")
+def test_closed_stdout_still_gives_the_exit_status() -> None:
+    """``decodecalc ... >&-``: Python leaves sys.stdout None; the output goes nowhere and
+    the exit status still says what happened."""
+    script = '"$0" -m decodecalc estimate -m llama-3.1-8b -g h100-sxm -c 1K >&-; echo "$?" >&2'
+    done = subprocess.run(
+        ["sh", "-c", script, sys.executable], capture_output=True, text=True, check=True
+    )
+    assert done.stderr == "0\n"
+    script = script.replace("-c 1K", "-c 1K --batch 0")
+    done = subprocess.run(
+        ["sh", "-c", script, sys.executable], capture_output=True, text=True, check=True
+    )
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "2" and len(lines) == 2 and lines[0].startswith("decodecalc: error:")

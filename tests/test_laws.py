@@ -242,3 +242,17 @@ def test_prefill_is_at_least_one_weight_read_and_its_compute(s: Scenario, prompt
     weights = streamed_weight_bytes(s, s.batch * prompt)
     assert p.seconds >= weights / s.effective_bandwidth_bytes_per_s
     assert p.seconds >= (p.compute_seconds or 0.0) + p.comm_seconds
+
+
+@settings(max_examples=100, deadline=None)
+@given(odd, contexts)
+def test_tp_splits_weights_state_and_kv_up_to_the_kv_heads(s: Scenario, t: int) -> None:
+    one = StepModel.of(replace(s, tp=1, link=None))
+    split = StepModel.of(s)
+    tp = s.tp
+    kv_heads = next(m.num_kv_heads for m in s.model.mixers() if isinstance(m, Attention))
+    ways = min(tp, kv_heads)  # past the KV heads each GPU keeps one whole head
+    assert abs(split.kv_bytes(t) * ways - one.kv_bytes(t)) <= ways
+    assert abs(split.state_bytes * tp - one.state_bytes) <= tp  # heads and channels split
+    assert split.weight_bytes <= one.weight_bytes
+    assert split.weight_bytes * tp >= one.weight_bytes - tp  # never better than 1/tp

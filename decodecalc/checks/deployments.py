@@ -13,15 +13,28 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from decodecalc.checks.settings import (
+    Problems,
+    Setting,
+    Settings,
+    context_list,
+    locate,
+    number,
+    show,
+    text,
+    tokens,
+    whole,
+)
 from decodecalc.checks.targets import Targets
-from decodecalc.context import parse_context, parse_tokens
+from decodecalc.checks.vllm import ServeConfig, looks_like_vllm, read_serve_config
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.datafile import Document, read_yaml
+from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
 from decodecalc.loading.fields import suggest
+from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.physics.estimator import Scenario
-from decodecalc.record import field, record, replace
+from decodecalc.record import record, replace
 from decodecalc.scenario_spec import ScenarioSpec
 from decodecalc.scenarios import resolve
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -45,58 +58,6 @@ DEPLOYMENT_KEYS = (
 )
 TOP_KEYS = ("deployments", "defaults")
 
-# vLLM serve flags (as `vllm serve --config` YAML keys) and the deployment field each sets.
-VLLM_KEYS = {
-    "model": "model",
-    "tensor_parallel_size": "tp",
-    "max_model_len": "context",
-    "max_num_seqs": "batch",
-    "kv_cache_dtype": "kv_dtype",
-    "quantization": "weights",
-    "dtype": "weights",
-    "gpu_memory_utilization": "memory_utilization",
-}
-VLLM_DEFAULT_MAX_NUM_SEQS = 256
-_VLLM_QUANTIZATION = {
-    "fp8": "fp8",
-    "fbgemm_fp8": "fp8",
-    "ptpc_fp8": "fp8",
-    "awq": "int4-g128",
-    "awq_marlin": "int4-g128",
-    "gptq": "int4-g128",
-    "gptq_marlin": "int4-g128",
-    "mxfp4": "mxfp4",
-    "modelopt_fp4": "nvfp4",
-    "nvfp4": "nvfp4",
-}
-_VLLM_DTYPE = {
-    "auto": "bf16",
-    "bfloat16": "bf16",
-    "bf16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "fp16": "fp16",
-    "float32": "fp32",
-    "float": "fp32",
-}
-_VLLM_KV = {
-    "fp8": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-    "fp8_inc": "fp8",
-    "bfloat16": "bf16",
-}
-
-
-KeyPath = tuple[str | int, ...]
-
-
-@record
-class Setting:
-    value: Any
-    where: str
-    """file:line:col and key path, for messages."""
-
 
 @record
 class Deployment:
@@ -107,102 +68,37 @@ class Deployment:
     scenario: Scenario
     contexts: tuple[int, ...]
     targets: Targets
+    notes: tuple[Note, ...] = ()
+    """What its vLLM config says that a reader of the figures must know."""
+    startup_fit: bool = False
+    """A vLLM config given no targets: check what vLLM checks when it starts instead."""
 
 
-Settings = dict[str, "Setting"]
 Entry = tuple[Settings, Settings, KeyPath]
 """A deployment's own settings, the settings it starts from, and where it is in the file."""
 Getter = Callable[[str, Callable[[Any], Any]], Any]
 
 
-@record
-class _Problems:
-    items: list[str] = field(default_factory=list)
-
-    def attempt(self, where: str, action: Callable[[], Any]) -> Any:
-        try:
-            return action()
-        except InputErrors as exc:
-            self.items.extend(exc.problems)
-        except InputError as exc:
-            self.items.append(f"{where}: {exc}")
-        return None
-
-
 def _settings(
-    doc: Document, mapping: Any, key_path: KeyPath, known: tuple[str, ...], problems: _Problems
-) -> dict[str, Setting]:
+    doc: Document, mapping: Any, key_path: KeyPath, known: tuple[str, ...], problems: Problems
+) -> Settings:
     """A mapping's values with their positions; unknown keys are problems."""
-    where = _where(doc, key_path)
+    at = locate(doc, key_path)
     if not isinstance(mapping, dict):
-        problems.items.append(f"{where}: expected a mapping, got {type(mapping).__name__}")
+        problems.items.append(f"{at}: expected a mapping, got {type(mapping).__name__}")
         return {}
     found = {}
     for key, value in mapping.items():
         path = (*key_path, str(key))
         if key not in known:
             hint = suggest(str(key), list(known)) or "; valid: " + ", ".join(known)
-            problems.items.append(f"{_where(doc, path)}: unknown key{hint}")
+            problems.items.append(f"{locate(doc, path)}: unknown key{hint}")
         elif value is not None:
-            found[str(key)] = Setting(value, _where(doc, path))
+            found[str(key)] = Setting(value, locate(doc, path))
     return found
 
 
-def _where(doc: Document, key_path: KeyPath) -> str:
-    label = ".".join(str(p) for p in key_path)
-    return f"{doc.where(key_path)}" + (f": {label}" if label else "")
-
-
-def _vllm(doc: Document, problems: _Problems) -> dict[str, Setting]:
-    """Deployment settings from a vLLM serve config. Flags that do not change decode speed
-    are ignored; ones decodecalc cannot map are problems, never guesses."""
-    settings: dict[str, Setting] = {}
-    if not isinstance(doc.data, dict):
-        problems.items.append(f"{doc.path}: expected a mapping of vLLM serve flags")
-        return settings
-    flags = {str(k).replace("-", "_"): (k, v) for k, v in doc.data.items()}
-    for flag, target in VLLM_KEYS.items():
-        if flag not in flags or flags[flag][1] is None:
-            continue
-        key, value = flags[flag]
-        where = _where(doc, (str(key),))
-        if flag == "quantization":
-            mapped = _VLLM_QUANTIZATION.get(str(value).lower())
-            if mapped is None:
-                problems.items.append(
-                    f"{where}: vLLM quantization {value!r} has no decodecalc dtype; set weights: "
-                    f"in a deployment file (known: {', '.join(sorted(_VLLM_QUANTIZATION))})"
-                )
-                continue
-            value = mapped
-        elif flag == "dtype":
-            if "quantization" in flags:
-                continue
-            value = _VLLM_DTYPE.get(str(value).lower(), value)
-        elif flag == "kv_cache_dtype":
-            if str(value).lower() == "auto":
-                continue
-            value = _VLLM_KV.get(str(value).lower(), value)
-        settings[target] = Setting(value, where)
-    if "batch" not in settings:
-        settings["batch"] = Setting(
-            VLLM_DEFAULT_MAX_NUM_SEQS, f"{doc.path}: max-num-seqs (vLLM's default)"
-        )
-    return settings
-
-
-def _looks_like_vllm(data: Any) -> bool:
-    keys = {str(k).replace("-", "_") for k in data} if isinstance(data, dict) else set()
-    return bool(keys & (set(VLLM_KEYS) - {"model", "dtype"})) and not keys & {
-        "deployments",
-        "targets",
-        "defaults",
-    }
-
-
-def _targets(
-    settings: dict[str, Setting], problems: _Problems, doc: Document, key_path: KeyPath
-) -> Targets:
+def _targets(settings: Settings, problems: Problems, doc: Document, key_path: KeyPath) -> Targets:
     values: dict[str, Any] = {}
     raw = settings.get("targets")
     if raw is None:
@@ -213,62 +109,17 @@ def _targets(
     return Targets(**{k: v for k, v in values.items() if v is not None})
 
 
-def _show(value: Any) -> str:
-    """A value for an error message, cut short: a YAML alias bomb must not be printed."""
-    import reprlib
-
-    shown = reprlib.Repr()
-    shown.maxstring, shown.maxother, shown.maxlist, shown.maxlevel = 40, 40, 4, 2
-    return shown.repr(value)
-
-
 def _target(name: str, value: Any) -> Any:
     if name == "must_fit":
         if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {_show(value)}")
+            raise InputError(f"expected true or false, got {show(value)}")
         return value
     if name == "min_crossover_context":
-        return _tokens(value)
-    number = _number(value)
-    if name == "max_kv_share" and not 0 < number <= 1:
-        raise InputError(f"a share is above 0 and at most 1, got {_show(value)}")
-    return number
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"expected a number, got {_show(value)}")
-    if not value > 0 or value == float("inf"):
-        raise InputError(f"must be a positive number, got {_show(value)}")
-    return float(value)
-
-
-def _whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"expected a whole number, got {_show(value)}")
-    return value
-
-
-def _tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(f"expected a token count such as 32768 or 32K, got {_show(value)}")
-    return value if isinstance(value, int) else parse_tokens(value)
-
-
-def _contexts(value: Any) -> tuple[int, ...]:
-    items = value if isinstance(value, list) else [value]
-    found: set[int] = set()
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, str)):
-            raise InputError(f"expected a context (32K, 1K..128K, a list), got {_show(item)}")
-        found.update(parse_context(str(item)))
-    return tuple(sorted(found))
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"expected text, got {_show(value)}")
-    return value
+        return tokens(value)
+    found = number(value)
+    if name == "max_kv_share" and not 0 < found <= 1:
+        raise InputError(f"a share is above 0 and at most 1, got {show(value)}")
+    return found
 
 
 class DeploymentReader:
@@ -283,24 +134,57 @@ class DeploymentReader:
 
     def read(self, path: Path) -> list[Deployment]:
         """Every deployment in a file, or InputErrors listing every problem in it."""
-        problems = _Problems()
-        doc = read_yaml(path, keep_duplicates=True)
+        return self.read_document(read_yaml(path, keep_duplicates=True))
+
+    def read_text(self, content: str, name: str) -> list[Deployment]:
+        """Every deployment in a text (standard input), called ``name`` in messages."""
+        return self.read_document(parse_yaml(content, name, keep_duplicates=True))
+
+    def read_document(self, doc: Document) -> list[Deployment]:
+        problems = Problems()
         problems.items.extend(doc.duplicates)
-        entries: list[Entry]
-        if _looks_like_vllm(doc.data):
-            entries = [({}, _vllm(doc, problems), ())]
-        else:
-            entries = self._entries(doc, problems)
-        deployments = [
-            d
-            for index, (own, base, key_path) in enumerate(entries)
-            if (d := self._build(doc, own, base, key_path, index, problems)) is not None
-        ]
+        serve_file = looks_like_vllm(doc.data)
+        entries: list[Entry] = [({}, {}, ())] if serve_file else self._entries(doc, problems)
+        deployments = []
+        for index, (own, base, key_path) in enumerate(entries):
+            pointer = {**base, **own}.get("vllm_config")
+            serve_doc = doc if serve_file else self._pointed(doc, pointer, problems)
+            if pointer is not None and serve_doc is None:
+                continue  # the model and more were to come from it: nothing else to say
+            serve = None if serve_doc is None else read_serve_config(serve_doc, problems)
+            start = base if serve is None else {**base, **serve.settings}
+            deployment = self._build(doc, own, start, key_path, index, problems, serve, serve_file)
+            if deployment is not None and serve is not None:
+                notes = serve.notes
+                if "batch" not in {**start, **own}:
+                    notes = (*notes, serve.default_batch_note(deployment.scenario.batch))
+                deployment = replace(
+                    deployment,
+                    notes=notes,
+                    startup_fit=serve_file and not deployment.targets.asked(),
+                )
+            if deployment is not None:
+                deployments.append(deployment)
         if problems.items:
             raise InputErrors(problems.items)
         return deployments
 
-    def _entries(self, doc: Document, problems: _Problems) -> list[Entry]:
+    def _pointed(
+        self, doc: Document, pointer: Setting | None, problems: Problems
+    ) -> Document | None:
+        """The vLLM config a deployment's vllm_config names (None: none, or unreadable)."""
+        if pointer is None:
+            return None
+        path = self._relative(doc, str(pointer.value))
+        # (its own messages name the vLLM file; the prefix says who pointed at it)
+        found: Document | None = problems.attempt(
+            pointer.where, lambda: read_yaml(path, keep_duplicates=True)
+        )
+        if found is not None:
+            problems.items.extend(found.duplicates)
+        return found
+
+    def _entries(self, doc: Document, problems: Problems) -> list[Entry]:
         data = doc.data
         if not isinstance(data, dict):
             problems.items.append(f"{doc.path}: expected a deployment or a 'deployments:' list")
@@ -316,7 +200,7 @@ class DeploymentReader:
         listing = data["deployments"]
         if not isinstance(listing, list) or not listing:
             problems.items.append(
-                f"{_where(doc, ('deployments',))}: expected a list of deployments"
+                f"{locate(doc, ('deployments',))}: expected a list of deployments"
             )
             return []
         return [
@@ -331,42 +215,39 @@ class DeploymentReader:
     def _build(
         self,
         doc: Document,
-        own: dict[str, Setting],
-        base: dict[str, Setting],
+        own: Settings,
+        base: Settings,
         key_path: KeyPath,
         index: int,
-        problems: _Problems,
+        problems: Problems,
+        serve: ServeConfig | None,
+        startup_check: bool,
     ) -> Deployment | None:
+        """One deployment, or None with its problems kept. ``serve`` is the vLLM config
+        its settings start from, if any: it gives the batch when nothing else does; with
+        ``startup_check`` (a vLLM config checked alone) no targets is no problem."""
         settings = {**base, **own}
-        if "vllm_config" in settings:
-            vllm_setting = settings["vllm_config"]
-            vllm_path = self._relative(doc, str(vllm_setting.value))
-            vllm_doc = problems.attempt(
-                vllm_setting.where, lambda: read_yaml(vllm_path, keep_duplicates=True)
-            )  # (its own messages name the vLLM file; the prefix says who pointed at it)
-            if vllm_doc is None:
-                return None  # the model and more were to come from it: nothing else to say
-            problems.items.extend(vllm_doc.duplicates)
-            settings = {**base, **_vllm(vllm_doc, problems), **own}
         if self.gpu and "gpu" not in settings and "bandwidth" not in settings:
             settings["gpu"] = Setting(self.gpu, "--gpu")
-        where = _where(doc, key_path) if key_path else doc.path
+        where = locate(doc, key_path) if key_path else doc.path
         before = len(problems.items)
         get = self._getter(settings, problems)
         stem = Path(doc.path).stem
-        name = get("name", _text) or (f"{stem}-{index + 1}" if key_path else stem)
-        model = get("model", lambda v: self.catalog.model(self._model_ref(doc, _text(v))))
-        gpu = get("gpu", lambda v: self.catalog.gpu(_text(v)))
-        bandwidth = get("bandwidth", lambda v: parse_bandwidth(_text(v)))
-        weights = get("weights", lambda v: self.catalog.dtype(_text(v)))
-        kv = get("kv_dtype", lambda v: self.catalog.dtype(_text(v)))
-        batch = get("batch", _whole)
-        tp = get("tp", _whole)
-        contexts = get("context", _contexts)
-        efficiency = get("efficiency", _number)
-        utilization = get("memory_utilization", _number)
-        overhead = get("overhead", lambda v: parse_duration(_text(v), "overhead"))
-        link_name = get("link", _text)
+        name = get("name", text) or (f"{stem}-{index + 1}" if key_path else stem)
+        model = get("model", lambda v: self.catalog.model(self._model_ref(doc, text(v))))
+        gpu = get("gpu", lambda v: self.catalog.gpu(text(v)))
+        bandwidth = get("bandwidth", lambda v: parse_bandwidth(text(v)))
+        weights = get("weights", lambda v: self.catalog.dtype(text(v)))
+        kv = get("kv_dtype", lambda v: self.catalog.dtype(text(v)))
+        batch = get("batch", whole)
+        if serve is not None and "batch" not in settings:
+            batch = serve.default_batch(gpu)
+        tp = get("tp", whole)
+        contexts = get("context", context_list)
+        efficiency = get("efficiency", number)
+        utilization = get("memory_utilization", number)
+        overhead = get("overhead", lambda v: parse_duration(text(v), "overhead"))
+        link_name = get("link", text)
         targets = _targets(settings, problems, doc, key_path)
         targets = self._cli_targets(targets, problems)
         if model is None and "model" not in settings:
@@ -378,7 +259,7 @@ class DeploymentReader:
             and "bandwidth" not in settings
         ):
             problems.items.append(f"{where}: missing gpu (or bandwidth); vLLM configs take --gpu")
-        if not targets.asked() and len(problems.items) == before:
+        if not targets.asked() and not startup_check and len(problems.items) == before:
             problems.items.append(f"{where}: {name}: no targets to check")
         if len(problems.items) > before or model is None:
             return None
@@ -405,7 +286,7 @@ class DeploymentReader:
         )
         return deployment
 
-    def _getter(self, settings: dict[str, Setting], problems: _Problems) -> Getter:
+    def _getter(self, settings: Settings, problems: Problems) -> Getter:
         def get(key: str, convert: Callable[[Any], Any]) -> Any:
             setting = settings.get(key)
             if setting is None:
@@ -414,17 +295,17 @@ class DeploymentReader:
 
         return get
 
-    def _cli_targets(self, targets: Targets, problems: _Problems) -> Targets:
+    def _cli_targets(self, targets: Targets, problems: Problems) -> Targets:
         values = {name: getattr(targets, name) for name in targets.asked()}
-        for name, text in self.cli_targets.items():
-            where = f"--target {name}={text}"
+        for name, given in self.cli_targets.items():
+            where = f"--target {name}={given}"
             if name not in Targets.names():
                 hint = suggest(name, list(Targets.names())) or "; valid: " + ", ".join(
                     Targets.names()
                 )
                 problems.items.append(f"{where}: unknown target{hint}")
                 continue
-            values[name] = problems.attempt(where, _cli_target(name, text))
+            values[name] = problems.attempt(where, _cli_target(name, given))
         return Targets(**{k: v for k, v in values.items() if v is not None})
 
     @staticmethod
@@ -439,19 +320,19 @@ class DeploymentReader:
         return reference
 
 
-def _cli_target(name: str, text: str) -> Callable[[], Any]:
-    return lambda: _target(name, _parse_cli_value(name, text))
+def _cli_target(name: str, given: str) -> Callable[[], Any]:
+    return lambda: _target(name, _parse_cli_value(name, given))
 
 
-def _parse_cli_value(name: str, text: str) -> Any:
+def _parse_cli_value(name: str, given: str) -> Any:
     if name == "must_fit":
-        lowered = text.lower()
+        lowered = given.lower()
         if lowered not in ("true", "false"):
-            raise InputError(f"expected true or false, got {text!r}")
+            raise InputError(f"expected true or false, got {given!r}")
         return lowered == "true"
     if name == "min_crossover_context":
-        return text
+        return given
     try:
-        return float(text)
+        return float(given)
     except ValueError:
-        raise InputError(f"expected a number, got {text!r}") from None
+        raise InputError(f"expected a number, got {given!r}") from None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from decodecalc.checks.deployments import Deployment
-from decodecalc.checks.targets import TargetResult, check
+from decodecalc.checks.targets import TargetResult, check, startup_fit
 from decodecalc.errors import InputError
+from decodecalc.notes import Note
 from decodecalc.physics.estimator import Estimate, estimate
 from decodecalc.record import record
 
@@ -14,19 +15,38 @@ class CheckedDeployment:
     deployment: Deployment
     estimate: Estimate
     results: tuple[TargetResult, ...]
+    notes: tuple[Note, ...] = ()
+    """The deployment's own notes, and what a check it was not asked for checked."""
 
     @property
     def passed(self) -> bool:
         return all(r.passed for r in self.results)
 
 
-def run_checks(deployments: list[Deployment]) -> list[CheckedDeployment]:
-    checked = []
-    for d in deployments:
+def check_deployment(d: Deployment) -> CheckedDeployment:
+    """One deployment against its targets (or, for a vLLM config given none, against
+    vLLM's start-up check); an InputError names the file and the deployment."""
+    try:
         est = estimate(d.scenario, d.contexts)
-        try:
-            results = check(est, d.targets)
-        except InputError as exc:
-            raise InputError(f"{d.file}: {d.name}: {exc}") from None
-        checked.append(CheckedDeployment(d, est, results))
-    return checked
+        results = check(est, d.targets)
+        notes = d.notes
+        if d.startup_fit:
+            fit = startup_fit(est)
+            results = (*results, fit)
+            notes = (*notes, _startup_note(d, fit))
+    except InputError as exc:
+        raise InputError(f"{d.file}: {d.name}: {exc}") from None
+    return CheckedDeployment(d, est, results, notes)
+
+
+def run_checks(deployments: list[Deployment]) -> list[CheckedDeployment]:
+    return [check_deployment(d) for d in deployments]
+
+
+def _startup_note(d: Deployment, fit: TargetResult) -> Note:
+    return Note(
+        "vllm-startup-fit",
+        f"{d.name}: no targets given, so it was held to what vLLM checks when it starts: "
+        f"the weights and one sequence of max-model-len ({fit.context:,} tokens) fit in "
+        f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory",
+    )

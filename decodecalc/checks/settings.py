@@ -82,7 +82,7 @@ def tokens(value: Any) -> int:
     return value if isinstance(value, int) else parse_tokens(value)
 
 
-def contexts(value: Any) -> tuple[int, ...]:
+def context_list(value: Any) -> tuple[int, ...]:
     items = value if isinstance(value, list) else [value]
     found: set[int] = set()
     for item in items:

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from decodecalc.errors import InputError
 from decodecalc.physics.estimator import Estimate, Row
+from decodecalc.physics.memory import MemoryFit
 from decodecalc.record import field_names, record
+
+STARTUP_FIT = "vllm_startup_fit"
+"""The check a vLLM config gets when it is given no targets: not a target one can ask for."""
 
 
 @record
@@ -89,8 +93,25 @@ def check(estimate: Estimate, targets: Targets) -> tuple[TargetResult, ...]:
 
 
 def _fit(estimate: Estimate, rows: list[Row], must_fit: bool) -> TargetResult:
-    if estimate.memory is None:
-        raise InputError("must_fit needs a GPU preset (its memory capacity), not a bandwidth alone")
+    _memory(estimate, "must_fit")
     failing = [r for r in rows if not r.fits]
     at = failing[0].context_tokens if failing else rows[-1].context_tokens
     return TargetResult("must_fit", must_fit, not failing, at, not failing or not must_fit)
+
+
+def startup_fit(estimate: Estimate) -> TargetResult:
+    """What vLLM checks when it starts, held for a vLLM config given no targets: the
+    weights and the KV cache of one sequence at max-model-len (the deployment's context)
+    fit in gpu-memory-utilization x the GPU's memory. vLLM refuses to start otherwise."""
+    memory = _memory(estimate, STARTUP_FIT)
+    context = max(r.context_tokens for r in estimate.rows)
+    fits = memory.max_batch is None or memory.max_batch >= 1
+    return TargetResult(STARTUP_FIT, True, fits, context, fits)
+
+
+def _memory(estimate: Estimate, target: str) -> MemoryFit:
+    if estimate.memory is None:
+        raise InputError(
+            f"{target} needs a GPU preset (its memory capacity), not a bandwidth alone"
+        )
+    return estimate.memory

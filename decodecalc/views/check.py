@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import TargetResult
+from decodecalc.notes import Note, unique
+from decodecalc.physics.estimator import Scenario
 from decodecalc.views.estimate import scenario_inputs
-from decodecalc.views.report import Column, Report, document
+from decodecalc.views.report import Column, Report, document, with_notes
+
+ROOFLINE = Note(
+    "check-roofline",
+    "speed targets are held to decodecalc's estimate, the bandwidth roofline (bytes per "
+    "step / (bandwidth x efficiency)) plus any overhead and TP communication, not to a "
+    "measured engine: a pass says the hardware can, not that a given server does",
+)
+
+
+def held_to(s: Scenario) -> str:
+    """The figure a deployment's speed targets were compared with, in words."""
+    figure = f"roofline ms_per_token at efficiency {s.efficiency:g}"
+    if s.overhead_s:
+        figure += f" + {s.overhead_s * 1000:g} ms overhead per step"
+    if s.link is not None:
+        figure += f" + TP all-reduces over {s.link.id}"
+    return figure
 
 
 def _limit_text(r: TargetResult) -> str:
@@ -20,6 +40,8 @@ def _limit_text(r: TargetResult) -> str:
             return f">= {r.limit:g} tok/s in all"
         case "must_fit":
             return "fits in memory" if r.limit else "(fit not required)"
+        case "vllm_startup_fit":
+            return f"weights + 1 sequence of {r.context:,} tokens fit (vLLM's start-up check)"
         case "min_crossover_context":
             return f"crossover >= {r.limit:,} tokens"
         case _:
@@ -33,7 +55,7 @@ def _value_text(r: TargetResult) -> str:
             return f"{r.value:.3f} ms{at}"
         case "min_tokens_per_s" | "min_throughput_tokens_per_s":
             return f"{r.value:,.1f} tok/s{at}"
-        case "must_fit":
+        case "must_fit" | "vllm_startup_fit":
             return "fits" if r.value else f"does not fit{at}"
         case "min_crossover_context":
             return "no crossover" if r.value is None else f"{round(float(r.value)):,} tokens"
@@ -57,6 +79,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
     pairs = [(c, r) for c in checked for r in c.results]
     records = tuple(_record(c, r) for c, r in pairs)
     failed = sum(not r["passed"] for r in records)
+    notes = unique([ROOFLINE, *(n for c in checked for n in c.notes)])
     doc = document(
         passed=failed == 0,
         summary={"deployments": len(checked), "targets": len(records), "failed": failed},
@@ -68,6 +91,8 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
                 "inputs": scenario_inputs(c.deployment.scenario),
                 "contexts": list(c.deployment.contexts),
                 "crossover_context": c.estimate.crossover_context,
+                "held_to": held_to(c.deployment.scenario),
+                "notes": [n.as_dict() for n in c.notes],
                 "passed": c.passed,
             }
             for c in checked
@@ -86,42 +111,69 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         for rec, (_, r) in zip(records, pairs, strict=True)
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
-    return Report(
+    figures = dict.fromkeys(held_to(c.deployment.scenario) for c in checked)
+    report = Report(
         doc,
         columns,
         shown,
-        footer=(f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",),
+        footer=(
+            f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",
+            *(f"held to: {figure}" for figure in figures),
+        ),
         highlight=frozenset(i for i, rec in enumerate(records) if not rec["passed"]),
     )
+    return with_notes(report, notes)
 
 
-def to_junit(checked: list[CheckedDeployment], out: IO[str]) -> None:
-    """JUnit XML: a testsuite per file, a testcase per target, a failure per missed one."""
+def to_junit(
+    checked: Sequence[CheckedDeployment],
+    out: IO[str],
+    invalid: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """JUnit XML: a testsuite per file, a testcase per target, a failure per missed one,
+    and an error case for each file (or deployment) that could not be checked, with every
+    problem found in it: CI shows a broken file where it shows the rest."""
     import xml.etree.ElementTree as ET
 
-    total = sum(len(c.results) for c in checked)
+    problems = invalid or {}
+    files: dict[str, list[CheckedDeployment]] = {name: [] for name in problems}
+    for c in checked:
+        files.setdefault(c.deployment.file, []).append(c)
+    errors = len(problems)
+    total = sum(len(c.results) for c in checked) + errors
     failures = sum(not r.passed for c in checked for r in c.results)
     root = ET.Element(
         "testsuites",
         name="decodecalc check",
         tests=str(total),
         failures=str(failures),
-        errors="0",
+        errors=str(errors),
     )
-    files: dict[str, list[CheckedDeployment]] = {}
-    for c in checked:
-        files.setdefault(c.deployment.file, []).append(c)
     for file, group in files.items():
         results = [(c, r) for c in group for r in c.results]
+        found = problems.get(file, ())
         suite = ET.SubElement(
             root,
             "testsuite",
             name=file,
-            tests=str(len(results)),
+            tests=str(len(results) + (1 if found else 0)),
             failures=str(sum(not r.passed for _, r in results)),
-            errors="0",
+            errors=str(1 if found else 0),
             skipped="0",
         )
+        if group:
+            properties = ET.SubElement(suite, "properties")
+            for c in group:
+                ET.SubElement(
+                    properties,
+                    "property",
+                    name=f"{c.deployment.name}.held_to",
+                    value=held_to(c.deployment.scenario),
+                )
+        if found:
+            case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
+            error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")
+            error.text = "\n".join(found)
         for c, r in results:
             case = ET.SubElement(
                 suite,
