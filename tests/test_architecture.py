@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,68 @@ def test_every_command_is_listed_where_it_is_defined() -> None:
     assert list(group.commands) == list(COMMANDS)  # help lists them in this order
     for name, module in COMMANDS.items():
         assert group.commands[name].callback.__module__ == f"decodecalc.cli.{module}"
+
+
+PACKAGE = Path(__file__).resolve().parent.parent / "decodecalc"
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module's decodecalc imports, every one it makes at any depth (a function-local
+    import is still a dependency) except those only type checkers see."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text())
+        hidden = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for node in ast.walk(block)
+        }
+        found = set()
+        for node in ast.walk(tree):
+            if id(node) in hidden:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = {m for m in found if m.startswith("decodecalc.") and m != name}
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    """No module needs another that needs it back (layers and mla once did): the layers of
+    the design can be read, tested and replaced one at a time."""
+    graph = module_imports()
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, " -> ".join((*path[path.index(name) :], name))
+        if name in done:
+            return
+        for target in graph.get(name, ()):
+            visit(target, (*path, name))
+        done.add(name)
+
+    for module in graph:
+        visit(module, ())
+
+
+LAYERS = {
+    "decodecalc.physics": {"decodecalc.loading", "decodecalc.views", "decodecalc.cli"},
+    "decodecalc.loading": {"decodecalc.views", "decodecalc.cli", "decodecalc.checks"},
+    "decodecalc.checks": {"decodecalc.views", "decodecalc.cli"},
+    "decodecalc.calibration": {"decodecalc.views", "decodecalc.cli", "decodecalc.checks"},
+    "decodecalc.views": {"decodecalc.cli"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_layers_import_only_downwards(package: str) -> None:
+    """The physics knows no files, views or CLI; views know no CLI; only the CLI knows all."""
+    for module, targets in module_imports().items():
+        if module == package or module.startswith(f"{package}."):
+            upward = {t for t in targets if any(t.startswith(f"{u}") for u in LAYERS[package])}
+            assert not upward, f"{module} imports {sorted(upward)}"

@@ -39,10 +39,6 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     return CheckedDeployment(d, est, results, notes)
 
 
-def run_checks(deployments: list[Deployment]) -> list[CheckedDeployment]:
-    return [check_deployment(d) for d in deployments]
-
-
 def _startup_note(d: Deployment, fit: TargetResult) -> Note:
     return Note(
         "vllm-startup-fit",

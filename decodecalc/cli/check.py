@@ -2,7 +2,7 @@
 
 import sys
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,7 +19,7 @@ from decodecalc.cli import (
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
-    from decodecalc.views.report import Report
+    from decodecalc.checks.deployments import Deployment, DeploymentReader
 
 
 class CheckFormat(str, Enum):
@@ -65,8 +65,14 @@ def check(
 ) -> None:
     """Check deployment files against their latency, throughput and memory targets.
 
+    Targets are held to decodecalc's roofline estimate (bytes per step / bandwidth x
+    efficiency), not to a measured engine. A vLLM config given no targets is held to what
+    vLLM checks when it starts: the weights and one max-model-len sequence fit in memory.
+    FILE '-' reads standard input.
+
     Exit 0 when every target is met, 1 when any is missed, 2 when a file is invalid (every
-    problem in it is listed, with file:line:column). 'decodecalc schema' prints the format.
+    problem in it is listed, with file:line:column; JUnit written with -o still reports the
+    valid files, and each invalid one as an error). 'decodecalc schema' prints the format.
 
     Examples:
 
@@ -75,10 +81,10 @@ def check(
       decodecalc check serve.yaml --gpu h100-sxm -t max_ms_per_token=40 -f junit -o report.xml
     """
     from decodecalc.checks.deployments import DeploymentReader
-    from decodecalc.checks.run import run_checks
-    from decodecalc.loading.datafile import is_file
+    from decodecalc.checks.run import check_deployment
     from decodecalc.paths import expand_user
     from decodecalc.views.check import check_report, to_junit
+    from decodecalc.views.render import RENDERERS
 
     overrides = {}
     for item in target or ():
@@ -87,48 +93,71 @@ def check(
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
     reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides)
-    problems: list[str] = []
-    deployments = []
+    invalid: dict[str, list[str]] = {}
+    checked = []
     for file in files:
-        path = expand_user(file)
-        if not is_file(path):
-            problems.append(f"{file}: no such file")
-            continue
         try:
-            deployments.extend(reader.read(path))
+            deployments = _read(reader, file)
         except InputErrors as exc:
-            problems.extend(exc.problems)
+            invalid[file] = exc.problems
+            continue
         except InputError as exc:
-            problems.append(str(exc))
-    if problems:
+            invalid[file] = [str(exc)]
+            continue
+        for deployment in deployments:
+            try:
+                checked.append(check_deployment(deployment))
+            except InputError as exc:
+                invalid.setdefault(file, []).append(str(exc))
+    problems = [problem for found in invalid.values() for problem in found]
+    if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
-    checked = run_checks(deployments)
     report = check_report(checked)
     if output is not None:
-        _write_report(checked, report, fmt, expand_user(output))
-        from decodecalc.views.render import to_table
-
-        to_table(report, sys.stdout)
+        with output_stream(str(expand_user(output))) as out:
+            if fmt is CheckFormat.junit:
+                to_junit(checked, out, invalid)
+            else:
+                RENDERERS[fmt.value](report, out, False)
+        RENDERERS["table"](report, sys.stdout, False)
     elif fmt is CheckFormat.junit:
         to_junit(checked, sys.stdout)
     else:
         emit(report, Format(fmt.value), False)
+    if problems:
+        raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
     if not all(c.passed for c in checked):
         raise typer.Exit(EXIT_VIOLATION)
 
 
-def _write_report(checked: Any, report: "Report", fmt: CheckFormat, path: Any) -> None:
-    from decodecalc.views.check import to_junit
-    from decodecalc.views.render import RENDERERS
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
+
+def _read(reader: "DeploymentReader", file: str) -> "list[Deployment]":
+    """The deployments of a file, or of standard input for '-'."""
+    from decodecalc.loading.datafile import is_file
+    from decodecalc.paths import expand_user
+
+    if file == STDIN:
+        return reader.read_text(_stdin_text(), STDIN_NAME)
+    path = expand_user(file)
+    if not is_file(path):
+        raise InputError(f"{file}: no such file")
+    return reader.read(path)
+
+
+def _stdin_text() -> str:
+    """Standard input, held to a file's limits: UTF-8 text of at most MAX_FILE_BYTES."""
+    from decodecalc.loading.datafile import MAX_FILE_BYTES
+
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{STDIN_NAME}: more than the limit of {MAX_FILE_BYTES:,} bytes")
     try:
-        with open(path, "w", encoding="utf-8") as out:
-            if fmt is CheckFormat.junit:
-                to_junit(checked, out)
-            else:
-                RENDERERS[fmt.value](report, out, False)
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{STDIN_NAME}: not a UTF-8 text") from None
 
 
 @app.command()
