@@ -114,11 +114,14 @@ def test_shell_example_is_current(cli: Run, block: Block) -> None:
 
 
 def output_block(block: Block) -> Block | None:
-    """The ``text`` block right after a python block: what the example prints."""
-    following = [b for b in blocks(block.page) if b.start >= block.end]
+    """The ``text`` block right after a python block: what the example prints. Found in
+    the page as it is now, since an earlier test may have rewritten the page."""
+    now = blocks(block.page)
+    here = next(b for b in now if b.lang == block.lang and b.body == block.body)
+    following = [b for b in now if b.start >= here.end]
     if not following or following[0].lang != "text":
         return None
-    between = block.page.read_text()[block.end : following[0].start]
+    between = block.page.read_text()[here.end : following[0].start]
     return None if between.strip() else following[0]
 
 
@@ -230,6 +233,33 @@ def calibration_summary(run: Run) -> str:
     )
 
 
+class Annotation(str):
+    """An annotation kept as the text it was written as (``from __future__ import
+    annotations``), shown without the quotes inspect would put around a string."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def plain_signature(function: Callable[..., Any]) -> str:
+    import inspect
+
+    signature = inspect.signature(function)
+    return str(
+        signature.replace(
+            parameters=[
+                p.replace(annotation=Annotation(p.annotation))
+                if isinstance(p.annotation, str)
+                else p
+                for p in signature.parameters.values()
+            ],
+            return_annotation=Annotation(signature.return_annotation)
+            if isinstance(signature.return_annotation, str)
+            else signature.return_annotation,
+        )
+    )
+
+
 def api_reference(run: Run) -> str:
     """Each name ``decodecalc`` exports: a function's signature, a class's name, and the
     first line of its docstring."""
@@ -242,7 +272,7 @@ def api_reference(run: Run) -> str:
         obj = getattr(decodecalc, name)
         if not callable(obj):
             continue
-        signature = name if inspect.isclass(obj) else f"{name}{inspect.signature(obj)}"
+        signature = name if inspect.isclass(obj) else name + plain_signature(obj)
         summary = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
         lines.append(f"- `{signature}`" + (f": {summary}" if summary else ""))
     return "\n".join(lines) + "\n"

@@ -91,7 +91,7 @@ CLOSED_PIPE_COMMANDS = {
     "sweep": ("sweep", "-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "--batch", "1,2"),
     "compare": ("compare", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-f", "csv"),
 }
-"""Commands whose output runs to thousands of lines with ``-c 1..5K:1``: far more than a
+"""Commands whose output runs to thousands of lines with ``-c 1..2K:1``: far more than a
 pipe holds, so the reader is gone while they still write."""
 
 
@@ -100,7 +100,7 @@ pipe holds, so the reader is gone while they still write."""
 def test_output_into_head_exits_141(args: tuple[str, ...]) -> None:
     """`decodecalc ... | head -n 1`: the reader stops early. No traceback, no message, and
     128 + SIGPIPE as a shell reports it; not 1, which means a target was missed."""
-    command = [sys.executable, "-m", "decodecalc", *args, "-c", "1..5K:1"]
+    command = [sys.executable, "-m", "decodecalc", *args, "-c", "1..2K:1"]
     producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert producer.stdout is not None
     head = subprocess.Popen(["head", "-n", "1"], stdin=producer.stdout, stdout=subprocess.PIPE)

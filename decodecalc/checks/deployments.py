@@ -155,14 +155,12 @@ class DeploymentReader:
             start = base if serve is None else {**base, **serve.settings}
             deployment = self._build(doc, own, start, key_path, index, problems, serve, serve_file)
             if deployment is not None and serve is not None:
+                asked = bool(deployment.targets.asked())
                 notes = serve.notes
-                if "batch" not in {**start, **own}:
+                if asked and "batch" not in {**start, **own}:  # (a start-up check is at 1)
                     notes = (*notes, serve.default_batch_note(deployment.scenario.batch))
-                deployment = replace(
-                    deployment,
-                    notes=notes,
-                    startup_fit=serve_file and not deployment.targets.asked(),
-                )
+                # (without targets only a vLLM config checked alone gets here: see _build)
+                deployment = replace(deployment, notes=notes, startup_fit=not asked)
             if deployment is not None:
                 deployments.append(deployment)
         if problems.items:

@@ -11,6 +11,8 @@ from decodecalc.physics.estimator import Estimate, Row
 from decodecalc.physics.memory import MemoryFit
 from decodecalc.record import field_names, record
 
+SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
+"""The targets held to the estimate's step time (the roofline), not to memory."""
 STARTUP_FIT = "vllm_startup_fit"
 """The check a vLLM config gets when it is given no targets: not a target one can ask for."""
 

@@ -100,8 +100,9 @@ def emit(
     name = "json" if as_json else fmt.value
     with output_stream(output) as out:
         RENDERERS[name](report, out, exact)
-    if name in ("json", "csv") or output is not None:
-        for item in report.document.get("notes", ()):
+    notes = report.document.get("notes")  # (show's is the model's own note text, a string)
+    if (name in ("json", "csv") or output is not None) and isinstance(notes, list):
+        for item in notes:
             note(item["message"])
 
 

@@ -71,26 +71,37 @@ def _share_exact(value: float) -> str:
 
 
 def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
-    """Per-context columns; the aggregate column only for a batch above 1 (None: always)."""
+    """Per-context columns; the aggregate column only for a batch above 1 (None: always).
+    A narrow terminal drops them highest ``drop`` first: communication, state, the batch's
+    throughput, weights, bound, KV, per-sequence rate, the crossover marker, then Fits;
+    context, total, KV share and ms per token always stay."""
     columns = [
         Column("context", "Context (tokens)", h.tokens, str),
-        Column("weight_bytes", "Weights", h.size, h.exact_bytes),
-        Column("kv_bytes", "KV cache", h.size, h.exact_bytes),
-        Column("state_bytes", "State", h.size, h.exact_bytes),
+        Column("weight_bytes", "Weights", h.size, h.exact_bytes, drop=6),
+        Column("kv_bytes", "KV cache", h.size, h.exact_bytes, drop=4),
+        Column("state_bytes", "State", h.size, h.exact_bytes, drop=8),
         Column("total_bytes", "Total / step", h.size, h.exact_bytes),
         Column("kv_share", "KV share", h.share, _share_exact),
         Column("ms_per_token", "ms / token", _ms, _ms_exact),
-        Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact),
+        Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact, drop=3),
     ]
     if batch is None or batch > 1:
         header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
-        columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact))
+        columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact, drop=7))
     columns.append(
-        Column("bound", "Bound", lambda v: "COMPUTE" if v == "compute" else v, numeric=False)
+        Column(
+            "bound",
+            "Bound",
+            lambda v: "COMPUTE" if v == "compute" else v,
+            numeric=False,
+            drop=5,
+        )
     )
-    columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact))
-    columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False))
-    columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False))
+    columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact, drop=9))
+    columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False, drop=1))
+    columns.append(
+        Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False, drop=2)
+    )
     return tuple(columns)
 
 
