@@ -1,4 +1,4 @@
-"""MoE, MLA, sliding windows and hybrid recurrent layers (physics.md sections 2 and 3).
+"""MoE, MLA, sliding windows and hybrid recurrent layers (docs/physics.md sections 2 and 3).
 
 Every expected figure is worked by hand in the comment beside it, from the model's
 config.json fields (presets/models/*.yaml hold the same numbers).

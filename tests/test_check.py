@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -188,7 +190,9 @@ class TestVllm:
         )
         r = cli("check", path, "--gpu", "h100", "-t", "must_fit=true", "-f", "json")
         inputs = json.loads(r.out)["deployments"][0]["inputs"]
-        assert (inputs["weights_dtype"], inputs["tp"], inputs["batch"]) == ("fp8", 2, 256)
+        # No max-num-seqs: vLLM 0.19.1's `vllm serve` default on a GPU of 70 GiB or more
+        # other than the A100 is 1,024 (EngineArgs.get_batch_defaults); an H100 has 80 GiB.
+        assert (inputs["weights_dtype"], inputs["tp"], inputs["batch"]) == ("fp8", 2, 1024)
 
     def test_unknown_model_and_quantization_are_said(self, cli: Run, tmp_path: Path) -> None:
         path = write(
@@ -242,7 +246,13 @@ class TestReports:
         assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "0")
         (suite,) = root
         assert suite.tag == "testsuite" and suite.get("name", "").endswith("deploy.yaml")
-        cases = list(suite)
+        properties, *cases = list(suite)
+        assert properties.tag == "properties"
+        (held,) = properties
+        assert (held.get("name"), held.get("value")) == (
+            "chat.held_to",
+            "roofline ms_per_token at efficiency 1",
+        )
         assert [c.tag for c in cases] == ["testcase", "testcase"]
         assert all(c.get("classname") and c.get("name") for c in cases)
         failures = [f for c in cases for f in c.findall("failure")]
@@ -287,3 +297,121 @@ class TestSchema:
         data = yaml.safe_load(PASSING.replace("max_ms_per_token", "max_ms_per_tokn"))
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(data, json.loads(cli("schema").out))
+
+
+class TestCounts:
+    """0 sequences or 0 GPUs is a mistake, as --batch 0 is: never read as "not given"."""
+
+    @pytest.mark.parametrize(
+        ("old", "new", "message"),
+        [
+            ("batch: 1", "batch: 0", "deploy.yaml:6:8: batch: must be at least 1, got 0"),
+            ("batch: 1", "batch: -2", "deploy.yaml:6:8: batch: must be at least 1, got -2"),
+            ("batch: 1", "batch: 2.5", "deploy.yaml:6:8: batch: expected a whole number, got 2.5"),
+            ("batch: 1", "batch: 1\ntp: 0", "deploy.yaml:7:5: tp: must be at least 1, got 0"),
+        ],
+    )
+    def test_a_count_below_one_is_an_error(
+        self, cli: Run, tmp_path: Path, old: str, new: str, message: str
+    ) -> None:
+        r = cli("check", write(tmp_path, PASSING.replace(old, new)))
+        assert r.code == 2 and r.out == ""
+        assert message in r.err
+
+    def test_in_defaults_too(self, cli: Run, tmp_path: Path) -> None:
+        deployment = PASSING.replace("batch: 1\n", "").replace("\n", "\n    ")
+        text = "defaults:\n  batch: 0\ndeployments:\n  - " + deployment
+        r = cli("check", write(tmp_path, text))
+        assert r.code == 2 and "deploy.yaml:2:10: defaults.batch: must be at least 1" in r.err
+
+
+class TestStdin:
+    def test_dash_reads_standard_input(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(PASSING.encode())))
+        doc = json.loads(cli("check", "-", "-f", "json").out)
+        (result,) = doc["results"]
+        assert result["file"] == "<stdin>" and round(result["value"], 3) == 22.350  # as above
+
+    def test_messages_name_stdin(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        text = PASSING.replace("gpu: h100-sxm", "gpu: h100-sxx")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        r = cli("check", "-")
+        assert r.code == 2 and "<stdin>:3:6: gpu: unknown GPU 'h100-sxx'" in r.err
+
+    def test_binary_input_is_refused(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe\x00")))
+        r = cli("check", "-")
+        assert r.code == 2 and r.err == "decodecalc: error: <stdin>: not a UTF-8 text\n"
+
+
+class TestInvalidFilesInJunit:
+    def test_report_is_written_with_an_error_case(self, cli: Run, tmp_path: Path) -> None:
+        good = write(tmp_path, PASSING, "good.yaml")
+        bad = write(
+            tmp_path,
+            PASSING.replace("batch: 1", "batch: 0").replace("gpu: h100-sxm", "gpu: h100-sxx"),
+            "bad.yaml",
+        )
+        missing = str(tmp_path / "missing.yaml")
+        out = tmp_path / "report.xml"
+        r = cli("check", good, bad, missing, "-f", "junit", "-o", str(out))
+        assert r.code == 2  # still invalid input, report or not
+        assert "bad.yaml:6:8: batch: must be at least 1, got 0" in r.err
+        assert "pass" in r.out  # the valid file's table
+        root = ET.parse(out).getroot()
+        assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "0", "2")
+        suites = {s.get("name"): s for s in root}
+        assert set(suites) == {good, bad, missing}
+        assert [c.get("name") for c in suites[good].iter("testcase")] == [
+            "max_ms_per_token: <= 25 ms/token"
+        ]
+        (error,) = suites[bad].iter("error")
+        assert suites[bad].get("errors") == "1"
+        assert "batch: must be at least 1" in (error.text or "")
+        assert "gpu: unknown GPU 'h100-sxx'" in (error.text or "")  # every problem of the file
+        (gone,) = suites[missing].iter("error")
+        assert gone.get("message") == f"{missing}: no such file"
+
+    def test_without_output_nothing_is_printed(self, cli: Run, tmp_path: Path) -> None:
+        bad = write(tmp_path, PASSING.replace("batch: 1", "batch: 0"))
+        r = cli("check", bad, "-f", "junit")
+        assert r.code == 2 and r.out == ""
+
+
+class TestHeldTo:
+    """A pass is against decodecalc's roofline estimate, and every report says so."""
+
+    TEXT = PASSING + "efficiency: 0.8\noverhead: 0.5ms\n"
+
+    def test_json(self, cli: Run, tmp_path: Path) -> None:
+        doc = json.loads(cli("check", write(tmp_path, self.TEXT), "-f", "json").out)
+        (deployment,) = doc["deployments"]
+        assert deployment["held_to"] == (
+            "roofline ms_per_token at efficiency 0.8 + 0.5 ms overhead per step"
+        )
+        assert "check-roofline" in {n["code"] for n in doc["notes"]}
+
+    def test_table(self, cli: Run, tmp_path: Path) -> None:
+        out = cli("check", write(tmp_path, self.TEXT)).out
+        assert (
+            "speed targets held to: roofline ms_per_token at efficiency 0.8 + 0.5 ms overhead "
+            "per step" in out
+        )
+        assert "not to a measured engine" in " ".join(out.split())
+
+    def test_tp_communication_is_named(self, cli: Run, tmp_path: Path) -> None:
+        text = PASSING.replace("batch: 1", "batch: 1\ntp: 2")
+        doc = json.loads(cli("check", write(tmp_path, text), "-f", "json").out)
+        # The H100 SXM preset's own interconnect carries the all-reduces.
+        assert doc["deployments"][0]["held_to"] == (
+            "roofline ms_per_token at efficiency 1 + TP all-reduces over "
+            f"{doc['deployments'][0]['inputs']['link']}"
+        )
+
+
+def test_a_deployment_file_without_targets_is_still_an_error(cli: Run, tmp_path: Path) -> None:
+    """Only a vLLM config checked alone gets vLLM's start-up check in place of targets."""
+    (tmp_path / "serve.yaml").write_text("model: llama-3.1-8b\nmax-model-len: 8192\n")
+    path = write(tmp_path, "name: d\nvllm_config: serve.yaml\ngpu: h100\n")
+    r = cli("check", path)
+    assert r.code == 2 and "d: no targets to check" in r.err

@@ -1,4 +1,4 @@
-"""The laws of physics.md over shapes no preset has, at every TP a model allows.
+"""The laws of docs/physics.md over shapes no preset has, at every TP a model allows.
 
 tests/test_properties.py checks the laws on dense catalog models at TP 1. Here Hypothesis
 also builds models directly: head_dim 85, 3 or 5 KV heads (so TP replicates heads), a

@@ -1,4 +1,4 @@
-"""physics.md's worked numbers, reproduced to the byte and to 0.01 ms."""
+"""docs/physics.md's worked numbers, reproduced to the byte and to 0.01 ms."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_section_6(
 
 
 def test_70b_read_and_total_params(catalog: Catalog) -> None:
-    """physics.md section 2: total 70,553,706,496; read per step 69,503,033,344."""
+    """docs/physics.md section 2: total 70,553,706,496; read per step 69,503,033,344."""
     m = catalog.model("llama-3.1-70b")
     assert m.total_params() == 70_553_706_496
     assert m.streamed_params_per_gpu() == 69_503_033_344

@@ -125,7 +125,7 @@ def test_every_model_preset_is_within_1_percent_of_its_official_count(
 
 
 def test_tied_embedding_is_read_every_step(catalog: Catalog) -> None:
-    """physics.md: with tied embeddings the matrix is the LM head, so it is streamed."""
+    """docs/physics.md: with tied embeddings the matrix is the LM head, so it is streamed."""
     m = catalog.model("llama-3.2-1b")
     assert m.streamed_params_per_gpu() == m.total_params()
 

@@ -1,4 +1,4 @@
-"""The laws of physics.md, checked over generated scenarios with Hypothesis."""
+"""The laws of docs/physics.md, checked over generated scenarios with Hypothesis."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_crossover_is_where_kv_meets_weights_on_every_model(s: Scenario) -> None
 @settings(max_examples=100, deadline=None)
 @given(scenarios_of(MOE_MODELS), st.integers(1, 4096))
 def test_moe_weights_grow_with_batch_up_to_all_experts(s: Scenario, b: int) -> None:
-    """physics.md: E(1 - (1 - k/E)^B) distinct experts, k at B=1, all E for large B."""
+    """docs/physics.md: E(1 - (1 - k/E)^B) distinct experts, k at B=1, all E for large B."""
     one = estimate(_with(s, batch=1), [0]).weight_bytes_per_step
     many = estimate(_with(s, batch=b), [0]).weight_bytes_per_step
     more = estimate(_with(s, batch=b + 1), [0]).weight_bytes_per_step

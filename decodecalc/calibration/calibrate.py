@@ -1,5 +1,5 @@
 """Calibrating against measured points: the roofline prediction of each, the fit, and the
-error that remains (physics.md section 5: how far the roofline is from a real GPU)."""
+error that remains (docs/physics.md section 5: how far the roofline is from a real GPU)."""
 
 from __future__ import annotations
 

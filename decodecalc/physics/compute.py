@@ -1,4 +1,4 @@
-"""The terms beyond bytes (physics.md section 5): compute, TP communication, overhead.
+"""The terms beyond bytes (docs/physics.md section 5): compute, TP communication, overhead.
 
 A decode step is memory-bound while streaming its bytes takes longer than its arithmetic;
 past the ridge batch the FLOPs win. Tensor parallelism adds two all-reduces per layer.

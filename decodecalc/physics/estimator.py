@@ -1,4 +1,4 @@
-"""The two-term decode estimator (physics.md sections 1 to 4).
+"""The two-term decode estimator (docs/physics.md sections 1 to 4).
 
 Per GPU, one decode step streams the weights once and the KV cache of every sequence:
 

@@ -1,4 +1,4 @@
-"""Does it fit? Weights, KV cache and state against a GPU's memory (physics.md section 5).
+"""Does it fit? Weights, KV cache and state against a GPU's memory (docs/physics.md section 5).
 
 Memory holds every weight (the input embedding and any vision tower included), the KV
 cache of every live sequence at its full context and the recurrent state, all per GPU,

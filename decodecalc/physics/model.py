@@ -2,7 +2,7 @@
 
 The estimator never looks at config.json field names: the loading layer turns a preset
 into these objects, and everything here is counted from shapes. Tensor groups carry how
-tensor parallelism splits them (physics.md sections 2 and 3), so per-GPU figures follow
+tensor parallelism splits them (docs/physics.md sections 2 and 3), so per-GPU figures follow
 from the same description as the parameter count.
 """
 
@@ -88,7 +88,7 @@ class Model:
         return self.total_params() - unused - sum(g.params for g in self.extra_groups)
 
     def streamed_params_per_gpu(self, tp: int = 1, batch: int = 1) -> Fraction:
-        """Parameters one GPU reads per decode step (physics.md section 2); routed experts
+        """Parameters one GPU reads per decode step (docs/physics.md section 2); routed experts
         count at the expected share a batch of ``batch`` tokens touches."""
         return sum(
             (g.params_per_gpu(tp) * g.read_fraction(batch) for g in self.tensor_groups()),

@@ -31,7 +31,7 @@ def _state_elements(m: Model) -> int:
 
 
 def tp_kv_rule(m: Model) -> str:
-    """How tensor parallelism treats this model's per-sequence cache (physics.md 3)."""
+    """How tensor parallelism treats this model's per-sequence cache (docs/physics.md section 3)."""
     rules = []
     gqa = {x.num_kv_heads for x in m.mixers() if isinstance(x, Attention)}
     if gqa:
