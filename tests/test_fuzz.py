@@ -133,6 +133,7 @@ def assert_sane(argv: list[str], code: int, out: str, err: str) -> None:
         json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in JSON for {argv}"))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -162,6 +163,7 @@ def test_cli_arguments(
     assert_sane(argv, code, out, err)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -211,6 +213,7 @@ documents = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -270,6 +273,7 @@ scalars = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -296,6 +300,7 @@ def test_one_bad_field_in_a_valid_deployment(
     assert_sane(argv, *run(argv, capsys))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -326,6 +331,7 @@ PRESETS = {  # one real preset of each kind, and a query that loads it from a us
 }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -363,6 +369,7 @@ MEASURED_POINT = {
 }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from decodecalc.notes import Note, estimate_notes, unique
+from decodecalc.physics.estimator import estimate
 from decodecalc.physics.generation import Generation, Prefill
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import describe_scenario, scenario_inputs
-from decodecalc.views.report import Column, Report, document
+from decodecalc.views.report import Column, Report, document, with_notes
 
 _QUANTITY = (Column("quantity", "Quantity", numeric=False), Column("value", "Value", numeric=False))
 
@@ -28,7 +30,6 @@ def generation_report(g: Generation) -> Report:
         prefill_compute_ms=None if p.compute_seconds is None else p.compute_seconds * 1000,
         prefill_comm_ms=p.comm_seconds * 1000,
         total_s=g.total_seconds,
-        notes=[n.as_dict() for n in g.notes],
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
@@ -42,7 +43,15 @@ def generation_report(g: Generation) -> Report:
         ("total", f"{g.total_seconds:,.3f} s"),
     ]
     records = tuple({"quantity": q, "value": v} for q, v in rows)
-    return Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
+    report = Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
+    return with_notes(report, generation_notes(g))
+
+
+def generation_notes(g: Generation) -> tuple[Note, ...]:
+    """The notes of the last decode step's estimate (the longest context: whether it fits,
+    whether it is past the model's maximum) and the prefill's own."""
+    last = estimate(g.scenario, [g.prompt_tokens + g.new_tokens - 1], crossover_row=False)
+    return unique([*estimate_notes(last), *g.notes])
 
 
 def _prefill_terms(p: Prefill) -> str:
