@@ -65,7 +65,8 @@ class TestVerdicts:
     [
         # Llama-3.1-70B FP8/FP8, 1 x H100, batch 1, 32,768 tokens: 22.350 ms, 44.74 tok/s,
         # KV 5,368,709,120 of 74,871,742,464 bytes = 7.17%, crossover 424,213 tokens,
-        # fits (5.37 GB of cache in the 6.76 GB left after 70.55 GB of weights).
+        # fits (5.37 GB of cache in the 6.42 GB left: 81,559 MiB x 0.9 = 76.97 GB, less 70.55 GB
+        # of weights).
         ("max_ms_per_token: 22.4", True),
         ("max_ms_per_token: 22.3", False),
         ("min_tokens_per_s: 44.7", True),
@@ -85,7 +86,7 @@ def test_every_target_kind(cli: Run, tmp_path: Path, targets: str, passes: bool)
 
 
 def test_must_fit_fails_when_batch_overflows(cli: Run, tmp_path: Path) -> None:
-    # batch 2 at 32K needs 10.74 GB of cache; only 6.76 GB is left.
+    # batch 2 at 32K needs 10.74 GB of cache; only 6.42 GB is left.
     text = PASSING.replace("batch: 1", "batch: 2").replace("max_ms_per_token: 25", "must_fit: true")
     r = cli("check", write(tmp_path, text))
     assert r.code == 1 and "does not fit at 32,768 tokens" in r.out

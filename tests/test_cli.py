@@ -53,7 +53,7 @@ def test_json_document(cli: Run) -> None:
         "kv_bits_per_value": 8.0,
         "batch": 1,
         "tp": 1,
-        "memory_bytes": 80 * 2**30,
+        "memory_bytes": 81_559 * 2**20,  # H100 as nvidia-smi reports it (test_gpu_capacity)
         "memory_utilization": 0.9,
         "peak_flops_per_s": 1_978_900_000_000_000,  # H100 SXM FP8 dense
         "link": None,

@@ -65,6 +65,7 @@ def test_python_dash_m_is_the_same_cli() -> None:
     assert result.stdout.startswith("decodecalc ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("words", "cword", "expected"),
     [
@@ -95,6 +96,7 @@ CLOSED_PIPE_COMMANDS = {
 pipe holds, so the reader is gone while they still write."""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("head") is None, reason="needs head(1)")
 @pytest.mark.parametrize("args", CLOSED_PIPE_COMMANDS.values(), ids=CLOSED_PIPE_COMMANDS.keys())
 def test_output_into_head_exits_141(args: tuple[str, ...]) -> None:
@@ -112,6 +114,7 @@ def test_output_into_head_exits_141(args: tuple[str, ...]) -> None:
     assert producer.returncode == EXIT_CLOSED_PIPE == 141
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh(1)")
 def test_closed_stdout_still_gives_the_exit_status() -> None:
     """``decodecalc ... >&-``: Python leaves sys.stdout None; the output goes nowhere and

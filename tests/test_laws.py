@@ -123,6 +123,7 @@ odd = scenarios(odd_models())
 every = scenarios(st.one_of(st.sampled_from(SWEPT), odd_models()))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(every, st.lists(contexts, min_size=1, max_size=6))
 def test_sweep_rows_are_the_estimator_rows(s: Scenario, points: list[int]) -> None:
@@ -159,6 +160,7 @@ def _segments(model: Model) -> list[tuple[int, int]]:
     return list(pairwise(edges))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, st.data())
 def test_linear_in_context_within_a_straight_segment(s: Scenario, data: st.DataObject) -> None:
@@ -180,6 +182,7 @@ def test_linear_in_context_within_a_straight_segment(s: Scenario, data: st.DataO
         assert abs((compute[1] - compute[0]) - (compute[2] - compute[1])) <= slack
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, st.lists(contexts, min_size=2, max_size=8))
 def test_monotone_non_decreasing_in_context(s: Scenario, points: list[int]) -> None:
@@ -190,6 +193,7 @@ def test_monotone_non_decreasing_in_context(s: Scenario, points: list[int]) -> N
         assert (a.compute_seconds or 0.0) <= (b.compute_seconds or 0.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd)
 def test_crossover_row_kv_equals_weights_within_one_token(s: Scenario) -> None:
@@ -205,6 +209,7 @@ def test_crossover_row_kv_equals_weights_within_one_token(s: Scenario) -> None:
     assert weights <= step.kv_bytes(row.context_tokens + 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, st.floats(0.05, 0.999), st.sampled_from([0.0, 0.0003]), contexts)
 def test_roofline_is_a_lower_bound(s: Scenario, efficiency: float, overhead: float, t: int) -> None:
@@ -218,6 +223,7 @@ def test_roofline_is_a_lower_bound(s: Scenario, efficiency: float, overhead: flo
     assert fast.seconds <= slow.seconds
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, contexts, st.integers(2, 64))
 def test_batch_multiplies_kv_and_state(s: Scenario, t: int, b: int) -> None:
@@ -232,6 +238,7 @@ def test_batch_multiplies_kv_and_state(s: Scenario, t: int, b: int) -> None:
         assert many.weight_bytes >= one.weight_bytes  # more tokens touch more experts
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, st.integers(0, 200_000))
 def test_prefill_is_at_least_one_weight_read_and_its_compute(s: Scenario, prompt: int) -> None:
@@ -244,6 +251,7 @@ def test_prefill_is_at_least_one_weight_read_and_its_compute(s: Scenario, prompt
     assert p.seconds >= (p.compute_seconds or 0.0) + p.comm_seconds
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(odd, contexts)
 def test_tp_splits_weights_state_and_kv_up_to_the_kv_heads(s: Scenario, t: int) -> None:

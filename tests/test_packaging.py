@@ -28,6 +28,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_wheel_contains_every_preset(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "decodecalc/checks/deployment.schema.json" in names

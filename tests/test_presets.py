@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.units import GB, GIB, TB
+from decodecalc.units import GB, TB
 
 REQUIRED_MODELS = """llama-2-7b llama-2-13b llama-2-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b
 llama-3.2-1b llama-3.2-3b mistral-7b qwen2.5-7b qwen2.5-32b qwen2.5-72b qwen3-8b qwen3-32b
@@ -130,23 +130,22 @@ def test_tied_embedding_is_read_every_step(catalog: Catalog) -> None:
     assert m.streamed_params_per_gpu() == m.total_params()
 
 
-# Datasheet figures, typed independently of the presets.
+# Datasheet bandwidths, typed independently of the presets. Capacities are what the
+# device reports, not the datasheet figure: tests/test_gpu_capacity.py checks those.
 @pytest.mark.parametrize(
-    ("gpu", "bandwidth", "memory"),
+    ("gpu", "bandwidth"),
     [
-        ("h100-sxm", 3.35 * TB, 80 * GIB),
-        ("h200", 4.8 * TB, 141 * GIB),
-        ("a100-80gb", 2039 * GB, 80 * GIB),
-        ("mi300x", 5.3 * TB, 192 * GIB),
-        ("rtx-4090", 1008 * GB, 24 * GIB),
-        ("tpu-v5e", 819 * GB, 16 * GIB),
-        ("m2-ultra", 800 * GB, 192 * GIB),
+        ("h100-sxm", 3.35 * TB),
+        ("h200", 4.8 * TB),
+        ("a100-80gb", 2039 * GB),
+        ("mi300x", 5.3 * TB),
+        ("rtx-4090", 1008 * GB),
+        ("tpu-v5e", 819 * GB),
+        ("m2-ultra", 800 * GB),
     ],
 )
-def test_gpu_datasheet_figures(catalog: Catalog, gpu: str, bandwidth: float, memory: int) -> None:
-    spec = catalog.gpu(gpu)
-    assert spec.bandwidth_bytes_per_s == round(bandwidth)
-    assert spec.memory_bytes == memory
+def test_gpu_datasheet_figures(catalog: Catalog, gpu: str, bandwidth: float) -> None:
+    assert catalog.gpu(gpu).bandwidth_bytes_per_s == round(bandwidth)
 
 
 @pytest.mark.parametrize(

@@ -145,27 +145,37 @@ class DeploymentReader:
         problems.items.extend(doc.duplicates)
         serve_file = looks_like_vllm(doc.data)
         entries: list[Entry] = [({}, {}, ())] if serve_file else self._entries(doc, problems)
-        deployments = []
-        for index, (own, base, key_path) in enumerate(entries):
-            pointer = {**base, **own}.get("vllm_config")
-            serve_doc = doc if serve_file else self._pointed(doc, pointer, problems)
-            if pointer is not None and serve_doc is None:
-                continue  # the model and more were to come from it: nothing else to say
-            serve = None if serve_doc is None else read_serve_config(serve_doc, problems)
-            start = base if serve is None else {**base, **serve.settings}
-            deployment = self._build(doc, own, start, key_path, index, problems, serve, serve_file)
-            if deployment is not None and serve is not None:
-                asked = bool(deployment.targets.asked())
-                notes = serve.notes
-                if asked and "batch" not in {**start, **own}:  # (a start-up check is at 1)
-                    notes = (*notes, serve.default_batch_note(deployment.scenario.batch))
-                # (without targets only a vLLM config checked alone gets here: see _build)
-                deployment = replace(deployment, notes=notes, startup_fit=not asked)
-            if deployment is not None:
-                deployments.append(deployment)
+        deployments = [
+            d
+            for index, entry in enumerate(entries)
+            if (d := self._read_entry(doc, entry, index, problems, serve_file)) is not None
+        ]
         if problems.items:
             raise InputErrors(problems.items)
         return deployments
+
+    def _read_entry(
+        self, doc: Document, entry: Entry, index: int, problems: Problems, serve_file: bool
+    ) -> Deployment | None:
+        """One deployment with the vLLM config it is, or points at, read into it."""
+        own, base, key_path = entry
+        pointer = {**base, **own}.get("vllm_config")
+        serve_doc = doc if serve_file else self._pointed(doc, pointer, problems)
+        if pointer is not None and serve_doc is None:
+            return None  # the model and more were to come from it: nothing else to say
+        if serve_doc is None:
+            return self._build(doc, own, base, key_path, index, problems, None, False)
+        serve = read_serve_config(serve_doc, problems)
+        start = {**base, **serve.settings}
+        deployment = self._build(doc, own, start, key_path, index, problems, serve, serve_file)
+        if deployment is None:
+            return None
+        # Without targets, only a vLLM config checked alone gets here (see _build).
+        asked = bool(deployment.targets.asked())
+        notes = serve.notes
+        if asked and "batch" not in {**start, **own}:  # (a start-up check is at batch 1)
+            notes = (*notes, serve.default_batch_note(deployment.scenario.batch))
+        return replace(deployment, notes=notes, startup_fit=not asked)
 
     def _pointed(
         self, doc: Document, pointer: Setting | None, problems: Problems

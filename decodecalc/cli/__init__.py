@@ -123,8 +123,7 @@ def output_stream(output: str | None) -> Iterator[IO[str]]:
 
 def draw(series: list[Any], chart: bool, plot: str | None) -> None:
     """The terminal chart (--chart) and the chart file (--plot) of estimate and compare."""
-    from pathlib import Path
-
+    from decodecalc.paths import expand_user
     from decodecalc.views.charts import plot_file, terminal_chart
 
     if chart:
@@ -134,7 +133,7 @@ def draw(series: list[Any], chart: bool, plot: str | None) -> None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         sys.stdout.write(terminal_chart(series, width=width, color=color) + "\n")
     if plot:
-        plot_file(series, Path(plot))
+        plot_file(series, expand_user(plot))
         note(f"wrote {plot}")
 
 

@@ -93,30 +93,31 @@ def check(
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
     reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides)
-    invalid: dict[str, list[str]] = {}
+    outcome: dict[str, list[str]] = {}  # each file as its deployments name it: its problems
     checked = []
     for file in files:
+        found = outcome.setdefault(STDIN_NAME if file == STDIN else str(expand_user(file)), [])
         try:
             deployments = _read(reader, file)
         except InputErrors as exc:
-            invalid[file] = exc.problems
+            found.extend(exc.problems)
             continue
         except InputError as exc:
-            invalid[file] = [str(exc)]
+            found.append(str(exc))
             continue
         for deployment in deployments:
             try:
                 checked.append(check_deployment(deployment))
             except InputError as exc:
-                invalid.setdefault(file, []).append(str(exc))
-    problems = [problem for found in invalid.values() for problem in found]
+                found.append(str(exc))
+    problems = [problem for found in outcome.values() for problem in found]
     if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
     report = check_report(checked)
     if output is not None:
         with output_stream(str(expand_user(output))) as out:
             if fmt is CheckFormat.junit:
-                to_junit(checked, out, invalid)
+                to_junit(checked, out, outcome)
             else:
                 RENDERERS[fmt.value](report, out, False)
         RENDERERS["table"](report, sys.stdout, False)

@@ -129,17 +129,18 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
 def to_junit(
     checked: Sequence[CheckedDeployment],
     out: IO[str],
-    invalid: Mapping[str, Sequence[str]] | None = None,
+    files: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
-    """JUnit XML: a testsuite per file, a testcase per target, a failure per missed one,
-    and an error case for each file (or deployment) that could not be checked, with every
-    problem found in it: CI shows a broken file where it shows the rest."""
+    """JUnit XML: a testsuite per file, a testcase per target, a failure per missed one.
+    ``files`` names every file in the order given, each with the problems that kept it (or
+    a deployment in it) from being checked: such a file gets an error case listing them
+    all, so CI shows a broken file beside the results of the others."""
     import xml.etree.ElementTree as ET
 
-    problems = invalid or {}
-    files: dict[str, list[CheckedDeployment]] = {name: [] for name in problems}
+    problems = {name: found for name, found in (files or {}).items() if found}
+    suites: dict[str, list[CheckedDeployment]] = {name: [] for name in files or {}}
     for c in checked:
-        files.setdefault(c.deployment.file, []).append(c)
+        suites.setdefault(c.deployment.file, []).append(c)
     errors = len(problems)
     total = sum(len(c.results) for c in checked) + errors
     failures = sum(not r.passed for c in checked for r in c.results)
@@ -150,7 +151,7 @@ def to_junit(
         failures=str(failures),
         errors=str(errors),
     )
-    for file, group in files.items():
+    for file, group in suites.items():
         results = [(c, r) for c in group for r in c.results]
         found = problems.get(file, ())
         suite = ET.SubElement(
