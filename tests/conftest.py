@@ -9,6 +9,7 @@ import pytest
 
 from decodecalc.cli import main
 from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.estimator import Scenario
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,24 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Run:
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+def preset_scenario(
+    catalog: Catalog,
+    model: str,
+    weights: str = "bf16",
+    kv: str = "bf16",
+    gpu: str = "h100-sxm",
+    **kw: object,
+) -> Scenario:
+    """A core Scenario straight from presets, every input stated: tests of the physics
+    do not lean on resolve()'s defaults (the one-scenario tests cover those)."""
+    g = catalog.gpu(gpu)
+    return Scenario(
+        catalog.model(model),
+        catalog.dtype(weights),
+        catalog.dtype(kv),
+        g.bandwidth_bytes_per_s,
+        gpu=g,
+        **kw,  # type: ignore[arg-type]
+    )

@@ -14,22 +14,9 @@ from decodecalc.physics.generation import decode_seconds, generate
 from decodecalc.record import replace
 
 from .conftest import Run
+from .conftest import preset_scenario as h100
 
 DATA = Path(__file__).parent / "data" / "measured-decode.yaml"
-
-
-def h100(
-    catalog: Catalog, model: str, weights: str = "bf16", kv: str = "bf16", **kw: object
-) -> Scenario:
-    gpu = catalog.gpu("h100-sxm")
-    return Scenario(
-        catalog.model(model),
-        catalog.dtype(weights),
-        catalog.dtype(kv),
-        gpu.bandwidth_bytes_per_s,
-        gpu=gpu,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 class TestComputeRoofline:

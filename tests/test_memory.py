@@ -15,22 +15,9 @@ from decodecalc.physics.model import Model
 from decodecalc.views.estimate import estimate_report
 
 from .conftest import Run
+from .conftest import preset_scenario as scenario
 
 MIB = 2**20
-
-
-def scenario(
-    catalog: Catalog, model: str, weights: str, kv: str, gpu: str, **kw: object
-) -> Scenario:
-    g = catalog.gpu(gpu)
-    return Scenario(
-        catalog.model(model),
-        catalog.dtype(weights),
-        catalog.dtype(kv),
-        g.bandwidth_bytes_per_s,
-        gpu=g,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def test_llama_70b_fp8_on_one_h100_at_32k(catalog: Catalog) -> None:

@@ -17,24 +17,11 @@ from decodecalc.physics.generation import UNKNOWN_COMPUTE, generate
 from decodecalc.views.generation import generation_report
 
 from .conftest import Run
+from .conftest import preset_scenario as h100
 
 H100_BW = 3.35e12
 H100_BF16 = 989.4e12
 H100_FP8 = 1978.9e12
-
-
-def h100(
-    catalog: Catalog, model: str, weights: str = "bf16", kv: str = "bf16", **kw: object
-) -> Scenario:
-    gpu = catalog.gpu("h100-sxm")
-    return Scenario(
-        catalog.model(model),
-        catalog.dtype(weights),
-        catalog.dtype(kv),
-        gpu.bandwidth_bytes_per_s,
-        gpu=gpu,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def test_short_prompt_is_memory_bound(catalog: Catalog) -> None:

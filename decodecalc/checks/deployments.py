@@ -26,7 +26,12 @@ from decodecalc.checks.settings import (
     whole,
 )
 from decodecalc.checks.targets import Targets
-from decodecalc.checks.vllm import ServeConfig, looks_like_vllm, read_serve_config
+from decodecalc.checks.vllm import (
+    ServeConfig,
+    default_batch_note,
+    looks_like_vllm,
+    read_serve_config,
+)
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
@@ -174,7 +179,7 @@ class DeploymentReader:
         asked = bool(deployment.targets.asked())
         notes = serve.notes
         if asked and "batch" not in {**start, **own}:  # (a start-up check is at batch 1)
-            notes = (*notes, serve.default_batch_note(deployment.scenario.batch))
+            notes = (*notes, default_batch_note(deployment.scenario.batch))
         return replace(deployment, notes=notes, startup_fit=not asked)
 
     def _pointed(

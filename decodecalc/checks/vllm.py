@@ -287,6 +287,7 @@ _OFFLOAD = (
     "weight offloading is not modelled: offloaded weights cross PCIe every step, where "
     "decodecalc streams every weight from GPU memory"
 )
+_STATE = "decodecalc keeps recurrent state in the KV-cache dtype"
 _SIZED_CACHE = (
     "sizes the KV cache itself; decodecalc's memory check gives it what "
     "gpu-memory-utilization leaves after the weights, as vLLM does by default"
@@ -321,11 +322,8 @@ _REFUSED: dict[str, tuple[tuple[Any, ...], str]] = {
         "decodecalc reads the model as published; give a model config.json with the "
         "changes instead",
     ),
-    "mamba-cache-dtype": (("auto",), "decodecalc keeps recurrent state in the KV-cache dtype"),
-    "mamba-ssm-cache-dtype": (
-        ("auto",),
-        "decodecalc keeps recurrent state in the KV-cache dtype",
-    ),
+    "mamba-cache-dtype": (("auto",), _STATE),
+    "mamba-ssm-cache-dtype": (("auto",), _STATE),
 }
 """Arguments that change decoding in a way decodecalc does not model: refused with the
 reason unless set to a value that leaves decoding as it is."""
@@ -387,7 +385,8 @@ class ServeConfig:
     def default_batch(self, gpu: GpuSpec | None) -> int:
         """vLLM's max-num-seqs for ``vllm serve`` when the config gives none
         (EngineArgs.get_batch_defaults): 1,024 on a GPU of 70 GiB or more other than the
-        A100, else 256, as where vLLM cannot tell the GPU; twice that in throughput mode."""
+        A100; 256 on others, and where the GPU is not known (vLLM's own fallback); twice
+        that in throughput mode."""
         large = (
             gpu is not None
             and gpu.memory_bytes >= 70 * 2**30
@@ -395,13 +394,15 @@ class ServeConfig:
         )
         return (1024 if large else 256) * (2 if self.throughput_mode else 1)
 
-    def default_batch_note(self, batch: int) -> Note:
-        return Note(
-            "vllm-default-max-num-seqs",
-            f"max-num-seqs is not set: checked at {batch:,} sequences, vLLM {VLLM_VERSION}'s "
-            "default for this GPU (1,024 on GPUs of 70 GiB or more other than the A100, "
-            "256 on others; twice that with performance-mode: throughput)",
-        )
+
+def default_batch_note(batch: int) -> Note:
+    """Said when a check at the batch ran at vLLM's default max-num-seqs."""
+    return Note(
+        "vllm-default-max-num-seqs",
+        f"max-num-seqs is not set: checked at {batch:,} sequences, vLLM {VLLM_VERSION}'s "
+        "default for this GPU (1,024 on GPUs of 70 GiB or more other than the A100, "
+        "256 on others; twice that with performance-mode: throughput)",
+    )
 
 
 def looks_like_vllm(data: Any) -> bool:

@@ -6,18 +6,13 @@ from typing import Any
 
 from decodecalc.calibration.calibrate import Calibration
 from decodecalc.views import humanize as h
+from decodecalc.views.estimate import scenario_ids
 from decodecalc.views.report import Column, Report, document
 
 
 def _point_record(c: Any) -> dict[str, Any]:
-    s = c.point.scenario
     return {
-        "model": s.model.id,
-        "gpu": s.gpu.id if s.gpu else None,
-        "weights": s.weights.id,
-        "kv_dtype": s.kv_dtype.id,
-        "batch": s.batch,
-        "tp": s.tp,
+        **scenario_ids(c.point.scenario),
         "context": c.point.context_tokens,
         "measured_ms": c.point.measured_seconds * 1000,
         "roofline_ms": c.roofline_seconds * 1000,

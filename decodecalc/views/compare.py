@@ -10,7 +10,7 @@ from decodecalc.notes import estimate_notes, many_notes
 from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import scenario_inputs
+from decodecalc.views.estimate import scenario_ids, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
 
 SCENARIO_KEYS = ("model", "gpu", "weights_dtype", "kv_dtype", "batch", "tp")
@@ -98,17 +98,6 @@ Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
 """Each scenario of a sweep with its crossover context and the stream of its rows."""
 
 
-def sweep_columns(s: Scenario) -> dict[str, Any]:
-    return {
-        "model": s.model.id,
-        "gpu": s.gpu.id if s.gpu else None,
-        "weights": s.weights.id,
-        "kv_dtype": s.kv_dtype.id,
-        "batch": s.batch,
-        "tp": s.tp,
-    }
-
-
 def write_sweep_csv(
     scenarios: Scenarios,
     out: IO[str],
@@ -121,7 +110,7 @@ def write_sweep_csv(
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, "crossover_context"]) + "\n")
     count = 0
     for scenario, crossover, rows in scenarios:
-        prefix = ",".join("" if v is None else str(v) for v in sweep_columns(scenario).values())
+        prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = "" if crossover is None else repr(crossover)
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + "\n"
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
@@ -141,7 +130,7 @@ def write_sweep_jsonl(
 
     count = 0
     for scenario, crossover, rows in scenarios:
-        columns = sweep_columns(scenario)
+        columns = scenario_ids(scenario)
         for row in rows:
             record: dict[str, Any] = {
                 **columns,

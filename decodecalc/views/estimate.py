@@ -33,6 +33,19 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
     }
 
 
+def scenario_ids(s: Scenario) -> dict[str, Any]:
+    """What names a scenario on a row of a sweep or a calibration: resolved preset ids, so
+    an alias and its preset give the same rows."""
+    return {
+        "model": s.model.id,
+        "gpu": s.gpu.id if s.gpu else None,
+        "weights": s.weights.id,
+        "kv_dtype": s.kv_dtype.id,
+        "batch": s.batch,
+        "tp": s.tp,
+    }
+
+
 def _row_record(row: Any) -> dict[str, Any]:
     return {
         "context": row.context_tokens,
