@@ -5,7 +5,7 @@ from __future__ import annotations
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import TargetResult, check, startup_fit
 from decodecalc.errors import InputError
-from decodecalc.notes import Note
+from decodecalc.notes import Note, estimate_notes
 from decodecalc.physics.estimator import Estimate, estimate
 from decodecalc.record import record
 
@@ -29,7 +29,9 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     try:
         est = estimate(d.scenario, d.contexts)
         results = check(est, d.targets)
-        notes = d.notes
+        # The roofline note is said once for the whole run, as what targets are held to.
+        found = (n for n in estimate_notes(est) if n.code != "roofline")
+        notes = (*d.notes, *found)
         if d.startup_fit:
             fit = startup_fit(est)
             results = (*results, fit)

@@ -7,7 +7,7 @@ from typing import IO, Any
 
 from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import SPEED_TARGETS, TargetResult
-from decodecalc.notes import Note, unique
+from decodecalc.notes import Note, many_notes, unique
 from decodecalc.physics.estimator import Scenario
 from decodecalc.views.estimate import scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
@@ -80,7 +80,8 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
     records = tuple(_record(c, r) for c, r in pairs)
     failed = sum(not r["passed"] for r in records)
     timed = [c for c, r in pairs if r.target in SPEED_TARGETS]
-    notes = unique([*([ROOFLINE] if timed else []), *(n for c in checked for n in c.notes)])
+    labelled = [(c.deployment.name, c.notes) for c in checked]
+    notes = unique([*([ROOFLINE] if timed else []), *many_notes(labelled)])
     doc = document(
         passed=failed == 0,
         summary={"deployments": len(checked), "targets": len(records), "failed": failed},
