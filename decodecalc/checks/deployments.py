@@ -18,6 +18,7 @@ from decodecalc.checks.settings import (
     Setting,
     Settings,
     context_list,
+    efficiency_setting,
     locate,
     number,
     show,
@@ -257,7 +258,7 @@ class DeploymentReader:
             batch = serve.default_batch(gpu)
         tp = get("tp", whole)
         contexts = get("context", context_list)
-        efficiency = get("efficiency", number)
+        efficiency = get("efficiency", efficiency_setting)
         utilization = get("memory_utilization", number)
         overhead = get("overhead", lambda v: parse_duration(text(v), "overhead"))
         link_name = get("link", text)

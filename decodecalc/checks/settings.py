@@ -67,6 +67,22 @@ def number(value: Any) -> float:
     return float(value)
 
 
+EFFICIENCY_WORDS = ("sustained", "calibrated")
+
+
+def efficiency_setting(value: Any) -> float | str:
+    """A fraction, or a word the command line's --efficiency also takes, passed on for
+    the scenario's resolver to read (so a file and a flag mean the same)."""
+    if isinstance(value, str) and value.strip().lower() in EFFICIENCY_WORDS:
+        return value.strip().lower()
+    try:
+        return number(value)
+    except InputError:
+        raise InputError(
+            f"expected a fraction in (0, 1], 'sustained' or 'calibrated', got {show(value)}"
+        ) from None
+
+
 def whole(value: Any) -> int:
     """A count of sequences or GPUs: 0 is refused here, never read as "not given"."""
     if isinstance(value, bool) or not isinstance(value, int):
