@@ -155,7 +155,9 @@ def _parameter(option: ScenarioOption, as_list: bool) -> inspect.Parameter:
     declared = typer.Option(
         *option.flags,
         help=option.axis if listed else option.help,
-        metavar=f"{option.metavar}S" if listed and option.metavar != "N" else option.metavar,
+        metavar=("LIST" if option.metavar == "N" else f"{option.metavar}S")
+        if listed
+        else option.metavar,
         autocompletion=None if option.complete is None else completer(option.complete),
     )
     if listed and default not in (None, inspect.Parameter.empty):
