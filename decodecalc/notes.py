@@ -66,7 +66,8 @@ TINY_STEP_S = 0.002
 def scenario_notes(s: Scenario) -> list[Note]:
     """What holds for a scenario at any context."""
     notes = list(s.notes)
-    if s.efficiency == 1 and not s.overhead_s:
+    expected = s.engine is not None and bool(s.engine.params)
+    if s.efficiency == 1 and not s.overhead_s and not expected:
         notes.append(
             Note(
                 "roofline",

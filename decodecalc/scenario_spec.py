@@ -15,6 +15,7 @@ from decodecalc.record import record
 
 if TYPE_CHECKING:
     from decodecalc.physics.dtypes import DType
+    from decodecalc.physics.engine import Engine
     from decodecalc.physics.hardware import GpuSpec, Link
     from decodecalc.physics.model import Model
 
@@ -41,3 +42,6 @@ class ScenarioSpec:
     link: str | Link | None = None
     """None: the GPU's own interconnect when TP > 1; 'none' leaves communication out."""
     link_bandwidth: str | int | None = None
+    engine: str | Engine | None = None
+    """An engine profile whose measured step to expect; None: 'typical', the band across
+    the profiles for the GPU's family; 'roofline': physics alone."""

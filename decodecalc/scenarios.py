@@ -9,6 +9,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.notes import Note
 from decodecalc.physics.dtypes import DType
+from decodecalc.physics.engine import Engine, gpu_family, typical
 from decodecalc.physics.estimator import Scenario
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.record import record, replace
@@ -108,6 +109,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         else _dtype(catalog, spec.kv_dtype)
     )
     fit = resolve_efficiency(str(spec.efficiency), gpu)
+    engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
     if isinstance(spec.overhead, str):
         overhead_s = parse_duration(spec.overhead, "overhead")
     else:
@@ -124,8 +126,47 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         memory_utilization=spec.memory_utilization,
         link=resolve_link(catalog, gpu, spec.tp, spec.link, spec.link_bandwidth),
         overhead_s=overhead_s,
-        notes=fit.notes,
+        notes=(*fit.notes, *engine_notes),
+        engine=engine,
     )
+
+
+def resolve_engine(
+    catalog: Catalog, name: str | Engine | None, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine whose measured step the expected figures predict: a profile's parameters
+    for the GPU's family (or, said in a note, the family it has most data for), 'typical'
+    (the band across every profile with data for that family; the default) or 'roofline'
+    (physics alone)."""
+    if isinstance(name, Engine):
+        return name, ()
+    family = gpu_family(gpu)
+    word = (name or "typical").strip().lower()
+    if word == "roofline":
+        return Engine("roofline", (), family), ()
+    if word == "typical":
+        engine = typical(catalog.engines(), family)
+        if engine.params:
+            return engine, ()
+        return engine, (
+            Note(
+                "no-engine-data",
+                f"no engine profile has data for {family} GPUs: the expected figures are the "
+                "roofline ('decodecalc engines' lists what each profile was fitted on)",
+            ),
+        )
+    profile = catalog.engine(word)
+    params, fitted = profile.params_for(family)
+    notes: tuple[Note, ...] = ()
+    if fitted != family:
+        notes = (
+            Note(
+                "engine-fallback",
+                f"{profile.name} has no measurements on {family} GPUs: its {fitted} "
+                "parameters stand in, so expect a wider error than its band says",
+            ),
+        )
+    return Engine(profile.id, (params,), family), notes
 
 
 def _dtype(catalog: Catalog, value: str | DType) -> DType:

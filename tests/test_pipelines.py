@@ -26,6 +26,7 @@ DATA_COMMANDS = {
     "gpus": ["--json"],
     "dtypes": ["--json"],
     "links": ["--json"],
+    "engines": ["--json"],
     "show": ["llama-3.1-8b", "--json"],
     "import": ["tests/fixtures/configs/llama-3.1-8b.json", "--name", "x"],
     "schema": [],

@@ -43,6 +43,7 @@ COMMANDS = {
     "gpus": "presets",
     "dtypes": "presets",
     "links": "presets",
+    "engines": "presets",
     "show": "presets",
     "import": "presets",
 }

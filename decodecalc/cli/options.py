@@ -141,6 +141,16 @@ SCENARIO_OPTIONS = (
         "Override the link's bandwidth, e.g. 450GB/s.",
         "RATE",
     ),
+    ScenarioOption(
+        "engine",
+        ("--engine",),
+        "Engine profile whose measured step to expect ('decodecalc engines' lists them); "
+        "default 'typical': the band across the profiles for the GPU's family; 'roofline': "
+        "physics alone.",
+        "ENGINE",
+        axis="One or more engine profiles (default typical).",
+        complete="engines",
+    ),
 )
 """Every option that describes one deployment, in the order help lists them; the defaults
 are ScenarioSpec's, so no command can drift from another."""

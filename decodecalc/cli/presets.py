@@ -136,6 +136,20 @@ def import_config(
 
 
 @app.command()
+def engines(
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """List engine profiles: per GPU family, the efficiencies and fixed costs fitted on
+    published measurements, the band of their errors and how many points they rest on."""
+    from decodecalc.views.listings import engines_report
+
+    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, output)
+
+
+@app.command()
 def links(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,

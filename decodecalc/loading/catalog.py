@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from decodecalc.errors import InputError
 from decodecalc.loading import cache
@@ -24,8 +24,17 @@ from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
 from decodecalc.record import field, record
 
+if TYPE_CHECKING:
+    from decodecalc.physics.engine import EngineProfile
+
 ENV_VAR = "DECODECALC_PRESETS"
-KINDS = {"models": "model", "gpus": "GPU", "dtypes": "dtype", "links": "link"}
+KINDS = {
+    "models": "model",
+    "gpus": "GPU",
+    "dtypes": "dtype",
+    "links": "link",
+    "engines": "engine",
+}
 
 
 def _is_safe_stem(name: str) -> bool:
@@ -97,6 +106,16 @@ class Catalog:
 
     def links(self) -> list[Link]:
         return self._all("links", Link)
+
+    def engine(self, name: str) -> EngineProfile:
+        from decodecalc.physics.engine import EngineProfile
+
+        return self._find("engines", name, EngineProfile)
+
+    def engines(self) -> list[EngineProfile]:
+        from decodecalc.physics.engine import EngineProfile
+
+        return self._all("engines", EngineProfile)
 
     def models(self) -> list[Model]:
         return self._all("models", Model)

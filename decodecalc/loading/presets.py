@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document
@@ -17,6 +17,9 @@ from decodecalc.loading.fields import Fields
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
+
+if TYPE_CHECKING:
+    from decodecalc.physics.engine import EngineProfile
 from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
 
 T = TypeVar("T")
@@ -120,9 +123,19 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         link=top.text("link", "") or None,
         sustained_bandwidth_bytes_per_s=_sustained(top),
         sustained_source=top.text("sustained_source", ""),
+        family=_family(top),
     )
     top.finish()
     return gpu
+
+
+def _family(top: Fields) -> str:
+    from decodecalc.physics.engine import FAMILIES
+
+    value = top.text("family", "")
+    if value and value not in FAMILIES:
+        raise top.error("family", f"expected one of {', '.join(FAMILIES)}, got {value!r}")
+    return value
 
 
 MAX_BITS = 64
@@ -197,11 +210,83 @@ def load_link(doc: Document, preset_id: str) -> Link:
     return link
 
 
+def load_engine(doc: Document, preset_id: str) -> EngineProfile:
+    """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
+    measured points (see validation/ and bench/fit_engines.py)."""
+    from decodecalc.physics.engine import FAMILIES, KV_READS, EngineParams, EngineProfile
+
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    table = top.mapping("families")
+    families = []
+    for family in FAMILIES:
+        if not table.has(family):
+            continue
+        f = table.mapping(family)
+        kv_read = f.text("kv_read", "once")
+        if kv_read not in KV_READS:
+            raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {kv_read!r}")
+        band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
+        if band[1] < 1:
+            raise f.error("band_high", f"must be at least 1, got {band[1]}")
+        latency = _duration(f, "allreduce_latency")
+        families.append(
+            (
+                family,
+                EngineParams(
+                    weight_efficiency=_efficiency(f, "weight_efficiency"),
+                    kv_efficiency=_efficiency(f, "kv_efficiency"),
+                    per_layer_s=_duration(f, "per_layer") or 0.0,
+                    per_step_s=_duration(f, "per_step") or 0.0,
+                    allreduce_latency_s=latency,
+                    kv_read=kv_read,
+                    band=band,
+                    points=f.integer("points", default=0),
+                ),
+            )
+        )
+        f.text("fitted", "")
+        f.finish()
+    table.finish()
+    if not families:
+        raise top.error("families", f"give parameters for at least one of {', '.join(FAMILIES)}")
+    profile = EngineProfile(
+        id=preset_id,
+        name=name,
+        families=tuple(families),
+        versions=top.texts("versions"),
+        source=source,
+        notes=top.text("notes", ""),
+        aliases=aliases,
+    )
+    top.finish()
+    return profile
+
+
+MAX_BAND = 100
+"""An engine band wider than 100x says the fit failed."""
+
+
+def _duration(f: Fields, key: str) -> float | None:
+    if not f.has(key):
+        f.read.add(key)
+        return None
+    return _parsed(f, key, lambda text: parse_duration(text, key))
+
+
+def _efficiency(f: Fields, key: str) -> float:
+    value = float(f.fraction(key, 1))
+    if not value >= 0.001:
+        raise f.error(key, f"expected a fraction from 0.001 to 1, got {value}")
+    return value
+
+
 LOADERS: dict[str, Callable[[Document, str], object]] = {
     "models": load_model,
     "gpus": load_gpu,
     "dtypes": load_dtype,
     "links": load_link,
+    "engines": load_engine,
 }
 
 

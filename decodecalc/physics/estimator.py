@@ -19,6 +19,7 @@ from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.physics.compute import AllReduce, step_flops
 from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.engine import Engine, Expected, expected
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.memory import MemoryFit, memory_fit, stored_weight_bytes
@@ -52,6 +53,8 @@ class Scenario:
     """A fixed time per step: kernel launches, scheduling, sampling."""
     notes: tuple[Note, ...] = ()
     """What resolving the inputs found a reader must know (a calibration from another GPU)."""
+    engine: Engine | None = None
+    """Whose measured step the expected figures predict (None: the roofline alone)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -118,6 +121,8 @@ class Row:
     """Step FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
     comm_seconds: float = 0.0
     overhead_seconds: float = 0.0
+    expected: Expected | None = None
+    """What the scenario's engine would measure (see physics/engine.py)."""
 
     @property
     def bound(self) -> str:
@@ -239,7 +244,7 @@ class StepModel:
         comm_s = 0.0 if self.allreduce is None else self.allreduce.seconds(self.scenario.batch)
         overhead_s = self.scenario.overhead_s
         seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
-        return Row(
+        row = Row(
             context_tokens=context_tokens,
             weight_bytes=self.weight_bytes,
             kv_bytes=kv,
@@ -256,6 +261,7 @@ class StepModel:
             comm_seconds=comm_s,
             overhead_seconds=overhead_s,
         )
+        return replace(row, expected=expected(self, row, self.scenario.engine))
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:

@@ -30,6 +30,8 @@ class GpuSpec:
     sustained_bandwidth_bytes_per_s: int | None = None
     """Bandwidth a public benchmark measured, for --efficiency sustained."""
     sustained_source: str = ""
+    family: str = ""
+    """The GPU family engine profiles are fitted per (empty: from vendor and memory kind)."""
 
     def peak_flops(self, matmul: str) -> tuple[str, int] | None:
         """The rate for a matmul class, falling back to a wider class the chip has

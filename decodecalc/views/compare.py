@@ -10,16 +10,17 @@ from decodecalc.notes import estimate_notes, many_notes
 from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import scenario_ids, scenario_inputs
+from decodecalc.views.estimate import expected_fields, scenario_ids, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
 
-SCENARIO_KEYS = ("model", "gpu", "weights_dtype", "kv_dtype", "batch", "tp")
+SCENARIO_KEYS = ("model", "gpu", "weights_dtype", "kv_dtype", "batch", "tp", "engine")
 
 
 def label(scenario: Scenario) -> str:
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
-    return f"{s.model.id} {gpu} {s.weights.id}/{s.kv_dtype.id} B{s.batch} TP{s.tp}"
+    engine = "" if s.engine is None or s.engine.id == "typical" else f" {s.engine.id}"
+    return f"{s.model.id} {gpu} {s.weights.id}/{s.kv_dtype.id} B{s.batch} TP{s.tp}{engine}"
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
@@ -39,6 +40,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     **{k: inputs[k] for k in SCENARIO_KEYS},
                     "context": row.context_tokens,
                     "ms_per_token": row.seconds_per_token * 1000,
+                    **expected_fields(row),
                     "tokens_per_s": row.tokens_per_s,
                     "throughput_tokens_per_s": row.throughput_tokens_per_s,
                     "kv_share": row.kv_share,
@@ -65,6 +67,9 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         Column("context", "Context", h.tokens),
         Column("label", "Scenario", numeric=False),
         Column("ms_per_token", "ms / token", lambda v: f"{v:.3f}"),
+        Column("expected_ms_per_token", "Expected ms", lambda v: f"{v:.1f}"),
+        Column("expected_low_ms_per_token", "low", lambda v: f"{v:.1f}", drop=7),
+        Column("expected_high_ms_per_token", "high", lambda v: f"{v:.1f}", drop=7),
         Column("tokens_per_s", "tok/s / seq", h.rate, drop=4),
         Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=6),
         Column("kv_share", "KV share", h.share, drop=3),

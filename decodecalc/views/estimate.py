@@ -6,6 +6,7 @@ from typing import Any
 
 from decodecalc.notes import estimate_notes
 from decodecalc.physics.estimator import Estimate, Scenario
+from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
 
@@ -30,6 +31,7 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "link": s.link.id if s.link else None,
         "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
         "overhead_ms": s.overhead_s * 1000,
+        "engine": s.engine.id if s.engine else "roofline",
     }
 
 
@@ -64,6 +66,19 @@ def _row_record(row: Any) -> dict[str, Any]:
         "compute_ms": None if row.compute_seconds is None else row.compute_seconds * 1000,
         "comm_ms": row.comm_seconds * 1000,
         "overhead_ms": row.overhead_seconds * 1000,
+        **expected_fields(row),
+    }
+
+
+def expected_fields(row: Any) -> dict[str, float]:
+    """What the scenario's engine would measure, with its band (the roofline itself when
+    the engine is 'roofline')."""
+    e = row.expected
+    seconds = (e.seconds, e.low_seconds, e.high_seconds) if e else (row.seconds_per_token,) * 3
+    return {
+        "expected_ms_per_token": seconds[0] * 1000,
+        "expected_low_ms_per_token": seconds[1] * 1000,
+        "expected_high_ms_per_token": seconds[2] * 1000,
     }
 
 
@@ -96,6 +111,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
         Column("total_bytes", "Total / step", h.size, h.exact_bytes),
         Column("kv_share", "KV share", h.share, _share_exact),
         Column("ms_per_token", "ms / token", _ms, _ms_exact),
+        Column("expected_band", "Expected ms (band)", numeric=True),
         Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact, drop=3),
     ]
     if batch is None or batch > 1:
@@ -130,8 +146,20 @@ def describe_scenario(s: Scenario) -> str:
     return (
         f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)} · weights {s.weights.id}"
         f" · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp} · efficiency {s.efficiency:g}"
-        f" ({bound})"
+        f" ({bound}){describe_engine(s)}"
     )
+
+
+def describe_engine(s: Scenario) -> str:
+    """Whose measurements the expected column predicts, so a reader never mistakes a
+    typical band for one engine's figure."""
+    engine = s.engine
+    if engine is None or not engine.params:
+        return ""
+    if engine.id == "typical":
+        return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
+    (params,) = engine.params
+    return f" · expected: {engine.id} on {engine.family} ({params.points} points)"
 
 
 def _memory_line(est: Estimate, capacity: int) -> str:
@@ -266,6 +294,14 @@ def estimate_report(est: Estimate) -> Report:
     return with_notes(report, estimate_notes(est))
 
 
+def expected_band(record: dict[str, Any]) -> str:
+    """Expected ms with its band, as one cell: 24.1 (21.7-27.6)."""
+    return (
+        f"{record['expected_ms_per_token']:.1f} ({record['expected_low_ms_per_token']:.1f}-"
+        f"{record['expected_high_ms_per_token']:.1f})"
+    )
+
+
 def human_view(report: Report, batch: int) -> Report:
     """The same report with only the per-context columns, for table and Markdown."""
     columns = {c.key: c for c in estimate_columns(batch)}
@@ -279,10 +315,20 @@ def human_view(report: Report, batch: int) -> Report:
         del columns["comm_ms"]
     if report.records and report.records[0]["compute_ms"] is None:
         del columns["bound"]
+    engine = report.document["inputs"]["engine"]
+    records = report.records
+    if engine == "roofline" or all(
+        r["expected_ms_per_token"] == r["ms_per_token"] for r in report.records
+    ):
+        del columns["expected_band"]
+    else:
+        header = "Typical engine ms (band)" if engine == "typical" else f"{engine} ms (band)"
+        columns["expected_band"] = replace(columns["expected_band"], header=header)
+        records = tuple({**r, "expected_band": expected_band(r)} for r in records)
     return Report(
         document=report.document,
         columns=tuple(columns.values()),
-        records=report.records,
+        records=records,
         title=report.title,
         footer=report.footer,
         highlight=report.highlight,

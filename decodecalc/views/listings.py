@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.engine import EngineProfile
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.layers import Attention
@@ -121,6 +122,51 @@ def links_report(links: list[Link]) -> Report:
         Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us", drop=1),
     )
     return Report(document(links=list(records)), columns, records)
+
+
+def engines_report(profiles: list[EngineProfile]) -> Report:
+    """One row per engine and GPU family it has parameters for: what each was fitted on."""
+    records = tuple(
+        {
+            "id": profile.id,
+            "name": profile.name,
+            "family": family,
+            "weight_efficiency": p.weight_efficiency,
+            "kv_efficiency": p.kv_efficiency,
+            "kv_read": p.kv_read,
+            "per_layer_us": p.per_layer_s * 1e6,
+            "per_step_ms": p.per_step_s * 1000,
+            "allreduce_latency_us": None
+            if p.allreduce_latency_s is None
+            else p.allreduce_latency_s * 1e6,
+            "band_low": p.band[0],
+            "band_high": p.band[1],
+            "points": p.points,
+            "versions": list(profile.versions),
+            "source": profile.source,
+        }
+        for profile in profiles
+        for family, p in profile.families
+    )
+    columns = (
+        Column("id", "Engine", numeric=False),
+        Column("family", "GPU family", numeric=False),
+        Column("weight_efficiency", "e_w", lambda v: f"{v:.2f}"),
+        Column("kv_efficiency", "e_kv", lambda v: f"{v:.2f}"),
+        Column("kv_read", "KV read", numeric=False, drop=3),
+        Column("per_layer_us", "us / layer", lambda v: f"{v:.0f}"),
+        Column("per_step_ms", "ms / step", lambda v: f"{v:.2f}", drop=2),
+        Column("allreduce_latency_us", "all-reduce us", lambda v: f"{v:.0f}", drop=4),
+        Column(
+            "band_low",
+            "Band",
+            lambda v: f"x{v:.2f}",
+            drop=5,
+        ),
+        Column("band_high", "", lambda v: f"x{v:.2f}", drop=5),
+        Column("points", "Points", str, drop=1),
+    )
+    return Report(document(engines=list(records)), columns, records)
 
 
 def dtype_record(d: DType) -> dict[str, Any]:

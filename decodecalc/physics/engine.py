@@ -1,0 +1,174 @@
+"""What a real engine measures: the roofline's terms at the engine's own efficiencies, plus
+the fixed costs no kernel streams bytes for (docs/physics.md section 7).
+
+No engine reaches the bandwidth roofline. Its step is
+
+    t = W / (BW x e_w) + KV_read / (BW x e_kv) + L x c_layer + c_step + TP communication
+
+where weight streaming runs at one efficiency e_w and attention reads the KV cache at
+another, e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the
+cache as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
+scheduler and sampler; TP all-reduces pay the engine's own latency per call. The step is
+never shorter than its compute at the GPU's peak.
+
+An engine's parameters differ by GPU family (kernels are written per vendor and class of
+chip), so a profile holds one set per family it has data for.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from decodecalc.physics.hardware import GpuSpec
+from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.physics.estimator import Row, StepModel
+
+FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
+"""GPU families an engine's kernels behave alike on."""
+
+KV_READS = ("once", "per-query-head")
+
+
+def gpu_family(gpu: GpuSpec | None) -> str:
+    """The family of a GPU: its preset's own ``family``, else from vendor and memory
+    (NVIDIA with HBM is datacenter, other NVIDIA memory consumer or desktop)."""
+    if gpu is None:
+        return "other"
+    if gpu.family:
+        return gpu.family
+    vendor = gpu.vendor.lower()
+    if vendor == "nvidia":
+        return (
+            "nvidia-datacenter" if gpu.memory_kind.upper().startswith("HBM") else "nvidia-consumer"
+        )
+    if vendor == "amd":
+        return "amd-instinct"
+    if vendor == "apple":
+        return "apple"
+    return "other"
+
+
+@record
+class EngineParams:
+    """One engine on one GPU family."""
+
+    weight_efficiency: float
+    """e_w: share of peak bandwidth the weight GEMVs stream at."""
+    kv_efficiency: float
+    """e_kv: share of peak bandwidth attention reads the KV cache (and state) at."""
+    per_layer_s: float = 0.0
+    per_step_s: float = 0.0
+    allreduce_latency_s: float | None = None
+    """Per all-reduce call; None: the link preset's."""
+    kv_read: str = "once"
+    """'once', or 'per-query-head' for kernels that re-read a KV head for each query head."""
+    band: tuple[float, float] = (1.0, 1.0)
+    """Expected x low and x high: the spread of the fit's residuals."""
+    points: int = 0
+    """Measured points the parameters were fitted on (0: carried over, not fitted)."""
+
+
+@record
+class Engine:
+    """The engine a scenario's expected figures are for: a profile's parameters for the
+    scenario's GPU family, several profiles' (``typical``), or none (``roofline``)."""
+
+    id: str
+    params: tuple[EngineParams, ...] = ()
+    family: str = "other"
+
+
+@record
+class EngineProfile:
+    """An engine preset: parameters per GPU family, with where they came from."""
+
+    id: str
+    name: str
+    families: tuple[tuple[str, EngineParams], ...]
+    versions: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def params_for(self, family: str) -> tuple[EngineParams, str]:
+        """The parameters for a family, and the family they were fitted on: the same one,
+        or, without data for it, the family with the most points (the caller says so)."""
+        table = dict(self.families)
+        if family in table:
+            return table[family], family
+        fallback = max(self.families, key=lambda item: item[1].points)
+        return fallback[1], fallback[0]
+
+
+@record
+class Expected:
+    """A step as an engine would measure it: a central figure inside a band."""
+
+    seconds: float
+    low_seconds: float
+    high_seconds: float
+
+
+def kv_read_factor(step: StepModel) -> float:
+    """KV elements a GQA-unaware kernel reads per element cached: each query head reads its
+    KV head again, so attention layers cost heads / KV heads times their cache. MLA and
+    linear attention read their cache once."""
+    from decodecalc.physics.layers import Attention
+
+    s = step.scenario
+    cached = read = 0
+    for m in s.model.mixers():
+        elements = m.kv_elements_per_token(s.tp)
+        cached += elements
+        if isinstance(m, Attention):
+            read += 2 * m.head_dim * math.ceil(m.num_heads / s.tp)
+        else:
+            read += elements
+    return read / cached if cached else 1.0
+
+
+def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
+    """The step time one engine's parameters give at a row's context."""
+    s = step.scenario
+    bandwidth = s.bandwidth_bytes_per_s
+    kv = row.kv_bytes * (kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0)
+    memory = step.weight_bytes / (bandwidth * params.weight_efficiency) + (kv + row.state_bytes) / (
+        bandwidth * params.kv_efficiency
+    )
+    comm = row.comm_seconds
+    if step.allreduce is not None and params.allreduce_latency_s is not None:
+        calls = 2 * len(s.model.layers)
+        comm += calls * (params.allreduce_latency_s - step.allreduce.link.latency_s)
+    fixed = len(s.model.layers) * params.per_layer_s + params.per_step_s
+    return max(memory, row.compute_seconds or 0.0) + fixed + max(comm, 0.0)
+
+
+def expected(step: StepModel, row: Row, engine: Engine | None) -> Expected:
+    """Expected step and its band for an engine, never below the physics: the roofline at
+    efficiency 1 with no overhead (``floor``) bounds the low end, so roofline <= low <=
+    expected <= high. With several profiles (typical) the centre is their median and the
+    band spans all of theirs; with none (roofline) all three are the row's own time."""
+    if engine is None or not engine.params:
+        return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
+    floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
+    floor += row.comm_seconds
+    central, lows, highs = [], [], []
+    for params in engine.params:
+        t = max(expected_step(step, row, params), floor)
+        central.append(t)
+        lows.append(max(t * params.band[0], floor))
+        highs.append(max(t * params.band[1], t))
+    middle = statistics.median(central)
+    return Expected(middle, min(min(lows), middle), max(max(highs), middle))
+
+
+def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
+    """The band across every profile that has data for this family."""
+    params = tuple(dict(p.families)[family] for p in profiles if family in dict(p.families))
+    return Engine("typical", params, family)
