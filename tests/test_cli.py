@@ -59,6 +59,7 @@ def test_json_document(cli: Run) -> None:
         "link": None,
         "link_bandwidth_bytes_per_s": None,
         "overhead_ms": 0.0,
+        "engine": "typical",
     }
     assert doc["weight_bytes_per_step"] == 69_503_033_344
     assert doc["kv_bytes_per_token"] == 163_840
@@ -81,6 +82,9 @@ def test_json_document(cli: Run) -> None:
         "compute_ms",
         "comm_ms",
         "overhead_ms",
+        "expected_ms_per_token",
+        "expected_low_ms_per_token",
+        "expected_high_ms_per_token",
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
     assert round(last["ms_per_token"], 3) == 30.529

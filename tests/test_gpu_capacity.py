@@ -21,7 +21,8 @@ MIB = 2**20
 GIB = 2**30
 
 # preset: (bytes, the figure as the tool printed it, where it was seen).
-# MI300X: 206,141,652,992 B = 196,592 MiB; TPU v6e: 33,550,237,696 B = 31,996 MiB.
+# MI300X: 206,141,652,992 B = 196,592 MiB; TPU v6e: 33,550,237,696 B = 31,996 MiB;
+# MI250X GCD: 68,702,699,520 B = 65,520 MiB.
 REPORTED: dict[str, tuple[int, str, str]] = {
     "a100-40gb": (
         40_960 * MIB,
@@ -57,6 +58,11 @@ REPORTED: dict[str, tuple[int, str, str]] = {
         "49152.00 MiB",
         "Metal working set, github.com/ggml-org/llama.cpp/issues/1870",
     ),
+    "mi250x-gcd": (
+        68_702_699_520,
+        "68702699520",
+        "HIP runtime, github.com/csc-training/portable-gpu-programming",
+    ),
     "mi300x": (
         206_141_652_992,
         "206141652992",
@@ -72,6 +78,11 @@ REPORTED: dict[str, tuple[int, str, str]] = {
         32_607 * MIB,
         "32607MiB",
         "nvidia-smi, github.com/vllm-project/vllm-omni/issues/919",
+    ),
+    "rtx-a6000": (
+        49_140 * MIB,
+        "49140MiB",
+        "nvidia-smi, github.com/ModelCloud/GPTQModel/issues/2824",
     ),
     "tpu-v6e": (
         33_550_237_696,

@@ -109,6 +109,15 @@ def test_derived_params_match_official(catalog: Catalog, model_id: str) -> None:
         #   (3 x 2,880 x 2,880 + 2 x 2,880 + 2,880 biases) = 796,538,880; router 2,880 x 32
         #   + 32 = 92,192; norms 5,760. 823,186,976 x 24 + 2 x 201,088 x 2,880 + 2,880
         ("gpt-oss-20b", 20_914_757_184),
+        # Gemma-3-4B: tied 262,208 x 2,560 = 671,252,480 embedding; per layer q, o
+        #   2 x 2,560 x 2,048 + k, v 2 x 2,560 x 1,024 + MLP 3 x 2,560 x 10,240 + four norms
+        #   4 x 2,560 + q/k norms 2 x 256 = 94,382,592; x 34 = 3,209,008,128; + 2,560 final
+        #   norm = 3,880,263,168 text. SigLIP tower, 27 layers of 4 x (1,152^2 + 1,152)
+        #   + 2 x 1,152 x 4,304 + 4,304 + 1,152 + 4 x 1,152 = 15,239,504 -> 411,466,608;
+        #   patch and position embeddings 3 x 14 x 14 x 1,152 + 1,152 + 4,096 x 1,152
+        #   = 5,397,120; post-norm 2,304; projector 1,152 x 2,560 + 1,152 = 2,950,272.
+        #   Total 4,300,079,472: the safetensors count of google/gemma-3-4b-it.
+        ("gemma-3-4b", 4_300_079_472),
     ],
 )
 def test_param_count_by_hand(catalog: Catalog, model_id: str, params: int) -> None:
@@ -142,6 +151,8 @@ def test_tied_embedding_is_read_every_step(catalog: Catalog) -> None:
         ("rtx-4090", 1008 * GB),
         ("tpu-v5e", 819 * GB),
         ("m2-ultra", 800 * GB),
+        ("rtx-a6000", 768 * GB),
+        ("mi250x-gcd", 1638.4 * GB),  # one of two GCDs: 3,276.8 GB/s / 2
     ],
 )
 def test_gpu_datasheet_figures(catalog: Catalog, gpu: str, bandwidth: float) -> None:

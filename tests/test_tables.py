@@ -71,6 +71,9 @@ CASES = {
             # The label starts with the model id: both ids, whole, on their rows' lines.
             "Scenario": lambda r: r["label"],
             "ms / token": lambda r: f"{r['ms_per_token']:.3f}",
+            "Expected ms": lambda r: f"{r['expected_ms_per_token']:.1f}",
+            "low": lambda r: f"{r['expected_low_ms_per_token']:.1f}",
+            "high": lambda r: f"{r['expected_high_ms_per_token']:.1f}",
             "tok/s / seq": lambda r: h.rate(r["tokens_per_s"]),
             "tok/s all": lambda r: h.rate(r["throughput_tokens_per_s"]),
             "KV share": lambda r: f"{r['kv_share'] * 100:.1f}%",

@@ -189,7 +189,9 @@ class TestDecodingArguments:
         one = run_json(cli, serve(tmp_path, plain, "one.yaml"), *args)
         assert replicas["results"][0]["value"] == one["results"][0]["value"]
         assert "vllm-data-parallel" in codes(replicas)
-        (note,) = replicas["deployments"][0]["notes"]
+        (note,) = [
+            n for n in replicas["deployments"][0]["notes"] if n["code"] == "vllm-data-parallel"
+        ]
         assert "4 replicas" in note["message"] and "4x" in note["message"]
 
     def test_enforce_eager_is_noted(self, cli: Run, tmp_path: Path) -> None:

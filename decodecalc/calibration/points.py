@@ -1,5 +1,13 @@
-"""Measured decode points for calibration: a YAML list, each point a scenario, a context
-and the ms per token someone measured."""
+"""Measured decode points for calibration and validation: a YAML list, each point a
+scenario, a context and the ms per token someone measured.
+
+Published figures measure different things (a timed decode step, a serving benchmark's
+mean time per output token, a whole generate call divided by its tokens), come from
+different engines, and some describe setups the physics does not model. So a point may
+also say which engine measured it (``engine``, ``engine_version``), which engine+GPU family
+it belongs to for leave-one-group-out validation (``group``), what its figure is
+(``measured``, one of MEASURED_KINDS) and why it is left out (``exclude``).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,8 @@ from pathlib import Path
 
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.datafile import Document, read_yaml
-from decodecalc.loading.fields import Fields
+from decodecalc.loading.datafile import read_yaml
+from decodecalc.loading.fields import Fields, suggest
 from decodecalc.physics.estimator import Scenario
 from decodecalc.record import record
 from decodecalc.scenario_spec import ScenarioSpec
@@ -17,6 +25,18 @@ from decodecalc.scenarios import resolve
 MAX_MS_PER_TOKEN = 3_600_000
 """An hour per token: anything slower is a typo, not a measurement."""
 
+MEASURED_KINDS: dict[str, str] = {
+    "step": "decode steps alone, timed or averaged over the generated tokens (llama-bench tg)",
+    "e2e_over_tokens": "a whole generate call or batch divided by its output tokens: "
+    "one prefill is inside",
+    "tpot_mean": "a serving benchmark's mean time per output token after the first",
+    "tpot_median": "a serving benchmark's median time per output token after the first",
+    "itl_mean": "a serving benchmark's mean inter-token latency",
+    "itl_median": "a serving benchmark's median inter-token latency",
+}
+"""What a point's figure is. A serving benchmark's figures also absorb other requests'
+prefills; the median inter-token latency is the closest of them to a pure decode step."""
+
 
 @record
 class MeasuredPoint:
@@ -24,43 +44,79 @@ class MeasuredPoint:
     context_tokens: int
     measured_seconds: float
     source: str
+    engine: str | None = None
+    """The engine profile id that measured it (vllm, llama.cpp, ...)."""
+    engine_version: str | None = None
+    """As the source states it."""
+    group: str | None = None
+    """Engine and GPU family (llama.cpp/apple): the unit left out in leave-one-group-out."""
+    measured: str | None = None
+    """A key of MEASURED_KINDS; None where the file does not say."""
+    gpu_count: int | None = None
+    """GPUs used where it differs from tp (a layer split across 8 GPUs at tp 1)."""
 
 
 def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
+    """The points that count. Excluded points are read as strictly (every field typed,
+    unknown fields refused) but not resolved: they may name hardware no preset
+    describes, such as a phone's CPU."""
     doc = read_yaml(path)
     items = doc.data.get("points") if isinstance(doc.data, dict) else doc.data
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a list of measured points (or 'points:' holding one)")
     key = ("points",) if isinstance(doc.data, dict) else ()
-    return [_point(doc, Fields(doc, (*key, i), item), catalog) for i, item in enumerate(items)]
+    read = [_point(Fields(doc, (*key, i), item), catalog) for i, item in enumerate(items)]
+    points = [p for p in read if p is not None]
+    if not points:
+        raise InputError(f"{path}: every point is excluded; nothing is left to use")
+    return points
 
 
-def _point(doc: Document, f: Fields, catalog: Catalog) -> MeasuredPoint:
+_LABELS = ("engine", "engine_version", "group")
+"""Free-text labels a point may carry; read in MeasuredPoint's order."""
+
+
+def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     # Fields report their own file position; only preset lookups need this point's added.
-    model, gpu = f.text("model"), f.text("gpu")
-    weights, kv_dtype = f.text("weights"), f.text("kv_dtype")
-    batch, tp = f.integer("batch", default=1), f.integer("tp", default=1)
-    link = f.text("link", "") or None
-    try:
-        scenario = resolve(
-            ScenarioSpec(
-                model=model,
-                gpu=gpu,
-                weights=weights,
-                kv_dtype=kv_dtype,
-                batch=batch,
-                tp=tp,
-                overhead=0.0,
-                link=link,
-            ),
-            catalog,
-        )
-    except InputError as exc:
-        raise f.error(None, str(exc)) from None
+    spec = ScenarioSpec(
+        model=f.text("model"),
+        gpu=f.text("gpu"),
+        weights=f.text("weights"),
+        kv_dtype=f.text("kv_dtype"),
+        batch=f.integer("batch", default=1),
+        tp=f.integer("tp", default=1),
+        overhead=0.0,
+        link=f.text("link", "") or None,
+    )
+    excluded = bool(f.text("exclude", ""))
+    scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
     ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN))
     source = f.text("source", "")
-    for optional in ("notes", "engine"):
-        f.text(optional, "")
+    f.text("notes", "")
+    engine, version, group = (f.text(name, "") or None for name in _LABELS)
+    measured = _measured_kind(f)
+    gpu_count = f.optional_integer("gpu_count")
+    if gpu_count is not None and gpu_count < spec.tp:
+        raise f.error("gpu_count", f"must be at least tp ({spec.tp}), got {gpu_count}")
     f.finish()
-    return MeasuredPoint(scenario, context, ms / 1000, source)
+    if scenario is None:
+        return None
+    return MeasuredPoint(
+        scenario, context, ms / 1000, source, engine, version, group, measured, gpu_count
+    )
+
+
+def _resolved(f: Fields, spec: ScenarioSpec, catalog: Catalog) -> Scenario:
+    try:
+        return resolve(spec, catalog)
+    except InputError as exc:
+        raise f.error(None, str(exc)) from None
+
+
+def _measured_kind(f: Fields) -> str | None:
+    kind = f.text("measured", "")
+    if kind and kind not in MEASURED_KINDS:
+        hint = suggest(kind, list(MEASURED_KINDS)) or "; known: " + ", ".join(MEASURED_KINDS)
+        raise f.error("measured", f"unknown kind {kind!r}{hint}")
+    return kind or None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from decodecalc.physics.compute import matmul_params, step_flops
-from decodecalc.physics.estimator import Scenario, StepModel, estimate
+from decodecalc.physics.engine import expected_step, kv_read_factor
+from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
@@ -167,7 +168,38 @@ def explain_text(step: StepModel, context: int) -> list[str]:
             f"   solved on the piecewise-linear KV curve (windows cap some layers): "
             f"T* = {est.crossover_context:,.1f} tokens"
         )
+    lines += _engine_lines(step, row)
     lines += ["", "Assumptions:", *[f" - {a}" for a in _assumptions(step)]]
+    return lines
+
+
+def _engine_lines(step: StepModel, row: Row) -> list[str]:
+    """Section 7: the same step as the engine's profile says it would measure."""
+    s = step.scenario
+    engine = s.engine
+    if engine is None or not engine.params or row.expected is None:
+        return []
+    lines = ["", f"7. What {engine.id} would measure (on {engine.family} GPUs):"]
+    for params in engine.params:
+        bandwidth = s.bandwidth_bytes_per_s
+        factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
+        weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
+        kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
+        layers = len(s.model.layers)
+        read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
+        lines.append(
+            f"   weights / (BW x e_w {params.weight_efficiency:.2f}) = {weights * 1000:.3f} ms;"
+            f" KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = {kv * 1000:.3f} ms;"
+            f" {layers} layers x {params.per_layer_s * 1e6:.0f} us + "
+            f"{params.per_step_s * 1000:.3f} ms per step"
+            f" -> {expected_step(step, row, params) * 1000:.3f} ms"
+        )
+    e = row.expected
+    how = "median of the profiles" if len(engine.params) > 1 else "the profile's fit"
+    lines.append(
+        f"   expected {e.seconds * 1000:.3f} ms ({how}); band {e.low_seconds * 1000:.3f} to "
+        f"{e.high_seconds * 1000:.3f} ms"
+    )
     return lines
 
 
