@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.dtypes import DType
+from decodecalc.physics.engine import Engine, EngineParams
 from decodecalc.physics.estimator import Scenario, StepModel, estimate, streamed_weight_bytes
 from decodecalc.physics.generation import generate
 from decodecalc.physics.hardware import GpuSpec
@@ -127,7 +128,9 @@ every = scenarios(st.one_of(st.sampled_from(SWEPT), odd_models()))
 @settings(max_examples=300, deadline=None)
 @given(every, st.lists(contexts, min_size=1, max_size=6))
 def test_sweep_rows_are_the_estimator_rows(s: Scenario, points: list[int]) -> None:
-    """One step-time formula: FastStep is a faster form of StepModel.row, never another."""
+    """One step-time formula: FastStep is a faster form of StepModel.row, never another,
+    the engine's expected step included (two profiles: a median and a band)."""
+    s = replace(s, engine=TWO_ENGINES)
     step, fast = StepModel.of(s), FastStep.of(s)
     memory = step.memory(0)
     for t in points:
@@ -151,6 +154,23 @@ def test_sweep_rows_are_the_estimator_rows(s: Scenario, points: list[int]) -> No
         compute = row.compute_seconds or 0.0
         if abs(compute - row.memory_seconds) > 1e-12 * row.memory_seconds:  # not a float tie
             assert got["bound"] == row.bound
+        assert row.expected is not None
+        for key, seconds in (
+            ("expected_ms_per_token", row.expected.seconds),
+            ("expected_low_ms_per_token", row.expected.low_seconds),
+            ("expected_high_ms_per_token", row.expected.high_seconds),
+        ):
+            assert got[key] == pytest.approx(seconds * 1000, rel=1e-12), key
+
+
+TWO_ENGINES = Engine(
+    "test",
+    (
+        EngineParams(0.8, 0.6, 50e-6, 3e-4, 25e-6, "per-query-head", (0.9, 1.2), 10),
+        EngineParams(0.7, 0.65, 20e-6, 1e-4, None, "once", (0.95, 1.1), 10),
+    ),
+    "nvidia-datacenter",
+)
 
 
 def _segments(model: Model) -> list[tuple[int, int]]:
@@ -264,3 +284,16 @@ def test_tp_splits_weights_state_and_kv_up_to_the_kv_heads(s: Scenario, t: int) 
     assert abs(split.state_bytes * tp - one.state_bytes) <= tp  # heads and channels split
     assert split.weight_bytes <= one.weight_bytes
     assert split.weight_bytes * tp >= one.weight_bytes - tp  # never better than 1/tp
+
+
+@settings(max_examples=100, deadline=None)
+@given(every, contexts)
+def test_roofline_low_expected_high_are_in_order(s: Scenario, t: int) -> None:
+    """Whatever an engine's parameters, its band never dips below the physics: at
+    efficiency 1 and no overhead, ms_per_token <= expected_low <= expected <= expected_high."""
+    s = replace(s, engine=TWO_ENGINES, efficiency=1.0, overhead_s=0.0)
+    row = StepModel.of(s).row(t)
+    assert row.expected is not None
+    e = row.expected
+    assert row.seconds_per_token <= e.low_seconds * (1 + 1e-12)
+    assert e.low_seconds <= e.seconds <= e.high_seconds

@@ -1,14 +1,29 @@
-"""Calibrating against measured points: the roofline prediction of each, the fit, and the
-error that remains (docs/physics.md section 5: how far the roofline is from a real GPU)."""
+"""Calibrating against measured points: the engine step model fitted to them, each point's
+roofline and fitted prediction, and the error that remains (docs/physics.md sections 5 and 7).
+
+Two fits come out of the same points. The step model (engine_fit) is what calibrate
+reports and what ``--save-engine`` keeps as an engine profile. ``--save`` keeps the older,
+coarser one: a single efficiency and a per-step overhead for the roofline itself
+(``--efficiency calibrated``), which has no separate KV efficiency or per-layer cost.
+"""
 
 from __future__ import annotations
 
 import math
+import statistics
 
+from decodecalc.calibration.engine_fit import (
+    DEFAULT_PRIOR,
+    StepFit,
+    fit_step_model,
+    step_terms,
+)
 from decodecalc.calibration.least_squares import Fit, fit_line
 from decodecalc.calibration.points import MeasuredPoint
-from decodecalc.physics.estimator import StepModel
-from decodecalc.record import record, replace
+from decodecalc.errors import InputError
+from decodecalc.physics.engine import Engine, EngineParams, expected, gpu_family
+from decodecalc.physics.estimator import MIN_FRACTION, StepModel
+from decodecalc.record import record
 
 
 @record
@@ -17,7 +32,7 @@ class CheckedPoint:
     roofline_seconds: float
     """The prediction at efficiency 1 with no overhead."""
     predicted_seconds: float
-    """The prediction with the fitted efficiency and overhead."""
+    """The fitted step model's prediction."""
 
     @property
     def error(self) -> float:
@@ -26,38 +41,62 @@ class CheckedPoint:
 
 @record
 class Calibration:
-    fit: Fit
+    fit: StepFit
     points: tuple[CheckedPoint, ...]
 
     @property
     def rms_error(self) -> float:
         return math.sqrt(sum(p.error**2 for p in self.points) / len(self.points))
 
+    @property
+    def median_error(self) -> float:
+        """Median absolute relative error."""
+        return statistics.median(abs(p.error) for p in self.points)
 
-def _row(point: MeasuredPoint, efficiency: float, overhead_s: float) -> float:
-    scenario = replace(point.scenario, efficiency=efficiency, overhead_s=overhead_s)
-    return StepModel.of(scenario).row(point.context_tokens).seconds_per_token
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The GPU families of the points, in the order they first appear."""
+        return tuple(dict.fromkeys(gpu_family(p.point.scenario.gpu) for p in self.points))
 
 
-def calibrate(points: list[MeasuredPoint]) -> Calibration:
-    """Fit measured - communication = memory time / efficiency + overhead by least squares."""
+def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) -> Calibration:
+    """Fit the step model with relative error as the loss; what the points cannot identify
+    keeps the prior's value (engine_fit explains which and why)."""
+    if len(points) < 2:
+        raise InputError("calibration needs at least two measured points")
+    fit = fit_step_model([step_terms(p) for p in points], prior)
+    params = fit.params
+    if min(params.weight_efficiency, params.kv_efficiency) < MIN_FRACTION:
+        raise InputError(
+            f"the points imply an efficiency below {MIN_FRACTION} of peak bandwidth: check "
+            "their units (ms_per_token is milliseconds per token of one sequence) and GPUs"
+        )
+    checked = []
+    for p in points:
+        step = StepModel.of(p.scenario)
+        row = step.row(p.context_tokens)
+        engine = Engine("calibrated", (params,), gpu_family(p.scenario.gpu))
+        memory = row.total_bytes / p.scenario.bandwidth_bytes_per_s
+        roofline = max(memory, row.compute_seconds or 0.0) + row.comm_seconds
+        checked.append(CheckedPoint(p, roofline, expected(step, row, engine).seconds))
+    return Calibration(fit, tuple(checked))
+
+
+def roofline_fit(points: list[MeasuredPoint]) -> Fit:
+    """One efficiency and a per-step overhead for the roofline (``--save``): measured less
+    communication = memory time / efficiency + overhead, by least squares, kept physical
+    (overhead >= 0, efficiency <= 1)."""
     memory, target = [], []
     for p in points:
         row = StepModel.of(p.scenario).row(p.context_tokens)
-        memory.append(row.memory_seconds)
+        memory.append(row.total_bytes / p.scenario.bandwidth_bytes_per_s)
         target.append(p.measured_seconds - row.comm_seconds)
     fit = fit_line(memory, target)
+    pairs = list(zip(memory, target, strict=True))
     if fit.overhead_s < 0:
         # A negative overhead is unphysical: fit the slope alone, through the origin.
-        slope = sum(r * m for r, m in zip(memory, target, strict=True)) / sum(r * r for r in memory)
-        fit = Fit(1 / slope, 0.0)
+        fit = Fit(sum(r * r for r, _ in pairs) / sum(r * m for r, m in pairs), 0.0)
     if fit.efficiency > 1:
         # Faster than the roofline cannot be: keep efficiency 1, let overhead absorb the rest.
-        fit = Fit(
-            1.0, max(0.0, sum(t - r for r, t in zip(memory, target, strict=True)) / len(memory))
-        )
-    efficiency, overhead = fit.efficiency, fit.overhead_s
-    return Calibration(
-        fit,
-        tuple(CheckedPoint(p, _row(p, 1.0, 0.0), _row(p, efficiency, overhead)) for p in points),
-    )
+        fit = Fit(1.0, max(0.0, sum(t - r for r, t in pairs) / len(pairs)))
+    return fit

@@ -1,4 +1,5 @@
-"""Where a calibration is kept between runs, so `--efficiency calibrated` can use it.
+"""Where a calibration is kept between runs: the roofline fit `--efficiency calibrated`
+uses, and engine profiles `--engine NAME` uses.
 
 $DECODECALC_CALIBRATION names the file; otherwise $XDG_CONFIG_HOME/decodecalc/calibration.json
 (default ~/.config/decodecalc/calibration.json).
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from decodecalc.calibration.least_squares import Fit
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
+from decodecalc.physics.engine import EngineParams
 from decodecalc.record import record
 
 ENV_VAR = "DECODECALC_CALIBRATION"
@@ -81,3 +84,74 @@ def load_calibration(path: Path | None = None) -> SavedFit:
             f"{fit.overhead_s * 1000:.3f} ms) is outside what decodecalc can apply"
         )
     return SavedFit(fit, gpus)
+
+
+@record
+class FamilyProfile:
+    """An engine's parameters on one GPU family, as a profile file holds them."""
+
+    family: str
+    params: EngineParams
+    fitted: str
+    """What the points identified, and what was held and why (StepFit.describe)."""
+
+
+def engine_profile_text(
+    name: str,
+    families: Sequence[FamilyProfile],
+    *,
+    source: str,
+    versions: Sequence[str] = (),
+    notes: str = "",
+    aliases: Sequence[str] = (),
+    header: str = "",
+) -> str:
+    """An engine profile in the presets' YAML (loading.presets.load_engine reads it back),
+    rounded so that a refit of the same points writes the same bytes."""
+    import yaml
+
+    table = {}
+    for f in families:
+        p = f.params
+        entry: dict[str, object] = {
+            "weight_efficiency": round(p.weight_efficiency, 4),
+            "kv_efficiency": round(p.kv_efficiency, 4),
+            "kv_read": p.kv_read,
+            "per_layer": _microseconds(p.per_layer_s),
+            "per_step": _microseconds(p.per_step_s),
+        }
+        if p.allreduce_latency_s is not None:
+            entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
+        entry.update(
+            band_low=round(p.band[0], 3),
+            band_high=round(p.band[1], 3),
+            points=p.points,
+            fitted=f.fitted,
+        )
+        table[f.family] = entry
+    doc: dict[str, object] = {"name": name}
+    if aliases:
+        doc["aliases"] = list(aliases)
+    doc.update(versions=list(versions), source=source)
+    if notes:
+        doc["notes"] = notes
+    doc["families"] = table
+    body = yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=False)
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body
+
+
+def _microseconds(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}us"
+
+
+def save_engine_profile(directory: Path, engine_id: str, text: str) -> Path:
+    """Write a profile as DIRECTORY/engines/ENGINE_ID.yaml, where the catalog finds it."""
+    target = directory / "engines" / f"{engine_id}.yaml"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot save the engine profile to {target}: {exc.strerror or exc}"
+        ) from None
+    return target

@@ -28,6 +28,7 @@ from decodecalc.checks.settings import (
 )
 from decodecalc.checks.targets import Targets
 from decodecalc.checks.vllm import (
+    VLLM_ENGINE,
     ServeConfig,
     default_batch_note,
     looks_like_vllm,
@@ -59,6 +60,7 @@ DEPLOYMENT_KEYS = (
     "memory_utilization",
     "overhead",
     "link",
+    "engine",
     "targets",
     "vllm_config",
 )
@@ -262,6 +264,9 @@ class DeploymentReader:
         utilization = get("memory_utilization", number)
         overhead = get("overhead", lambda v: parse_duration(text(v), "overhead"))
         link_name = get("link", text)
+        engine = get("engine", text)
+        if engine is None and serve is not None:
+            engine = VLLM_ENGINE  # a vLLM serve config is served by vLLM
         targets = _targets(settings, problems, doc, key_path)
         targets = self._cli_targets(targets, problems)
         if model is None and "model" not in settings:
@@ -277,7 +282,9 @@ class DeploymentReader:
             problems.items.append(f"{where}: {name}: no targets to check")
         if len(problems.items) > before or model is None:
             return None
-        spec = ScenarioSpec(model=model, gpu=gpu, bandwidth=bandwidth, link=link_name)
+        spec = ScenarioSpec(
+            model=model, gpu=gpu, bandwidth=bandwidth, link=link_name, engine=engine
+        )
         chosen = {
             "weights": weights,
             "kv_dtype": kv,

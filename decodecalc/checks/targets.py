@@ -9,7 +9,7 @@ from __future__ import annotations
 from decodecalc.errors import InputError
 from decodecalc.physics.estimator import Estimate, Row
 from decodecalc.physics.memory import MemoryFit
-from decodecalc.record import field_names, record
+from decodecalc.record import field_names, record, replace
 
 SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
 """The targets held to the estimate's step time (the roofline), not to memory."""
@@ -56,13 +56,40 @@ def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:
     return float(getattr(row, key)), row.context_tokens
 
 
+def held_to_engine(estimate: Estimate) -> bool:
+    """Speed targets are held to what the deployment's engine would measure when it names
+    one (a profile, or vLLM for a vLLM config); to the roofline for 'typical' and
+    'roofline', which are no server one runs."""
+    engine = estimate.scenario.engine
+    return engine is not None and bool(engine.params) and engine.id != "typical"
+
+
+def _speed_rows(estimate: Estimate, rows: list[Row]) -> list[Row]:
+    """The rows as the targets see them: each step the expected one when held to an engine."""
+    if not held_to_engine(estimate):
+        return rows
+    batch = estimate.scenario.batch
+    return [
+        replace(
+            r,
+            seconds_per_token=r.expected.seconds,
+            tokens_per_s=1 / r.expected.seconds,
+            throughput_tokens_per_s=batch / r.expected.seconds,
+        )
+        if r.expected is not None
+        else r
+        for r in rows
+    ]
+
+
 def check(estimate: Estimate, targets: Targets) -> tuple[TargetResult, ...]:
     """Every asked target against the rows of the contexts the deployment named (the
     crossover row the estimator adds for tables is not one of them)."""
     rows = [r for r in estimate.rows if not r.is_crossover] or list(estimate.rows)
+    speed = _speed_rows(estimate, rows)
     results = []
     if targets.max_ms_per_token is not None:
-        seconds, at = _worst(rows, "seconds_per_token", highest=True)
+        seconds, at = _worst(speed, "seconds_per_token", highest=True)
         limit_ms = targets.max_ms_per_token
         results.append(
             TargetResult(
@@ -75,7 +102,7 @@ def check(estimate: Estimate, targets: Targets) -> tuple[TargetResult, ...]:
     ):
         limit = getattr(targets, name)
         if limit is not None:
-            value, at = _worst(rows, attribute, highest=False)
+            value, at = _worst(speed, attribute, highest=False)
             results.append(TargetResult(name, limit, value, at, value >= limit))
     if targets.must_fit is not None:
         results.append(_fit(estimate, rows, targets.must_fit))

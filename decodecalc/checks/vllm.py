@@ -30,6 +30,8 @@ from decodecalc.physics.hardware import GpuSpec
 from decodecalc.record import record
 
 VLLM_VERSION = "0.19.1"
+VLLM_ENGINE = "vllm"
+"""The engine profile a vLLM serve config implies unless its side file names another."""
 
 VLLM_SERVE_ARGS: tuple[str, ...] = (
     "additional-config",

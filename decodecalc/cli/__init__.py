@@ -39,6 +39,7 @@ COMMANDS = {
     "check": "check",
     "schema": "check",
     "calibrate": "calibrate",
+    "validate": "validate",
     "models": "presets",
     "gpus": "presets",
     "dtypes": "presets",

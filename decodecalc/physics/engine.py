@@ -133,37 +133,69 @@ def kv_read_factor(step: StepModel) -> float:
     return read / cached if cached else 1.0
 
 
+@record
+class EngineTerms:
+    """One engine's step at a scenario, reduced to what varies with the context: a step
+    is max(constant + KV bytes x per_kv_byte, compute) + added. Computed once per scenario,
+    so a million-row sweep pays a few operations a row."""
+
+    constant_s: float
+    """Weights at e_w and the recurrent state at e_kv."""
+    per_kv_byte_s: float
+    """Seconds per cached KV byte: the kernel's read factor over bandwidth x e_kv."""
+    added_s: float
+    """Per-layer and per-step costs and the all-reduces at the engine's latency."""
+    band: tuple[float, float]
+
+    @classmethod
+    def of(cls, step: StepModel, params: EngineParams, comm_s: float) -> EngineTerms:
+        s = step.scenario
+        bandwidth = s.bandwidth_bytes_per_s
+        factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
+        comm = comm_s
+        if step.allreduce is not None and params.allreduce_latency_s is not None:
+            calls = 2 * len(s.model.layers)
+            comm += calls * (params.allreduce_latency_s - step.allreduce.link.latency_s)
+        fixed = len(s.model.layers) * params.per_layer_s + params.per_step_s
+        return cls(
+            constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
+            + step.state_bytes / (bandwidth * params.kv_efficiency),
+            per_kv_byte_s=factor / (bandwidth * params.kv_efficiency),
+            added_s=fixed + max(comm, 0.0),
+            band=params.band,
+        )
+
+    def seconds(self, kv_bytes: int, compute_s: float) -> float:
+        return max(self.constant_s + kv_bytes * self.per_kv_byte_s, compute_s) + self.added_s
+
+
 def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
     """The step time one engine's parameters give at a row's context."""
-    s = step.scenario
-    bandwidth = s.bandwidth_bytes_per_s
-    kv = row.kv_bytes * (kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0)
-    memory = step.weight_bytes / (bandwidth * params.weight_efficiency) + (kv + row.state_bytes) / (
-        bandwidth * params.kv_efficiency
-    )
-    comm = row.comm_seconds
-    if step.allreduce is not None and params.allreduce_latency_s is not None:
-        calls = 2 * len(s.model.layers)
-        comm += calls * (params.allreduce_latency_s - step.allreduce.link.latency_s)
-    fixed = len(s.model.layers) * params.per_layer_s + params.per_step_s
-    return max(memory, row.compute_seconds or 0.0) + fixed + max(comm, 0.0)
+    terms = EngineTerms.of(step, params, row.comm_seconds)
+    return terms.seconds(row.kv_bytes, row.compute_seconds or 0.0)
 
 
 def expected(step: StepModel, row: Row, engine: Engine | None) -> Expected:
-    """Expected step and its band for an engine, never below the physics: the roofline at
-    efficiency 1 with no overhead (``floor``) bounds the low end, so roofline <= low <=
-    expected <= high. With several profiles (typical) the centre is their median and the
-    band spans all of theirs; with none (roofline) all three are the row's own time."""
+    """Expected step and its band for an engine (see within_band)."""
     if engine is None or not engine.params:
         return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
     floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
-    floor += row.comm_seconds
+    terms = [EngineTerms.of(step, p, row.comm_seconds) for p in engine.params]
+    return within_band(terms, row.kv_bytes, row.compute_seconds or 0.0, floor + row.comm_seconds)
+
+
+def within_band(
+    terms: Sequence[EngineTerms], kv_bytes: int, compute_s: float, floor_s: float
+) -> Expected:
+    """Never below the physics: the roofline at efficiency 1 with no overhead (``floor``)
+    bounds the low end, so roofline <= low <= expected <= high. With several profiles
+    (typical) the centre is their median and the band spans all of theirs."""
     central, lows, highs = [], [], []
-    for params in engine.params:
-        t = max(expected_step(step, row, params), floor)
+    for term in terms:
+        t = max(term.seconds(kv_bytes, compute_s), floor_s)
         central.append(t)
-        lows.append(max(t * params.band[0], floor))
-        highs.append(max(t * params.band[1], t))
+        lows.append(max(t * term.band[0], floor_s))
+        highs.append(max(t * term.band[1], t))
     middle = statistics.median(central)
     return Expected(middle, min(min(lows), middle), max(max(highs), middle))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from decodecalc.physics.compute import matmul_params
+from decodecalc.physics.engine import EngineTerms, within_band
 from decodecalc.physics.estimator import Scenario, StepModel
 from decodecalc.record import record
 
@@ -28,6 +29,9 @@ ROW_FIELDS = (
     "throughput_tokens_per_s",
     "bound",
     "fits",
+    "expected_ms_per_token",
+    "expected_low_ms_per_token",
+    "expected_high_ms_per_token",
 )
 
 
@@ -52,6 +56,10 @@ class FastStep:
     extra_seconds: float
     budget_bytes: int | None
     stored_bytes: int
+    engine_terms: tuple[EngineTerms, ...] = ()
+    """The engine's step (physics/engine.py), none for the roofline."""
+    peak_bandwidth: float = 0.0
+    comm_seconds: float = 0.0
 
     @classmethod
     def of(cls, scenario: Scenario) -> FastStep:
@@ -88,6 +96,11 @@ class FastStep:
             extra_seconds=comm + scenario.overhead_s,
             budget_bytes=None if memory is None else memory.budget_bytes,
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
+            engine_terms=()
+            if scenario.engine is None
+            else tuple(EngineTerms.of(step, p, comm) for p in scenario.engine.params),
+            peak_bandwidth=scenario.bandwidth_bytes_per_s,
+            comm_seconds=comm,
         )
 
     def row(self, context: int) -> tuple[object, ...]:
@@ -114,6 +127,7 @@ class FastStep:
         attention_windowed = [(w, a) for w, a in self.attention_segments if w is not None]
         attention_growing = sum(a for w, a in self.attention_segments if w is None)
         budget, stored = self.budget_bytes, self.stored_bytes
+        terms, peak, comm = self.engine_terms, self.peak_bandwidth, self.comm_seconds
         for context in contexts:
             elements = growing * context
             for w, e in windowed:
@@ -122,6 +136,7 @@ class FastStep:
             total = weights + kv + state
             seconds = total / bandwidth
             bound = "memory"
+            compute = 0.0
             if compute0 is not None:
                 compute = compute0 + attention_growing * context
                 for w, a in attention_windowed:
@@ -130,6 +145,16 @@ class FastStep:
                     seconds, bound = compute, "compute"
             seconds += extra
             fits = labels[None if budget is None else stored + kv + state <= budget]
+            if terms:
+                floor = max(total / peak, compute) + comm
+                band = within_band(terms, kv, compute, floor)
+                expected = (
+                    band.seconds * 1000,
+                    band.low_seconds * 1000,
+                    band.high_seconds * 1000,
+                )
+            else:
+                expected = (seconds * 1000,) * 3
             yield (
                 context,
                 weights,
@@ -142,4 +167,5 @@ class FastStep:
                 batch / seconds,
                 bound,
                 fits,
+                *expected,
             )

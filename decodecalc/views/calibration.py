@@ -1,16 +1,19 @@
-"""The report of `decodecalc calibrate`: the fit and each point's error."""
+"""The reports of `decodecalc calibrate` (the step-model fit and each point's error) and
+`decodecalc validate` (each engine+GPU group's error with the shipped profiles and left out)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from decodecalc.calibration.calibrate import Calibration
+from decodecalc.calibration.calibrate import Calibration, CheckedPoint
+from decodecalc.calibration.least_squares import Fit
+from decodecalc.calibration.validation import Validation
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_ids
 from decodecalc.views.report import Column, Report, document
 
 
-def _point_record(c: Any) -> dict[str, Any]:
+def _point_record(c: CheckedPoint) -> dict[str, Any]:
     return {
         **scenario_ids(c.point.scenario),
         "context": c.point.context_tokens,
@@ -22,13 +25,40 @@ def _point_record(c: Any) -> dict[str, Any]:
     }
 
 
-def calibration_report(cal: Calibration, saved_to: str | None) -> Report:
+def _ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.1f}%"
+
+
+def calibration_report(
+    cal: Calibration,
+    saved_to: str | None,
+    roofline: Fit | None = None,
+    engine_saved_to: str | None = None,
+) -> Report:
     records = tuple(_point_record(c) for c in cal.points)
+    p = cal.fit.params
+    latency = p.allreduce_latency_s
     doc = document(
-        efficiency=cal.fit.efficiency,
-        overhead_ms=cal.fit.overhead_s * 1000,
+        efficiency=p.weight_efficiency,
+        kv_efficiency=p.kv_efficiency,
+        kv_read=p.kv_read,
+        overhead_per_layer_ms=p.per_layer_s * 1000,
+        overhead_ms=p.per_step_s * 1000,
+        allreduce_latency_us=None if latency is None else latency * 1e6,
+        fitted=list(cal.fit.fitted),
+        held=list(cal.fit.held),
+        compute_bound_points=cal.fit.compute_bound,
         rms_error_pct=cal.rms_error * 100,
+        median_abs_error_pct=cal.median_error * 100,
         saved_to=saved_to,
+        saved_fit=None
+        if roofline is None
+        else {"efficiency": roofline.efficiency, "overhead_ms": roofline.overhead_s * 1000},
+        engine_saved_to=engine_saved_to,
         points=list(records),
     )
     columns = (
@@ -38,14 +68,84 @@ def calibration_report(cal: Calibration, saved_to: str | None) -> Report:
         Column("batch", "Batch", drop=2),
         Column("tp", "TP", drop=1),
         Column("context", "Context", h.tokens, drop=3),
-        Column("measured_ms", "Measured ms", lambda v: f"{v:.3f}"),
-        Column("roofline_ms", "Roofline ms", lambda v: f"{v:.3f}", drop=4),
-        Column("predicted_ms", "Fitted ms", lambda v: f"{v:.3f}"),
-        Column("error_pct", "Error", lambda v: f"{v:+.1f}%"),
+        Column("measured_ms", "Measured ms", _ms),
+        Column("roofline_ms", "Roofline ms", _ms, drop=4),
+        Column("predicted_ms", "Fitted ms", _ms),
+        Column("error_pct", "Error", _pct),
+    )
+    comm = "" if latency is None else f", all-reduce {latency * 1e6:.1f} us per call"
+    title = (
+        f"fit over {len(records)} points: weights at {p.weight_efficiency:.3f} of peak bandwidth, "
+        f"KV at {p.kv_efficiency:.3f} (read {p.kv_read}), {p.per_layer_s * 1e6:.1f} us per "
+        f"layer, {p.per_step_s * 1000:.3f} ms per step{comm}; RMS error {cal.rms_error:.1%}, "
+        f"median {cal.median_error:.1%}",
+        f"fitted: {cal.fit.describe()}",
+    )
+    footer: tuple[str, ...] = ()
+    if saved_to and roofline:
+        footer += (
+            f"saved the roofline fit (efficiency {roofline.efficiency:.3f}, overhead "
+            f"{roofline.overhead_s * 1000:.3f} ms per step) to {saved_to}: use --efficiency "
+            "calibrated",
+        )
+    if engine_saved_to:
+        footer += (f"saved the engine profile to {engine_saved_to}: use --engine with its name",)
+    return Report(doc, columns, records, title=title, footer=footer)
+
+
+def validation_report(v: Validation) -> Report:
+    """One row per engine+GPU group; the summary above; the points in JSON only."""
+    groups = tuple(
+        {
+            "group": g.group,
+            "engine": g.engine,
+            "family": g.family,
+            "n": g.shipped.n,
+            "mdape": g.shipped.mdape,
+            "p90": g.shipped.p90,
+            "logo_mdape": g.held_out.mdape,
+            "logo_p90": g.held_out.p90,
+            "profile": g.profile,
+            "stand_in": g.stand_in,
+        }
+        for g in v.groups
+    )
+    summary = {
+        "n": v.shipped.n,
+        "mdape": v.shipped.mdape,
+        "p90": v.shipped.p90,
+        "logo_mdape": v.held_out.mdape,
+        "logo_p90": v.held_out.p90,
+    }
+    points = [
+        {
+            **scenario_ids(r.item.point.scenario),
+            "context": r.item.point.context_tokens,
+            "engine": r.item.engine,
+            "group": r.item.group,
+            "measured_ms": r.item.point.measured_seconds * 1000,
+            "expected_ms": r.expected_s * 1000,
+            "error_pct": r.error * 100,
+            "logo_ms": r.held_out_s * 1000,
+            "logo_error_pct": r.held_out_error * 100,
+            "source": r.item.point.source,
+        }
+        for r in v.points
+    ]
+    doc = document(summary=summary, groups=list(groups), points=points)
+    pct = "{:.1f}%".format
+    columns = (
+        Column("group", "Group", numeric=False),
+        Column("n", "Points"),
+        Column("mdape", "Median error", pct),
+        Column("p90", "p90", pct, drop=2),
+        Column("logo_mdape", "Left out: median", pct),
+        Column("logo_p90", "p90", pct, drop=1),
+        Column("stand_in", "Left out, predicted by", numeric=False, drop=3),
     )
     title = (
-        f"fit over {len(records)} points: efficiency {cal.fit.efficiency:.3f} of peak bandwidth, "
-        f"overhead {cal.fit.overhead_s * 1000:.3f} ms per step; RMS error {cal.rms_error:.1%}",
+        f"{summary['n']} points: median absolute error {summary['mdape']:.1f}% with the shipped "
+        f"profiles (p90 {summary['p90']:.1f}%); each group left out and predicted by profiles "
+        f"fitted without it: median {summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
     )
-    footer = (f"saved to {saved_to}: use --efficiency calibrated",) if saved_to else ()
-    return Report(doc, columns, records, title=title, footer=footer)
+    return Report(doc, columns, groups, title=title)

@@ -6,9 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from decodecalc.checks.run import CheckedDeployment
-from decodecalc.checks.targets import SPEED_TARGETS, TargetResult
+from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
 from decodecalc.notes import Note, many_notes, unique
-from decodecalc.physics.estimator import Scenario
 from decodecalc.views.estimate import scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
 
@@ -20,8 +19,15 @@ ROOFLINE = Note(
 )
 
 
-def held_to(s: Scenario) -> str:
+def held_to(c: CheckedDeployment) -> str:
     """The figure a deployment's speed targets were compared with, in words."""
+    s = c.deployment.scenario
+    if held_to_engine(c.estimate) and s.engine is not None:
+        (params,) = s.engine.params
+        return (
+            f"{s.engine.id} expected ms_per_token (profile for {s.engine.family} GPUs, fitted "
+            f"on {params.points} published points)"
+        )
     figure = f"roofline ms_per_token at efficiency {s.efficiency:g}"
     if s.overhead_s:
         figure += f" + {s.overhead_s * 1000:g} ms overhead per step"
@@ -81,7 +87,8 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
     failed = sum(not r["passed"] for r in records)
     timed = [c for c, r in pairs if r.target in SPEED_TARGETS]
     labelled = [(c.deployment.name, c.notes) for c in checked]
-    notes = unique([*([ROOFLINE] if timed else []), *many_notes(labelled)])
+    roofline = [c for c in timed if not held_to_engine(c.estimate)]
+    notes = unique([*([ROOFLINE] if roofline else []), *many_notes(labelled)])
     doc = document(
         passed=failed == 0,
         summary={"deployments": len(checked), "targets": len(records), "failed": failed},
@@ -93,7 +100,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
                 "inputs": scenario_inputs(c.deployment.scenario),
                 "contexts": list(c.deployment.contexts),
                 "crossover_context": c.estimate.crossover_context,
-                "held_to": held_to(c.deployment.scenario),
+                "held_to": held_to(c),
                 "notes": [n.as_dict() for n in c.notes],
                 "passed": c.passed,
             }
@@ -113,7 +120,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         for rec, (_, r) in zip(records, pairs, strict=True)
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
-    figures = dict.fromkeys(held_to(c.deployment.scenario) for c in timed)
+    figures = dict.fromkeys(held_to(c) for c in timed)
     report = Report(
         doc,
         columns,
@@ -171,7 +178,7 @@ def to_junit(
                     properties,
                     "property",
                     name=f"{c.deployment.name}.held_to",
-                    value=held_to(c.deployment.scenario),
+                    value=held_to(c),
                 )
         if found:
             case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")

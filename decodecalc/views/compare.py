@@ -88,7 +88,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     return with_notes(Report(doc, columns, tuple(records)), notes)
 
 
-_CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s"
+_CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
 """ROW_FIELDS as CSV: exact integers, floats to 12 significant digits (formatting the
 shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
 CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}

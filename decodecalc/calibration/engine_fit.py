@@ -1,0 +1,306 @@
+"""Fitting the engine step model (physics/engine.py) to measured points.
+
+The step model is linear in its unknowns once the KV read mode is chosen:
+
+    t = u_w x W/BW + u_kv x KV/BW + L x c_layer + c_step + calls x a + ring
+
+with u_w = 1/e_w, u_kv = 1/e_kv, ``calls`` the all-reduces of a TP step (2 per layer, 0 at
+TP 1), ``a`` the engine's latency per call and ``ring`` the bytes' time on the link. The loss
+is the relative error t / measured - 1, so each point is a row x_i / m_i fitted to 1: a
+point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
+
+Only what the points can tell apart is fitted. Unknowns are taken in a fixed order (e_w,
+e_kv, per-layer cost, per-step cost, all-reduce latency); each is fitted when its column
+is not (nearly) a combination of those already taken, and e_kv only when the points hold
+several contexts of one scenario (otherwise its bytes move with the weights'). An unknown
+that is not fitted keeps the prior's value: e_kv at the prior's ratio to e_w, a cost at the
+prior's figure, the all-reduce latency at the prior's or else the link's. So a single model
+at several contexts fits e_w and e_kv and folds its fixed costs into e_w; models of one
+layer count put the whole fixed cost per layer, none per step.
+
+A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
+keeps only the fixed costs (t = compute + L c_layer + c_step + comm). Which points are is
+decided by the fit itself, refitted until the set stops changing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from decodecalc.calibration.least_squares import bounded_least_squares
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.physics.engine import KV_READS, EngineParams, kv_read_factor
+from decodecalc.physics.estimator import StepModel
+from decodecalc.record import record, replace
+
+MEASURED_WEIGHTS: dict[str | None, float] = {
+    None: 1.0,
+    "step": 1.0,
+    "itl_median": 0.5,
+    "e2e_over_tokens": 0.5,
+    "tpot_median": 0.25,
+    "tpot_mean": 0.25,
+    "itl_mean": 0.25,
+}
+"""Weight of a point in the loss by what its figure is: a timed step counts fully; a
+median inter-token latency and a generate call over its tokens (one prefill inside) half;
+serving means and TPOT, which absorb other requests' prefills, a quarter."""
+
+PARAMETERS = ("weight_efficiency", "kv_efficiency", "per_layer", "per_step", "allreduce_latency")
+"""The unknowns, in the order they are taken when deciding what the points identify."""
+
+INDEPENDENT = 0.05
+"""A column is identified when at least this share of its length is not explained by the
+columns already taken (below it the fit would trade one unknown against another on noise)."""
+
+MAX_REFITS = 10
+"""Rounds of re-deciding which points are compute-bound; the set settles in two or three."""
+
+DEFAULT_PRIOR = EngineParams(weight_efficiency=1.0, kv_efficiency=1.0)
+"""With no profile to lean on: one efficiency for weights and KV, no fixed costs, the
+link's all-reduce latency (the roofline's own assumptions)."""
+
+
+@record
+class StepTerms:
+    """One measured point's step split into the step model's linear terms."""
+
+    weight_s: float
+    """Weight bytes at the GPU's peak bandwidth."""
+    kv_s: tuple[float, float]
+    """KV cache and state at peak bandwidth, read once and read per query head."""
+    layers: int
+    calls: int
+    """All-reduces per step (2 per layer at TP > 1, else 0)."""
+    link_latency_s: float
+    ring_s: float
+    """Communication less its per-call latency: the bytes on the link."""
+    compute_s: float
+    measured_s: float
+    weight: float
+    scenario_key: tuple[object, ...]
+    """The scenario without its context: points sharing it form a context series."""
+    context_tokens: int
+
+
+def step_terms(point: MeasuredPoint) -> StepTerms:
+    """The linear terms of a point's step, from the same StepModel the estimate uses."""
+    s = point.scenario
+    step = StepModel.of(s)
+    row = step.row(point.context_tokens)
+    bandwidth = s.bandwidth_bytes_per_s
+    latency = 0.0 if step.allreduce is None else step.allreduce.link.latency_s
+    calls = 0 if step.allreduce is None else 2 * len(s.model.layers)
+    kv = row.kv_bytes
+    return StepTerms(
+        weight_s=step.weight_bytes / bandwidth,
+        kv_s=(
+            (kv + row.state_bytes) / bandwidth,
+            (kv * kv_read_factor(step) + row.state_bytes) / bandwidth,
+        ),
+        layers=len(s.model.layers),
+        calls=calls,
+        link_latency_s=latency,
+        ring_s=max(row.comm_seconds - calls * latency, 0.0),
+        compute_s=row.compute_seconds or 0.0,
+        measured_s=point.measured_seconds,
+        weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
+        scenario_key=(
+            s.model.id,
+            s.gpu.id if s.gpu else s.bandwidth_bytes_per_s,
+            s.weights.id,
+            s.kv_dtype.id,
+            s.batch,
+            s.tp,
+        ),
+        context_tokens=point.context_tokens,
+    )
+
+
+@record
+class StepFit:
+    """Parameters fitted to points, with what was fitted and why the rest was not."""
+
+    params: EngineParams
+    fitted: tuple[str, ...]
+    """Names from PARAMETERS the points identified."""
+    held: tuple[str, ...]
+    """For each parameter not fitted, why and at what value."""
+    loss: float
+    """Weighted mean squared relative error."""
+    compute_bound: int
+    """Points fitted in the compute-bound form."""
+
+    def describe(self) -> str:
+        """One line for a profile's ``fitted:`` field and calibrate's report."""
+        text = ", ".join(self.fitted) or "none"
+        return f"{text}; {'; '.join(self.held)}" if self.held else text
+
+
+def predicted_s(t: StepTerms, p: EngineParams) -> float:
+    """The step model on a point's terms (physics.engine.expected_step on the same inputs)."""
+    kv = t.kv_s[KV_READS.index(p.kv_read)]
+    memory = t.weight_s / p.weight_efficiency + kv / p.kv_efficiency
+    latency = t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
+    fixed = t.layers * p.per_layer_s + p.per_step_s
+    return max(memory, t.compute_s) + fixed + t.calls * latency + t.ring_s
+
+
+def relative_loss(terms: Sequence[StepTerms], p: EngineParams) -> float:
+    """Weighted mean squared relative error of the step model on the points."""
+    total = sum(t.weight for t in terms)
+    return sum(t.weight * (predicted_s(t, p) / t.measured_s - 1) ** 2 for t in terms) / total
+
+
+def fit_step_model(
+    terms: Sequence[StepTerms], prior: EngineParams = DEFAULT_PRIOR, kv_read: str | None = None
+) -> StepFit:
+    """The best fit over the KV read modes (or the one given): per-query-head only when it
+    fits clearly better (1% lower loss), since most kernels read each KV head once."""
+    modes = (kv_read,) if kv_read else KV_READS
+    fits = [_fit_mode(terms, replace(prior, kv_read=mode)) for mode in modes]
+    best = fits[0]
+    for other in fits[1:]:
+        if other.loss < 0.99 * best.loss:
+            best = other
+    return best
+
+
+def _fit_mode(terms: Sequence[StepTerms], prior: EngineParams) -> StepFit:
+    compute_bound = [t.compute_s > _memory_s(t, prior) for t in terms]
+    for _ in range(MAX_REFITS):
+        fit = _fit_once(terms, prior, compute_bound)
+        again = [t.compute_s > _memory_s(t, fit.params) for t in terms]
+        if again == compute_bound:
+            break
+        compute_bound = again
+    return fit
+
+
+def _memory_s(t: StepTerms, p: EngineParams) -> float:
+    return t.weight_s / p.weight_efficiency + t.kv_s[KV_READS.index(p.kv_read)] / p.kv_efficiency
+
+
+def _fit_once(
+    terms: Sequence[StepTerms], prior: EngineParams, compute_bound: Sequence[bool]
+) -> StepFit:
+    mode = KV_READS.index(prior.kv_read)
+    ratio = prior.kv_efficiency / prior.weight_efficiency
+    scale = [math.sqrt(t.weight) / t.measured_s for t in terms]
+    memory = [0.0 if cb else 1.0 for cb in compute_bound]
+    columns = {
+        "weight_efficiency": [t.weight_s * k * m for t, k, m in zip(terms, scale, memory)],
+        "kv_efficiency": [t.kv_s[mode] * k * m for t, k, m in zip(terms, scale, memory)],
+        "per_layer": [t.layers * k for t, k in zip(terms, scale)],
+        "per_step": list(scale),
+        "allreduce_latency": [t.calls * k for t, k in zip(terms, scale)],
+    }
+    held: list[str] = []
+    kv_reason = _kv_unidentified(terms)
+    if kv_reason is None and _independent(columns["kv_efficiency"], [columns["weight_efficiency"]]):
+        chosen = ["weight_efficiency", "kv_efficiency"]
+    else:
+        chosen = ["weight_efficiency"]
+        held.append(
+            f"kv_efficiency at {ratio:.3g} x weight_efficiency ({kv_reason or 'its bytes move with the weights'})"
+        )
+        columns["weight_efficiency"] = [
+            w + kv / ratio for w, kv in zip(columns["weight_efficiency"], columns["kv_efficiency"])
+        ]
+    for name in PARAMETERS[2:]:
+        if _independent(columns[name], [columns[c] for c in chosen]):
+            chosen.append(name)
+        else:
+            held.append(_held(name, prior, terms))
+    latency = [
+        t.link_latency_s if prior.allreduce_latency_s is None else prior.allreduce_latency_s
+        for t in terms
+    ]
+    target = []
+    for t, k, cb, lat in zip(terms, scale, compute_bound, latency):
+        known = t.ring_s + (t.compute_s if cb else 0.0)
+        if "per_layer" not in chosen:
+            known += t.layers * prior.per_layer_s
+        if "per_step" not in chosen:
+            known += prior.per_step_s
+        if "allreduce_latency" not in chosen:
+            known += t.calls * lat
+        target.append(math.sqrt(t.weight) - known * k)
+    lower = {
+        "weight_efficiency": max(1.0, ratio) if "kv_efficiency" not in chosen else 1.0,
+        "kv_efficiency": 1.0,
+    }
+    rows = [[columns[c][i] for c in chosen] for i in range(len(terms))]
+    x = dict(zip(chosen, bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen])))
+    e_w = 1 / x["weight_efficiency"]
+    params = replace(
+        prior,
+        weight_efficiency=e_w,
+        kv_efficiency=1 / x["kv_efficiency"] if "kv_efficiency" in x else ratio * e_w,
+        per_layer_s=x.get("per_layer", prior.per_layer_s),
+        per_step_s=x.get("per_step", prior.per_step_s),
+        allreduce_latency_s=x.get("allreduce_latency", prior.allreduce_latency_s),
+        points=len(terms),
+    )
+    return StepFit(
+        params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(compute_bound)
+    )
+
+
+def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
+    """Why e_kv cannot be fitted, or None: it needs one scenario at several contexts."""
+    contexts: dict[tuple[object, ...], set[int]] = {}
+    for t in terms:
+        contexts.setdefault(t.scenario_key, set()).add(t.context_tokens)
+    if any(len(c) > 1 for c in contexts.values()):
+        return None
+    return "no scenario at several contexts"
+
+
+def _independent(column: Sequence[float], taken: Sequence[Sequence[float]]) -> bool:
+    """Whether a column keeps INDEPENDENT of its length after removing its projection on
+    the columns taken (modified Gram-Schmidt)."""
+    length = math.sqrt(sum(v * v for v in column))
+    if length == 0:
+        return False
+    basis: list[list[float]] = []
+    for other in taken:
+        v = list(other)
+        for b in basis:
+            dot = sum(x * y for x, y in zip(v, b))
+            v = [x - dot * y for x, y in zip(v, b)]
+        norm = math.sqrt(sum(x * x for x in v))
+        if norm > 1e-12 * max(1.0, math.sqrt(sum(x * x for x in other))):
+            basis.append([x / norm for x in v])
+    rest = list(column)
+    for b in basis:
+        dot = sum(x * y for x, y in zip(rest, b))
+        rest = [x - dot * y for x, y in zip(rest, b)]
+    return math.sqrt(sum(x * x for x in rest)) > INDEPENDENT * length
+
+
+def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms]) -> str:
+    """Why a fixed cost or the all-reduce latency was not fitted, and its value."""
+    if name == "allreduce_latency":
+        value = (
+            "the link's" if prior.allreduce_latency_s is None else _us(prior.allreduce_latency_s)
+        )
+        if not any(t.calls for t in terms):
+            why = "no TP > 1 points"
+        elif all(t.calls for t in terms):
+            why = "every point is TP > 1, so it is inside the per-layer cost"
+        else:
+            why = "not separable from the fixed costs"
+        return f"allreduce_latency {value} ({why})"
+    value = _us(prior.per_layer_s if name == "per_layer" else prior.per_step_s)
+    layers = sorted({t.layers for t in terms})
+    if name == "per_step" and len(layers) == 1:
+        why = f"every point has {layers[0]} layers, so the per-layer cost holds it"
+    else:
+        why = "not separable from the weight streaming"
+    return f"{name} {value} ({why})"
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.4g} us"

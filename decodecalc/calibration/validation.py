@@ -1,0 +1,320 @@
+"""Engine profiles fitted to published measurements, and how well they predict them.
+
+Points are grouped by engine and GPU family (an engine's kernels are written per vendor and
+class of chip); each group gets its own step-model fit (engine_fit). The same fit serves
+the fitting script (validation/fit_engines.py, which writes presets/engines/) and
+`decodecalc validate`, which refits in-process to predict each group of points with
+profiles fitted without it.
+
+Leave-one-group-out stands in for a group as decodecalc would if that group had never been
+measured: the same engine on the same family, fitted on its other points; else the same
+engine's family with the most points (what a profile does on a family it has no data for);
+else the typical of the other engines on that family (the median of their predictions,
+what a query without --engine shows); else the typical of every profile.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+
+from decodecalc.calibration.engine_fit import (
+    DEFAULT_PRIOR,
+    StepFit,
+    StepTerms,
+    fit_step_model,
+    step_terms,
+)
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.engine import (
+    Engine,
+    EngineParams,
+    expected,
+    gpu_family,
+    typical,
+)
+from decodecalc.physics.estimator import Row, StepModel
+from decodecalc.record import record, replace
+
+FLASH_KV_RATIO = 0.85
+"""e_kv / e_w where the points cannot tell: flash-attention kernels read the KV cache at
+about 0.85 of the weight GEMVs' efficiency (the ratio the context series in
+../shared/validation give). An engine that identifies the ratio on one family lends it to
+its other families."""
+
+TYPICAL = "typical"
+"""The engine label of points that name none: predicted by the typical band."""
+
+
+@record
+class Labelled:
+    """A measured point with its step's terms and the group it is validated in."""
+
+    point: MeasuredPoint
+    terms: StepTerms
+    step: StepModel
+    row: Row
+    engine: str
+    family: str
+    group: str
+
+    @property
+    def version(self) -> str:
+        return self.point.engine_version or ""
+
+
+def labelled(points: Iterable[MeasuredPoint]) -> list[Labelled]:
+    """Each point with its terms, engine (``typical`` when it names none), GPU family and
+    group (the point's own, else engine/family)."""
+    out = []
+    for p in points:
+        step = StepModel.of(p.scenario)
+        family = gpu_family(p.scenario.gpu)
+        engine = p.engine or TYPICAL
+        out.append(
+            Labelled(
+                p,
+                step_terms(p),
+                step,
+                step.row(p.context_tokens),
+                engine,
+                family,
+                p.group or f"{engine}/{family}",
+            )
+        )
+    return out
+
+
+@record
+class FamilyFit:
+    """One engine on one GPU family: the fit and the points it came from."""
+
+    engine: str
+    family: str
+    fit: StepFit
+    groups: tuple[str, ...]
+    versions: tuple[str, ...]
+
+
+Fits = dict[tuple[str, str], FamilyFit]
+
+
+def fit_engines(points: Sequence[Labelled]) -> Fits:
+    """Every engine+family with points, fitted. Two passes: the second gives each family
+    of an engine that could not identify e_kv the ratio a family of the same engine did
+    identify (the one with most points), else FLASH_KV_RATIO."""
+    keyed: dict[tuple[str, str], list[Labelled]] = {}
+    for p in points:
+        if p.engine != TYPICAL:
+            keyed.setdefault((p.engine, p.family), []).append(p)
+    first = {key: _fit(key, members, _prior(FLASH_KV_RATIO)) for key, members in keyed.items()}
+    ratios: dict[str, FamilyFit] = {}
+    for key in sorted(first, key=lambda k: (-first[k].fit.params.points, k)):
+        f = first[key]
+        if "kv_efficiency" in f.fit.fitted:
+            ratios.setdefault(key[0], f)
+    fits: Fits = {}
+    for key, members in sorted(keyed.items()):
+        lender = ratios.get(key[0])
+        if lender is None or "kv_efficiency" in first[key].fit.fitted:
+            fits[key] = first[key]
+            continue
+        p = lender.fit.params
+        fits[key] = _fit(key, members, _prior(p.kv_efficiency / p.weight_efficiency, p.kv_read))
+    return fits
+
+
+def _prior(ratio: float, kv_read: str | None = None) -> EngineParams:
+    return replace(DEFAULT_PRIOR, kv_efficiency=ratio, kv_read=kv_read or "once")
+
+
+def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
+    kv_read = prior.kv_read if prior.kv_efficiency != FLASH_KV_RATIO else None
+    fit = fit_step_model([m.terms for m in members], prior, kv_read)
+    return FamilyFit(
+        key[0],
+        key[1],
+        fit,
+        tuple(sorted({m.group for m in members})),
+        tuple(sorted({m.version for m in members if m.version})),
+    )
+
+
+def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
+    """The expected step of a point as decodecalc shows it (physics.engine.expected: the
+    median over several parameter sets, never below the roofline)."""
+    return expected(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
+
+
+def stand_in(fits: Fits, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
+    """The parameters that predict an engine on a family, and in words which they are
+    (see the module docstring for the order)."""
+    if (engine, family) in fits:
+        return (fits[engine, family].fit.params,), f"{engine} on {family}"
+    own = [f for (e, _), f in sorted(fits.items()) if e == engine]
+    if own:
+        best = max(own, key=lambda f: f.fit.params.points)
+        return (best.fit.params,), f"{engine} on {best.family}"
+    on_family = [f.fit.params for (_, fam), f in sorted(fits.items()) if fam == family]
+    if on_family:
+        return tuple(on_family), f"typical of {len(on_family)} profiles on {family}"
+    every = tuple(f.fit.params for _, f in sorted(fits.items()))
+    return every, f"typical of all {len(every)} profiles"
+
+
+@record
+class HeldOut:
+    """A group predicted by profiles fitted without it."""
+
+    group: str
+    seconds: tuple[float, ...]
+    """The prediction of each of the group's points, in their order."""
+    stand_in: str
+
+
+def leave_one_group_out(points: Sequence[Labelled]) -> dict[str, HeldOut]:
+    """Each group's points predicted by refitting every profile without the group."""
+    out = {}
+    for group in sorted({p.group for p in points}):
+        held = [p for p in points if p.group == group]
+        fits = fit_engines([p for p in points if p.group != group])
+        predictions, words = [], ""
+        for p in held:
+            engine = p.engine if p.engine != TYPICAL else ""
+            params, words = stand_in(fits, engine, p.family)
+            predictions.append(predict(p, params, engine or TYPICAL))
+        out[group] = HeldOut(group, tuple(predictions), words)
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), interpolating linearly between the closest ranks."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@record
+class ErrorSummary:
+    """Absolute relative errors of predictions, in percent: count, median, 90th percentile."""
+
+    n: int
+    mdape: float
+    p90: float
+
+    @classmethod
+    def of(cls, errors: Sequence[float]) -> ErrorSummary:
+        absolute = [abs(e) * 100 for e in errors]
+        return cls(len(absolute), statistics.median(absolute), percentile(absolute, 90))
+
+
+@record
+class PointCheck:
+    item: Labelled
+    expected_s: float
+    """With the shipped profile."""
+    held_out_s: float
+    """With profiles fitted without the point's group."""
+
+    @property
+    def error(self) -> float:
+        return self.expected_s / self.item.point.measured_seconds - 1
+
+    @property
+    def held_out_error(self) -> float:
+        return self.held_out_s / self.item.point.measured_seconds - 1
+
+
+@record
+class GroupCheck:
+    group: str
+    engine: str
+    family: str
+    shipped: ErrorSummary
+    held_out: ErrorSummary
+    profile: str
+    """Which shipped parameters predicted the group."""
+    stand_in: str
+    """Which refitted parameters predicted it left out."""
+
+
+@record
+class Validation:
+    points: tuple[PointCheck, ...]
+    groups: tuple[GroupCheck, ...]
+    shipped: ErrorSummary
+    held_out: ErrorSummary
+
+
+def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
+    """Every point predicted with its engine's shipped profile (the catalog's) and with
+    profiles refitted without its group; errors per group and overall."""
+    items = labelled(points)
+    held_out = leave_one_group_out(items)
+    checks, groups = [], []
+    for group, out in held_out.items():
+        members = [p for p in items if p.group == group]
+        first = members[0]
+        params, profile = _shipped(catalog, first.engine, first.family)
+        mine = [
+            PointCheck(p, predict(p, params, p.engine), s)
+            for p, s in zip(members, out.seconds, strict=True)
+        ]
+        checks.extend(mine)
+        groups.append(
+            GroupCheck(
+                group,
+                first.engine,
+                first.family,
+                ErrorSummary.of([c.error for c in mine]),
+                ErrorSummary.of([c.held_out_error for c in mine]),
+                profile,
+                out.stand_in,
+            )
+        )
+    return Validation(
+        tuple(checks),
+        tuple(groups),
+        ErrorSummary.of([c.error for c in checks]),
+        ErrorSummary.of([c.held_out_error for c in checks]),
+    )
+
+
+def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
+    """The shipped parameters for an engine on a family, as --engine resolves them (an
+    unknown engine is an error with a did-you-mean)."""
+    if engine == TYPICAL:
+        params = typical(catalog.engines(), family).params
+        return params, f"typical of {len(params)} profiles on {family}"
+    params, fitted = catalog.engine(engine).params_for(family)
+    return (params,), f"{engine} on {fitted}"
+
+
+BAND_PERCENTILES = (10, 90)
+"""A profile's band spans these percentiles of measured / expected over its points."""
+
+
+def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
+    """Each fit with its band: the 10th and 90th percentiles of measured / expected over
+    its own points, widened to at least those over every fitted point (so a profile fitted
+    on two points does not claim their in-sample precision), and always around 1."""
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for p in points:
+        if (p.engine, p.family) in fits:
+            params = fits[p.engine, p.family].fit.params
+            ratios.setdefault((p.engine, p.family), []).append(
+                p.point.measured_seconds / predict(p, (params,), p.engine)
+            )
+    pooled = [r for rs in ratios.values() for r in rs]
+    low_q, high_q = BAND_PERCENTILES
+    out: Fits = {}
+    for key, f in fits.items():
+        own = ratios[key]
+        low = min(1.0, percentile(own, low_q), percentile(pooled, low_q))
+        high = max(1.0, percentile(own, high_q), percentile(pooled, high_q))
+        out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=(low, high))))
+    return out

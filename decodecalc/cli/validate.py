@@ -1,0 +1,58 @@
+"""The validate command: how well the engine profiles predict measured points."""
+
+from typing import Annotated
+
+import typer
+
+from decodecalc.cli import (
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    PresetsOpt,
+    app,
+    emit,
+    load_catalog,
+)
+from decodecalc.errors import InputError
+
+
+@app.command()
+def validate(
+    points: Annotated[
+        str, typer.Argument(help="Measured points, as calibrate reads them.", metavar="POINTS")
+    ],
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """Predict every measured point with its engine's profile; the error per engine+GPU group.
+
+    Each point is predicted with the profile its `engine` names (none: the typical band's
+    centre) for its GPU's family. Leave-one-group-out refits every profile from the same
+    points without one group (a point's `group`, else engine/family) and predicts the group
+    with what stands in for it: the same engine on that family fitted on its other points,
+    else the engine's family with the most points, else the typical of the other engines on
+    that family. Errors are |expected / measured - 1|: median (mdape) and 90th percentile
+    (p90), in percent. A report, not a gate: it exits 0 whatever the errors.
+
+    Example: decodecalc validate validation/points.yaml
+    """
+    from decodecalc.calibration.points import read_points
+    from decodecalc.calibration.validation import validate as run_validate
+    from decodecalc.loading.datafile import is_file
+    from decodecalc.paths import expand_user
+    from decodecalc.views.calibration import validation_report
+
+    path = expand_user(points)
+    if not is_file(path):
+        raise InputError(f"points file {points!r} does not exist")
+    catalog = load_catalog(presets)
+    emit(
+        validation_report(run_validate(read_points(path, catalog), catalog)),
+        fmt,
+        as_json,
+        False,
+        output,
+    )
