@@ -19,6 +19,7 @@ from decodecalc.record import record
 
 if TYPE_CHECKING:
     from decodecalc.physics.layers import FFN, Mixer
+    from decodecalc.physics.precision import WeightRecipe
 
 
 @record
@@ -31,6 +32,7 @@ class Architecture:
     layers: tuple[Layer, ...]
     max_context_tokens: int
     extra_groups: tuple[TensorGroup, ...] = ()
+    default_weights: WeightRecipe | None = None
 
 
 Reader = Callable[[Fields, str], Architecture]
@@ -305,7 +307,8 @@ FAMILIES: dict[str, Reader] = {
 
 
 def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
-    """The family named by ``model_type`` reads the rest; unknown families are refused."""
+    """The family named by ``model_type`` reads the rest; unknown families are refused. A
+    quantization_config gives the checkpoint's weight recipe (loading/quantization.py)."""
     model_type = cfg.text("model_type")
     reader = FAMILIES.get(model_type)
     if reader is None:
@@ -316,4 +319,10 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
             f"unknown model_type {model_type!r}{named}; decodecalc reads: "
             + ", ".join(sorted(FAMILIES)),
         )
-    return model_type, reader(cfg, model_type)
+    arch = reader(cfg, model_type)
+    if cfg.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
+        from decodecalc.loading.quantization import read_recipe
+
+        recipe = read_recipe(cfg, arch)
+        arch = Architecture(**{**arch.__dict__, "default_weights": recipe})
+    return model_type, arch

@@ -241,7 +241,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                     allreduce_latency_s=latency,
                     kv_read=kv_read,
                     band=band,
-                    points=f.integer("points", default=0),
+                    points=f.integer("points", default=0, minimum=0),
                 ),
             )
         )

@@ -19,7 +19,6 @@ chip), so a profile holds one set per family it has data for.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -181,23 +180,30 @@ def expected(step: StepModel, row: Row, engine: Engine | None) -> Expected:
         return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
     floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
     terms = [EngineTerms.of(step, p, row.comm_seconds) for p in engine.params]
-    return within_band(terms, row.kv_bytes, row.compute_seconds or 0.0, floor + row.comm_seconds)
+    return Expected(
+        *within_band(terms, row.kv_bytes, row.compute_seconds or 0.0, floor + row.comm_seconds)
+    )
 
 
 def within_band(
     terms: Sequence[EngineTerms], kv_bytes: int, compute_s: float, floor_s: float
-) -> Expected:
-    """Never below the physics: the roofline at efficiency 1 with no overhead (``floor``)
-    bounds the low end, so roofline <= low <= expected <= high. With several profiles
-    (typical) the centre is their median and the band spans all of theirs."""
-    central, lows, highs = [], [], []
+) -> tuple[float, float, float]:
+    """(expected, low, high), never below the physics: the roofline at efficiency 1 with
+    no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With
+    several profiles (typical) the centre is their median and the band spans all of theirs.
+    Plain arithmetic and tuples: a sweep calls this for every row."""
+    central = []
+    low = high = -1.0
     for term in terms:
         t = max(term.seconds(kv_bytes, compute_s), floor_s)
         central.append(t)
-        lows.append(max(t * term.band[0], floor_s))
-        highs.append(max(t * term.band[1], t))
-    middle = statistics.median(central)
-    return Expected(middle, min(min(lows), middle), max(max(highs), middle))
+        lo, hi = max(t * term.band[0], floor_s), t * term.band[1]
+        low = lo if low < 0 or lo < low else low
+        high = hi if hi > high else high
+    central.sort()
+    n = len(central)
+    middle = central[n // 2] if n % 2 else (central[n // 2 - 1] + central[n // 2]) / 2
+    return middle, min(low, middle), max(high, middle)
 
 
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:

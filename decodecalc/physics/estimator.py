@@ -24,6 +24,7 @@ from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.memory import MemoryFit, memory_fit, stored_weight_bytes
 from decodecalc.physics.model import Model
+from decodecalc.physics.precision import weight_bytes
 from decodecalc.physics.tensors import expected_experts
 from decodecalc.record import record, replace
 
@@ -39,6 +40,7 @@ class Scenario:
 
     model: Model
     weights: DType
+    """The default weight format: every tensor group that weight_overrides does not name."""
     kv_dtype: DType
     bandwidth_bytes_per_s: int
     efficiency: float = 1.0
@@ -53,6 +55,11 @@ class Scenario:
     """A fixed time per step: kernel launches, scheduling, sampling."""
     notes: tuple[Note, ...] = ()
     """What resolving the inputs found a reader must know (a calibration from another GPU)."""
+    weight_overrides: tuple[tuple[str, DType], ...] = ()
+    """Tensor groups (by name) stored in another format than ``weights``: a mixed-precision
+    checkpoint (physics/precision.py). Compute keeps the default format's matmul class."""
+    weights_recipe: str | None = None
+    """The recipe the formats came from (None: one format everywhere), for reports."""
     engine: Engine | None = None
     """Whose measured step the expected figures predict (None: the roofline alone)."""
 
@@ -161,9 +168,13 @@ class Estimate:
 
 def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
     """Weight bytes one GPU streams in a forward pass over ``tokens`` tokens (a decode
-    step's B, a prefill's B x P): each tensor once, routed experts at the share touched."""
-    params = scenario.model.streamed_params_per_gpu(scenario.tp, tokens)
-    return ceil_bytes(scenario.weights.bytes_for(params))
+    step's B, a prefill's B x P): each tensor once, routed experts at the share touched,
+    each group in its own format."""
+    parts = (
+        (g.name, g.params_per_gpu(scenario.tp) * g.read_fraction(tokens))
+        for g in scenario.model.tensor_groups()
+    )
+    return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
 
 
 @record
@@ -226,7 +237,7 @@ class StepModel:
         state_per_sequence = Fraction(self.state_bytes, s.batch)
         return memory_fit(
             budget_bytes=math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization))),
-            stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp),
+            stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp, s.weight_overrides),
             curve=self.kv_curve,
             bytes_per_element=self.kv_bytes_per_element,
             state_bytes_per_sequence=state_per_sequence,

@@ -13,12 +13,14 @@ from fractions import Fraction
 from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.model import Model
+from decodecalc.physics.precision import Overrides, weight_bytes
 from decodecalc.record import record
 
 
-def stored_weight_bytes(model: Model, weights: DType, tp: int) -> int:
-    """Every parameter one GPU holds, read each step or not."""
-    return ceil_bytes(weights.bytes_for(sum(g.params_per_gpu(tp) for g in model.tensor_groups())))
+def stored_weight_bytes(model: Model, weights: DType, tp: int, overrides: Overrides = ()) -> int:
+    """Every parameter one GPU holds, read each step or not, each group in its format."""
+    parts = ((g.name, g.params_per_gpu(tp)) for g in model.tensor_groups())
+    return weight_bytes(parts, weights, overrides)
 
 
 @record

@@ -20,6 +20,7 @@ from decodecalc.record import record
 if TYPE_CHECKING:
     from decodecalc.physics.layers import Mixer
     from decodecalc.physics.moe import MoE
+    from decodecalc.physics.precision import WeightRecipe
 
 
 @record
@@ -42,6 +43,10 @@ class Model:
     extra_groups: tuple[TensorGroup, ...] = ()
     """Weights outside the decoder stack that memory holds but decode never reads
     (Gemma 3's vision encoder)."""
+    default_weights: WeightRecipe | None = None
+    """How the checkpoint stores its weights, from its config.json's quantization_config
+    (or the hf_quant_config.json beside it): used when no --weights is given. None: the
+    config says nothing, and BF16 is assumed."""
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""

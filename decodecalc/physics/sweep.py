@@ -147,12 +147,8 @@ class FastStep:
             fits = labels[None if budget is None else stored + kv + state <= budget]
             if terms:
                 floor = max(total / peak, compute) + comm
-                band = within_band(terms, kv, compute, floor)
-                expected = (
-                    band.seconds * 1000,
-                    band.low_seconds * 1000,
-                    band.high_seconds * 1000,
-                )
+                middle, low, high = within_band(terms, kv, compute, floor)
+                expected = (middle * 1000, low * 1000, high * 1000)
             else:
                 expected = (seconds * 1000,) * 3
             yield (

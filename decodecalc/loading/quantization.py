@@ -1,0 +1,269 @@
+"""A quantized checkpoint's own weight recipe, read from its config.json.
+
+``quantization_config`` says which format the quantized tensors take (quant_method, bits,
+group_size, weight_block_size, config_groups, quant_algo) and which modules stay in the
+activations' format (modules_to_not_convert, ignore, exclude_modules); ModelOpt writes the
+same in an ``hf_quant_config.json`` beside the config. Both become a WeightRecipe over
+decodecalc's tensor groups. What every engine leaves unquantized stays in the config's
+torch_dtype: the input embedding, norms and biases, MoE routers and the vision tower (which
+decode never reads). The LM head is quantized only where the method quantizes it (ModelOpt
+and compressed-tensors unless excluded, GPTQ with ``lm_head: true``).
+
+An exclusion pattern may name some layers only (ModelOpt checkpoints often keep the first
+or last layers' attention in BF16): the group is then split between the two formats by the
+share of layers the pattern covers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from decodecalc.errors import InputError
+from decodecalc.loading.datafile import Document, is_file, read_json
+from decodecalc.loading.fields import Fields
+from decodecalc.physics.precision import GROUP_NAMES, Mix, WeightRecipe
+from decodecalc.record import record, replace
+
+if TYPE_CHECKING:
+    from decodecalc.loading.families import Architecture
+
+CHECKPOINT = "checkpoint"
+"""The id of a recipe read from a model's own config (JSON's ``weights_recipe``)."""
+
+LINEAR = (
+    "attention q, o",
+    "attention k, v",
+    "MLA down-projections",
+    "linear attention",
+    "mlp",
+    "shared experts",
+    "routed experts",
+)
+"""The linear layers FP8, NVFP4, AWQ and GPTQ checkpoints quantize."""
+
+LAYER_MODULES = {
+    "attention q, o": ("self_attn.q_proj", "self_attn.o_proj", "self_attn.q_b_proj"),
+    "attention k, v": ("self_attn.k_proj", "self_attn.v_proj", "self_attn.kv_b_proj"),
+    "MLA down-projections": ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa"),
+    "linear attention": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_ba", "linear_attn.out_proj"),
+    "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "shared experts": ("mlp.shared_experts.gate_proj", "mlp.shared_expert.gate_proj"),
+    "routed experts": ("mlp.experts.0.gate_proj", "mlp.experts", "block_sparse_moe.experts.0.w1"),
+}
+"""Hugging Face module names (after the layer prefix) of each group's tensors, in the
+spellings of the families decodecalc reads."""
+
+LAYER_PREFIXES = ("model.layers.", "model.language_model.layers.", "language_model.model.layers.")
+HEAD_MODULES = ("lm_head", "language_model.lm_head")
+
+BASE_FORMATS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+@record
+class Scheme:
+    """What a quant_method does: the format, the groups it applies to, the exclusions."""
+
+    format: str
+    quantized: tuple[str, ...]
+    excluded: tuple[str, ...] = ()
+    head: bool = False
+    """Whether the LM head is quantized unless excluded."""
+
+
+def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
+    """The recipe a config's quantization_config describes. A method or format decodecalc
+    does not read gives a recipe that says so when used (``--weights`` still works)."""
+    quant = cfg.mapping("quantization_config")
+    method = quant.text("quant_method").lower()
+    base = BASE_FORMATS.get(cfg.text("torch_dtype", "") or cfg.text("dtype", ""), "bf16")
+    name = f"{method} checkpoint (its quantization_config)"
+    reader = METHODS.get(method)
+    if reader is None:
+        known = ", ".join(sorted(METHODS))
+        problem = f"{cfg.doc.path}: quant_method {method!r} is not one decodecalc reads ({known})"
+        return WeightRecipe(CHECKPOINT, name, base, problem=problem)
+    try:
+        scheme = reader(quant)
+    except Unpriced as exc:
+        return WeightRecipe(CHECKPOINT, name, base, problem=f"{cfg.doc.path}: {exc}")
+    covered = _matcher(quant, scheme.excluded)
+    default = base if scheme.quantized == ("routed experts",) else scheme.format
+    overrides: list[tuple[str, Mix]] = []
+    for group in GROUP_NAMES:
+        mix: Mix = ((base, Fraction(1)),)
+        if group in scheme.quantized or (group == "LM head" and scheme.head):
+            kept = _covered_share(group, covered, arch)
+            mix = tuple((f, s) for f, s in ((scheme.format, 1 - kept), (base, kept)) if s)
+        if mix != ((default, Fraction(1)),):
+            overrides.append((group, mix))
+    return WeightRecipe(
+        id=CHECKPOINT,
+        name=name,
+        default=default,
+        overrides=tuple(overrides),
+        description=f"{scheme.format} for {', '.join(scheme.quantized)}"
+        f"{' and the LM head' if scheme.head else ''} unless excluded; {base} for the rest",
+        source=cfg.doc.path,
+    )
+
+
+class Unpriced(Exception):
+    """A quantization_config in a format no dtype preset prices."""
+
+
+def _mxfp4(q: Fields) -> Scheme:
+    """Transformers' MXFP4 (gpt-oss): only the MoE experts are quantized."""
+    return Scheme("mxfp4", ("routed experts",), q.texts("modules_to_not_convert"))
+
+
+def _fp8(q: Fields) -> Scheme:
+    """Transformers' fine-grained FP8 (DeepSeek-V3, Qwen3 FP8): every linear layer, with
+    128x128 block scales when weight_block_size says so."""
+    block = q.raw_list("weight_block_size")
+    return Scheme(_format("float", 8, None, block), LINEAR, q.texts("modules_to_not_convert"))
+
+
+def _int(head_flag: bool) -> Callable[[Fields], Scheme]:
+    """AWQ and GPTQ: integer weights with a scale per ``group_size`` (-1: per channel)."""
+
+    def read(q: Fields) -> Scheme:
+        group = q.integer("group_size", default=-1, minimum=-1)
+        fmt = _format("int", q.integer("bits"), None if group == -1 else group, ())
+        head = q.boolean("lm_head", default=False) if head_flag else False
+        return Scheme(fmt, LINEAR, q.texts("modules_to_not_convert"), head)
+
+    return read
+
+
+def _compressed_tensors(q: Fields) -> Scheme:
+    """llm-compressor's format: config_groups of targets with a weights scheme each."""
+    groups = q.mapping("config_groups")
+    formats = set()
+    for key in list(groups.data):
+        group = groups.mapping(str(key))
+        targets = group.texts("targets")
+        if targets != ("Linear",):
+            raise Unpriced(f"config_groups.{key} targets {list(targets)}, not every Linear layer")
+        weights = group.mapping("weights")
+        strategy = weights.text("strategy", "tensor")
+        size = weights.optional_integer("group_size") if "group" in strategy else None
+        block = weights.raw_list("block_structure") if strategy == "block" else ()
+        kind, bits = weights.text("type", "int"), weights.integer("num_bits")
+        formats.add(_format(kind, bits, size, block))
+    if len(formats) != 1:
+        raise Unpriced(f"config_groups hold {len(formats)} weight formats; decodecalc prices one")
+    return Scheme(formats.pop(), LINEAR, q.texts("ignore"), head=True)
+
+
+MODELOPT_FORMATS = {
+    "FP8": "fp8",
+    "FP8_PER_CHANNEL_PER_TOKEN": "fp8",
+    "FP8_PB_WO": "fp8-128x128",
+    "NVFP4": "nvfp4",
+    "W4A16_NVFP4": "nvfp4",
+}
+
+
+def _modelopt(q: Fields) -> Scheme:
+    """NVIDIA ModelOpt: ``quantization`` (hf_quant_config.json's form) or flat fields."""
+    inner = q.mapping("quantization") if q.has("quantization") else q
+    algo = inner.text("quant_algo").upper()
+    excluded = inner.texts("exclude_modules" if inner is not q else "ignore")
+    if algo not in MODELOPT_FORMATS:
+        raise Unpriced(f"ModelOpt quant_algo {algo!r} has no dtype preset")
+    return Scheme(MODELOPT_FORMATS[algo], LINEAR, excluded, head=True)
+
+
+METHODS: dict[str, Callable[[Fields], Scheme]] = {
+    "mxfp4": _mxfp4,
+    "fp8": _fp8,
+    "awq": _int(head_flag=False),
+    "gptq": _int(head_flag=True),
+    "compressed-tensors": _compressed_tensors,
+    "modelopt": _modelopt,
+}
+
+
+def _format(kind: str, bits: int, group: int | None, block: tuple[int, ...]) -> str:
+    """The dtype preset of a numeric format; Unpriced when none matches."""
+    known = {
+        ("float", 8, None, ()): "fp8",
+        ("float", 8, None, (128, 128)): "fp8-128x128",
+        ("float", 4, 16, ()): "nvfp4",
+        ("float", 4, 32, ()): "mxfp4",
+        ("int", 8, None, ()): "int8",
+        ("int", 4, None, ()): "int4",
+        ("int", 4, 32, ()): "int4-g32",
+        ("int", 4, 64, ()): "int4-g64",
+        ("int", 4, 128, ()): "int4-g128",
+    }
+    found = known.get((kind, bits, group, block))
+    if found is None:
+        scales = f", group {group}" if group else f", blocks {list(block)}" if block else ""
+        raise Unpriced(f"{bits}-bit {kind} weights{scales} have no dtype preset")
+    return found
+
+
+def _matcher(quant: Fields, patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a module (or a module above it) is excluded: ``re:`` patterns are regular
+    expressions matched from the start (compressed-tensors), patterns with wildcards match
+    the whole name (ModelOpt, transformers), plain names match whole dotted parts."""
+    parts = []
+    for pattern in patterns:
+        if pattern.startswith("re:"):
+            try:
+                re.compile(pattern[3:])
+            except re.error as exc:
+                raise quant.error(None, f"{pattern!r} is not a regular expression: {exc}") from None
+            parts.append(f"(?:{pattern[3:]}).*")
+        elif any(c in pattern for c in "*?["):
+            parts.append(fnmatch.translate(pattern))
+        else:
+            parts.append(rf"(?:.*\.)?{re.escape(pattern)}(?:\..*)?")
+    if not parts:
+        return lambda module: False
+    combined = re.compile("|".join(f"(?:{p})" for p in parts))
+
+    def covered(module: str) -> bool:
+        names = module.split(".")
+        return any(combined.fullmatch(".".join(names[:n])) for n in range(1, len(names) + 1))
+
+    return covered
+
+
+def _covered_share(group: str, covered: Callable[[str], bool], arch: Architecture) -> Fraction:
+    """The share of a group the exclusions keep unquantized: of the layers that have it
+    for a layer's tensors (DeepSeek's dense MLPs are in its first three layers only), all or
+    nothing for the LM head."""
+    if group == "LM head":
+        return Fraction(any(covered(m) for m in HEAD_MODULES))
+    modules = LAYER_MODULES[group]
+    having = [
+        i
+        for i, layer in enumerate(arch.layers)
+        if any(g.name == group for g in layer.tensor_groups(arch.hidden_size))
+    ]
+    hit = sum(
+        any(covered(f"{prefix}{i}.{m}") for prefix in LAYER_PREFIXES for m in modules)
+        for i in having
+    )
+    return Fraction(hit, len(having)) if having else Fraction(0)
+
+
+def with_side_file(doc: Document, path: Path) -> Document:
+    """A config.json with the hf_quant_config.json beside it (ModelOpt's export) folded in
+    as its quantization_config, in the form vLLM reads too, when it has none of its own."""
+    side = path.parent / "hf_quant_config.json"
+    if not isinstance(doc.data, dict) or "quantization_config" in doc.data or not is_file(side):
+        return doc
+    quant = read_json(side).data
+    inner = quant.get("quantization") if isinstance(quant, dict) else None
+    if not isinstance(inner, dict):
+        raise InputError(f"{side}: expected a 'quantization' mapping (ModelOpt's format)")
+    folded = {"quant_method": "modelopt", "quantization": inner}
+    return replace(doc, data={**doc.data, "quantization_config": folded})

@@ -1,0 +1,142 @@
+"""Fit the engine profiles in presets/engines/ to the measured points in validation/points.yaml.
+
+    python validation/fit_engines.py            # with decodecalc installed (.venv/bin/python)
+
+Rewrites presets/engines/<engine>.yaml for every engine with points, plus the engines the
+issue asks for that have none, carried over from the closest measured engine and marked
+so (``points: 0``, ``fitted: none``). The same points and code give the same bytes.
+
+The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code):
+- Points without ``exclude`` count; each belongs to its engine and its GPU's family
+  (nvidia-datacenter, nvidia-consumer, amd-instinct, apple); each engine+family is fitted
+  on its own.
+- The loss is the relative error, weighted by what a figure measures (a timed step 1,
+  median ITL and generate-call-over-tokens 1/2, serving means and TPOT 1/4).
+- e_w always; e_kv only where one scenario is measured at several contexts, else at the
+  ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
+  per-layer cost where the points separate it from the weights, per-step cost where they
+  mix layer counts, all-reduce latency where they mix TP 1 and TP > 1. The ``fitted:`` line
+  of each family says which were fitted and why the others were not.
+- KV read mode: the one that fits better ('per-query-head' only when 1% better).
+- Band: the 10th and 90th percentiles of measured / expected over the profile's points,
+  at least as wide as over every fitted point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from decodecalc.calibration.points import read_points
+from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
+from decodecalc.calibration.validation import FamilyFit, bands, fit_engines, labelled
+from decodecalc.loading.catalog import Catalog, presets_dir
+from decodecalc.record import record, replace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@record
+class About:
+    name: str
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    carried_from: str = ""
+    """For an engine without points: the measured engine whose parameters stand in."""
+
+
+ENGINES = {
+    "vllm": About("vLLM", notes="CUDA graphs, FlashAttention / FlashInfer kernels; ROCm on AMD."),
+    "sglang": About("SGLang", notes="CUDA graphs, FlashInfer / Triton attention."),
+    "tensorrt-llm": About("TensorRT-LLM", ("trtllm", "trt-llm")),
+    "llama.cpp": About(
+        "llama.cpp (CUDA)",
+        ("llamacpp",),
+        "CUDA builds; the older builds ran without flash attention, the DGX Spark ones with it.",
+    ),
+    "llama.cpp-metal": About("llama.cpp (Metal)", ("llamacpp-metal",), "Apple GPUs, Metal."),
+    "lmdeploy": About("LMDeploy (TurboMind)", ("turbomind",)),
+    "gpt-fast": About("gpt-fast", notes="torch.compile; the A100s were power-capped at 330 W."),
+    "torchao": About("torchao generate.py", notes="gpt-fast derived, torch.compile."),
+    "mlc": About("MLC LLM", ("mlc-llm",)),
+    "tgi": About(
+        "Text Generation Inference",
+        ("text-generation-inference",),
+        "No published points in validation/points.yaml: vLLM's parameters carried over "
+        "(TGI also runs paged flash attention with CUDA graphs); its band does not cover "
+        "TGI's own differences.",
+        carried_from="vllm",
+    ),
+    "mlx": About(
+        "MLX (mlx-lm)",
+        ("mlx-lm",),
+        "No published points in validation/points.yaml: llama.cpp's Metal parameters "
+        "carried over (the other engine measured on Apple GPUs); expect a wider error than "
+        "the band says.",
+        carried_from="llama.cpp-metal",
+    ),
+}
+"""Every engine the presets ship, with what the fit cannot know about it."""
+
+HEADER = (
+    "Written by validation/fit_engines.py from validation/points.yaml: re-run the script\n"
+    "instead of editing (its docstring states the fitting rules)."
+)
+
+
+def profiles(fits: dict[tuple[str, str], FamilyFit], points_name: str) -> dict[str, str]:
+    """Each engine's profile file text, by engine id."""
+    out = {}
+    for engine in sorted({e for e, _ in fits} | set(ENGINES)):
+        about = ENGINES.get(engine, About(engine))
+        mine = [f for (e, _), f in sorted(fits.items()) if e == engine]
+        carried = not mine
+        if carried:
+            if not about.carried_from:
+                print(f"skipped {engine}: no points", file=sys.stderr)
+                continue
+            mine = [f for (e, _), f in sorted(fits.items()) if e == about.carried_from]
+        families = [
+            FamilyProfile(
+                f.family,
+                replace(f.fit.params, points=0) if carried else f.fit.params,
+                f"none (carried over from {about.carried_from})" if carried else f.fit.describe(),
+            )
+            for f in mine
+        ]
+        groups = sorted({g for f in mine for g in f.groups})
+        source = f"{points_name}, groups: {', '.join(groups)}"
+        if carried:
+            source = f"none of its own; {about.carried_from}'s fit to {source}"
+        versions = [] if carried else sorted({v for f in mine for v in f.versions})
+        out[engine] = engine_profile_text(
+            about.name,
+            families,
+            source=source,
+            versions=versions,
+            notes=about.notes,
+            aliases=about.aliases,
+            header=HEADER,
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", type=Path, default=ROOT / "validation" / "points.yaml")
+    parser.add_argument("--out", type=Path, default=ROOT / "presets" / "engines")
+    args = parser.parse_args(argv)
+    # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
+    items = labelled(read_points(args.points, Catalog((presets_dir(),))))
+    fits = bands(items, fit_engines(items))
+    name = args.points.relative_to(ROOT).as_posix() if args.points.is_relative_to(ROOT) else args.points.name
+    args.out.mkdir(parents=True, exist_ok=True)
+    for engine, text in profiles(fits, name).items():
+        (args.out / f"{engine}.yaml").write_text(text, encoding="utf-8")
+        print(f"wrote {args.out / engine}.yaml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
