@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from decodecalc.physics.engine import Engine
     from decodecalc.physics.hardware import GpuSpec, Link
     from decodecalc.physics.model import Model
+    from decodecalc.physics.precision import WeightRecipe
 
 
 @record
@@ -30,7 +31,9 @@ class ScenarioSpec:
     gpu: str | GpuSpec | None = None
     bandwidth: str | int | None = None
     """Overrides the GPU's: a text like 3.35TB/s, or bytes per second."""
-    weights: str | DType = "bf16"
+    weights: str | DType | WeightRecipe | None = None
+    """A dtype (every tensor in it) or a weight recipe (a format per tensor group); None:
+    the model's own recipe from its config.json's quantization_config, else BF16."""
     kv_dtype: str | DType | None = None
     """None: like vLLM's 'auto', the weights' format if it is a compute format, else BF16."""
     batch: int = 1

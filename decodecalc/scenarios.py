@@ -12,6 +12,8 @@ from decodecalc.physics.dtypes import DType
 from decodecalc.physics.engine import Engine, gpu_family, typical
 from decodecalc.physics.estimator import Scenario
 from decodecalc.physics.hardware import GpuSpec, Link
+from decodecalc.physics.model import Model
+from decodecalc.physics.precision import Overrides, WeightRecipe, expand
 from decodecalc.record import record, replace
 from decodecalc.scenario_spec import ScenarioSpec
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -102,7 +104,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         raise InputError(
             "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
         )
-    weights = _dtype(catalog, spec.weights)
+    weights, overrides, recipe = resolve_weights(catalog, spec.weights, model)
     kv = (
         default_kv_dtype(catalog, weights)
         if spec.kv_dtype is None
@@ -117,6 +119,8 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     return Scenario(
         model=model,
         weights=weights,
+        weight_overrides=overrides,
+        weights_recipe=recipe,
         kv_dtype=kv,
         bandwidth_bytes_per_s=bytes_per_s,
         efficiency=fit.fraction,
@@ -167,6 +171,23 @@ def resolve_engine(
             ),
         )
     return Engine(profile.id, (params,), family), notes
+
+
+def resolve_weights(
+    catalog: Catalog, value: str | DType | WeightRecipe | None, model: Model
+) -> tuple[DType, Overrides, str | None]:
+    """The default weight format, the tensor groups stored otherwise, and the recipe they
+    came from: a dtype stores every group in it (even for a quantized checkpoint); a
+    recipe, named or the model's own (when nothing is named), gives a format per group;
+    with neither, BF16."""
+    chosen = model.default_weights if value is None else value
+    found = catalog.weights(chosen) if isinstance(chosen, str) else chosen
+    if found is None:
+        return catalog.dtype("bf16"), (), None
+    if isinstance(found, DType):
+        return found, (), None
+    default, overrides = expand(found, (g.name for g in model.tensor_groups()), catalog.dtype)
+    return default, overrides, found.id
 
 
 def _dtype(catalog: Catalog, value: str | DType) -> DType:

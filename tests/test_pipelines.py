@@ -25,6 +25,7 @@ DATA_COMMANDS = {
     "models": ["--json"],
     "gpus": ["--json"],
     "dtypes": ["--json"],
+    "recipes": ["--json"],
     "links": ["--json"],
     "engines": ["--json"],
     "show": ["llama-3.1-8b", "--json"],

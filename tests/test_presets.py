@@ -37,6 +37,7 @@ def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
         "gpus": catalog.gpu,
         "dtypes": catalog.dtype,
         "links": catalog.link,
+        "recipes": catalog.recipe,
     }
     preset = lookups[kind](path.stem)
     assert preset.source.startswith("https://")

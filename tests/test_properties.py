@@ -152,7 +152,8 @@ def test_moe_weights_grow_with_batch_up_to_all_experts(s: Scenario, b: int) -> N
     many = estimate(_with(s, batch=b), [0]).weight_bytes_per_step
     more = estimate(_with(s, batch=b + 1), [0]).weight_bytes_per_step
     everything = s.weights.bytes_for(s.model.streamed_params_per_gpu(1, 10**6))
-    assert one <= many <= more <= everything + 1
+    groups = len(s.model.tensor_groups())  # each group's bytes are rounded up on their own
+    assert one <= many <= more <= everything + groups
 
 
 def _with(s: Scenario, **changes: object) -> Scenario:

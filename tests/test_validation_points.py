@@ -15,27 +15,15 @@ import yaml
 
 from decodecalc.calibration.points import MEASURED_KINDS, read_points
 from decodecalc.errors import InputError
-from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.catalog import Catalog, presets_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = ROOT / "validation" / "points.yaml"
 MEASURED = ROOT.parent / "shared" / "validation" / "measured.yaml"
 """The collected measurements: beside the repository in CI, absent from an sdist."""
 
-ENGINES = {
-    "vllm",
-    "sglang",
-    "tensorrt-llm",
-    "llama.cpp",
-    "llama.cpp-metal",
-    "lmdeploy",
-    "tgi",
-    "mlx",
-    "gpt-fast",
-    "torchao",
-    "mlc",
-}
-"""The engine profile ids of issue 12."""
+ENGINES = {path.stem for path in (presets_dir() / "engines").glob("*.yaml")}
+"""The engine profiles a point may name."""
 
 RECIPES = (
     "gpt-oss-mxfp4",
@@ -80,10 +68,10 @@ def _read(points: list[dict[str, Any]], tmp_path: Path, catalog: Catalog) -> int
 
 def test_every_point_without_a_recipe_loads(tmp_path: Path, catalog: Catalog) -> None:
     plain = [p for p in _points() if "exclude" not in p and p["weights"] not in RECIPES]
-    # 232 rows - 6 excluded - 79 on recipes (38 fp8-bf16-head, 19 fp8-block128,
-    # 16 gguf-gpt-oss-mxfp4, 5 gpt-oss-mxfp4, 1 nvfp4-bf16-head)
-    assert len(plain) == 147
-    assert _read(plain, tmp_path, catalog) == 147
+    # 232 rows - 6 excluded - 78 on recipes (38 fp8-bf16-head, 19 fp8-block128,
+    # 16 gguf-gpt-oss-mxfp4, 4 gpt-oss-mxfp4, 1 nvfp4-bf16-head)
+    assert len(plain) == 148
+    assert _read(plain, tmp_path, catalog) == 148
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -123,7 +111,7 @@ def test_every_point_names_its_engine_group_kind_and_rule() -> None:
         assert p.get("notes", "").strip(), where
         assert p["measured"] in MEASURED_KINDS, where
         assert p.get("engine_version", "").strip(), where
-        if "exclude" not in p:
+        if "exclude" not in p:  # the phone row's ExecuTorch has no profile
             assert p["engine"] in ENGINES, where
         engine, family = p["group"].split("/")
         assert engine == p["engine"] and family, where

@@ -130,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
     items = labelled(read_points(args.points, Catalog((presets_dir(),))))
     fits = bands(items, fit_engines(items))
-    name = args.points.relative_to(ROOT).as_posix() if args.points.is_relative_to(ROOT) else args.points.name
+    name = (
+        args.points.relative_to(ROOT).as_posix()
+        if args.points.is_relative_to(ROOT)
+        else args.points.name
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     for engine, text in profiles(fits, name).items():
         (args.out / f"{engine}.yaml").write_text(text, encoding="utf-8")

@@ -20,10 +20,12 @@ from decodecalc.calibration.engine_fit import (
 )
 from decodecalc.calibration.least_squares import Fit, fit_line
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
+from decodecalc.calibration.validation import band_of
 from decodecalc.errors import InputError
 from decodecalc.physics.engine import Engine, EngineParams, expected, gpu_family
 from decodecalc.physics.estimator import MIN_FRACTION, StepModel
-from decodecalc.record import record
+from decodecalc.record import record, replace
 
 
 @record
@@ -100,3 +102,16 @@ def roofline_fit(points: list[MeasuredPoint]) -> Fit:
         # Faster than the roofline cannot be: keep efficiency 1, let overhead absorb the rest.
         fit = Fit(1.0, max(0.0, sum(t - r for r, t in pairs) / len(pairs)))
     return fit
+
+
+def profile_text(cal: Calibration, name: str, source: str) -> str:
+    """The fit as an engine profile (one set of parameters for each GPU family among the
+    points), its band from the points' own residuals (validation.band_of)."""
+    params = replace(cal.fit.params, band=band_of([1 / (1 + c.error) for c in cal.points]))
+    return engine_profile_text(
+        name,
+        [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families],
+        source=source,
+        versions=sorted({p.point.engine_version for p in cal.points if p.point.engine_version}),
+        notes=f"Fitted by decodecalc calibrate on {len(cal.points)} points.",
+    )

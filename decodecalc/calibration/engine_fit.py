@@ -10,13 +10,14 @@ is the relative error t / measured - 1, so each point is a row x_i / m_i fitted 
 point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
 
 Only what the points can tell apart is fitted. Unknowns are taken in a fixed order (e_w,
-e_kv, per-layer cost, per-step cost, all-reduce latency); each is fitted when its column
-is not (nearly) a combination of those already taken, and e_kv only when the points hold
-several contexts of one scenario (otherwise its bytes move with the weights'). An unknown
-that is not fitted keeps the prior's value: e_kv at the prior's ratio to e_w, a cost at the
-prior's figure, the all-reduce latency at the prior's or else the link's. So a single model
-at several contexts fits e_w and e_kv and folds its fixed costs into e_w; models of one
-layer count put the whole fixed cost per layer, none per step.
+e_kv, per-step cost, per-layer cost, all-reduce latency); each is fitted when its column
+is not (nearly) a combination of those already taken and the points number at least twice
+the unknowns; e_kv only when the points hold several contexts of one scenario (otherwise
+its bytes move with the weights'). An unknown that is not fitted keeps the prior's value:
+e_kv at the prior's ratio to e_w, a cost at the prior's figure, the all-reduce latency at
+the prior's or else the link's. So a single model at several contexts fits e_w and e_kv
+and folds its fixed costs into e_w; models of one layer count put the whole fixed cost per
+step (as the roofline's overhead does), and a per-layer cost needs several layer counts.
 
 A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
 keeps only the fixed costs (t = compute + L c_layer + c_step + comm). Which points are is
@@ -47,12 +48,17 @@ MEASURED_WEIGHTS: dict[str | None, float] = {
 median inter-token latency and a generate call over its tokens (one prefill inside) half;
 serving means and TPOT, which absorb other requests' prefills, a quarter."""
 
-PARAMETERS = ("weight_efficiency", "kv_efficiency", "per_layer", "per_step", "allreduce_latency")
+WEIGHTS, KV = "weight_efficiency", "kv_efficiency"
+PARAMETERS = (WEIGHTS, KV, "allreduce_latency", "per_step", "per_layer")
 """The unknowns, in the order they are taken when deciding what the points identify."""
 
 INDEPENDENT = 0.05
 """A column is identified when at least this share of its length is not explained by the
 columns already taken (below it the fit would trade one unknown against another on noise)."""
+
+MIN_POINTS_PER_UNKNOWN = 2
+"""A fixed cost or latency is fitted only where the points number at least twice the
+unknowns fitted with it: two points fit two unknowns exactly and say nothing of either."""
 
 MAX_REFITS = 10
 """Rounds of re-deciding which points are compute-bound; the set settles in two or three."""
@@ -185,67 +191,84 @@ def _memory_s(t: StepTerms, p: EngineParams) -> float:
 def _fit_once(
     terms: Sequence[StepTerms], prior: EngineParams, compute_bound: Sequence[bool]
 ) -> StepFit:
-    mode = KV_READS.index(prior.kv_read)
     ratio = prior.kv_efficiency / prior.weight_efficiency
     scale = [math.sqrt(t.weight) / t.measured_s for t in terms]
-    memory = [0.0 if cb else 1.0 for cb in compute_bound]
+    features = [_features(t, prior, cb) for t, cb in zip(terms, compute_bound, strict=True)]
     columns = {
-        "weight_efficiency": [t.weight_s * k * m for t, k, m in zip(terms, scale, memory)],
-        "kv_efficiency": [t.kv_s[mode] * k * m for t, k, m in zip(terms, scale, memory)],
-        "per_layer": [t.layers * k for t, k in zip(terms, scale)],
-        "per_step": list(scale),
-        "allreduce_latency": [t.calls * k for t, k in zip(terms, scale)],
+        name: [f[name] * k for f, k in zip(features, scale, strict=True)] for name in PARAMETERS
     }
     held: list[str] = []
     kv_reason = _kv_unidentified(terms)
-    if kv_reason is None and _independent(columns["kv_efficiency"], [columns["weight_efficiency"]]):
-        chosen = ["weight_efficiency", "kv_efficiency"]
+    if kv_reason is None and not _independent(columns[KV], [columns[WEIGHTS]]):
+        kv_reason = "its bytes move with the weights"
+    chosen = [WEIGHTS]
+    if kv_reason is None:
+        chosen.append(KV)
     else:
-        chosen = ["weight_efficiency"]
-        held.append(
-            f"kv_efficiency at {ratio:.3g} x weight_efficiency ({kv_reason or 'its bytes move with the weights'})"
-        )
-        columns["weight_efficiency"] = [
-            w + kv / ratio for w, kv in zip(columns["weight_efficiency"], columns["kv_efficiency"])
+        held.append(f"kv_efficiency {ratio:.3g} x weight_efficiency ({kv_reason})")
+        columns[WEIGHTS] = [
+            w + kv / ratio for w, kv in zip(columns[WEIGHTS], columns[KV], strict=True)
         ]
+    distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
     for name in PARAMETERS[2:]:
-        if _independent(columns[name], [columns[c] for c in chosen]):
-            chosen.append(name)
-        else:
+        if distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
+            held.append(_held(name, prior, terms, f"only {distinct} distinct points"))
+        elif not _independent(columns[name], [columns[c] for c in chosen]):
             held.append(_held(name, prior, terms))
-    latency = [
-        t.link_latency_s if prior.allreduce_latency_s is None else prior.allreduce_latency_s
-        for t in terms
+        else:
+            chosen.append(name)
+    costs = [n for n in PARAMETERS[2:] if n not in chosen]
+    target = [
+        math.sqrt(t.weight)
+        - k * (f["known"] + sum(f[n] * _prior_value(n, prior, t) for n in costs))
+        for t, f, k in zip(terms, features, scale, strict=True)
     ]
-    target = []
-    for t, k, cb, lat in zip(terms, scale, compute_bound, latency):
-        known = t.ring_s + (t.compute_s if cb else 0.0)
-        if "per_layer" not in chosen:
-            known += t.layers * prior.per_layer_s
-        if "per_step" not in chosen:
-            known += prior.per_step_s
-        if "allreduce_latency" not in chosen:
-            known += t.calls * lat
-        target.append(math.sqrt(t.weight) - known * k)
-    lower = {
-        "weight_efficiency": max(1.0, ratio) if "kv_efficiency" not in chosen else 1.0,
-        "kv_efficiency": 1.0,
-    }
+    lower = {WEIGHTS: max(1.0, ratio) if KV not in chosen else 1.0, KV: 1.0}
     rows = [[columns[c][i] for c in chosen] for i in range(len(terms))]
-    x = dict(zip(chosen, bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen])))
-    e_w = 1 / x["weight_efficiency"]
+    x = dict(
+        zip(
+            chosen,
+            bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen]),
+            strict=True,
+        )
+    )
+    e_w = 1 / x[WEIGHTS]
     params = replace(
         prior,
         weight_efficiency=e_w,
-        kv_efficiency=1 / x["kv_efficiency"] if "kv_efficiency" in x else ratio * e_w,
-        per_layer_s=x.get("per_layer", prior.per_layer_s),
-        per_step_s=x.get("per_step", prior.per_step_s),
+        kv_efficiency=1 / x[KV] if KV in x else ratio * e_w,
         allreduce_latency_s=x.get("allreduce_latency", prior.allreduce_latency_s),
+        per_step_s=x.get("per_step", prior.per_step_s),
+        per_layer_s=x.get("per_layer", prior.per_layer_s),
         points=len(terms),
     )
     return StepFit(
         params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(compute_bound)
     )
+
+
+def _prior_value(name: str, prior: EngineParams, t: StepTerms) -> float:
+    """A cost the points did not identify, as the prior has it (the link's all-reduce
+    latency where the prior has none)."""
+    if name == "allreduce_latency":
+        latency = prior.allreduce_latency_s
+        return t.link_latency_s if latency is None else latency
+    return prior.per_step_s if name == "per_step" else prior.per_layer_s
+
+
+def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[str, float]:
+    """A point's coefficient of each unknown (of 1/e_w and 1/e_kv, not the efficiencies),
+    and ``known``: the seconds no unknown multiplies (the link's bytes, and the compute of
+    a compute-bound step, whose memory terms then do not count)."""
+    memory = 0.0 if compute_bound else 1.0
+    return {
+        WEIGHTS: t.weight_s * memory,
+        KV: t.kv_s[KV_READS.index(prior.kv_read)] * memory,
+        "allreduce_latency": t.calls,
+        "per_step": 1.0,
+        "per_layer": t.layers,
+        "known": t.ring_s + (t.compute_s if compute_bound else 0.0),
+    }
 
 
 def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
@@ -259,47 +282,47 @@ def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
 
 
 def _independent(column: Sequence[float], taken: Sequence[Sequence[float]]) -> bool:
-    """Whether a column keeps INDEPENDENT of its length after removing its projection on
-    the columns taken (modified Gram-Schmidt)."""
-    length = math.sqrt(sum(v * v for v in column))
-    if length == 0:
-        return False
+    """Whether more than INDEPENDENT of a column's length is left once its projection on
+    the columns taken is removed (Gram-Schmidt over the taken columns first)."""
     basis: list[list[float]] = []
-    for other in taken:
-        v = list(other)
-        for b in basis:
-            dot = sum(x * y for x, y in zip(v, b))
-            v = [x - dot * y for x, y in zip(v, b)]
-        norm = math.sqrt(sum(x * x for x in v))
-        if norm > 1e-12 * max(1.0, math.sqrt(sum(x * x for x in other))):
-            basis.append([x / norm for x in v])
-    rest = list(column)
+    for other in [*taken, column]:
+        rest = _residual(other, basis)
+        norm = math.sqrt(_dot(rest, rest))
+        if other is column:
+            return norm > INDEPENDENT * math.sqrt(_dot(column, column))
+        if norm > 0:
+            basis.append([x / norm for x in rest])
+    raise AssertionError("unreachable: the loop ends at the column")
+
+
+def _residual(v: Sequence[float], basis: Sequence[Sequence[float]]) -> list[float]:
+    rest = list(v)
     for b in basis:
-        dot = sum(x * y for x, y in zip(rest, b))
-        rest = [x - dot * y for x, y in zip(rest, b)]
-    return math.sqrt(sum(x * x for x in rest)) > INDEPENDENT * length
+        dot = _dot(rest, b)
+        rest = [x - dot * y for x, y in zip(rest, b, strict=True)]
+    return rest
 
 
-def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms]) -> str:
-    """Why a fixed cost or the all-reduce latency was not fitted, and its value."""
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str = "") -> str:
+    """Why a fixed cost or the all-reduce latency was not fitted, and its value: ``why``
+    when given (too few points), else what in the points makes it inseparable."""
     if name == "allreduce_latency":
-        value = (
-            "the link's" if prior.allreduce_latency_s is None else _us(prior.allreduce_latency_s)
-        )
+        latency = prior.allreduce_latency_s
+        value = "the link's" if latency is None else _us(latency)
         if not any(t.calls for t in terms):
             why = "no TP > 1 points"
         elif all(t.calls for t in terms):
-            why = "every point is TP > 1, so it is inside the per-layer cost"
-        else:
-            why = "not separable from the fixed costs"
-        return f"allreduce_latency {value} ({why})"
+            why = why or "every point is TP > 1: the fixed costs hold it"
+        return f"allreduce_latency {value} ({why or 'not separable from the fixed costs'})"
     value = _us(prior.per_layer_s if name == "per_layer" else prior.per_step_s)
-    layers = sorted({t.layers for t in terms})
-    if name == "per_step" and len(layers) == 1:
-        why = f"every point has {layers[0]} layers, so the per-layer cost holds it"
-    else:
-        why = "not separable from the weight streaming"
-    return f"{name} {value} ({why})"
+    layers = {t.layers for t in terms}
+    if not why and name == "per_layer" and len(layers) == 1:
+        why = f"every point has {layers.pop()} layers: the per-step cost holds it"
+    return f"{name} {value} ({why or 'not separable from the terms fitted before it'})"
 
 
 def _us(seconds: float) -> str:

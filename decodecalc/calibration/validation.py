@@ -41,8 +41,7 @@ from decodecalc.record import record, replace
 FLASH_KV_RATIO = 0.85
 """e_kv / e_w where the points cannot tell: flash-attention kernels read the KV cache at
 about 0.85 of the weight GEMVs' efficiency (the ratio the context series in
-../shared/validation give). An engine that identifies the ratio on one family lends it to
-its other families."""
+../shared/validation give)."""
 
 TYPICAL = "typical"
 """The engine label of points that name none: predicted by the typical band."""
@@ -102,36 +101,43 @@ Fits = dict[tuple[str, str], FamilyFit]
 
 
 def fit_engines(points: Sequence[Labelled]) -> Fits:
-    """Every engine+family with points, fitted. Two passes: the second gives each family
-    of an engine that could not identify e_kv the ratio a family of the same engine did
-    identify (the one with most points), else FLASH_KV_RATIO."""
+    """Every engine+family with points, fitted in two passes. The first assumes e_kv at
+    FLASH_KV_RATIO x e_w where the points cannot show it. The second refits each family
+    that could not identify e_kv with the ratio and read mode of the same engine's
+    best-measured family (most points) that could: the same kernels on other chips say
+    more than a constant. Fixed costs are not lent: another family's launch costs can
+    exceed a whole step here (the fit could only answer with e_w at its bound)."""
     keyed: dict[tuple[str, str], list[Labelled]] = {}
     for p in points:
         if p.engine != TYPICAL:
             keyed.setdefault((p.engine, p.family), []).append(p)
-    first = {key: _fit(key, members, _prior(FLASH_KV_RATIO)) for key, members in keyed.items()}
-    ratios: dict[str, FamilyFit] = {}
-    for key in sorted(first, key=lambda k: (-first[k].fit.params.points, k)):
-        f = first[key]
-        if "kv_efficiency" in f.fit.fitted:
-            ratios.setdefault(key[0], f)
+    first = {key: _fit(key, members, BASE_PRIOR) for key, members in keyed.items()}
     fits: Fits = {}
     for key, members in sorted(keyed.items()):
-        lender = ratios.get(key[0])
-        if lender is None or "kv_efficiency" in first[key].fit.fitted:
+        lenders = [
+            f.fit.params
+            for (engine, _), f in sorted(first.items())
+            if engine == key[0] and "kv_efficiency" in f.fit.fitted
+        ]
+        if not lenders or "kv_efficiency" in first[key].fit.fitted:
             fits[key] = first[key]
             continue
-        p = lender.fit.params
-        fits[key] = _fit(key, members, _prior(p.kv_efficiency / p.weight_efficiency, p.kv_read))
+        lender = max(lenders, key=lambda p: p.points)
+        prior = replace(BASE_PRIOR, kv_efficiency=lender.kv_efficiency / lender.weight_efficiency)
+        fits[key] = _fit(key, members, prior, lender.kv_read)
     return fits
 
 
-def _prior(ratio: float, kv_read: str | None = None) -> EngineParams:
-    return replace(DEFAULT_PRIOR, kv_efficiency=ratio, kv_read=kv_read or "once")
+BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
+"""What an engine's first fit assumes where its points cannot tell."""
 
 
-def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
-    kv_read = prior.kv_read if prior.kv_efficiency != FLASH_KV_RATIO else None
+def _fit(
+    key: tuple[str, str],
+    members: Sequence[Labelled],
+    prior: EngineParams,
+    kv_read: str | None = None,
+) -> FamilyFit:
     fit = fit_step_model([m.terms for m in members], prior, kv_read)
     return FamilyFit(
         key[0],
@@ -161,7 +167,7 @@ def stand_in(fits: Fits, engine: str, family: str) -> tuple[tuple[EngineParams, 
     if on_family:
         return tuple(on_family), f"typical of {len(on_family)} profiles on {family}"
     every = tuple(f.fit.params for _, f in sorted(fits.items()))
-    return every, f"typical of all {len(every)} profiles"
+    return every, f"typical of all {len(every)} profiles" if every else "the roofline (no profiles)"
 
 
 @record
@@ -288,8 +294,8 @@ def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EnginePa
     """The shipped parameters for an engine on a family, as --engine resolves them (an
     unknown engine is an error with a did-you-mean)."""
     if engine == TYPICAL:
-        params = typical(catalog.engines(), family).params
-        return params, f"typical of {len(params)} profiles on {family}"
+        every = typical(catalog.engines(), family).params
+        return every, f"typical of {len(every)} profiles on {family}"
     params, fitted = catalog.engine(engine).params_for(family)
     return (params,), f"{engine} on {fitted}"
 
@@ -298,10 +304,17 @@ BAND_PERCENTILES = (10, 90)
 """A profile's band spans these percentiles of measured / expected over its points."""
 
 
+def band_of(ratios: Sequence[float]) -> tuple[float, float]:
+    """The band that holds most of these measured / expected ratios: their 10th and 90th
+    percentiles, always around 1 (expected stays inside its band)."""
+    low_q, high_q = BAND_PERCENTILES
+    return min(1.0, percentile(ratios, low_q)), max(1.0, percentile(ratios, high_q))
+
+
 def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
-    """Each fit with its band: the 10th and 90th percentiles of measured / expected over
-    its own points, widened to at least those over every fitted point (so a profile fitted
-    on two points does not claim their in-sample precision), and always around 1."""
+    """Each fit with its band: band_of its own points, widened to at least band_of every
+    fitted point (so a profile fitted on two points does not claim their in-sample
+    precision)."""
     ratios: dict[tuple[str, str], list[float]] = {}
     for p in points:
         if (p.engine, p.family) in fits:
@@ -309,12 +322,10 @@ def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
             ratios.setdefault((p.engine, p.family), []).append(
                 p.point.measured_seconds / predict(p, (params,), p.engine)
             )
-    pooled = [r for rs in ratios.values() for r in rs]
-    low_q, high_q = BAND_PERCENTILES
+    pooled = band_of([r for rs in ratios.values() for r in rs])
     out: Fits = {}
     for key, f in fits.items():
-        own = ratios[key]
-        low = min(1.0, percentile(own, low_q), percentile(pooled, low_q))
-        high = max(1.0, percentile(own, high_q), percentile(pooled, high_q))
-        out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=(low, high))))
+        own = band_of(ratios[key])
+        band = (min(own[0], pooled[0]), max(own[1], pooled[1]))
+        out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=band)))
     return out

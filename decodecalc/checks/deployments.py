@@ -253,7 +253,7 @@ class DeploymentReader:
         model = get("model", lambda v: self.catalog.model(self._model_ref(doc, text(v))))
         gpu = get("gpu", lambda v: self.catalog.gpu(text(v)))
         bandwidth = get("bandwidth", lambda v: parse_bandwidth(text(v)))
-        weights = get("weights", lambda v: self.catalog.dtype(text(v)))
+        weights = get("weights", lambda v: self.catalog.weights(text(v)))
         kv = get("kv_dtype", lambda v: self.catalog.dtype(text(v)))
         batch = get("batch", whole)
         if serve is not None and "batch" not in settings:

@@ -350,8 +350,8 @@ _QUANTIZATION = {
     "modelopt_fp4": "nvfp4",
     "nvfp4": "nvfp4",
 }
-_DTYPE = {
-    "auto": "bf16",
+_DTYPE: dict[str, str | None] = {
+    "auto": None,  # the checkpoint's own formats (its quantization_config), else BF16
     "bfloat16": "bf16",
     "bf16": "bf16",
     "float16": "fp16",

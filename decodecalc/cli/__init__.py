@@ -43,6 +43,7 @@ COMMANDS = {
     "models": "presets",
     "gpus": "presets",
     "dtypes": "presets",
+    "recipes": "presets",
     "links": "presets",
     "engines": "presets",
     "show": "presets",

@@ -1,6 +1,6 @@
-"""The calibrate command: fit efficiency and overhead to measured decode speeds."""
+"""The calibrate command: fit the engine step model to measured decode speeds."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,33 +16,71 @@ from decodecalc.cli import (
 )
 from decodecalc.errors import InputError
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from decodecalc.calibration.calibrate import Calibration
+    from decodecalc.calibration.points import MeasuredPoint
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.physics.engine import EngineParams
+
 
 @app.command()
 def calibrate(
     points: Annotated[
         str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
     ],
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile whose values stand in for what the points cannot identify "
+            "(default: KV read at the weights' efficiency, no fixed costs, the link's "
+            "all-reduce latency).",
+            metavar="ENGINE",
+        ),
+    ] = None,
     save: Annotated[
-        bool, typer.Option("--save", help="Keep the fit for --efficiency calibrated.")
+        bool,
+        typer.Option(
+            "--save",
+            help="Keep a roofline fit (one efficiency, a per-step overhead) for "
+            "--efficiency calibrated.",
+        ),
     ] = False,
     save_to: Annotated[
         str | None,
-        typer.Option("--save-to", help="Keep the fit in this file instead.", metavar="FILE"),
+        typer.Option("--save-to", help="Keep that fit in this file instead.", metavar="FILE"),
+    ] = None,
+    save_engine: Annotated[
+        str | None,
+        typer.Option(
+            "--save-engine",
+            help="Keep the fit as an engine profile NAME, usable as --engine NAME: written to "
+            "engines/NAME.yaml in the first --presets directory, else the first in "
+            "$DECODECALC_PRESETS (a built-in profile's name overrides it there).",
+            metavar="NAME",
+        ),
     ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
-    """Fit the effective bandwidth fraction and per-step overhead to measured decode speeds.
+    """Fit the engine step model to measured decode speeds.
 
     Each point: model, gpu, weights, kv_dtype, batch, tp, context (tokens), ms_per_token
-    (optional: source, notes, engine, link). Measured = memory time / efficiency +
-    overhead + communication, fitted by least squares.
+    (optional: source, notes, engine, engine_version, group, measured, link). A step is
+    weights / (bandwidth x e_w) + KV / (bandwidth x e_kv) + layers x per-layer cost +
+    per-step cost + all-reduces; the fit minimises the relative error, the error it
+    reports. Only what the points identify is fitted: e_kv needs one scenario at several
+    contexts, per-layer and per-step costs need models of several layer counts, the
+    all-reduce latency needs TP 1 and TP > 1 points; the rest keeps --engine's values.
 
-    Example: decodecalc calibrate my-measurements.yaml --save
+    Example: decodecalc calibrate my-measurements.yaml --save-engine my-vllm --presets ~/dc
     """
     from decodecalc.calibration.calibrate import calibrate as run_calibrate
+    from decodecalc.calibration.calibrate import roofline_fit
     from decodecalc.calibration.points import read_points
     from decodecalc.calibration.saved import save_calibration
     from decodecalc.loading.datafile import is_file
@@ -52,12 +90,58 @@ def calibrate(
     path = expand_user(points)
     if not is_file(path):
         raise InputError(f"points file {points!r} does not exist")
-    result = run_calibrate(read_points(path, load_catalog(presets)))
-    saved = None
+    catalog = load_catalog(presets)
+    measured = read_points(path, catalog)
+    result = run_calibrate(measured, _prior(catalog, engine, measured))
+    engine_saved = None
+    if save_engine is not None:
+        engine_saved = str(_save_engine(result, save_engine, presets, str(path)))
+    saved, roofline = None, None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
-        gpus = tuple(
-            dict.fromkeys(p.point.scenario.gpu.id for p in result.points if p.point.scenario.gpu)
+        gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in measured if p.scenario.gpu))
+        roofline = roofline_fit(measured)
+        saved = str(save_calibration(roofline, str(path), target, gpus))
+    emit(calibration_report(result, saved, roofline, engine_saved), fmt, as_json, False, output)
+
+
+def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":
+    """The values the points cannot identify: --engine's for the points' GPU family (the
+    most common one), else the roofline's assumptions."""
+    from decodecalc.calibration.engine_fit import DEFAULT_PRIOR
+    from decodecalc.physics.engine import gpu_family
+
+    if name is None:
+        return DEFAULT_PRIOR
+    families = [gpu_family(p.scenario.gpu) for p in points]
+    family = max(dict.fromkeys(families), key=families.count)
+    return catalog.engine(name).params_for(family)[0]
+
+
+RESERVED = ("typical", "roofline")
+"""Engine names --engine reads as modes, not profiles."""
+
+
+def _save_engine(
+    result: "Calibration", name: str, presets: list[str] | None, source: str
+) -> "Path":
+    """Write the fit as a user engine profile where the catalog reads user presets."""
+    import re
+
+    from decodecalc.calibration.calibrate import profile_text
+    from decodecalc.calibration.saved import save_engine_profile
+    from decodecalc.loading.catalog import ENV_VAR, user_dirs
+
+    engine_id = name.strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", engine_id) or engine_id in RESERVED:
+        raise InputError(
+            f"engine name {name!r} must be letters, digits, '.', '_' or '-' (starting with a "
+            f"letter or digit), and not {' or '.join(RESERVED)}"
         )
-        saved = str(save_calibration(result.fit, str(path), target, gpus))
-    emit(calibration_report(result, saved), fmt, as_json, False, output)
+    dirs = user_dirs(presets or ())
+    if not dirs:
+        raise InputError(
+            f"--save-engine needs a presets directory to write into: give --presets DIR or "
+            f"set ${ENV_VAR}"
+        )
+    return save_engine_profile(dirs[0], engine_id, profile_text(result, name, source))

@@ -140,7 +140,8 @@ def sweep(
         for name in ("model", "gpu", "weights", "kv_dtype"):
             value = getattr(spec, name)
             if isinstance(value, str):
-                {"model": catalog.model, "gpu": catalog.gpu}.get(name, catalog.dtype)(value)
+                lookups = {"model": catalog.model, "gpu": catalog.gpu, "weights": catalog.weights}
+                lookups.get(name, catalog.dtype)(value)
 
     import gc
 

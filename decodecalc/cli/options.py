@@ -80,9 +80,11 @@ SCENARIO_OPTIONS = (
     ScenarioOption(
         "weights",
         ("--weights", "-w"),
-        "Weight dtype (see 'decodecalc dtypes').",
+        "Weight dtype, every tensor in it ('decodecalc dtypes'), or a weight recipe, a "
+        "format per tensor group ('decodecalc recipes'). Default: the checkpoint's recipe "
+        "from config.json, else bf16.",
         "DTYPE",
-        axis="One or more weight dtypes.",
+        axis="One or more weight dtypes or recipes (default as for estimate).",
         complete="dtypes",
     ),
     ScenarioOption(

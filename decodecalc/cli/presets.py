@@ -61,6 +61,19 @@ def dtypes(
 
 
 @app.command()
+def recipes(
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    presets: PresetsOpt = None,
+) -> None:
+    """List weight recipes: how real checkpoints store each tensor group (--weights NAME)."""
+    from decodecalc.views.listings import recipes_report
+
+    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, output)
+
+
+@app.command()
 def show(
     model: Annotated[
         str, typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL")
@@ -70,14 +83,18 @@ def show(
     output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
-    """A model's architecture, its derived vs official parameter count, and KV bytes per token.
+    """A model's architecture, its derived vs official parameter count, its weights by tensor
+    group in the checkpoint's formats, and KV bytes per token.
 
     Example: decodecalc show llama-3.1-70b
     """
+    from decodecalc.scenarios import resolve_weights
     from decodecalc.views.listings import show_report
 
     catalog = load_catalog(presets)
-    emit(show_report(catalog.model(model), catalog.dtypes()), fmt, as_json, False, output)
+    found = catalog.model(model)
+    weights = resolve_weights(catalog, None, found)
+    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, output)
 
 
 @app.command("import")

@@ -22,6 +22,7 @@ from decodecalc.paths import expand_user
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
+from decodecalc.physics.precision import WeightRecipe
 from decodecalc.record import field, record
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ KINDS = {
     "dtypes": "dtype",
     "links": "link",
     "engines": "engine",
+    "recipes": "weight recipe",
 }
 
 
@@ -91,7 +93,10 @@ class Catalog:
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
             if path.suffix == ".json":
-                return model_from_config(read_json(path), config_model_id(path))
+                from decodecalc.loading.quantization import with_side_file
+
+                config = with_side_file(read_json(path), path)
+                return model_from_config(config, config_model_id(path))
             return self._load_file("models", path, Model)
         return self._find("models", name, Model)
 
@@ -100,6 +105,27 @@ class Catalog:
 
     def dtype(self, name: str) -> DType:
         return self._find("dtypes", name, DType)
+
+    def recipe(self, name: str) -> WeightRecipe:
+        return self._find("recipes", name, WeightRecipe)
+
+    def recipes(self) -> list[WeightRecipe]:
+        return self._all("recipes", WeightRecipe)
+
+    def weights(self, name: str) -> DType | WeightRecipe:
+        """What --weights names: a dtype (every tensor in it) or a weight recipe (formats
+        per tensor group). No recipe spells like a dtype, so the order does not matter."""
+        dtype, dtype_names = self._lookup("dtypes", name, DType)
+        if dtype is not None:
+            return dtype
+        recipe, recipe_names = self._lookup("recipes", name, WeightRecipe)
+        if recipe is not None:
+            return recipe
+        hint = suggest(name.strip().lower(), {**dtype_names, **recipe_names})
+        raise InputError(
+            f"unknown dtype or weight recipe {name!r}{hint} "
+            "('decodecalc dtypes' and 'decodecalc recipes' list them)"
+        )
 
     def link(self, name: str) -> Link:
         return self._find("links", name, Link)
@@ -169,19 +195,26 @@ class Catalog:
         return [self._load_file(kind, p, cls) for p in self._files(kind)]
 
     def _find(self, kind: str, name: str, cls: type[P]) -> P:
+        found, names = self._lookup(kind, name, cls)
+        if found is not None:
+            return found
+        listing = f"'decodecalc {kind}' lists them"
+        hint = suggest(name.strip().lower(), names)
+        raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
+
+    def _lookup(self, kind: str, name: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
+        """The preset a name or alias spells, else None with every spelling (for a hint)."""
         key = name.strip().lower()
         if _is_safe_stem(key):
             for directory in self.dirs:
                 for suffix in (".yaml", ".yml"):
                     path = directory / kind / f"{key}{suffix}"
                     if is_file(path):
-                        return self._load_file(kind, path, cls)
+                        return self._load_file(kind, path, cls), {}
         names: dict[str, str] = {}
         for item in self._all(kind, cls):
             spellings = [item.id, *item.aliases]
             if key in (s.lower() for s in spellings):
-                return item
+                return item, {}
             names.update((s.lower(), item.id) for s in spellings)
-        listing = f"'decodecalc {kind}' lists them"
-        hint = suggest(key, names)
-        raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
+        return None, names

@@ -7,16 +7,18 @@ Model presets hold architecture fields named as in the model's config.json under
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document
 from decodecalc.loading.families import read_architecture
-from decodecalc.loading.fields import Fields
+from decodecalc.loading.fields import Fields, suggest
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
+from decodecalc.physics.precision import GROUP_NAMES, Mix, WeightRecipe
 
 if TYPE_CHECKING:
     from decodecalc.physics.engine import EngineProfile
@@ -177,6 +179,44 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     return dtype
 
 
+def load_recipe(doc: Document, preset_id: str) -> WeightRecipe:
+    """A weight recipe: a ``default`` dtype and, under ``groups``, tensor groups stored in
+    another: a dtype id, or a mapping of dtype ids to whole-number parts of the group's
+    parameters (``{q4-k: 5, q6-k: 1}``: five sixths Q4_K, one sixth Q6_K)."""
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    overrides: list[tuple[str, Mix]] = []
+    if top.has("groups"):
+        groups = top.mapping("groups")
+        overrides = [(_group(groups, str(g)), _mix(groups, str(g))) for g in groups.data]
+    recipe = WeightRecipe(
+        id=preset_id,
+        name=name,
+        default=top.text("default"),
+        overrides=tuple(overrides),
+        description=top.text("description"),
+        source=source,
+        aliases=aliases,
+    )
+    top.read.add("groups")
+    top.finish()
+    return recipe
+
+
+def _group(groups: Fields, name: str) -> str:
+    if name not in GROUP_NAMES:
+        hint = suggest(name, list(GROUP_NAMES)) or f"; known: {', '.join(GROUP_NAMES)}"
+        raise groups.error(name, f"no tensor group has this name{hint}")
+    return name
+
+
+def _mix(groups: Fields, name: str) -> Mix:
+    if not isinstance(groups.data[name], dict):
+        return ((groups.text(name), Fraction(1)),)
+    parts = groups.mapping(name)
+    return tuple((str(d), Fraction(parts.integer(str(d)))) for d in parts.data)
+
+
 def _sustained(top: Fields) -> int | None:
     if not top.has("sustained_bandwidth"):
         top.read.add("sustained_bandwidth")
@@ -287,6 +327,7 @@ LOADERS: dict[str, Callable[[Document, str], object]] = {
     "dtypes": load_dtype,
     "links": load_link,
     "engines": load_engine,
+    "recipes": load_recipe,
 }
 
 

@@ -50,7 +50,11 @@ LAYER_MODULES = {
     "attention q, o": ("self_attn.q_proj", "self_attn.o_proj", "self_attn.q_b_proj"),
     "attention k, v": ("self_attn.k_proj", "self_attn.v_proj", "self_attn.kv_b_proj"),
     "MLA down-projections": ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa"),
-    "linear attention": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_ba", "linear_attn.out_proj"),
+    "linear attention": (
+        "linear_attn.in_proj_qkvz",
+        "linear_attn.in_proj_ba",
+        "linear_attn.out_proj",
+    ),
     "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
     "shared experts": ("mlp.shared_experts.gate_proj", "mlp.shared_expert.gate_proj"),
     "routed experts": ("mlp.experts.0.gate_proj", "mlp.experts", "block_sparse_moe.experts.0.w1"),

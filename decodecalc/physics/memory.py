@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.physics.dtypes import DType
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.model import Model
 from decodecalc.physics.precision import Overrides, weight_bytes

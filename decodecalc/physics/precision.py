@@ -106,8 +106,8 @@ def blend(parts: Sequence[tuple[DType, Fraction]]) -> DType:
     total = sum(share for _, share in parts)
     shares = [(d, share / total) for d, share in parts]
     return DType(
-        id=" + ".join(f"{share} {d.id}" for d, share in shares),
-        name=" + ".join(f"{share} {d.name}" for d, share in shares),
+        id=mix_text(tuple((d.id, share) for d, share in parts)),
+        name=mix_text(tuple((d.name, share) for d, share in parts)),
         bits_per_value=sum((d.bits_per_value * share for d, share in shares), Fraction(0)),
         kv_cache=False,
         compute=False,
@@ -115,3 +115,11 @@ def blend(parts: Sequence[tuple[DType, Fraction]]) -> DType:
         description="a tensor group stored in several formats, by share of its parameters",
         matmul=shares[0][0].matmul,
     )
+
+
+def mix_text(mix: Mix) -> str:
+    """``mxfp4``, or ``3/4 q4-k + 1/4 q6-k`` for a group split between formats."""
+    if len(mix) == 1:
+        return mix[0][0]
+    total = sum(share for _, share in mix)
+    return " + ".join(f"{share / total} {name}" for name, share in mix)

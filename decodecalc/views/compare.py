@@ -10,17 +10,31 @@ from decodecalc.notes import estimate_notes, many_notes
 from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import expected_fields, scenario_ids, scenario_inputs
+from decodecalc.views.estimate import (
+    expected_fields,
+    scenario_ids,
+    scenario_inputs,
+    weights_label,
+)
 from decodecalc.views.report import Column, Report, document, with_notes
 
-SCENARIO_KEYS = ("model", "gpu", "weights_dtype", "kv_dtype", "batch", "tp", "engine")
+SCENARIO_KEYS = (
+    "model",
+    "gpu",
+    "weights_dtype",
+    "weights_recipe",
+    "kv_dtype",
+    "batch",
+    "tp",
+    "engine",
+)
 
 
 def label(scenario: Scenario) -> str:
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     engine = "" if s.engine is None or s.engine.id == "typical" else f" {s.engine.id}"
-    return f"{s.model.id} {gpu} {s.weights.id}/{s.kv_dtype.id} B{s.batch} TP{s.tp}{engine}"
+    return f"{s.model.id} {gpu} {weights_label(s)}/{s.kv_dtype.id} B{s.batch} TP{s.tp}{engine}"
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:

@@ -20,6 +20,8 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "efficiency": s.efficiency,
         "effective_bandwidth_bytes_per_s": s.effective_bandwidth_bytes_per_s,
         "weights_dtype": s.weights.id,
+        "weights_recipe": s.weights_recipe,
+        "weight_overrides": {group: dtype.id for group, dtype in s.weight_overrides},
         "kv_dtype": s.kv_dtype.id,
         "weights_bits_per_value": float(s.weights.bits_per_value),
         "kv_bits_per_value": float(s.kv_dtype.bits_per_value),
@@ -35,13 +37,18 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
     }
 
 
+def weights_label(s: Scenario) -> str:
+    """The weights in a word: the recipe's id, else the one dtype every tensor is in."""
+    return s.weights_recipe or s.weights.id
+
+
 def scenario_ids(s: Scenario) -> dict[str, Any]:
     """What names a scenario on a row of a sweep or a calibration: resolved preset ids, so
     an alias and its preset give the same rows."""
     return {
         "model": s.model.id,
         "gpu": s.gpu.id if s.gpu else None,
-        "weights": s.weights.id,
+        "weights": weights_label(s),
         "kv_dtype": s.kv_dtype.id,
         "batch": s.batch,
         "tp": s.tp,
@@ -144,8 +151,9 @@ def describe_scenario(s: Scenario) -> str:
     gpu = f"{s.gpu.name} " if s.gpu else ""
     bound = "bandwidth roofline" if s.efficiency == 1 else f"{s.efficiency:g} of peak bandwidth"
     return (
-        f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)} · weights {s.weights.id}"
-        f" · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp} · efficiency {s.efficiency:g}"
+        f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)}"
+        f" · weights {weights_label(s)} · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp}"
+        f" · efficiency {s.efficiency:g}"
         f" ({bound}){describe_engine(s)}"
     )
 
@@ -277,7 +285,12 @@ def estimate_report(est: Estimate) -> Report:
         *_architecture_lines(est),
     )
     columns = (
-        *(Column(k, k) for k in inputs if k != "effective_bandwidth_bytes_per_s"),
+        # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead.
+        *(
+            Column(k, k)
+            for k in inputs
+            if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides")
+        ),
         *estimate_columns(),
         Column("crossover_context", "crossover_context"),
     )

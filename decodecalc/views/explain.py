@@ -6,11 +6,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from decodecalc.physics.compute import matmul_params, step_flops
+from decodecalc.physics.dtypes import ceil_bytes
 from decodecalc.physics.engine import expected_step, kv_read_factor
 from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
+from decodecalc.physics.precision import group_dtype
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -21,11 +23,14 @@ def _n(value: int | float | Fraction) -> str:
 
 
 def _weight_lines(step: StepModel) -> list[str]:
+    """Each tensor group with the share a step reads, its format and its bytes (rounded up
+    per group, so the lines add up to the total)."""
     s = step.scenario
-    bits = s.weights.bits_per_value
-    lines = [
-        f"1. Weights read per step (per GPU, {s.weights.id} = {h_bits(bits)} bits per value):",
-    ]
+    if s.weight_overrides:
+        heading = f"{s.weights_recipe}: {s.weights.id} unless a group says otherwise"
+    else:
+        heading = f"{s.weights.id} = {h_bits(s.weights.bits_per_value)} bits per value"
+    lines = [f"1. Weights read per step (per GPU, {heading}):"]
     for g in s.model.tensor_groups():
         share = g.read_fraction(s.batch)
         per_gpu = g.params_per_gpu(s.tp)
@@ -35,9 +40,11 @@ def _weight_lines(step: StepModel) -> list[str]:
         note = ""
         if g.experts:
             note = f"  x {float(share):.4f} (experts touched: E(1-(1-k/E)^B) / E)"
-        read = per_gpu * share
+        dtype = group_dtype(g.name, s.weights, s.weight_overrides)
+        read = ceil_bytes(dtype.bytes_for(per_gpu * share))
         lines.append(
-            f"   {g.name:28s} {per_gpu:>17,} params{note} -> {_n(s.weights.bytes_for(read))} bytes"
+            f"   {g.name:28s} {per_gpu:>17,} params{note} x {h_bits(dtype.bits_per_value)} bits"
+            f" ({dtype.id}) -> {read:,} bytes"
         )
     lines.append(f"   total: {step.weight_bytes:,} bytes ({h.size(step.weight_bytes)})")
     return lines
@@ -206,7 +213,10 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
 def _assumptions(step: StepModel) -> list[str]:
     s = step.scenario
     notes = [
-        "every weight is stored in one format; scales are counted in its bits per value",
+        "every weight is stored in one format; scales are counted in its bits per value"
+        if not s.weight_overrides
+        else f"each tensor group is stored as {s.weights_recipe} says; scales are counted in "
+        "its format's bits per value",
         "each step reads every weight it uses once, and all of the live KV cache",
         "efficiency scales bandwidth only; compute uses the datasheet's dense peak",
     ]

@@ -12,6 +12,7 @@ from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
 from decodecalc.physics.model import Model
+from decodecalc.physics.precision import Overrides, WeightRecipe, group_dtype, mix_text
 from decodecalc.physics.tensors import Sharding, expected_experts
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document
@@ -194,6 +195,34 @@ def dtypes_report(dtypes: list[DType]) -> Report:
     return Report(document(dtypes=list(records)), columns, records)
 
 
+def recipe_record(r: WeightRecipe) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "name": r.name,
+        "default": r.default,
+        "groups": {group: mix_text(mix) for group, mix in r.overrides},
+        "aliases": list(r.aliases),
+        "description": r.description,
+        "source": r.source,
+    }
+
+
+def recipes_report(recipes: list[WeightRecipe]) -> Report:
+    records = tuple(recipe_record(r) for r in recipes)
+    columns = (
+        Column("id", "Recipe", numeric=False),
+        Column("default", "Default", numeric=False),
+        Column(
+            "groups",
+            "Groups stored otherwise",
+            lambda v: "; ".join(f"{g}: {d}" for g, d in v.items()),
+            numeric=False,
+        ),
+        Column("name", "What it is", numeric=False, drop=1),
+    )
+    return Report(document(recipes=list(records)), columns, records)
+
+
 def _params_line(m: Model) -> str:
     derived = m.total_params()
     read = m.streamed_params_per_gpu(1, 1)
@@ -245,8 +274,26 @@ def _experts_line(m: Model) -> tuple[str, ...]:
     )
 
 
-def show_report(m: Model, dtypes: list[DType]) -> Report:
-    """A model's architecture, parameter count check, and KV per token per format."""
+def _stored_lines(groups: list[dict[str, Any]], label: str) -> list[str]:
+    """The weights as stored, group by group with its format (a checkpoint's recipe
+    names one per group; --weights on estimate overrides it)."""
+    total = sum(g["bytes"] for g in groups)
+    lines = [f"weights stored ({label}): {h.size(total)}, {total:,} bytes"]
+    for g in groups:
+        lines.append(
+            f"  {g['group']:28s} {g['params']:>17,} params x {g['bits_per_value']:g} bits "
+            f"({g['dtype']}) = {h.size(g['bytes'])}"
+        )
+    return lines
+
+
+def show_report(
+    m: Model, dtypes: list[DType], weights: tuple[DType, Overrides, str | None]
+) -> Report:
+    """A model's architecture, parameter count check, its weights by tensor group in the
+    formats ``weights`` gives (default, overrides, recipe: the model's own recipe), and KV
+    per token per format."""
+    default, overrides, recipe = weights
     curve = KVCurve.for_layers(m.mixers(), 1)
     elements = curve.elements_per_token
     state = _state_elements(m)
@@ -267,6 +314,9 @@ def show_report(m: Model, dtypes: list[DType]) -> Report:
             "read_per_step": g.streamed,
             "experts": g.experts or None,
             "tp_split": _SHARDING_TEXT[g.sharding],
+            "dtype": (dtype := group_dtype(g.name, default, overrides)).id,
+            "bits_per_value": float(dtype.bits_per_value),
+            "bytes": ceil_bytes(dtype.bytes_for(g.params)),
         }
         for g in m.tensor_groups()
     ]
@@ -298,6 +348,9 @@ def show_report(m: Model, dtypes: list[DType]) -> Report:
         tp_kv_rule=tp_kv_rule(m),
         experts_touched=_experts_touched(m),
         kv_bytes_per_token=kv,
+        weights_recipe=recipe,
+        weights_dtype=default.id,
+        weight_bytes=sum(g["bytes"] for g in groups),
         tensor_groups=groups,
         source=m.source,
         official_params_source=m.official_params_source,
@@ -320,6 +373,7 @@ def show_report(m: Model, dtypes: list[DType]) -> Report:
         + (f"; constant state of {state:,} elements per sequence" if state else ""),
         f"tensor parallelism: {tp_kv_rule(m)}",
         *_experts_line(m),
+        *_stored_lines(groups, recipe or default.id),
     ]
     columns = (
         Column("kv_dtype", "KV dtype", numeric=False),
