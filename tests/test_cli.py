@@ -155,7 +155,10 @@ def test_context_beyond_model_maximum_is_a_note_on_stderr(cli: Run) -> None:
             "unknown model 'llama-70b'; did you mean 'llama-2-70b', 'llama-3.1-70b'",
         ),
         (("-m", "llama-3.1-8b", "-g", "h1000"), "unknown GPU 'h1000'; did you mean"),
-        (("-m", "llama-3.1-8b", "-g", "h100", "-w", "fp9"), "unknown dtype or weight recipe 'fp9'; did you mean"),
+        (
+            ("-m", "llama-3.1-8b", "-g", "h100", "-w", "fp9"),
+            "unknown dtype or weight recipe 'fp9'; did you mean",
+        ),
         (("-m", "llama-3.1-8b", "-g", "h100", "-k", "q4-k-m"), "weight-only format"),
         (("-m", "llama-3.1-8b", "-b", "3TB"), "needs a unit per second"),
         (("-m", "llama-3.1-8b", "-b", "-3TB/s"), "greater than zero"),

@@ -14,10 +14,14 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   median ITL and generate-call-over-tokens 1/2, serving means and TPOT 1/4).
 - e_w always; e_kv only where one scenario is measured at several contexts, else at the
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
-  per-layer cost where the points separate it from the weights, per-step cost where they
-  mix layer counts, all-reduce latency where they mix TP 1 and TP > 1. The ``fitted:`` line
-  of each family says which were fitted and why the others were not.
+  then the all-reduce latency (where there are TP > 1 points), the per-step cost, the
+  per-layer cost (where layer counts mix), each only where the points separate it from
+  what came before and number at least twice the unknowns. A cost not fitted is 0 (the
+  all-reduce latency: the link's). The ``fitted:`` line of each family says which were
+  fitted and why the others were not.
 - KV read mode: the one that fits better ('per-query-head' only when 1% better).
+- A point whose compute at the GPU's peak exceeds its memory time at the fitted
+  efficiencies is fitted as compute + fixed costs.
 - Band: the 10th and 90th percentiles of measured / expected over the profile's points,
   at least as wide as over every fitted point.
 """
@@ -128,13 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "presets" / "engines")
     args = parser.parse_args(argv)
     # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
-    items = labelled(read_points(args.points, Catalog((presets_dir(),))))
+    points = args.points.resolve()
+    items = labelled(read_points(points, Catalog((presets_dir(),))))
     fits = bands(items, fit_engines(items))
-    name = (
-        args.points.relative_to(ROOT).as_posix()
-        if args.points.is_relative_to(ROOT)
-        else args.points.name
-    )
+    name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)
     for engine, text in profiles(fits, name).items():
         (args.out / f"{engine}.yaml").write_text(text, encoding="utf-8")

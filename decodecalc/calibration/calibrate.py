@@ -66,7 +66,8 @@ def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) 
     keeps the prior's value (engine_fit explains which and why)."""
     if len(points) < 2:
         raise InputError("calibration needs at least two measured points")
-    fit = fit_step_model([step_terms(p) for p in points], prior)
+    steps = [StepModel.of(p.scenario) for p in points]
+    fit = fit_step_model([step_terms(p, s) for p, s in zip(points, steps, strict=True)], prior)
     params = fit.params
     if min(params.weight_efficiency, params.kv_efficiency) < MIN_FRACTION:
         raise InputError(
@@ -74,13 +75,11 @@ def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) 
             "their units (ms_per_token is milliseconds per token of one sequence) and GPUs"
         )
     checked = []
-    for p in points:
-        step = StepModel.of(p.scenario)
+    for p, step in zip(points, steps, strict=True):
         row = step.row(p.context_tokens)
         engine = Engine("calibrated", (params,), gpu_family(p.scenario.gpu))
-        memory = row.total_bytes / p.scenario.bandwidth_bytes_per_s
-        roofline = max(memory, row.compute_seconds or 0.0) + row.comm_seconds
-        checked.append(CheckedPoint(p, roofline, expected(step, row, engine).seconds))
+        # Points are read at efficiency 1 with no overhead: the row's own step is the roofline.
+        checked.append(CheckedPoint(p, row.seconds_per_token, expected(step, row, engine).seconds))
     return Calibration(fit, tuple(checked))
 
 

@@ -10,7 +10,7 @@ is the relative error t / measured - 1, so each point is a row x_i / m_i fitted 
 point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
 
 Only what the points can tell apart is fitted. Unknowns are taken in a fixed order (e_w,
-e_kv, per-step cost, per-layer cost, all-reduce latency); each is fitted when its column
+e_kv, all-reduce latency, per-step cost, per-layer cost); each is fitted when its column
 is not (nearly) a combination of those already taken and the points number at least twice
 the unknowns; e_kv only when the points hold several contexts of one scenario (otherwise
 its bytes move with the weights'). An unknown that is not fitted keeps the prior's value:
@@ -18,6 +18,9 @@ e_kv at the prior's ratio to e_w, a cost at the prior's figure, the all-reduce l
 the prior's or else the link's. So a single model at several contexts fits e_w and e_kv
 and folds its fixed costs into e_w; models of one layer count put the whole fixed cost per
 step (as the roofline's overhead does), and a per-layer cost needs several layer counts.
+The all-reduce latency comes before the fixed costs: where every point is TP > 1 the two
+cannot be told apart, and the cost is better charged to the all-reduces, which a TP 1
+deployment of the same engine does not pay.
 
 A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
 keeps only the fixed costs (t = compute + L c_layer + c_step + comm). Which points are is
@@ -90,10 +93,11 @@ class StepTerms:
     context_tokens: int
 
 
-def step_terms(point: MeasuredPoint) -> StepTerms:
-    """The linear terms of a point's step, from the same StepModel the estimate uses."""
+def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms:
+    """The linear terms of a point's step, from the same StepModel the estimate uses
+    (``step``: the point's, where the caller has built it already)."""
     s = point.scenario
-    step = StepModel.of(s)
+    step = step or StepModel.of(s)
     row = step.row(point.context_tokens)
     bandwidth = s.bandwidth_bytes_per_s
     latency = 0.0 if step.allreduce is None else step.allreduce.link.latency_s
@@ -146,11 +150,8 @@ class StepFit:
 
 def predicted_s(t: StepTerms, p: EngineParams) -> float:
     """The step model on a point's terms (physics.engine.expected_step on the same inputs)."""
-    kv = t.kv_s[KV_READS.index(p.kv_read)]
-    memory = t.weight_s / p.weight_efficiency + kv / p.kv_efficiency
-    latency = t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
     fixed = t.layers * p.per_layer_s + p.per_step_s
-    return max(memory, t.compute_s) + fixed + t.calls * latency + t.ring_s
+    return max(_memory_s(t, p), t.compute_s) + fixed + t.calls * _latency(t, p) + t.ring_s
 
 
 def relative_loss(terms: Sequence[StepTerms], p: EngineParams) -> float:
@@ -163,7 +164,10 @@ def fit_step_model(
     terms: Sequence[StepTerms], prior: EngineParams = DEFAULT_PRIOR, kv_read: str | None = None
 ) -> StepFit:
     """The best fit over the KV read modes (or the one given): per-query-head only when it
-    fits clearly better (1% lower loss), since most kernels read each KV head once."""
+    fits clearly better (1% lower loss), since most kernels read each KV head once. Where
+    the points cannot identify e_kv the prior's mode stays, as its ratio is for that mode."""
+    if kv_read is None and _kv_unidentified(terms) is not None:
+        kv_read = prior.kv_read
     modes = (kv_read,) if kv_read else KV_READS
     fits = [_fit_mode(terms, replace(prior, kv_read=mode)) for mode in modes]
     best = fits[0]
@@ -211,10 +215,10 @@ def _fit_once(
         ]
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
     for name in PARAMETERS[2:]:
-        if distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
-            held.append(_held(name, prior, terms, f"only {distinct} distinct points"))
-        elif not _independent(columns[name], [columns[c] for c in chosen]):
+        if not _independent(columns[name], [columns[c] for c in chosen]):
             held.append(_held(name, prior, terms))
+        elif distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
+            held.append(_held(name, prior, terms, f"only {distinct} distinct points"))
         else:
             chosen.append(name)
     costs = [n for n in PARAMETERS[2:] if n not in chosen]
@@ -248,12 +252,15 @@ def _fit_once(
 
 
 def _prior_value(name: str, prior: EngineParams, t: StepTerms) -> float:
-    """A cost the points did not identify, as the prior has it (the link's all-reduce
-    latency where the prior has none)."""
+    """A cost the points did not identify, as the prior has it."""
     if name == "allreduce_latency":
-        latency = prior.allreduce_latency_s
-        return t.link_latency_s if latency is None else latency
+        return _latency(t, prior)
     return prior.per_step_s if name == "per_step" else prior.per_layer_s
+
+
+def _latency(t: StepTerms, p: EngineParams) -> float:
+    """Per all-reduce: the engine's, else the link's."""
+    return t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
 
 
 def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[str, float]:
@@ -308,20 +315,18 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str = "") -> str:
-    """Why a fixed cost or the all-reduce latency was not fitted, and its value: ``why``
-    when given (too few points), else what in the points makes it inseparable."""
+    """Why a cost was not fitted, and the prior's value it keeps: ``why`` when given (too
+    few points), else what in the points makes it inseparable."""
     if name == "allreduce_latency":
         latency = prior.allreduce_latency_s
         value = "the link's" if latency is None else _us(latency)
         if not any(t.calls for t in terms):
             why = "no TP > 1 points"
-        elif all(t.calls for t in terms):
-            why = why or "every point is TP > 1: the fixed costs hold it"
-        return f"allreduce_latency {value} ({why or 'not separable from the fixed costs'})"
-    value = _us(prior.per_layer_s if name == "per_layer" else prior.per_step_s)
-    layers = {t.layers for t in terms}
-    if not why and name == "per_layer" and len(layers) == 1:
-        why = f"every point has {layers.pop()} layers: the per-step cost holds it"
+    else:
+        value = _us(prior.per_layer_s if name == "per_layer" else prior.per_step_s)
+        layers = {t.layers for t in terms}
+        if not why and name == "per_layer" and len(layers) == 1:
+            why = f"every point has {layers.pop()} layers: the costs fitted before it hold it"
     return f"{name} {value} ({why or 'not separable from the terms fitted before it'})"
 
 

@@ -75,7 +75,7 @@ def labelled(points: Iterable[MeasuredPoint]) -> list[Labelled]:
         out.append(
             Labelled(
                 p,
-                step_terms(p),
+                step_terms(p, step),
                 step,
                 step.row(p.context_tokens),
                 engine,
@@ -123,8 +123,10 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
             fits[key] = first[key]
             continue
         lender = max(lenders, key=lambda p: p.points)
-        prior = replace(BASE_PRIOR, kv_efficiency=lender.kv_efficiency / lender.weight_efficiency)
-        fits[key] = _fit(key, members, prior, lender.kv_read)
+        ratio = lender.kv_efficiency / lender.weight_efficiency
+        fits[key] = _fit(
+            key, members, replace(BASE_PRIOR, kv_efficiency=ratio, kv_read=lender.kv_read)
+        )
     return fits
 
 
@@ -132,13 +134,8 @@ BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
 """What an engine's first fit assumes where its points cannot tell."""
 
 
-def _fit(
-    key: tuple[str, str],
-    members: Sequence[Labelled],
-    prior: EngineParams,
-    kv_read: str | None = None,
-) -> FamilyFit:
-    fit = fit_step_model([m.terms for m in members], prior, kv_read)
+def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
+    fit = fit_step_model([m.terms for m in members], prior)
     return FamilyFit(
         key[0],
         key[1],

@@ -137,15 +137,17 @@ def validation_report(v: Validation) -> Report:
     columns = (
         Column("group", "Group", numeric=False),
         Column("n", "Points"),
-        Column("mdape", "Median error", pct),
+        Column("mdape", "Median", pct),
         Column("p90", "p90", pct, drop=2),
-        Column("logo_mdape", "Left out: median", pct),
+        Column("logo_mdape", "Left out", pct),
         Column("logo_p90", "p90", pct, drop=1),
-        Column("stand_in", "Left out, predicted by", numeric=False, drop=3),
+        Column("stand_in", "Left out: predicted by", numeric=False, drop=3),
     )
     title = (
         f"{summary['n']} points: median absolute error {summary['mdape']:.1f}% with the shipped "
         f"profiles (p90 {summary['p90']:.1f}%); each group left out and predicted by profiles "
         f"fitted without it: median {summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
+        "Median and p90 of |expected / measured - 1| per engine+GPU-family group; 'Left out': "
+        "the group predicted by profiles refitted without it.",
     )
     return Report(doc, columns, groups, title=title)

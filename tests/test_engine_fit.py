@@ -1,0 +1,259 @@
+"""The engine step model's fit: bounded least squares, what the points identify, and
+`decodecalc calibrate` recovering known parameters from synthetic points (hand-worked)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from decodecalc.calibration.engine_fit import (
+    StepTerms,
+    fit_step_model,
+    predicted_s,
+    step_terms,
+)
+from decodecalc.calibration.least_squares import bounded_least_squares
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.engine import EngineParams, expected_step
+from decodecalc.physics.estimator import StepModel
+from decodecalc.record import replace
+from tests.conftest import Run, preset_scenario
+
+H100 = 3.35e12  # bytes/s, the h100-sxm preset's datasheet bandwidth
+
+# Streamed weight bytes at batch 1 (every tensor but the input embedding, whose one row per
+# token is negligible) and KV bytes per token (2 x KV heads x head_dim x layers x 2 bytes):
+# Llama-3.1-8B: 8,030,261,248 params - 128,256 x 4,096 embedding = 7,504,924,672 streamed;
+#   KV 2 x 8 x 128 x 32 x 2 = 131,072 B/token; 32 layers.
+# Llama-3.1-70B: 70,553,706,496 - 128,256 x 8,192 = 69,503,033,344 streamed;
+#   KV 2 x 8 x 128 x 80 x 2 = 327,680 B/token; 80 layers.
+SCENARIOS = [
+    # model, weights, streamed weight bytes, KV bytes per token, layers
+    ("llama-3.1-8b", "bf16", 2 * 7_504_924_672, 131_072, 32),
+    ("llama-3.1-8b", "fp8", 7_504_924_672, 131_072, 32),
+    ("llama-3.1-70b", "fp8", 69_503_033_344, 327_680, 80),
+]
+CONTEXTS = (1_000, 4_000, 16_000)
+E_W, E_KV, PER_LAYER_S, PER_STEP_S = 0.75, 0.5, 50e-6, 300e-6
+
+
+def synthetic_ms(weight_bytes: int, kv_per_token: int, layers: int, context: int) -> float:
+    """The step model by hand: W/(BW e_w) + KV/(BW e_kv) + L c_layer + c_step."""
+    seconds = (
+        weight_bytes / (H100 * E_W)
+        + context * kv_per_token / (H100 * E_KV)
+        + layers * PER_LAYER_S
+        + PER_STEP_S
+    )
+    return seconds * 1000
+
+
+def write_points(
+    path: Path, rows: list[tuple[str, str, int, int, int]], contexts: tuple[int, ...]
+) -> None:
+    points = [
+        {
+            "model": model,
+            "gpu": "h100-sxm",
+            "weights": weights,
+            "kv_dtype": "bf16",
+            "batch": 1,
+            "tp": 1,
+            "context": context,
+            "ms_per_token": synthetic_ms(w, kv, layers, context),
+        }
+        for model, weights, w, kv, layers in rows
+        for context in contexts
+    ]
+    path.write_text(yaml.safe_dump(points))
+
+
+class TestBoundedLeastSquares:
+    # y = a x + b on (1, 1), (2, 1.5), (3, 2): unconstrained a = 0.5, b = 0.5.
+    ROWS = ((1.0, 1.0), (2.0, 1.0), (3.0, 1.0))
+    TARGET = (1.0, 1.5, 2.0)
+
+    def test_unconstrained_optimum_when_feasible(self) -> None:
+        a, b = bounded_least_squares(self.ROWS, self.TARGET, [0.0, 0.0])
+        assert a == pytest.approx(0.5) and b == pytest.approx(0.5)
+
+    def test_bounds_hold(self) -> None:
+        # a >= 1: with a = 1, b = mean(y - x) = -0.5 < 0; with b = 0, a = sum(xy)/sum(x^2)
+        # = 10/14 < 1; so both sit at their bounds.
+        assert bounded_least_squares(self.ROWS, self.TARGET, [1.0, 0.0]) == [1.0, 0.0]
+
+    def test_one_bound_active(self) -> None:
+        # a >= 0.6: b = mean(y - 0.6 x) = mean(0.4, 0.3, 0.2) = 0.3 >= 0.
+        a, b = bounded_least_squares(self.ROWS, self.TARGET, [0.6, 0.0])
+        assert a == pytest.approx(0.6) and b == pytest.approx(0.3)
+
+
+class TestCalibrateRecovers:
+    def test_efficiencies_and_fixed_costs(self, cli: Run, tmp_path: Path) -> None:
+        """Three scenarios (two layer counts, two weight sizes at 32 layers) at three
+        contexts each: every parameter is identified and comes back."""
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS, CONTEXTS)
+        doc = json.loads(cli("calibrate", str(path), "--json").out)
+        assert doc["efficiency"] == pytest.approx(E_W, rel=0.01)
+        assert doc["kv_efficiency"] == pytest.approx(E_KV, rel=0.01)
+        assert doc["overhead_per_layer_ms"] == pytest.approx(PER_LAYER_S * 1000, rel=0.01)
+        assert doc["overhead_ms"] == pytest.approx(PER_STEP_S * 1000, rel=0.01)
+        assert doc["kv_read"] == "once"
+        assert doc["fitted"] == ["weight_efficiency", "kv_efficiency", "per_step", "per_layer"]
+        assert doc["held"] == ["allreduce_latency the link's (no TP > 1 points)"]
+        assert all(abs(p["error_pct"]) < 0.01 for p in doc["points"])
+
+    def test_one_scenario_identifies_only_the_efficiencies(self, cli: Run, tmp_path: Path) -> None:
+        """One model at several contexts: e_kv from the slope, e_w from the rest; fixed costs
+        cannot be told from the weights, so they stay at the default (none) and e_w holds
+        them: at 1K, W/(BW e_w') = W/(BW 0.75) + 32 x 50 us + 300 us."""
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS[:1], CONTEXTS)
+        doc = json.loads(cli("calibrate", str(path), "--json").out)
+        assert doc["fitted"] == ["weight_efficiency", "kv_efficiency"]
+        assert doc["overhead_ms"] == 0 and doc["overhead_per_layer_ms"] == 0
+        weights_s = 15_009_849_344 / H100
+        folded = weights_s / (weights_s / E_W + 32 * PER_LAYER_S + PER_STEP_S)
+        assert doc["efficiency"] == pytest.approx(folded, rel=1e-6)
+        assert doc["kv_efficiency"] == pytest.approx(E_KV, rel=1e-6)
+
+    def test_one_layer_count_puts_the_fixed_cost_per_step(self, cli: Run, tmp_path: Path) -> None:
+        """Both 8B scenarios have 32 layers: the per-step cost takes 32 x 50 + 300 us."""
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS[:2], CONTEXTS)
+        doc = json.loads(cli("calibrate", str(path), "--json").out)
+        assert doc["overhead_ms"] == pytest.approx(0.032 * 50 + 0.3, rel=1e-6)
+        assert (
+            "per_layer 0 us (every point has 32 layers: the costs fitted before it hold it)"
+            in doc["held"]
+        )
+
+    def test_saved_engine_is_usable(self, cli: Run, tmp_path: Path) -> None:
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS, CONTEXTS)
+        presets = tmp_path / "presets"
+        presets.mkdir()
+        r = cli("calibrate", str(path), "--save-engine", "My-H100", "--presets", str(presets))
+        assert r.code == 0, r.err
+        saved = yaml.safe_load((presets / "engines" / "my-h100.yaml").read_text())
+        assert saved["families"]["nvidia-datacenter"]["points"] == 9
+        doc = json.loads(
+            cli(
+                "estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "2000", "--engine",
+                "my-h100", "--presets", str(presets), "--json",
+            ).out
+        )  # fmt: skip
+        # 15,009,849,344 / (3.35e12 x 0.75) + 2,000 x 131,072 / (3.35e12 x 0.5) + 32 x 50 us
+        # + 300 us = 5.97407 + 0.15650 + 1.6 + 0.3 ms (the profile rounds e_w to 4 digits).
+        row = doc["rows"][0]
+        assert row["expected_ms_per_token"] == pytest.approx(8.0306, rel=1e-3)
+        assert doc["inputs"]["engine"] == "my-h100"
+
+    def test_saved_engine_needs_a_presets_directory(self, cli: Run, tmp_path: Path) -> None:
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS, CONTEXTS)
+        r = cli("calibrate", str(path), "--save-engine", "mine")
+        assert r.code == 2 and "give --presets DIR or set $DECODECALC_PRESETS" in r.err
+        r = cli("calibrate", str(path), "--save-engine", "typical", "--presets", str(tmp_path))
+        assert r.code == 2 and "not typical or roofline" in r.err
+
+    def test_an_engine_supplies_what_the_points_cannot(self, cli: Run, tmp_path: Path) -> None:
+        """One scenario: the per-layer cost is --engine's, so e_w no longer holds it."""
+        presets = tmp_path / "presets"
+        (presets / "engines").mkdir(parents=True)
+        (presets / "engines" / "toy.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": "Toy",
+                    "source": "hand-written",
+                    "families": {
+                        "nvidia-datacenter": {
+                            "weight_efficiency": 0.9,
+                            "kv_efficiency": 0.6,
+                            "per_layer": "50us",
+                            "per_step": "300us",
+                            "band_low": 0.9,
+                            "band_high": 1.1,
+                            "points": 1,
+                        }
+                    },
+                }
+            )
+        )
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS[:1], CONTEXTS)
+        doc = json.loads(
+            cli("calibrate", str(path), "--engine", "toy", "--presets", str(presets), "--json").out
+        )
+        assert doc["efficiency"] == pytest.approx(E_W, rel=1e-6)
+        assert doc["overhead_per_layer_ms"] == pytest.approx(0.05)
+
+
+def test_allreduce_latency_from_tp_points() -> None:
+    """Hand-made terms: two models (32 and 80 layers) at TP 1, 2, 4 and 8, made with
+    e_w 0.8, 30 us per all-reduce (2 per layer at TP > 1), 100 us per step, 20 us per layer."""
+    terms = []
+    for layers, weight_bytes in ((32, 16e9), (80, 140e9)):
+        for tp in (1, 2, 4, 8):
+            calls = 0 if tp == 1 else 2 * layers
+            weight_s = weight_bytes / tp / H100
+            measured = weight_s / 0.8 + calls * 30e-6 + 100e-6 + layers * 20e-6
+            terms.append(
+                StepTerms(
+                    weight_s=weight_s,
+                    kv_s=(0.0, 0.0),
+                    layers=layers,
+                    calls=calls,
+                    link_latency_s=5e-6,
+                    ring_s=0.0,
+                    compute_s=0.0,
+                    measured_s=measured,
+                    weight=1.0,
+                    scenario_key=(layers, tp),
+                    context_tokens=100,
+                )
+            )
+    fit = fit_step_model(terms)
+    p = fit.params
+    assert fit.fitted == ("weight_efficiency", "allreduce_latency", "per_step", "per_layer")
+    assert p.weight_efficiency == pytest.approx(0.8, rel=1e-6)
+    assert p.allreduce_latency_s == pytest.approx(30e-6, rel=1e-6)
+    assert p.per_step_s == pytest.approx(100e-6, rel=1e-6)
+    assert p.per_layer_s == pytest.approx(20e-6, rel=1e-6)
+
+
+def test_terms_agree_with_the_engine_formula(catalog: Catalog) -> None:
+    """The fit's linear terms give the same step as physics.engine.expected_step, in both
+    KV read modes, with TP communication at the engine's latency."""
+    scenario = replace(
+        preset_scenario(catalog, "llama-3.1-70b", "fp8", tp=4, batch=8),
+        link=catalog.link("nvlink4"),
+    )
+    point = MeasuredPoint(scenario, 20_000, 0.02, "")
+    step = StepModel.of(scenario)
+    row = step.row(20_000)
+    for kv_read in ("once", "per-query-head"):
+        params = EngineParams(0.7, 0.4, 60e-6, 200e-6, 25e-6, kv_read)
+        assert predicted_s(step_terms(point), params) == pytest.approx(
+            expected_step(step, row, params), rel=1e-12
+        )
+
+
+def test_implausible_points_are_refused(cli: Run, tmp_path: Path) -> None:
+    """An hour per token on an 8B model: 15 GB / 3.35 TB/s is 4.5 ms, an efficiency of
+    about 1e-6, so the units must be wrong."""
+    path = tmp_path / "points.yaml"
+    rows = [(m, w, 1, 1, 1) for m, w, *_ in SCENARIOS[:2]]
+    points = [
+        {"model": m, "gpu": "h100-sxm", "weights": w, "kv_dtype": "bf16", "context": 100,
+         "ms_per_token": 3_600_000}
+        for m, w, *_ in rows
+    ]  # fmt: skip
+    path.write_text(yaml.safe_dump(points))
+    r = cli("calibrate", str(path))
+    assert r.code == 2 and "efficiency below 0.001 of peak bandwidth" in r.err

@@ -1,0 +1,167 @@
+"""`decodecalc validate` (errors per group, leave-one-group-out) and the fitting script that
+writes presets/engines/ from validation/points.yaml."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+from decodecalc.loading.catalog import presets_dir
+from tests.conftest import Run
+
+ROOT = Path(__file__).resolve().parents[1]
+POINTS = ROOT / "validation" / "points.yaml"
+
+TOY = {
+    "name": "Toy engine",
+    "source": "hand-written for this test",
+    "families": {
+        "nvidia-datacenter": {
+            "weight_efficiency": 0.5,
+            "kv_efficiency": 0.5,
+            "per_layer": "0us",
+            "per_step": "0us",
+            "band_low": 0.9,
+            "band_high": 1.2,
+            "points": 3,
+        }
+    },
+}
+
+# Llama-3.1-8B BF16 on an H100 SXM at context 1,000, batch 1: 15,009,849,344 streamed weight
+# bytes + 1,000 x 131,072 KV bytes = 15,140,921,344 bytes; / 3.35e12 B/s = 4.519678 ms at the
+# roofline. The toy engine reads everything at efficiency 0.5: 9.039356 ms expected.
+ROOFLINE_MS = 15_140_921_344 / 3.35e12 * 1000
+EXPECTED_MS = ROOFLINE_MS / 0.5
+ERRORS = (0.0, 0.1, -0.2)
+"""expected / measured - 1 of the three points: measured = expected / (1 + error)."""
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> tuple[Path, Path]:
+    presets = tmp_path / "presets"
+    (presets / "engines").mkdir(parents=True)
+    (presets / "engines" / "toy.yaml").write_text(yaml.safe_dump(TOY))
+    points = [
+        {
+            "model": "llama-3.1-8b",
+            "gpu": "h100-sxm",
+            "weights": "bf16",
+            "kv_dtype": "bf16",
+            "context": 1000,
+            "ms_per_token": EXPECTED_MS / (1 + error),
+            "engine": "toy",
+        }
+        for error in ERRORS
+    ]
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump({"points": points}))
+    return path, presets
+
+
+def test_summary_and_groups(cli: Run, toy: tuple[Path, Path]) -> None:
+    path, presets = toy
+    r = cli("validate", str(path), "--presets", str(presets), "--format", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    # |errors| 0, 10, 20 %: median 10; p90 interpolates at rank (3 - 1) x 0.9 = 1.8 of the
+    # sorted errors: 10 + 0.8 x (20 - 10) = 18.
+    # Left out, the only group leaves no profile: the roofline predicts, 4.519678 ms against
+    # measured = 9.039356 / (1 + e) ms, so errors (1 + e) / 2 - 1 = -50, -45, -60 %: median
+    # 50, p90 50 + 0.8 x (60 - 50) = 58.
+    assert doc["summary"] == pytest.approx(
+        {"n": 3, "mdape": 10.0, "p90": 18.0, "logo_mdape": 50.0, "logo_p90": 58.0}
+    )
+    (group,) = doc["groups"]
+    assert group["group"] == "toy/nvidia-datacenter"
+    assert (group["n"], group["mdape"], group["logo_mdape"]) == pytest.approx((3, 10.0, 50.0))
+    assert group["stand_in"] == "the roofline (no profiles)"
+    assert [p["expected_ms"] for p in doc["points"]] == pytest.approx([EXPECTED_MS] * 3)
+
+
+def test_table_and_output_file(cli: Run, toy: tuple[Path, Path], tmp_path: Path) -> None:
+    path, presets = toy
+    out = tmp_path / "report.txt"
+    assert cli("validate", str(path), "--presets", str(presets), "-o", str(out)).code == 0
+    text = out.read_text()
+    assert "3 points: median absolute error 10.0%" in text
+    assert "toy/nvidia-datacenter" in text
+
+
+def test_unknown_engine(cli: Run, toy: tuple[Path, Path]) -> None:
+    path, _ = toy
+    r = cli("validate", str(path))
+    assert r.code == 2 and r.err.startswith("decodecalc: error: unknown engine 'toy'")
+    r = cli("validate", "no-such-points.yaml")
+    assert r.code == 2 and "does not exist" in r.err
+
+
+def test_shipped_profiles_on_the_published_points(cli: Run) -> None:
+    """The issue's acceptance: median absolute error <= 6% with the shipped profiles.
+    (Leave-one-group-out is reported, not held to a number here: see docs/accuracy.md.)"""
+    doc = json.loads(cli("validate", str(POINTS), "--json").out)
+    summary = doc["summary"]
+    excluded = sum(1 for p in yaml.safe_load(POINTS.read_text())["points"] if "exclude" in p)
+    assert summary["n"] == 232 - excluded
+    assert summary["mdape"] <= 6
+    assert summary["logo_mdape"] >= summary["mdape"]
+    assert {g["group"] for g in doc["groups"]} >= {
+        "vllm/nvidia-datacenter",
+        "llama.cpp-metal/apple",
+    }
+
+
+def fitting_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "fit_engines", ROOT / "validation" / "fit_engines.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fitting_script_is_deterministic_and_shipped(tmp_path: Path) -> None:
+    """Two runs write the same bytes, and those are the profiles that ship."""
+    script = fitting_script()
+    for run in ("a", "b"):
+        assert script.main(["--points", str(POINTS), "--out", str(tmp_path / run)]) == 0
+    first = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
+    assert first == {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
+    shipped = {p.name: p.read_bytes() for p in (presets_dir() / "engines").glob("*.yaml")}
+    assert first == shipped, "presets/engines/ is stale: run python validation/fit_engines.py"
+    required = "vllm sglang tensorrt-llm llama.cpp llama.cpp-metal lmdeploy tgi mlx gpt-fast"
+    assert {f"{e}.yaml" for e in required.split()} <= set(first)
+
+
+def test_engines_without_points_say_so() -> None:
+    for engine, donor in (("tgi", "vllm"), ("mlx", "llama.cpp-metal")):
+        doc = yaml.safe_load((presets_dir() / "engines" / f"{engine}.yaml").read_text())
+        assert doc["versions"] == []
+        assert "No published points" in doc["notes"]
+        for family in doc["families"].values():
+            assert family["points"] == 0
+            assert family["fitted"] == f"none (carried over from {donor})"
+
+
+def test_points_without_an_engine_get_the_typical_band(cli: Run, tmp_path: Path) -> None:
+    point = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm",
+        "weights": "bf16",
+        "kv_dtype": "bf16",
+        "context": 1000,
+        "ms_per_token": 10.0,
+    }
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump([point]))
+    doc = json.loads(cli("validate", str(path), "--json").out)
+    (group,) = doc["groups"]
+    assert group["group"] == "typical/nvidia-datacenter"
+    assert group["profile"].startswith("typical of ")
+    assert group["stand_in"].startswith("typical of ")
