@@ -248,11 +248,10 @@ def test_implausible_points_are_refused(cli: Run, tmp_path: Path) -> None:
     """An hour per token on an 8B model: 15 GB / 3.35 TB/s is 4.5 ms, an efficiency of
     about 1e-6, so the units must be wrong."""
     path = tmp_path / "points.yaml"
-    rows = [(m, w, 1, 1, 1) for m, w, *_ in SCENARIOS[:2]]
     points = [
         {"model": m, "gpu": "h100-sxm", "weights": w, "kv_dtype": "bf16", "context": 100,
          "ms_per_token": 3_600_000}
-        for m, w, *_ in rows
+        for m, w, *_ in SCENARIOS[:2]
     ]  # fmt: skip
     path.write_text(yaml.safe_dump(points))
     r = cli("calibrate", str(path))

@@ -163,5 +163,6 @@ def test_points_without_an_engine_get_the_typical_band(cli: Run, tmp_path: Path)
     doc = json.loads(cli("validate", str(path), "--json").out)
     (group,) = doc["groups"]
     assert group["group"] == "typical/nvidia-datacenter"
+    # The shipped profiles' typical predicts it; left out, no point is left to fit on.
     assert group["profile"].startswith("typical of ")
-    assert group["stand_in"].startswith("typical of ")
+    assert group["stand_in"] == "the roofline (no profiles)"
