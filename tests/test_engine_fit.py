@@ -256,3 +256,31 @@ def test_implausible_points_are_refused(cli: Run, tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(points))
     r = cli("calibrate", str(path))
     assert r.code == 2 and "efficiency below 0.001 of peak bandwidth" in r.err
+
+
+def test_compute_bound_points_keep_only_the_fixed_costs() -> None:
+    """Six memory-bound points (1 to 6 ms of weights at e_w 0.8, 100 us per step) and two
+    whose 10 ms of compute exceed their memory time: those measure compute + 100 us."""
+
+    def terms(weight_ms: float, compute_ms: float, measured_ms: float, key: int) -> StepTerms:
+        return StepTerms(
+            weight_s=weight_ms / 1000,
+            kv_s=(0.0, 0.0),
+            layers=32,
+            calls=0,
+            link_latency_s=0.0,
+            ring_s=0.0,
+            compute_s=compute_ms / 1000,
+            measured_s=measured_ms / 1000,
+            weight=1.0,
+            scenario_key=(key,),
+            context_tokens=100,
+        )
+
+    points = [terms(w, 0.0, w / 0.8 + 0.1, w) for w in range(1, 7)]
+    points += [terms(1.0, 10.0, 10.1, 7), terms(2.0, 10.0, 10.1, 8)]
+    fit = fit_step_model(points)
+    assert fit.compute_bound == 2
+    assert fit.params.weight_efficiency == pytest.approx(0.8, rel=1e-9)
+    assert fit.params.per_step_s == pytest.approx(100e-6, rel=1e-9)
+    assert fit.describe().endswith("2 points compute-bound (compute + fixed costs)")

@@ -144,8 +144,10 @@ class StepFit:
 
     def describe(self) -> str:
         """One line for a profile's ``fitted:`` field and calibrate's report."""
-        text = ", ".join(self.fitted) or "none"
-        return f"{text}; {'; '.join(self.held)}" if self.held else text
+        parts = [", ".join(self.fitted) or "none", *self.held]
+        if self.compute_bound:
+            parts.append(f"{self.compute_bound} points compute-bound (compute + fixed costs)")
+        return "; ".join(parts)
 
 
 def predicted_s(t: StepTerms, p: EngineParams) -> float:
