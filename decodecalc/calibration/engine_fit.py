@@ -51,6 +51,9 @@ MEASURED_WEIGHTS: dict[str | None, float] = {
 median inter-token latency and a generate call over its tokens (one prefill inside) half;
 serving means and TPOT, which absorb other requests' prefills, a quarter."""
 
+DECODE_ONLY = (None, "step", "itl_median")
+"""Measured kinds that time decode steps alone (see StepTerms.decode_only)."""
+
 WEIGHTS, KV = "weight_efficiency", "kv_efficiency"
 PARAMETERS = (WEIGHTS, KV, "allreduce_latency", "per_step", "per_layer")
 """The unknowns, in the order they are taken when deciding what the points identify."""
@@ -91,6 +94,10 @@ class StepTerms:
     scenario_key: tuple[object, ...]
     """The scenario without its context: points sharing it form a context series."""
     context_tokens: int
+    decode_only: bool = True
+    """A figure of decode steps alone (a timed step, a median inter-token latency): only
+    those can tell the KV read rate apart, since end-to-end and serving figures grow with
+    the context through the prefills they hold too."""
 
 
 def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms:
@@ -116,6 +123,7 @@ def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms
         compute_s=row.compute_seconds or 0.0,
         measured_s=point.measured_seconds,
         weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
+        decode_only=point.measured in DECODE_ONLY,
         scenario_key=(
             s.model.id,
             s.gpu.id if s.gpu else s.bandwidth_bytes_per_s,
@@ -284,10 +292,11 @@ def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
     """Why e_kv cannot be fitted, or None: it needs one scenario at several contexts."""
     contexts: dict[tuple[object, ...], set[int]] = {}
     for t in terms:
-        contexts.setdefault(t.scenario_key, set()).add(t.context_tokens)
+        if t.decode_only:
+            contexts.setdefault(t.scenario_key, set()).add(t.context_tokens)
     if any(len(c) > 1 for c in contexts.values()):
         return None
-    return "no scenario at several contexts"
+    return "no decode-only figures of one scenario at several contexts"
 
 
 def _independent(column: Sequence[float], taken: Sequence[Sequence[float]]) -> bool:

@@ -207,6 +207,12 @@ def within_band(
 
 
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
-    """The band across every profile that has data for this family."""
-    params = tuple(dict(p.families)[family] for p in profiles if family in dict(p.families))
+    """The band across every profile fitted on this family's measurements (a profile
+    carried over from another engine, with no points of its own, would count that engine
+    twice)."""
+    params = tuple(
+        found
+        for p in profiles
+        if (found := dict(p.families).get(family)) is not None and found.points > 0
+    )
     return Engine("typical", params, family)
