@@ -76,10 +76,11 @@ def main() -> int:
             "import gc; gc.disable(); import typer; gc.freeze()",
         ],
         "estimate --json": [*cli, *query.split()],
+        "estimate --engine vllm --json": [*cli, *query.split(), "--engine", "vllm"],
         "--version": [*cli, "--version"],
         "estimate --help": [*cli, "estimate", "--help"],
     }
-    targeted = ("estimate --json", "--version", "estimate --help")
+    targeted = ("estimate --json", "estimate --engine vllm --json", "--version", "estimate --help")
     hardening = TARGETS["hardening"]
     for command in cases.values():  # warm the OS file cache and .pyc files
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
