@@ -14,12 +14,13 @@ arithmetic-series closed form: N x (t(first) + t(last)) / 2 on each straight pie
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from itertools import pairwise
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.estimator import Scenario, StepModel, streamed_weight_bytes
+from decodecalc.physics.estimator import Row, Scenario, StepModel, streamed_weight_bytes
 from decodecalc.record import record
 
 MAX_GENERATED_TOKENS = 2**30
@@ -71,6 +72,8 @@ class Generation:
     last_step_seconds: float
     prefill: Prefill
     notes: tuple[Note, ...] = ()
+    expected_decode_seconds: tuple[float, ...] = ()
+    """The whole decode as the scenario's engine would take it: (expected, low, high)."""
     """What a reader must know to read the figures right (compute left out of prefill)."""
 
     @property
@@ -140,8 +143,13 @@ def _gap(step: StepModel, context: int) -> float | None:
     return None if compute is None else step.memory_seconds(context) - compute
 
 
-def decode_seconds(step: StepModel, first_context: int, steps: int) -> float:
-    """Exact sum of step times over contexts first_context .. first_context + steps - 1."""
+def decode_seconds(
+    step: StepModel, first_context: int, steps: int, pick: Callable[[Row], float] | None = None
+) -> float:
+    """Exact sum of step times over contexts first_context .. first_context + steps - 1;
+    ``pick`` chooses which time of a row to sum (default: the roofline step), e.g. an
+    engine's expected step, whose terms are straight on the same pieces."""
+    time_of = pick or _roofline_step
     low, high = first_context, first_context + steps - 1
     points = _breakpoints(step, low, high)
     total = 0.0
@@ -150,11 +158,33 @@ def decode_seconds(step: StepModel, first_context: int, steps: int) -> float:
         # [start, end] is straight: sum its end-1 - start + 1 terms, then move on.
         count = end - start
         if count > 0:
-            t0 = step.row(start).seconds_per_token
-            t1 = step.row(end - 1).seconds_per_token
+            t0 = time_of(step.row(start))
+            t1 = time_of(step.row(end - 1))
             total += count * (t0 + t1) / 2
         start = end
-    return total + step.row(high).seconds_per_token
+    return total + time_of(step.row(high))
+
+
+def _roofline_step(row: Row) -> float:
+    return row.seconds_per_token
+
+
+def expected_decode(step: StepModel, first_context: int, steps: int) -> tuple[float, ...]:
+    """The decode summed with the engine's expected step, and with its band's low and high
+    ends: (expected, low, high) seconds for the whole answer."""
+
+    def picker(index: int) -> Callable[[Row], float]:
+        def pick(row: Row) -> float:
+            e = row.expected
+            return (
+                row.seconds_per_token
+                if e is None
+                else (e.seconds, e.low_seconds, e.high_seconds)[index]
+            )
+
+        return pick
+
+    return tuple(decode_seconds(step, first_context, steps, picker(i)) for i in range(3))
 
 
 def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generation:
@@ -171,4 +201,5 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
         last_step_seconds=step.row(prompt_tokens + new_tokens - 1).seconds_per_token,
         prefill=prompt,
         notes=(UNKNOWN_COMPUTE,) if prompt.tokens and prompt.compute_seconds is None else (),
+        expected_decode_seconds=expected_decode(step, prompt_tokens, new_tokens),
     )

@@ -30,11 +30,15 @@ def generation_report(g: Generation) -> Report:
         prefill_compute_ms=None if p.compute_seconds is None else p.compute_seconds * 1000,
         prefill_comm_ms=p.comm_seconds * 1000,
         total_s=g.total_seconds,
+        expected_decode_s=g.expected_decode_seconds[0],
+        expected_low_decode_s=g.expected_decode_seconds[1],
+        expected_high_decode_s=g.expected_decode_seconds[2],
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
         ("prefill (time to first token)", f"{p.seconds * 1000:,.1f} ms  ({_prefill_terms(p)})"),
         ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
+        *_expected_rows(g),
         (
             "first / mean / last step",
             f"{g.first_step_seconds * 1000:.3f} / "
@@ -45,6 +49,16 @@ def generation_report(g: Generation) -> Report:
     records = tuple({"quantity": q, "value": v} for q, v in rows)
     report = Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
     return with_notes(report, generation_notes(g))
+
+
+def _expected_rows(g: Generation) -> list[tuple[str, str]]:
+    """The decode as the engine would take it, when the scenario names one."""
+    engine = g.scenario.engine
+    if engine is None or not engine.params:
+        return []
+    middle, low, high = g.expected_decode_seconds
+    who = "typical engine" if engine.id == "typical" else engine.id
+    return [(f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})")]
 
 
 def generation_notes(g: Generation) -> tuple[Note, ...]:
