@@ -57,16 +57,20 @@ def scenario(
     """A scenario from names or loaded objects, resolved exactly as the CLI resolves flags.
 
     ``options`` are ScenarioSpec's fields (bandwidth, weights, kv_dtype, batch, tp,
-    efficiency, memory_utilization, overhead, link, link_bandwidth), with its defaults. A
-    GpuSpec, Model, DType or Link you built is used as given.
+    efficiency, memory_utilization, overhead, link, link_bandwidth, engine), with its
+    defaults. A GpuSpec, Model, DType or Link you built is used as given.
     """
+    from decodecalc.loading.fields import suggest
+    from decodecalc.record import field_names
     from decodecalc.scenario_spec import ScenarioSpec
     from decodecalc.scenarios import resolve
 
-    try:
-        spec = ScenarioSpec(model=model, gpu=gpu, **options)
-    except TypeError as exc:
-        raise InputError(str(exc)) from None
+    known = field_names(ScenarioSpec)
+    for name in options:
+        if name not in known:
+            hint = suggest(name, list(known)) or "; valid: " + ", ".join(known[2:])
+            raise InputError(f"scenario() has no option {name!r}{hint}")
+    spec = ScenarioSpec(model=model, gpu=gpu, **options)
     return resolve(spec, catalog(presets))
 
 

@@ -129,7 +129,8 @@ def estimate_notes(est: Estimate) -> tuple[Note, ...]:
             )
         )
     streaming = est.rows[0].memory_seconds
-    if streaming < TINY_STEP_S and not s.overhead_s:
+    expected = s.engine is not None and bool(s.engine.params)  # (its fixed costs are in)
+    if streaming < TINY_STEP_S and not s.overhead_s and not expected:
         notes.append(
             Note(
                 "launch-bound",

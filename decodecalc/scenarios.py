@@ -145,6 +145,10 @@ def resolve_engine(
     if isinstance(name, Engine):
         return name, ()
     family = gpu_family(gpu)
+    if name is not None and not name.strip():
+        raise InputError(
+            "engine '' is empty: give a profile ('decodecalc engines'), typical or roofline"
+        )
     word = (name or "typical").strip().lower()
     if word == "roofline":
         return Engine("roofline", (), family), ()
@@ -162,7 +166,15 @@ def resolve_engine(
     profile = catalog.engine(word)
     params, fitted = profile.params_for(family)
     notes: tuple[Note, ...] = ()
-    if fitted != family:
+    if not params.points:
+        notes = (
+            Note(
+                "engine-not-fitted",
+                f"{profile.name} has no published measurements of its own, so its parameters "
+                f"are an assumption: {profile.notes or 'see decodecalc engines'}",
+            ),
+        )
+    elif fitted != family:
         notes = (
             Note(
                 "engine-fallback",
@@ -170,7 +182,7 @@ def resolve_engine(
                 "parameters stand in, so expect a wider error than its band says",
             ),
         )
-    return Engine(profile.id, (params,), family), notes
+    return Engine(profile.id, (params,), family, (profile.id,)), notes
 
 
 def resolve_weights(

@@ -105,6 +105,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         "tp",
         *ROW_FIELDS,
         "crossover_context",
+        "engine",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -125,6 +126,7 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *("model", "gpu", "weights", "kv_dtype", "batch", "tp"),
         *ROW_FIELDS,
         "crossover_context",
+        "engine",
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 

@@ -200,7 +200,7 @@ def test_the_api_keeps_a_gpu_spec_it_was_given() -> None:
 
 
 def test_the_api_refuses_an_unknown_option() -> None:
-    with pytest.raises(decodecalc.InputError, match="no field 'batches'"):
+    with pytest.raises(decodecalc.InputError, match="no option 'batches'; did you mean 'batch'"):
         decodecalc.scenario("llama-3.1-8b", "h100", batches=4)
 
 

@@ -134,11 +134,17 @@ class DeploymentReader:
     """Reads deployment and vLLM files against one catalog, with command-line overrides."""
 
     def __init__(
-        self, catalog: Catalog, gpu: str | None = None, targets: dict[str, str] | None = None
+        self,
+        catalog: Catalog,
+        gpu: str | None = None,
+        targets: dict[str, str] | None = None,
+        engine: str | None = None,
     ) -> None:
         self.catalog = catalog
         self.gpu = gpu
         self.cli_targets = targets or {}
+        self.engine = engine
+        """--engine: for deployments that name none (a vLLM config implies vllm)."""
 
     def read(self, path: Path) -> list[Deployment]:
         """Every deployment in a file, or InputErrors listing every problem in it."""
@@ -264,7 +270,7 @@ class DeploymentReader:
         utilization = get("memory_utilization", number)
         overhead = get("overhead", lambda v: parse_duration(text(v), "overhead"))
         link_name = get("link", text)
-        engine = get("engine", text)
+        engine = get("engine", text) or self.engine
         if engine is None and serve is not None:
             engine = VLLM_ENGINE  # a vLLM serve config is served by vLLM
         targets = _targets(settings, problems, doc, key_path)

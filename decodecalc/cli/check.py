@@ -61,13 +61,24 @@ def check(
             metavar="NAME=VALUE",
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile for deployments that name none ('decodecalc engines'): "
+            "speed targets are then held to its expected step.",
+            metavar="ENGINE",
+        ),
+    ] = None,
     presets: PresetsOpt = None,
 ) -> None:
     """Check deployment files against their latency, throughput and memory targets.
 
-    Targets are held to decodecalc's roofline estimate (bytes per step / bandwidth x
-    efficiency), not to a measured engine. A vLLM config given no targets is held to what
-    vLLM checks when it starts: the weights and one max-model-len sequence fit in memory.
+    Speed targets are held to the expected step of the deployment's engine (engine: in the
+    file, --engine, or vllm for a vLLM config); with none named, to decodecalc's roofline
+    estimate (bytes per step / bandwidth x efficiency), which no server reaches. A vLLM
+    config given no targets is held to what vLLM checks when it starts: the weights and
+    one max-model-len sequence fit in memory.
     FILE '-' reads standard input.
 
     Exit 0 when every target is met, 1 when any is missed, 2 when a file is invalid (every
@@ -92,7 +103,7 @@ def check(
         if not sep or not name.strip() or not value.strip():
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
-    reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides)
+    reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides, engine=engine)
     outcome: dict[str, list[str]] = {}  # each file as its deployments name it: its problems
     checked = []
     for file in files:

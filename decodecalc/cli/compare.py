@@ -3,6 +3,7 @@
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -122,6 +123,7 @@ def sweep(
     from decodecalc.context import parse_context
     from decodecalc.notes import many_notes
     from decodecalc.physics.sweep import MAX_SWEEP_ROWS
+    from decodecalc.scenarios import resolve_engine
     from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
@@ -137,11 +139,17 @@ def sweep(
         )
     catalog = load_catalog(ctx.params["presets"])
     for spec in specs:  # unknown names fail before any row is written
-        for name in ("model", "gpu", "weights", "kv_dtype"):
+        for name in ("model", "gpu", "weights", "kv_dtype", "engine"):
             value = getattr(spec, name)
             if isinstance(value, str):
-                lookups = {"model": catalog.model, "gpu": catalog.gpu, "weights": catalog.weights}
-                lookups.get(name, catalog.dtype)(value)
+                lookups: dict[str, Callable[[str], object]] = {
+                    "model": catalog.model,
+                    "gpu": catalog.gpu,
+                    "weights": catalog.weights,
+                    "kv_dtype": catalog.dtype,
+                    "engine": partial(resolve_engine, catalog, gpu=None),
+                }
+                lookups[name](value)
 
     import gc
 

@@ -81,6 +81,8 @@ class Engine:
     id: str
     params: tuple[EngineParams, ...] = ()
     family: str = "other"
+    names: tuple[str, ...] = ()
+    """The profile each of ``params`` comes from, for people reading a typical band."""
 
 
 @record
@@ -210,9 +212,9 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     """The band across every profile fitted on this family's measurements (a profile
     carried over from another engine, with no points of its own, would count that engine
     twice)."""
-    params = tuple(
-        found
+    chosen = [
+        (p.id, found)
         for p in profiles
         if (found := dict(p.families).get(family)) is not None and found.points > 0
-    )
-    return Engine("typical", params, family)
+    ]
+    return Engine("typical", tuple(f for _, f in chosen), family, tuple(name for name, _ in chosen))

@@ -10,7 +10,8 @@ class GpuSpec:
     """One accelerator (per device, not per board or system).
 
     Bandwidth is the vendor's peak in bytes/s (decimal units, as datasheets quote it);
-    memory is in bytes, binary, because HBM is sold that way (an "80GB" H100 holds 80 GiB).
+    memory is the capacity the device reports to software, in bytes (an "80GB" H100 exposes
+    81,559 MiB, 79.65 GiB, in nvidia-smi).
     """
 
     id: str

@@ -110,11 +110,16 @@ CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}
 CHUNK_ROWS = 4096
 SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
 """What identifies a sweep row's scenario (resolved ids: an alias and its preset give the
-same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*."""
+same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*, and the
+engine the expected figures are for (added last, after what earlier readers expect)."""
 
 Progress = Callable[[int], None]
 Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
 """Each scenario of a sweep with its crossover context and the stream of its rows."""
+
+
+def _engine_id(s: Scenario) -> str:
+    return s.engine.id if s.engine else "roofline"
 
 
 def write_sweep_csv(
@@ -126,11 +131,11 @@ def write_sweep_csv(
     the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
     speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
     numbers, never in need of quoting."""
-    out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, "crossover_context"]) + "\n")
+    out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, "crossover_context", "engine"]) + "\n")
     count = 0
     for scenario, crossover, rows in scenarios:
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
-        suffix = "" if crossover is None else repr(crossover)
+        suffix = ("" if crossover is None else repr(crossover)) + "," + _engine_id(scenario)
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + "\n"
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
             out.write("".join([line % row for row in chunk]))
@@ -155,6 +160,7 @@ def write_sweep_jsonl(
                 **columns,
                 **dict(zip(ROW_FIELDS, row, strict=True)),
                 "crossover_context": crossover,
+                "engine": _engine_id(scenario),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

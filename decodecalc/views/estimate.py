@@ -284,6 +284,7 @@ def estimate_report(est: Estimate) -> Report:
         + f" · {_crossover_text(est)}",
         *_architecture_lines(est),
     )
+    row_columns = [c for c in estimate_columns() if c.key != "expected_band"]
     columns = (
         # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead.
         *(
@@ -291,8 +292,10 @@ def estimate_report(est: Estimate) -> Report:
             for k in inputs
             if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides")
         ),
-        *estimate_columns(),
+        *row_columns,
         Column("crossover_context", "crossover_context"),
+        # Added later, so after what earlier CSV readers expect by position.
+        *(Column(k, k) for k in rows[0] if k not in {c.key for c in row_columns}),
     )
     # CSV repeats the inputs (and the crossover) on every row so a file stands alone;
     # tables show them once.

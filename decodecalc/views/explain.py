@@ -186,20 +186,26 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     engine = s.engine
     if engine is None or not engine.params or row.expected is None:
         return []
-    lines = ["", f"7. What {engine.id} would measure (on {engine.family} GPUs):"]
-    for params in engine.params:
+    who = "a typical engine" if engine.id == "typical" else engine.id
+    lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
+    names = engine.names or (engine.id,) * len(engine.params)
+    for name, params in zip(names, engine.params, strict=True):
         bandwidth = s.bandwidth_bytes_per_s
         factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
         weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
         kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
         layers = len(s.model.layers)
         read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
+        total = expected_step(step, row, params)
+        fixed = layers * params.per_layer_s + params.per_step_s
+        comm = total - max(weights + kv, row.compute_seconds or 0.0) - fixed
         lines.append(
-            f"   weights / (BW x e_w {params.weight_efficiency:.2f}) = {weights * 1000:.3f} ms;"
-            f" KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = {kv * 1000:.3f} ms;"
-            f" {layers} layers x {params.per_layer_s * 1e6:.0f} us + "
+            f"   {name}: weights / (BW x e_w {params.weight_efficiency:.2f}) = "
+            f"{weights * 1000:.3f} ms; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
+            f"{kv * 1000:.3f} ms; {layers} layers x {params.per_layer_s * 1e6:.0f} us + "
             f"{params.per_step_s * 1000:.3f} ms per step"
-            f" -> {expected_step(step, row, params) * 1000:.3f} ms"
+            + (f" + all-reduces {comm * 1000:.3f} ms" if comm > 1e-12 else "")
+            + f" -> {total * 1000:.3f} ms"
         )
     e = row.expected
     how = "median of the profiles" if len(engine.params) > 1 else "the profile's fit"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc.physics.dtypes import DType, ceil_bytes
-from decodecalc.physics.engine import EngineProfile
+from decodecalc.physics.engine import EngineProfile, gpu_family
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.layers import Attention
@@ -87,6 +87,7 @@ def gpu_record(g: GpuSpec) -> dict[str, Any]:
         "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
         "memory_bytes": g.memory_bytes,
         "memory_kind": g.memory_kind,
+        "family": gpu_family(g),
         "aliases": list(g.aliases),
         "notes": g.notes,
         "source": g.source,
