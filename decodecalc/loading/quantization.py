@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file, read_json
 from decodecalc.loading.fields import Fields
-from decodecalc.physics.precision import GROUP_NAMES, Mix, WeightRecipe
+from decodecalc.physics.precision import GROUP_NAMES, LINEAR_GROUPS, Mix, WeightRecipe
 from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT = "checkpoint"
 """The id of a recipe read from a model's own config (JSON's ``weights_recipe``)."""
-
-LINEAR = (
-    "attention q, o",
-    "attention k, v",
-    "MLA down-projections",
-    "linear attention",
-    "mlp",
-    "shared experts",
-    "routed experts",
-)
-"""The linear layers FP8, NVFP4, AWQ and GPTQ checkpoints quantize."""
 
 LAYER_MODULES = {
     "attention q, o": ("self_attn.q_proj", "self_attn.o_proj", "self_attn.q_b_proj"),
@@ -129,7 +118,9 @@ def _fp8(q: Fields) -> Scheme:
     """Transformers' fine-grained FP8 (DeepSeek-V3, Qwen3 FP8): every linear layer, with
     128x128 block scales when weight_block_size says so."""
     block = q.raw_list("weight_block_size")
-    return Scheme(_format("float", 8, None, block), LINEAR, q.texts("modules_to_not_convert"))
+    return Scheme(
+        _format("float", 8, None, block), LINEAR_GROUPS, q.texts("modules_to_not_convert")
+    )
 
 
 def _int(head_flag: bool) -> Callable[[Fields], Scheme]:
@@ -139,7 +130,7 @@ def _int(head_flag: bool) -> Callable[[Fields], Scheme]:
         group = q.integer("group_size", default=-1, minimum=-1)
         fmt = _format("int", q.integer("bits"), None if group == -1 else group, ())
         head = q.boolean("lm_head", default=False) if head_flag else False
-        return Scheme(fmt, LINEAR, q.texts("modules_to_not_convert"), head)
+        return Scheme(fmt, LINEAR_GROUPS, q.texts("modules_to_not_convert"), head)
 
     return read
 
@@ -161,7 +152,7 @@ def _compressed_tensors(q: Fields) -> Scheme:
         formats.add(_format(kind, bits, size, block))
     if len(formats) != 1:
         raise Unpriced(f"config_groups hold {len(formats)} weight formats; decodecalc prices one")
-    return Scheme(formats.pop(), LINEAR, q.texts("ignore"), head=True)
+    return Scheme(formats.pop(), LINEAR_GROUPS, q.texts("ignore"), head=True)
 
 
 MODELOPT_FORMATS = {
@@ -180,7 +171,7 @@ def _modelopt(q: Fields) -> Scheme:
     excluded = inner.texts("exclude_modules" if inner is not q else "ignore")
     if algo not in MODELOPT_FORMATS:
         raise Unpriced(f"ModelOpt quant_algo {algo!r} has no dtype preset")
-    return Scheme(MODELOPT_FORMATS[algo], LINEAR, excluded, head=True)
+    return Scheme(MODELOPT_FORMATS[algo], LINEAR_GROUPS, excluded, head=True)
 
 
 METHODS: dict[str, Callable[[Fields], Scheme]] = {

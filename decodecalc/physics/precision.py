@@ -17,10 +17,7 @@ from decodecalc.errors import InputError
 from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.record import record
 
-GROUP_NAMES = (
-    "embedding",
-    "LM head",
-    "embedding = LM head (tied)",
+LINEAR_GROUPS = (
     "attention q, o",
     "attention k, v",
     "MLA down-projections",
@@ -28,6 +25,14 @@ GROUP_NAMES = (
     "mlp",
     "shared experts",
     "routed experts",
+)
+"""The decoder layers' linear layers: what a quantized checkpoint quantizes by default."""
+
+GROUP_NAMES = (
+    "embedding",
+    "LM head",
+    "embedding = LM head (tied)",
+    *LINEAR_GROUPS,
     "router",
     "norms and biases",
     "vision encoder",
