@@ -93,3 +93,13 @@ def test_machine_formats_repeat_notes_on_stderr(cli: Run) -> None:
     assert "note:" not in r.out
     table = cli(*args)
     assert "note: these are bandwidth-roofline figures" in table.out and table.err == ""
+
+
+def test_generate_csv_is_data(cli: Run) -> None:
+    """One row of figures, the same as the JSON document's, not the human table's text."""
+    args = ("generate", "-m", "llama-3.1-8b", "-g", "h100", "-p", "8K", "-n", "100")
+    (row,) = csv.DictReader(io.StringIO(cli(*args, "-f", "csv").out))
+    doc = json.loads(cli(*args, "--json").out)
+    assert int(row["prompt_tokens"]) == 8192 and row["model"] == "llama-3.1-8b"
+    assert float(row["decode_s"]) == doc["decode_s"]
+    assert float(row["expected_decode_s"]) == doc["expected_decode_s"]

@@ -89,7 +89,7 @@ def generate(
     """
     from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
     from decodecalc.physics.generation import generate as run_generate
-    from decodecalc.views.generation import generation_report
+    from decodecalc.views.generation import generation_report, generation_rows
 
     scenario = scenario_of(ctx)
     prompt_tokens = parse_tokens(prompt, "--prompt")
@@ -100,13 +100,10 @@ def generate(
             f"--prompt {prompt} plus --tokens {tokens} reach a context of {final:,} tokens; "
             f"the limit is {MAX_CONTEXT_TOKENS:,}"
         )
-    emit(
-        generation_report(run_generate(scenario, prompt_tokens, new_tokens)),
-        fmt,
-        as_json,
-        False,
-        output,
-    )
+    report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
+    if fmt is Format.csv and not as_json:
+        report = generation_rows(report)
+    emit(report, fmt, as_json, False, output)
 
 
 class ExplainFormat(str, Enum):

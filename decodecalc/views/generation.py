@@ -5,6 +5,7 @@ from __future__ import annotations
 from decodecalc.notes import Note, estimate_notes, unique
 from decodecalc.physics.estimator import estimate
 from decodecalc.physics.generation import Generation, Prefill
+from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import describe_scenario, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
@@ -49,6 +50,16 @@ def generation_report(g: Generation) -> Report:
     records = tuple({"quantity": q, "value": v} for q, v in rows)
     report = Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
     return with_notes(report, generation_notes(g))
+
+
+def generation_rows(report: Report) -> Report:
+    """The same report as data, for CSV: one row of every figure, the inputs repeated as
+    estimate's CSV repeats them (a mapping such as weight_overrides left to JSON)."""
+    doc = report.document
+    inputs = {k: v for k, v in doc["inputs"].items() if not isinstance(v, dict)}
+    figures = {k: v for k, v in doc.items() if k not in ("schema_version", "inputs", "notes")}
+    record = {**inputs, **figures}
+    return replace(report, columns=tuple(Column(k, k) for k in record), records=(record,))
 
 
 def _expected_rows(g: Generation) -> list[tuple[str, str]]:
