@@ -314,3 +314,13 @@ class TestStartupCheck:
         doc = run_json(cli, "-", "--gpu", "h100-sxm")
         (result,) = doc["results"]
         assert (result["file"], result["target"]) == ("<stdin>", "vllm_startup_fit")
+
+
+def test_a_config_of_model_alone_is_a_vllm_config(cli: Run, tmp_path: Path) -> None:
+    """`model:` alone is the smallest `vllm serve --config` file: it is held to vLLM's
+    start-up check (a deployment file of model alone would have no targets)."""
+    path = tmp_path / "serve.yaml"
+    path.write_text("model: meta-llama/Llama-3.1-8B-Instruct\n")
+    r = cli("check", str(path), "--gpu", "h100", "--format", "json")
+    assert r.code == 0, r.err
+    assert [x["target"] for x in json.loads(r.out)["results"]] == ["vllm_startup_fit"]

@@ -409,12 +409,15 @@ def default_batch_note(batch: int) -> Note:
 
 def looks_like_vllm(data: Any) -> bool:
     """A mapping of vLLM arguments rather than a deployment: dashed keys, or arguments no
-    deployment file has (a deployment's keys have underscores, and only ``model`` is both)."""
+    deployment file has (a deployment's keys have underscores, and only ``model`` is both).
+    A file of ``model:`` alone is vLLM's smallest config (a deployment needs targets)."""
     if not isinstance(data, dict):
         return False
     keys = [str(k) for k in data]
     if {"deployments", "defaults", "targets", "vllm_config"} & set(keys):
         return False
+    if keys == ["model"]:
+        return True
     return any("-" in k or (_name(k) in _KNOWN and k != "model") for k in keys)
 
 
