@@ -36,6 +36,9 @@ class ScenarioSpec:
     the model's own recipe from its config.json's quantization_config, else BF16."""
     kv_dtype: str | DType | None = None
     """None: like vLLM's 'auto', the weights' format if it is a compute format, else BF16."""
+    v_dtype: str | DType | None = None
+    """The V cache's format where an engine stores K and V differently; None: kv_dtype.
+    MLA caches one latent (no separate V) and linear attention a state: both use kv_dtype."""
     batch: int = 1
     tp: int = 1
     efficiency: str | float = "1"

@@ -110,6 +110,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         if spec.kv_dtype is None
         else _dtype(catalog, spec.kv_dtype)
     )
+    v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
     fit = resolve_efficiency(str(spec.efficiency), gpu)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
     if isinstance(spec.overhead, str):
@@ -122,6 +123,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         weight_overrides=overrides,
         weights_recipe=recipe,
         kv_dtype=kv,
+        v_dtype=v_kv,
         bandwidth_bytes_per_s=bytes_per_s,
         efficiency=fit.fraction,
         batch=spec.batch,

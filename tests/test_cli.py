@@ -51,6 +51,7 @@ def test_json_document(cli: Run) -> None:
         "weights_recipe": None,
         "weight_overrides": {},
         "kv_dtype": "fp8",
+        "v_dtype": "fp8",  # no --v-dtype: V is stored like K
         "weights_bits_per_value": 8.0,
         "kv_bits_per_value": 8.0,
         "batch": 1,

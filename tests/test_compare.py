@@ -106,6 +106,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         *ROW_FIELDS,
         "crossover_context",
         "engine",
+        "v_dtype",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -127,6 +128,7 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *ROW_FIELDS,
         "crossover_context",
         "engine",
+        "v_dtype",
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 

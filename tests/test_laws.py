@@ -117,6 +117,7 @@ def scenarios(draw: st.DrawFn, models: st.SearchStrategy[Model]) -> Scenario:
         gpu=gpu,
         link=link,
         overhead_s=draw(st.sampled_from([0.0, 0.0003])),
+        v_dtype=draw(st.sampled_from([None, *KV_DTYPES])),
     )
 
 

@@ -53,6 +53,7 @@ DEPLOYMENT_KEYS = (
     "bandwidth",
     "weights",
     "kv_dtype",
+    "v_dtype",
     "batch",
     "tp",
     "context",
@@ -261,6 +262,7 @@ class DeploymentReader:
         bandwidth = get("bandwidth", lambda v: parse_bandwidth(text(v)))
         weights = get("weights", lambda v: self.catalog.weights(text(v)))
         kv = get("kv_dtype", lambda v: self.catalog.dtype(text(v)))
+        v_kv = get("v_dtype", lambda v: self.catalog.dtype(text(v)))
         batch = get("batch", whole)
         if serve is not None and "batch" not in settings:
             batch = serve.default_batch(gpu)
@@ -294,6 +296,7 @@ class DeploymentReader:
         chosen = {
             "weights": weights,
             "kv_dtype": kv,
+            "v_dtype": v_kv,
             "batch": batch,
             "tp": tp,
             "efficiency": efficiency,

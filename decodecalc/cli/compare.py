@@ -139,7 +139,7 @@ def sweep(
         )
     catalog = load_catalog(ctx.params["presets"])
     for spec in specs:  # unknown names fail before any row is written
-        for name in ("model", "gpu", "weights", "kv_dtype", "engine"):
+        for name in ("model", "gpu", "weights", "kv_dtype", "v_dtype", "engine"):
             value = getattr(spec, name)
             if isinstance(value, str):
                 lookups: dict[str, Callable[[str], object]] = {
@@ -147,6 +147,7 @@ def sweep(
                     "gpu": catalog.gpu,
                     "weights": catalog.weights,
                     "kv_dtype": catalog.dtype,
+                    "v_dtype": catalog.dtype,
                     "engine": partial(resolve_engine, catalog, gpu=None),
                 }
                 lookups[name](value)

@@ -96,6 +96,16 @@ SCENARIO_OPTIONS = (
         complete="dtypes",
     ),
     ScenarioOption(
+        "v_dtype",
+        ("--v-dtype",),
+        "V-cache dtype where an engine stores K and V differently; --kv-dtype is then K's. "
+        "MLA's latent has no separate V and linear attention's state none: both use "
+        "--kv-dtype. Default: the same as --kv-dtype.",
+        "DTYPE",
+        axis="One or more V dtypes (default: the KV dtype).",
+        complete="dtypes",
+    ),
+    ScenarioOption(
         "batch",
         ("--batch",),
         "Concurrent sequences per step.",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
@@ -22,11 +23,15 @@ from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.physics.engine import Engine, Expected, expected
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.layers import Attention
 from decodecalc.physics.memory import MemoryFit, memory_fit, stored_weight_bytes
 from decodecalc.physics.model import Model
 from decodecalc.physics.precision import weight_bytes
 from decodecalc.physics.tensors import expected_experts
 from decodecalc.record import record, replace
+
+if TYPE_CHECKING:
+    from decodecalc.physics.layers import Mixer
 
 MAX_BATCH = 1_000_000
 MIN_FRACTION = 0.001
@@ -62,6 +67,10 @@ class Scenario:
     """The recipe the formats came from (None: one format everywhere), for reports."""
     engine: Engine | None = None
     """Whose measured step the expected figures predict (None: the roofline alone)."""
+    v_dtype: DType | None = None
+    """The V cache's format when it differs from K's (None: kv_dtype). Attention layers
+    cache K and V, half their elements each; MLA's latent is one tensor with no separate
+    V, so kv_dtype covers all of it, as it does linear attention's state."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -88,11 +97,12 @@ class Scenario:
             raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
         if self.bandwidth_bytes_per_s <= 0:
             raise InputError("bandwidth must be greater than zero")
-        if not self.kv_dtype.kv_cache:
-            raise InputError(
-                f"{self.kv_dtype.id} is a weight-only format, not a KV-cache dtype "
-                "('decodecalc dtypes' shows which formats hold a KV cache)"
-            )
+        for cache in (self.kv_dtype, self.v_dtype):
+            if cache is not None and not cache.kv_cache:
+                raise InputError(
+                    f"{cache.id} is a weight-only format, not a KV-cache dtype "
+                    "('decodecalc dtypes' shows which formats hold a KV cache)"
+                )
 
     @property
     def effective_bandwidth_bytes_per_s(self) -> float:
@@ -177,6 +187,31 @@ def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
     return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
 
 
+def v_elements(mixer: Mixer, elements: int) -> int:
+    """The V half of an attention layer's cache; MLA's latent and anything else is all K."""
+    return elements // 2 if isinstance(mixer, Attention) else 0
+
+
+def kv_units_for(scenario: Scenario) -> tuple[KVCurve, Fraction]:
+    """The KV cache per token as whole units of one byte size: K elements x K's units + V
+    elements x V's units, and the unit's bytes. With one format the unit is one element;
+    with two it is the largest size that divides both per-element sizes, so every byte
+    count stays an exact product of integers, rounded up once (the sweep relies on it)."""
+    k = scenario.kv_dtype.bytes_for(1)
+    v = k if scenario.v_dtype is None else scenario.v_dtype.bytes_for(1)
+    denominator = math.lcm(k.denominator, v.denominator)
+    k_scaled, v_scaled = int(k * denominator), int(v * denominator)
+    common = math.gcd(k_scaled, v_scaled)
+    k_units, v_units = k_scaled // common, v_scaled // common
+
+    def weigh(mixer: Mixer, elements: int) -> int:
+        values = v_elements(mixer, elements)
+        return (elements - values) * k_units + values * v_units
+
+    curve = KVCurve.for_layers(scenario.model.mixers(), scenario.tp, weigh)
+    return curve, Fraction(common, denominator)
+
+
 @record
 class StepModel:
     """The context-independent part of a scenario, computed once."""
@@ -184,7 +219,10 @@ class StepModel:
     scenario: Scenario
     weight_bytes: int
     kv_curve: KVCurve
-    kv_bytes_per_element: Fraction
+    """Cached elements per token, by window."""
+    kv_units: KVCurve
+    """The same cache in whole units of kv_unit_bytes (kv_units_for)."""
+    kv_unit_bytes: Fraction
     state_bytes: int
     peak_flops_per_s: int | None = None
     allreduce: AllReduce | None = None
@@ -192,14 +230,15 @@ class StepModel:
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
         model, tp, batch = scenario.model, scenario.tp, scenario.batch
-        per_element = scenario.kv_dtype.bytes_for(1)
         state = batch * sum(m.state_elements(tp) for m in model.mixers())
+        units, unit_bytes = kv_units_for(scenario)
         return cls(
             scenario=scenario,
             weight_bytes=streamed_weight_bytes(scenario, batch),
             kv_curve=KVCurve.for_layers(model.mixers(), tp),
-            kv_bytes_per_element=per_element,
-            state_bytes=ceil_bytes(state * per_element),
+            kv_units=units,
+            kv_unit_bytes=unit_bytes,
+            state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
             peak_flops_per_s=None if (peak := scenario.peak_flops()) is None else peak[1],
             allreduce=None
             if scenario.link is None
@@ -219,16 +258,16 @@ class StepModel:
 
     def kv_bytes(self, context_tokens: int) -> int:
         """KV bytes one step reads for all B sequences at context T."""
-        elements = self.scenario.batch * self.kv_curve.elements(context_tokens)
-        return ceil_bytes(elements * self.kv_bytes_per_element)
+        units = self.scenario.batch * self.kv_units.elements(context_tokens)
+        return ceil_bytes(units * self.kv_unit_bytes)
 
     def kv_bytes_per_token(self) -> int:
-        return ceil_bytes(self.kv_curve.elements_per_token * self.kv_bytes_per_element)
+        return ceil_bytes(self.kv_units.elements_per_token * self.kv_unit_bytes)
 
     def crossover(self) -> Fraction | None:
         """Solve B * kv_bytes(T*) = weight_bytes exactly on the (piecewise) linear curve."""
-        target = Fraction(self.weight_bytes) / (self.kv_bytes_per_element * self.scenario.batch)
-        return self.kv_curve.solve(target)
+        target = Fraction(self.weight_bytes) / (self.kv_unit_bytes * self.scenario.batch)
+        return self.kv_units.solve(target)
 
     def memory(self, context_tokens: int) -> MemoryFit | None:
         s = self.scenario
@@ -238,8 +277,8 @@ class StepModel:
         return memory_fit(
             budget_bytes=math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization))),
             stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp, s.weight_overrides),
-            curve=self.kv_curve,
-            bytes_per_element=self.kv_bytes_per_element,
+            curve=self.kv_units,
+            bytes_per_unit=self.kv_unit_bytes,
             state_bytes_per_sequence=state_per_sequence,
             batch=s.batch,
             context_tokens=context_tokens,
@@ -303,7 +342,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         if moe is None
         else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
         kv_bytes_per_token_past_windows=ceil_bytes(
-            step.kv_curve.growing_elements_per_token * step.kv_bytes_per_element
+            step.kv_units.growing_elements_per_token * step.kv_unit_bytes
         ),
         kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
         memory=memory,

@@ -7,7 +7,7 @@ linear, non-decreasing curve whose slope drops at each window size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -25,10 +25,16 @@ class KVCurve:
     """(window in tokens or None, elements per token summed over layers with that window)."""
 
     @classmethod
-    def for_layers(cls, layers: Iterable[Mixer], tp: int) -> KVCurve:
+    def for_layers(
+        cls, layers: Iterable[Mixer], tp: int, weigh: Callable[[Mixer, int], int] | None = None
+    ) -> KVCurve:
+        """``weigh`` turns a layer's elements into other whole units: the estimator counts
+        bytes in units when K and V are stored in different formats."""
         by_window: dict[int | None, int] = {}
         for mixer in layers:
             elements = mixer.kv_elements_per_token(tp)
+            if elements and weigh is not None:
+                elements = weigh(mixer, elements)
             if elements:
                 w = mixer.sliding_window
                 by_window[w] = by_window.get(w, 0) + elements

@@ -45,17 +45,18 @@ def memory_fit(
     budget_bytes: int,
     stored_bytes: int,
     curve: KVCurve,
-    bytes_per_element: Fraction,
+    bytes_per_unit: Fraction,
     state_bytes_per_sequence: Fraction,
     batch: int,
     context_tokens: int,
 ) -> MemoryFit:
     """Solve both limits exactly: B_max = floor(free / per-sequence bytes at the context)
     (unbounded when a sequence holds nothing there), T_max = the largest T with
-    B x KV(T) <= free - B x state."""
+    B x KV(T) <= free - B x state. ``curve`` counts the cache in units of ``bytes_per_unit``
+    (elements, or finer units when K and V are stored in different formats)."""
     free = budget_bytes - stored_bytes
     max_batch: int | None
-    per_sequence = curve.elements(context_tokens) * bytes_per_element + state_bytes_per_sequence
+    per_sequence = curve.elements(context_tokens) * bytes_per_unit + state_bytes_per_sequence
     if free < 0:
         max_batch = 0
     elif per_sequence == 0:
@@ -66,6 +67,6 @@ def memory_fit(
     if room < 0:
         max_context: int | None = 0
     else:
-        solved = curve.solve(Fraction(room) / (batch * bytes_per_element))
+        solved = curve.solve(Fraction(room) / (batch * bytes_per_unit))
         max_context = None if solved is None else math.floor(solved)
     return MemoryFit(budget_bytes, stored_bytes, max_batch, max_context)

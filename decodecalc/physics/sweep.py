@@ -2,7 +2,8 @@
 
 Everything that does not depend on the context is computed once per scenario (FastStep);
 each row is then a handful of integer and float operations, exact in bytes: KV bytes are
-ceil(B x elements(T) x bits / 8) in integers, as the estimator computes them.
+ceil(B x units(T) x unit bytes) in integers, as the estimator computes them (a unit is an
+element, or a finer common size when K and V are stored in different formats).
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ class FastStep:
     state_bytes: int
     batch: int
     kv_segments: tuple[tuple[int | None, int], ...]
-    """(window or None, elements per token), per sequence per GPU."""
+    """(window or None, KV units per token), per sequence per GPU."""
     kv_numerator: int
     kv_denominator: int
-    """bytes per KV element = numerator / denominator, exactly."""
+    """bytes per KV unit = numerator / denominator, exactly."""
     bandwidth: float
     compute_per_step: float | None
     """Seconds of compute per step at T = 0 (None: FLOP/s unknown)."""
@@ -64,7 +65,7 @@ class FastStep:
     @classmethod
     def of(cls, scenario: Scenario) -> FastStep:
         step = StepModel.of(scenario)
-        per_element = step.kv_bytes_per_element
+        per_unit = step.kv_unit_bytes
         compute: float | None = None
         attention: tuple[tuple[int | None, float], ...] = ()
         constant = 0.0
@@ -86,9 +87,9 @@ class FastStep:
             weight_bytes=step.weight_bytes,
             state_bytes=step.state_bytes,
             batch=scenario.batch,
-            kv_segments=step.kv_curve.segments,
-            kv_numerator=per_element.numerator,
-            kv_denominator=per_element.denominator,
+            kv_segments=step.kv_units.segments,
+            kv_numerator=per_unit.numerator,
+            kv_denominator=per_unit.denominator,
             bandwidth=scenario.effective_bandwidth_bytes_per_s,
             compute_per_step=compute,
             attention_segments=attention,
@@ -129,10 +130,10 @@ class FastStep:
         budget, stored = self.budget_bytes, self.stored_bytes
         terms, peak, comm = self.engine_terms, self.peak_bandwidth, self.comm_seconds
         for context in contexts:
-            elements = growing * context
+            units = growing * context
             for w, e in windowed:
-                elements += e * (context if context < w else w)
-            kv = -(-elements * numerator // denominator)
+                units += e * (context if context < w else w)
+            kv = -(-units * numerator // denominator)
             total = weights + kv + state
             seconds = total / bandwidth
             bound = "memory"

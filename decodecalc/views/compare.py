@@ -12,6 +12,7 @@ from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     expected_fields,
+    kv_label,
     scenario_ids,
     scenario_inputs,
     weights_label,
@@ -34,7 +35,7 @@ def label(scenario: Scenario) -> str:
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     engine = "" if s.engine is None or s.engine.id == "typical" else f" {s.engine.id}"
-    return f"{s.model.id} {gpu} {weights_label(s)}/{s.kv_dtype.id} B{s.batch} TP{s.tp}{engine}"
+    return f"{s.model.id} {gpu} {weights_label(s)}/{kv_label(s)} B{s.batch} TP{s.tp}{engine}"
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
@@ -111,7 +112,8 @@ CHUNK_ROWS = 4096
 SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
 """What identifies a sweep row's scenario (resolved ids: an alias and its preset give the
 same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*, and the
-engine the expected figures are for (added last, after what earlier readers expect)."""
+engine the expected figures are for and the V cache's dtype (added last, after what
+earlier readers expect)."""
 
 Progress = Callable[[int], None]
 Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
@@ -120,6 +122,11 @@ Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
 
 def _engine_id(s: Scenario) -> str:
     return s.engine.id if s.engine else "roofline"
+
+
+def _v_dtype(s: Scenario) -> str:
+    """The V cache's dtype: kv_dtype's unless --v-dtype gave another."""
+    return (s.v_dtype or s.kv_dtype).id
 
 
 def write_sweep_csv(
@@ -131,11 +138,14 @@ def write_sweep_csv(
     the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
     speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
     numbers, never in need of quoting."""
-    out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, "crossover_context", "engine"]) + "\n")
+    added = ("crossover_context", "engine", "v_dtype")
+    out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
     for scenario, crossover, rows in scenarios:
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
-        suffix = ("" if crossover is None else repr(crossover)) + "," + _engine_id(scenario)
+        suffix = ",".join(
+            ("" if crossover is None else repr(crossover), _engine_id(scenario), _v_dtype(scenario))
+        )
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + "\n"
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
             out.write("".join([line % row for row in chunk]))
@@ -161,6 +171,7 @@ def write_sweep_jsonl(
                 **dict(zip(ROW_FIELDS, row, strict=True)),
                 "crossover_context": crossover,
                 "engine": _engine_id(scenario),
+                "v_dtype": _v_dtype(scenario),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

@@ -23,6 +23,7 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "weights_recipe": s.weights_recipe,
         "weight_overrides": {group: dtype.id for group, dtype in s.weight_overrides},
         "kv_dtype": s.kv_dtype.id,
+        "v_dtype": (s.v_dtype or s.kv_dtype).id,
         "weights_bits_per_value": float(s.weights.bits_per_value),
         "kv_bits_per_value": float(s.kv_dtype.bits_per_value),
         "batch": s.batch,
@@ -42,9 +43,16 @@ def weights_label(s: Scenario) -> str:
     return s.weights_recipe or s.weights.id
 
 
+def kv_label(s: Scenario) -> str:
+    """The KV formats in a word: one dtype, or K's and V's as fp8+bf16 when they differ."""
+    v = s.kv_dtype if s.v_dtype is None else s.v_dtype
+    return s.kv_dtype.id if v.id == s.kv_dtype.id else f"{s.kv_dtype.id}+{v.id}"
+
+
 def scenario_ids(s: Scenario) -> dict[str, Any]:
     """What names a scenario on a row of a sweep or a calibration: resolved preset ids, so
-    an alias and its preset give the same rows."""
+    an alias and its preset give the same rows. kv_dtype is K's (and V's unless v_dtype
+    says otherwise), as in every other command's inputs."""
     return {
         "model": s.model.id,
         "gpu": s.gpu.id if s.gpu else None,
@@ -152,7 +160,7 @@ def describe_scenario(s: Scenario) -> str:
     bound = "bandwidth roofline" if s.efficiency == 1 else f"{s.efficiency:g} of peak bandwidth"
     return (
         f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)}"
-        f" · weights {weights_label(s)} · KV {s.kv_dtype.id} · batch {s.batch} · TP {s.tp}"
+        f" · weights {weights_label(s)} · KV {kv_label(s)} · batch {s.batch} · TP {s.tp}"
         f" · efficiency {s.efficiency:g}"
         f" ({bound}){describe_engine(s)}"
     )

@@ -8,7 +8,8 @@ from fractions import Fraction
 from decodecalc.physics.compute import matmul_params, step_flops
 from decodecalc.physics.dtypes import ceil_bytes
 from decodecalc.physics.engine import expected_step, kv_read_factor
-from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate
+from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate, v_elements
+from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
@@ -56,10 +57,11 @@ def h_bits(bits: Fraction) -> str:
 
 def _kv_lines(step: StepModel, context: int) -> list[str]:
     s = step.scenario
-    per_element = step.kv_bytes_per_element
-    lines = [
-        f"2. KV cache read per step ({s.kv_dtype.id} = {h_bits(per_element * 8)} bits per element):"
-    ]
+    k_bytes = s.kv_dtype.bytes_for(1)
+    formats = f"{s.kv_dtype.id} = {h_bits(k_bytes * 8)} bits per element"
+    if s.v_dtype is not None:
+        formats = f"K {formats}, V {s.v_dtype.id} = {h_bits(s.v_dtype.bits_per_value)} bits"
+    lines = [f"2. KV cache read per step ({formats}):"]
     kinds: dict[str, int] = {}
     for m in s.model.mixers():
         if isinstance(m, Attention):
@@ -88,9 +90,15 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
         f"elements per sequence"
     )
     kv = step.kv_bytes(context)
-    lines.append(
-        f"   x batch {s.batch} x {h_bits(per_element)} bytes = {kv:,} bytes ({h.size(kv)})"
-    )
+    if s.v_dtype is None:
+        product = f"x batch {s.batch} x {h_bits(k_bytes)} bytes"
+    else:  # MLA latents count as K: only attention layers have a V half
+        values = KVCurve.for_layers(s.model.mixers(), s.tp, v_elements).elements(context)
+        product = (
+            f"= {_n(elements - values)} K x {h_bits(k_bytes)} + {_n(values)} V x "
+            f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.batch}"
+        )
+    lines.append(f"   {product} = {kv:,} bytes ({h.size(kv)})")
     if step.state_bytes:
         lines.append(f"   recurrent state: {step.state_bytes:,} bytes, the same at every context")
     return lines
@@ -167,7 +175,7 @@ def explain_text(step: StepModel, context: int) -> list[str]:
     elif len(step.kv_curve.segments) == 1 and step.kv_curve.segments[0][0] is None:
         lines.append(
             f"   T* = weight bytes / (B x KV bytes per token) = {step.weight_bytes:,} / "
-            f"({s.batch} x {_n(step.kv_curve.elements_per_token * step.kv_bytes_per_element)})"
+            f"({s.batch} x {_n(step.kv_units.elements_per_token * step.kv_unit_bytes)})"
             f" = {est.crossover_context:,.1f} tokens"
         )
     else:
