@@ -181,30 +181,48 @@ def expected(step: StepModel, row: Row, engine: Engine | None) -> Expected:
     if engine is None or not engine.params:
         return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
     floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
-    terms = [EngineTerms.of(step, p, row.comm_seconds) for p in engine.params]
+    terms = packed([EngineTerms.of(step, p, row.comm_seconds) for p in engine.params])
     return Expected(
         *within_band(terms, row.kv_bytes, row.compute_seconds or 0.0, floor + row.comm_seconds)
     )
 
 
+Packed = tuple[tuple[float, float, float, float, float], ...]
+"""EngineTerms as plain tuples (constant, per KV byte, added, band low, band high)."""
+
+
+def packed(terms: Sequence[EngineTerms]) -> Packed:
+    return tuple((t.constant_s, t.per_kv_byte_s, t.added_s, *t.band) for t in terms)
+
+
 def within_band(
-    terms: Sequence[EngineTerms], kv_bytes: int, compute_s: float, floor_s: float
+    terms: Packed, kv_bytes: int, compute_s: float, floor_s: float
 ) -> tuple[float, float, float]:
     """(expected, low, high), never below the physics: the roofline at efficiency 1 with
     no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With
     several profiles (typical) the centre is their median and the band spans all of theirs.
-    Plain arithmetic and tuples: a sweep calls this for every row."""
+    EngineTerms.seconds written out on plain tuples: a sweep calls this for every row."""
     central = []
-    low = high = -1.0
-    for term in terms:
-        t = max(term.seconds(kv_bytes, compute_s), floor_s)
+    low = high = floor_s
+    first = True
+    for constant, per_kv, added, band_low, band_high in terms:
+        t = constant + kv_bytes * per_kv
+        if t < compute_s:
+            t = compute_s
+        t += added
+        if t < floor_s:
+            t = floor_s
         central.append(t)
-        lo, hi = max(t * term.band[0], floor_s), t * term.band[1]
-        low = lo if low < 0 or lo < low else low
-        high = hi if hi > high else high
+        lo, hi = t * band_low, t * band_high
+        if first or lo < low:
+            low = lo
+        if first or hi > high:
+            high = hi
+        first = False
     central.sort()
     n = len(central)
     middle = central[n // 2] if n % 2 else (central[n // 2 - 1] + central[n // 2]) / 2
+    low = max(low, floor_s)
     return middle, min(low, middle), max(high, middle)
 
 

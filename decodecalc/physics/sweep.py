@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.engine import EngineTerms, within_band
+from decodecalc.physics.engine import EngineTerms, Packed, packed, within_band
 from decodecalc.physics.estimator import Scenario, StepModel
 from decodecalc.record import record
 
@@ -57,7 +57,7 @@ class FastStep:
     extra_seconds: float
     budget_bytes: int | None
     stored_bytes: int
-    engine_terms: tuple[EngineTerms, ...] = ()
+    engine_terms: Packed = ()
     """The engine's step (physics/engine.py), none for the roofline."""
     peak_bandwidth: float = 0.0
     comm_seconds: float = 0.0
@@ -99,7 +99,7 @@ class FastStep:
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
             engine_terms=()
             if scenario.engine is None
-            else tuple(EngineTerms.of(step, p, comm) for p in scenario.engine.params),
+            else packed([EngineTerms.of(step, p, comm) for p in scenario.engine.params]),
             peak_bandwidth=scenario.bandwidth_bytes_per_s,
             comm_seconds=comm,
         )
