@@ -298,3 +298,24 @@ def test_roofline_low_expected_high_are_in_order(s: Scenario, t: int) -> None:
     e = row.expected
     assert row.seconds_per_token <= e.low_seconds * (1 + 1e-12)
     assert e.low_seconds <= e.seconds <= e.high_seconds
+
+
+def test_expected_decode_is_the_sum_of_expected_steps() -> None:
+    """generate's expected decode (summed per straight piece of the roofline) against a
+    brute-force sum of every step's expected figures: within 1% where the engine's own
+    bends fall inside a piece (an MoE on MI300X), exact where they do not."""
+    import decodecalc
+    from decodecalc.physics.generation import expected_decode
+
+    for model, gpu, batch, prompt, tokens, tolerance in (
+        ("llama-3.1-8b", "h100", 64, 1000, 5000, 1e-9),
+        ("qwen3-30b-a3b", "mi300x", 128, 100, 8000, 0.01),
+    ):
+        step = StepModel.of(decodecalc.scenario(model, gpu, batch=batch))
+        rows = [step.row(t).expected for t in range(prompt, prompt + tokens)]
+        brute = [
+            sum(getattr(e, f) for e in rows if e)
+            for f in ("seconds", "low_seconds", "high_seconds")
+        ]
+        for summed, exact in zip(expected_decode(step, prompt, tokens), brute, strict=True):
+            assert summed == pytest.approx(exact, rel=tolerance)

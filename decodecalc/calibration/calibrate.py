@@ -23,7 +23,7 @@ from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
 from decodecalc.calibration.validation import band_of
 from decodecalc.errors import InputError
-from decodecalc.physics.engine import Engine, EngineParams, expected, gpu_family
+from decodecalc.physics.engine import Engine, EngineParams, expected_for, gpu_family
 from decodecalc.physics.estimator import MIN_FRACTION, StepModel
 from decodecalc.record import record, replace
 
@@ -79,7 +79,9 @@ def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) 
         row = step.row(p.context_tokens)
         engine = Engine("calibrated", (params,), gpu_family(p.scenario.gpu))
         # Points are read at efficiency 1 with no overhead: the row's own step is the roofline.
-        checked.append(CheckedPoint(p, row.seconds_per_token, expected(step, row, engine).seconds))
+        checked.append(
+            CheckedPoint(p, row.seconds_per_token, expected_for(step, row, engine).seconds)
+        )
     return Calibration(fit, tuple(checked))
 
 

@@ -31,7 +31,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.engine import (
     Engine,
     EngineParams,
-    expected,
+    expected_for,
     gpu_family,
     typical,
 )
@@ -148,7 +148,7 @@ def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams)
 def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
     """The expected step of a point as decodecalc shows it (physics.engine.expected: the
     median over several parameter sets, never below the roofline)."""
-    return expected(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
+    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
 
 
 def stand_in(fits: Fits, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:

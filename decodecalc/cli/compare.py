@@ -185,7 +185,6 @@ def _sweep_scenarios(
     valid deployment (a TP that does not split the heads, a weight-only KV format) are
     listed in ``skipped`` instead."""
     from decodecalc.notes import context_notes, scenario_notes
-    from decodecalc.physics.estimator import StepModel
     from decodecalc.physics.sweep import FastStep
     from decodecalc.scenarios import resolve
     from decodecalc.views.compare import label
@@ -203,8 +202,7 @@ def _sweep_scenarios(
         notes.append(
             (label(scenario), [*scenario_notes(scenario), *context_notes(scenario, contexts)])
         )
-        crossover = StepModel.of(scenario).crossover()
-        yield scenario, None if crossover is None else float(crossover), fast.rows(contexts, labels)
+        yield scenario, fast.crossover, fast.rows(contexts, labels)
 
 
 @contextlib.contextmanager

@@ -132,11 +132,11 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
 
 
 def _family(top: Fields) -> str:
-    from decodecalc.physics.engine import FAMILIES
+    from decodecalc.physics.engine import GPU_FAMILIES
 
     value = top.text("family", "")
-    if value and value not in FAMILIES:
-        raise top.error("family", f"expected one of {', '.join(FAMILIES)}, got {value!r}")
+    if value and value not in GPU_FAMILIES:
+        raise top.error("family", f"expected one of {', '.join(GPU_FAMILIES)}, got {value!r}")
     return value
 
 
@@ -253,13 +253,13 @@ def load_link(doc: Document, preset_id: str) -> Link:
 def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
     measured points (see validation/ and bench/fit_engines.py)."""
-    from decodecalc.physics.engine import FAMILIES, KV_READS, EngineParams, EngineProfile
+    from decodecalc.physics.engine import GPU_FAMILIES, KV_READS, EngineParams, EngineProfile
 
     top = Fields(doc)
     name, aliases, source = _common(top)
     table = top.mapping("families")
     families = []
-    for family in FAMILIES:
+    for family in GPU_FAMILIES:
         if not table.has(family):
             continue
         f = table.mapping(family)
@@ -289,7 +289,9 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         f.finish()
     table.finish()
     if not families:
-        raise top.error("families", f"give parameters for at least one of {', '.join(FAMILIES)}")
+        raise top.error(
+            "families", f"give parameters for at least one of {', '.join(GPU_FAMILIES)}"
+        )
     profile = EngineProfile(
         id=preset_id,
         name=name,

@@ -28,7 +28,7 @@ from decodecalc.record import record
 if TYPE_CHECKING:
     from decodecalc.physics.estimator import Row, StepModel
 
-FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
+GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
 """GPU families an engine's kernels behave alike on."""
 
 KV_READS = ("once", "per-query-head")
@@ -137,8 +137,8 @@ def kv_read_factor(step: StepModel) -> float:
 @record
 class EngineTerms:
     """One engine's step at a scenario, reduced to what varies with the context: a step
-    is max(constant + KV bytes x per_kv_byte, compute) + added. Computed once per scenario,
-    so a million-row sweep pays a few operations a row."""
+    is max(constant + KV bytes x per_kv_byte, compute) + added. StepModel.of computes it
+    once per scenario, so a million-row sweep pays a few operations a row."""
 
     constant_s: float
     """Weights at e_w and the recurrent state at e_kv."""
@@ -176,15 +176,25 @@ def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
     return terms.seconds(row.kv_bytes, row.compute_seconds or 0.0)
 
 
-def expected(step: StepModel, row: Row, engine: Engine | None) -> Expected:
-    """Expected step and its band for an engine (see within_band)."""
-    if engine is None or not engine.params:
+def expected(step: StepModel, row: Row) -> Expected:
+    """Expected step and its band for the scenario's engine (see within_band); the row's
+    own time for the roofline."""
+    return _expected(step, row, step.engine_terms)
+
+
+def expected_for(step: StepModel, row: Row, engine: Engine) -> Expected:
+    """The same for an engine other than the scenario's own: a fit being judged
+    (calibrate) or a profile refitted without the points it predicts (validate)."""
+    terms = packed([EngineTerms.of(step, p, row.comm_seconds) for p in engine.params])
+    return _expected(step, row, terms)
+
+
+def _expected(step: StepModel, row: Row, terms: Packed) -> Expected:
+    if not terms:
         return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
     floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
-    terms = packed([EngineTerms.of(step, p, row.comm_seconds) for p in engine.params])
-    return Expected(
-        *within_band(terms, row.kv_bytes, row.compute_seconds or 0.0, floor + row.comm_seconds)
-    )
+    compute = row.compute_seconds or 0.0
+    return Expected(*within_band(terms, row.kv_bytes, compute, floor + row.comm_seconds))
 
 
 Packed = tuple[tuple[float, float, float, float, float], ...]

@@ -20,7 +20,7 @@ from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.physics.compute import AllReduce, step_flops
 from decodecalc.physics.dtypes import DType, ceil_bytes
-from decodecalc.physics.engine import Engine, Expected, expected
+from decodecalc.physics.engine import Engine, EngineTerms, Expected, Packed, expected, packed
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.layers import Attention
@@ -226,13 +226,16 @@ class StepModel:
     state_bytes: int
     peak_flops_per_s: int | None = None
     allreduce: AllReduce | None = None
+    engine_terms: Packed = ()
+    """The engine's step reduced to constants (physics/engine.py EngineTerms), once per
+    scenario; empty for the roofline."""
 
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
         model, tp, batch = scenario.model, scenario.tp, scenario.batch
         state = batch * sum(m.state_elements(tp) for m in model.mixers())
         units, unit_bytes = kv_units_for(scenario)
-        return cls(
+        step = cls(
             scenario=scenario,
             weight_bytes=streamed_weight_bytes(scenario, batch),
             kv_curve=KVCurve.for_layers(model.mixers(), tp),
@@ -244,6 +247,12 @@ class StepModel:
             if scenario.link is None
             else AllReduce(scenario.link, tp, len(model.layers), model.hidden_size),
         )
+        engine = scenario.engine
+        if engine is None or not engine.params:
+            return step
+        comm = 0.0 if step.allreduce is None else step.allreduce.seconds(batch)
+        terms = packed([EngineTerms.of(step, p, comm) for p in engine.params])
+        return replace(step, engine_terms=terms)
 
     def memory_seconds(self, context_tokens: int) -> float:
         total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes
@@ -311,7 +320,7 @@ class StepModel:
             comm_seconds=comm_s,
             overhead_seconds=overhead_s,
         )
-        return replace(row, expected=expected(self, row, self.scenario.engine))
+        return replace(row, expected=expected(self, row))
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:

@@ -72,9 +72,9 @@ class Generation:
     last_step_seconds: float
     prefill: Prefill
     notes: tuple[Note, ...] = ()
+    """What a reader must know to read the figures right (compute left out of prefill)."""
     expected_decode_seconds: tuple[float, ...] = ()
     """The whole decode as the scenario's engine would take it: (expected, low, high)."""
-    """What a reader must know to read the figures right (compute left out of prefill)."""
 
     @property
     def mean_step_seconds(self) -> float:
@@ -146,9 +146,12 @@ def _gap(step: StepModel, context: int) -> float | None:
 def decode_seconds(
     step: StepModel, first_context: int, steps: int, pick: Callable[[Row], float] | None = None
 ) -> float:
-    """Exact sum of step times over contexts first_context .. first_context + steps - 1;
-    ``pick`` chooses which time of a row to sum (default: the roofline step), e.g. an
-    engine's expected step, whose terms are straight on the same pieces."""
+    """Sum of step times over contexts first_context .. first_context + steps - 1, exact
+    for the roofline step (the default ``pick``). For an engine's expected step (another
+    ``pick``) the same pieces are used; that figure also bends where the engine's own
+    memory time meets compute, where it meets the roofline floor and where the median of
+    several profiles changes hands, so its sum is the trapezoid rule across those bends
+    (off by well under the band's width)."""
     time_of = pick or _roofline_step
     low, high = first_context, first_context + steps - 1
     points = _breakpoints(step, low, high)
@@ -171,7 +174,8 @@ def _roofline_step(row: Row) -> float:
 
 def expected_decode(step: StepModel, first_context: int, steps: int) -> tuple[float, ...]:
     """The decode summed with the engine's expected step, and with its band's low and high
-    ends: (expected, low, high) seconds for the whole answer."""
+    ends: (expected, low, high) seconds for the whole answer (see decode_seconds for how
+    close the sum is)."""
 
     def picker(index: int) -> Callable[[Row], float]:
         def pick(row: Row) -> float:

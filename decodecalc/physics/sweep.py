@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.engine import EngineTerms, Packed, packed, within_band
+from decodecalc.physics.engine import Packed, within_band
 from decodecalc.physics.estimator import Scenario, StepModel
 from decodecalc.record import record
 
@@ -57,6 +57,8 @@ class FastStep:
     extra_seconds: float
     budget_bytes: int | None
     stored_bytes: int
+    crossover: float | None = None
+    """The scenario's T* (None: the KV cache never reaches the weights)."""
     engine_terms: Packed = ()
     """The engine's step (physics/engine.py), none for the roofline."""
     peak_bandwidth: float = 0.0
@@ -97,9 +99,8 @@ class FastStep:
             extra_seconds=comm + scenario.overhead_s,
             budget_bytes=None if memory is None else memory.budget_bytes,
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
-            engine_terms=()
-            if scenario.engine is None
-            else packed([EngineTerms.of(step, p, comm) for p in scenario.engine.params]),
+            crossover=None if (t_star := step.crossover()) is None else float(t_star),
+            engine_terms=step.engine_terms,
             peak_bandwidth=scenario.bandwidth_bytes_per_s,
             comm_seconds=comm,
         )

@@ -121,7 +121,7 @@ def explain_report(scenario: Scenario, context: int) -> Report:
 def explain_text(step: StepModel, context: int) -> list[str]:
     s = step.scenario
     row = step.row(context)
-    est = estimate(s, [context])
+    crossover = step.crossover()
     bandwidth = s.effective_bandwidth_bytes_per_s
     lines = [
         f"One decode step of {s.model.name}, context T = {context:,} tokens, batch B = {s.batch}, "
@@ -167,7 +167,7 @@ def explain_text(step: StepModel, context: int) -> list[str]:
         "",
         "6. Crossover: the context where KV bytes equal weight bytes",
     ]
-    if est.crossover_context is None:
+    if crossover is None:
         lines.append(
             "   none: every layer caps or keeps a constant state, so KV never reaches "
             f"{step.weight_bytes:,} bytes"
@@ -176,12 +176,12 @@ def explain_text(step: StepModel, context: int) -> list[str]:
         lines.append(
             f"   T* = weight bytes / (B x KV bytes per token) = {step.weight_bytes:,} / "
             f"({s.batch} x {_n(step.kv_units.elements_per_token * step.kv_unit_bytes)})"
-            f" = {est.crossover_context:,.1f} tokens"
+            f" = {float(crossover):,.1f} tokens"
         )
     else:
         lines.append(
             f"   solved on the piecewise-linear KV curve (windows cap some layers): "
-            f"T* = {est.crossover_context:,.1f} tokens"
+            f"T* = {float(crossover):,.1f} tokens"
         )
     lines += _engine_lines(step, row)
     lines += ["", "Assumptions:", *[f" - {a}" for a in _assumptions(step)]]
