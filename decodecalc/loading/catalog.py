@@ -73,6 +73,9 @@ class Catalog:
 
     dirs: tuple[Path, ...] = field(default_factory=lambda: (*user_dirs(), presets_dir()))
     _cache: dict[Path, Any] = field(default_factory=dict)
+    _listed: dict[str, tuple[Path, ...]] = field(default_factory=dict)
+    """The files of each kind, listed once: resolving a sweep's every scenario asks for all
+    engine profiles (the typical band) again and again."""
 
     @classmethod
     def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
@@ -192,7 +195,9 @@ class Catalog:
         return preset
 
     def _all(self, kind: str, cls: type[T]) -> list[T]:
-        return [self._load_file(kind, p, cls) for p in self._files(kind)]
+        if kind not in self._listed:
+            self._listed[kind] = tuple(self._files(kind))
+        return [self._load_file(kind, p, cls) for p in self._listed[kind]]
 
     def _find(self, kind: str, name: str, cls: type[P]) -> P:
         found, names = self._lookup(kind, name, cls)
