@@ -56,9 +56,10 @@ def scenario(
 ) -> Scenario:
     """A scenario from names or loaded objects, resolved exactly as the CLI resolves flags.
 
-    ``options`` are ScenarioSpec's fields (bandwidth, weights, kv_dtype, batch, tp,
-    efficiency, memory_utilization, overhead, link, link_bandwidth, engine), with its
-    defaults. A GpuSpec, Model, DType or Link you built is used as given.
+    ``options`` are ScenarioSpec's fields (bandwidth, weights, kv_dtype, batch, tp, pp,
+    ep, dp_attention, efficiency, memory_utilization, overhead, link, link_bandwidth,
+    gpus_per_node, node_link, engine, ...), with its defaults. A GpuSpec, Model, DType or
+    Link you built is used as given.
     """
     from decodecalc.loading.fields import suggest
     from decodecalc.record import field_names

@@ -41,6 +41,12 @@ class ScenarioSpec:
     MLA caches one latent (no separate V) and linear attention a state: both use kv_dtype."""
     batch: int = 1
     tp: int = 1
+    pp: int = 1
+    """Pipeline stages of ``tp`` GPUs each (vLLM's pipeline-parallel-size)."""
+    ep: bool = False
+    """Routed experts placed whole on GPUs (vLLM's enable-expert-parallel)."""
+    dp_attention: bool = False
+    """Attention data-parallel over the ``tp`` GPUs, each with its own sequences."""
     efficiency: str | float = "1"
     memory_utilization: float = 0.9
     overhead: str | float | None = None
@@ -48,6 +54,16 @@ class ScenarioSpec:
     link: str | Link | None = None
     """None: the GPU's own interconnect when TP > 1; 'none' leaves communication out."""
     link_bandwidth: str | int | None = None
+    gpus_per_node: int | None = None
+    """None: the link's own domain (8 on an HGX board, 72 in a GB200 NVL72 rack)."""
+    node_link: str | Link | None = None
+    """The network between nodes; None: InfiniBand NDR where a group or a hand-off leaves
+    a node."""
     engine: str | Engine | None = None
     """An engine profile whose measured step to expect; None: 'typical', the band across
     the profiles for the GPU's family; 'roofline': physics alone."""
+    price: str | float | None = None
+    """Dollars per GPU-hour (2.49, '2.49USD/h'), a price list's id ('lambda'), or 'lowest'
+    (the cheapest list naming the GPU); None: no price, so no cost figures."""
+    power: str | float | None = None
+    """Board watts per GPU ('700W'), overriding the GPU preset's power_w."""

@@ -5,14 +5,26 @@ KV dtype, the link, a calibrated overhead) filled in. Every door into the estima
 
 from __future__ import annotations
 
+import math
+
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.numbers import numbers_notes
 from decodecalc.notes import Note
+from decodecalc.physics.cost import (
+    PriceList,
+    Rates,
+    checked_power,
+    checked_price,
+    parse_power,
+    parse_price,
+)
 from decodecalc.physics.dtypes import DType
-from decodecalc.physics.engine import Engine, gpu_family, typical
-from decodecalc.physics.estimator import Scenario
+from decodecalc.physics.engine import Engine, engine_for, gpu_family, measured_on, typical
+from decodecalc.physics.estimator import MAX_TP, Scenario
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
+from decodecalc.physics.parallelism import handoff_crosses_nodes
 from decodecalc.physics.precision import Overrides, WeightRecipe, expand
 from decodecalc.record import record, replace
 from decodecalc.scenario_spec import ScenarioSpec
@@ -24,27 +36,127 @@ def default_kv_dtype(catalog: Catalog, weights: DType) -> DType:
     return weights if weights.compute else catalog.dtype("bf16")
 
 
+DEFAULT_NODE_LINK = "ib-ndr"
+"""Between nodes, unless --node-link says otherwise: one 400 Gb/s InfiniBand NDR port per
+GPU, as HGX H100 and H200 clusters are built."""
+
+
 def resolve_link(
     catalog: Catalog,
     gpu: GpuSpec | None,
     tp: int,
     name: str | Link | None,
     bandwidth: str | int | None,
+    pp: int = 1,
 ) -> Link | None:
-    """The interconnect TP all-reduces cross: the named one, else the GPU's own; required
-    when TP > 1 unless 'none' deliberately leaves communication out."""
-    if tp == 1 or (isinstance(name, str) and name.lower() == "none"):
+    """The interconnect TP all-reduces (and pipeline hand-offs) cross: the named one, else
+    the GPU's own; required when TP or PP > 1 unless 'none' deliberately leaves
+    communication out."""
+    if tp * pp == 1 or (isinstance(name, str) and name.lower() == "none"):
         return None
     chosen = name or (gpu.link if gpu is not None else None)
     if chosen is None:
+        what = "tp > 1 needs an interconnect for its all-reduces"
+        if tp == 1:
+            what = "pp > 1 needs an interconnect for its hand-offs"
         raise InputError(
-            "tp > 1 needs an interconnect for its all-reduces: give --link (nvlink4, pcie5, "
-            "... 'decodecalc links' lists them) or --link none to leave it out"
+            f"{what}: give --link (nvlink4, pcie5, ... 'decodecalc links' lists them) or "
+            "--link none to leave it out"
         )
     found = chosen if isinstance(chosen, Link) else catalog.link(chosen)
     if bandwidth is not None:
         found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth))
     return found
+
+
+@record
+class Links:
+    """The links a scenario's transfers cross, and what a reader must know about them."""
+
+    link: Link | None
+    node_link: Link | None = None
+    gpus_per_node: int | None = None
+    notes: tuple[Note, ...] = ()
+
+
+def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, model: Model) -> Links:
+    """The link within a node, GPUs per node (--gpus-per-node, else the link's own domain:
+    8 for an NVLink board, 72 for a GB200 NVL72 rack) and, where the tp x pp GPUs fill more
+    than one node, the network between nodes (--node-link, else InfiniBand NDR)."""
+    link = resolve_link(catalog, gpu, spec.tp, spec.link, spec.link_bandwidth, spec.pp)
+    if spec.gpus_per_node is not None and not 1 <= spec.gpus_per_node <= MAX_TP:
+        raise InputError(f"gpus per node {spec.gpus_per_node} must be from 1 to {MAX_TP}")
+    per_node = spec.gpus_per_node or (None if link is None else link.gpus)
+    if link is None or per_node is None or spec.tp * spec.pp <= per_node:
+        return Links(link, None, per_node)
+    name = spec.node_link or DEFAULT_NODE_LINK
+    node = name if isinstance(name, Link) else catalog.link(name)
+    notes = []
+    if spec.tp > per_node:
+        notes.append(
+            Note(
+                "tp-across-nodes",
+                f"the {spec.tp}-GPU group spans {math.ceil(spec.tp / per_node)} nodes of "
+                f"{per_node} GPUs: its collectives run at {node.name}'s "
+                f"{node.bandwidth_bytes_per_s / 1e9:g} GB/s and {node.latency_s * 1e6:g} us a "
+                f"call (a ring is as slow as its slowest hop), not {link.name}'s "
+                f"{link.bandwidth_bytes_per_s / 1e9:g} GB/s",
+            )
+        )
+    stages = min(spec.pp, len(model.layers))  # more is refused, once the Scenario is built
+    crossing = sum(handoff_crosses_nodes(i, spec.tp, per_node) for i in range(stages - 1))
+    if crossing:
+        notes.append(
+            Note(
+                "pp-across-nodes",
+                f"{crossing} of the {spec.pp - 1} pipeline hand-offs cross between nodes of "
+                f"{per_node} GPUs, over {node.name}",
+            )
+        )
+    return Links(link, node, per_node, tuple(notes))
+
+
+def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
+    """What pipeline, expert and data-parallel attention figures mean."""
+    notes = []
+    if spec.pp > 1:
+        notes.append(
+            Note(
+                "pipeline-throughput",
+                f"pp {spec.pp}: each step is one batch's trip through the {spec.pp} stages in "
+                "turn (their bytes added up, plus a hand-off between each); with "
+                f"{spec.pp} batches in flight every stage stays busy, so throughput can reach "
+                f"up to {spec.pp}x the throughput shown, holding {spec.pp}x the KV cache",
+            )
+        )
+    moe = model.moe()
+    if spec.ep and moe is not None:
+        how = (
+            "each rank dispatches its tokens to the experts' GPUs and combines the answers "
+            "(all-to-all)"
+            if spec.dp_attention
+            else "every GPU holds every token after the attention all-reduce, so it runs its "
+            "own experts on all of them and one all-reduce combines them, as under TP"
+        )
+        notes.append(
+            Note(
+                "expert-parallel",
+                f"ep: {moe.num_experts // spec.tp} whole experts per GPU; {how}. Routing is "
+                "taken as uniform, so a GPU reads the group's share of the experts touched; "
+                "at small batches the busiest GPU reads more",
+            )
+        )
+    if spec.dp_attention:
+        notes.append(
+            Note(
+                "dp-attention",
+                f"data-parallel attention: each of the {spec.tp} ranks holds its own "
+                f"{math.ceil(spec.batch / spec.tp):,} of {spec.batch:,} sequences with their "
+                "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy "
+                "of every weight outside the routed experts",
+            )
+        )
+    return tuple(notes)
 
 
 @record
@@ -113,6 +225,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
     fit = resolve_efficiency(str(spec.efficiency), gpu)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
+    links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
         overhead_s = parse_duration(spec.overhead, "overhead")
     else:
@@ -128,12 +241,24 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         efficiency=fit.fraction,
         batch=spec.batch,
         tp=spec.tp,
+        pp=spec.pp,
+        ep=spec.ep,
+        dp_attention=spec.dp_attention,
+        gpus_per_node=links.gpus_per_node,
+        node_link=links.node_link,
         gpu=gpu,
         memory_utilization=spec.memory_utilization,
-        link=resolve_link(catalog, gpu, spec.tp, spec.link, spec.link_bandwidth),
+        link=links.link,
         overhead_s=overhead_s,
-        notes=(*fit.notes, *engine_notes),
+        notes=(
+            *fit.notes,
+            *engine_notes,
+            *numbers_notes(model, gpu),
+            *links.notes,
+            *parallelism_notes(spec, model),
+        ),
         engine=engine,
+        rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
 
 
@@ -155,36 +280,49 @@ def resolve_engine(
     if word == "roofline":
         return Engine("roofline", (), family), ()
     if word == "typical":
-        engine = typical(catalog.engines(), family)
-        if engine.params:
+        profiles = catalog.engines()
+        engine = typical(profiles, family)
+        if measured_on(profiles, family):
             return engine, ()
+        shown = (
+            "span every profile on each family it was measured on"
+            if engine.params
+            else "are the roofline"
+        )
         return engine, (
             Note(
                 "no-engine-data",
-                f"no engine profile has data for {family} GPUs: the expected figures are the "
-                "roofline ('decodecalc engines' lists what each profile was fitted on)",
+                f"no engine profile has data for {family} GPUs: the expected figures {shown} "
+                "('decodecalc engines' lists what each profile was fitted on)",
             ),
         )
     profile = catalog.engine(word)
-    params, fitted = profile.params_for(family)
-    notes: tuple[Note, ...] = ()
-    if not params.points:
-        notes = (
+    engine, fitted = engine_for(profile, family, catalog.engines())
+    notes: list[Note] = []
+    if not engine.params[0].points:
+        notes.append(
             Note(
                 "engine-not-fitted",
                 f"{profile.name} has no published measurements of its own, so its parameters "
                 f"are an assumption: {profile.notes or 'see decodecalc engines'}",
-            ),
+            )
         )
-    elif fitted != family:
-        notes = (
+    if fitted is not None:
+        others = len(engine.params) - 1
+        joined = (
+            f" with the {others} profile{'s' * (others > 1)} measured on {family} (the "
+            "median of them all; the band spans them)"
+            if others
+            else ""
+        )
+        notes.append(
             Note(
                 "engine-fallback",
                 f"{profile.name} has no measurements on {family} GPUs: its {fitted} "
-                "parameters stand in, so expect a wider error than its band says",
-            ),
+                f"parameters stand in{joined}, so expect a wider error than its band says",
+            )
         )
-    return Engine(profile.id, (params,), family, (profile.id,)), notes
+    return engine, tuple(notes)
 
 
 def resolve_weights(
@@ -210,3 +348,63 @@ def _dtype(catalog: Catalog, value: str | DType) -> DType:
 
 def _rate(value: str | int) -> int:
     return parse_bandwidth(value) if isinstance(value, str) else value
+
+
+def resolve_rates(
+    catalog: Catalog, price: str | float | None, power: str | float | None, gpu: GpuSpec | None
+) -> Rates:
+    """The price per GPU-hour (dollars, a price list's entry for the GPU, or 'lowest': the
+    cheapest list naming it) and the board power (given, else the GPU preset's TDP)."""
+    dollars, listed = _price(catalog, price, gpu)
+    if power is not None:
+        watts: float | None = (
+            parse_power(power) if isinstance(power, str) else checked_power(power, "power")
+        )
+        power_source = "given"
+    else:
+        watts = None if gpu is None else gpu.power_w
+        power_source = "" if watts is None or gpu is None else gpu.id
+    source, date = ("given", "") if listed is None else (listed.id, listed.date)
+    return Rates(dollars, "" if dollars is None else source, date, watts, power_source)
+
+
+def _price(
+    catalog: Catalog, value: str | float | None, gpu: GpuSpec | None
+) -> tuple[float | None, PriceList | None]:
+    """Dollars per GPU-hour and the price list they came from (None: given, or no price)."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        return checked_price(value, "price"), None
+    dollars, lists = price_lists(catalog, value)
+    if dollars is not None:
+        return dollars, None
+    if gpu is None:
+        raise InputError(f"price {value!r} names a price list: give --gpu, or a price in dollars")
+    quoted = [(price, p) for p in lists if (price := p.price(gpu.id)) is not None]
+    if not quoted:
+        where = "no price list" if len(lists) > 1 else lists[0].id
+        raise InputError(
+            f"{where} gives a price for {gpu.id}: give --price in dollars per GPU-hour, "
+            "e.g. --price 2.49"
+        )
+    return min(quoted, key=lambda q: q[0])
+
+
+def price_lists(catalog: Catalog, text: str) -> tuple[float | None, list[PriceList]]:
+    """What a --price text says: dollars per GPU-hour, or the price lists to look the GPU
+    up in (one named, or every one for 'lowest'); anything else is an input error."""
+    dollars = parse_price(text)
+    if dollars is not None:
+        return dollars, []
+    word = text.strip().lower()
+    if word == "lowest":
+        return None, catalog.price_lists()
+    try:
+        return None, [catalog.price_list(word)]
+    except InputError:
+        known = ", ".join(catalog.ids("prices"))
+        raise InputError(
+            f"price {text!r} is not dollars per GPU-hour (e.g. 2.49 or 2.49USD/h), a price list "
+            f"({known}) or 'lowest'"
+        ) from None

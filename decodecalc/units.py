@@ -145,15 +145,20 @@ def parse_size(text: str, what: str = "memory") -> int:
 
 
 def parse_flops(text: str) -> int:
-    """Parse a compute rate such as ``989.4TFLOP/s`` into integer FLOP per second.
+    """Parse a compute rate such as ``989.4TFLOP/s`` into integer FLOP per second;
+    ``TFLOPS``, as datasheets write it, is the same unit.
 
-    >>> parse_flops("989.4TFLOP/s"), parse_flops("2.25 PFLOP/s")
-    (989400000000000, 2250000000000000)
+    >>> parse_flops("989.4TFLOP/s"), parse_flops("2.25 PFLOP/s"), parse_flops("989TFLOPS")
+    (989400000000000, 2250000000000000, 989000000000000)
     """
-    what, examples = "compute rate", "e.g. 989.4TFLOP/s, 2.25PFLOP/s"
+    what, examples = "compute rate", "e.g. 989.4TFLOP/s, 989.4TFLOPS, 2.25PFLOP/s"
     value, unit = _split(text, what, examples)
     prefix, _, rest = unit.partition("FLOP")
-    if rest not in ("/s", "s") or len(prefix) > 1 or (prefix and prefix not in _FLOPS_PREFIXES):
+    if (
+        rest not in ("/s", "s", "S")
+        or len(prefix) > 1
+        or (prefix and prefix not in _FLOPS_PREFIXES)
+    ):
         raise InputError(f"{what} {text!r} needs a unit ({examples})")
     limit, scale = 10**21, _DECIMAL_PREFIX[prefix.lower()]
     return _to_positive_int(value * scale, text, what, limit, "FLOP/s")

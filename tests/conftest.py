@@ -23,9 +23,11 @@ Run = Callable[..., Result]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Tests never write the user's preset cache: a fresh one per run, set before any
-    module-level catalog loads presets."""
+    """Tests never write the user's preset cache (a fresh one per run, set before any
+    module-level catalog loads presets) and never reach the network."""
     os.environ["DECODECALC_CACHE"] = tempfile.mkdtemp(prefix="decodecalc-cache-")
+    # huggingface_hub reads HF_HUB_OFFLINE once, when first imported: set before any test.
+    os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +36,9 @@ def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("DECODECALC_PRESETS", raising=False)
+    # Offline: a name that could be a Hub id never reaches the network (tests/test_hub.py
+    # runs the client against a local server with its own environment).
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")

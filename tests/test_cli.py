@@ -63,6 +63,11 @@ def test_json_document(cli: Run) -> None:
         "link_bandwidth_bytes_per_s": None,
         "overhead_ms": 0.0,
         "engine": "typical",
+        "pp": 1,
+        "ep": False,
+        "dp_attention": False,
+        "gpus_per_node": None,
+        "node_link": None,
     }
     assert doc["weight_bytes_per_step"] == 69_503_033_344
     assert doc["kv_bytes_per_token"] == 163_840
@@ -88,6 +93,8 @@ def test_json_document(cli: Run) -> None:
         "expected_ms_per_token",
         "expected_low_ms_per_token",
         "expected_high_ms_per_token",
+        *("allreduce_ms", "all_to_all_ms", "handoff_ms"),  # comm_ms's parts
+        *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
     assert round(last["ms_per_token"], 3) == 30.529
@@ -282,8 +289,9 @@ def test_scenario_commands_share_one_set_of_options(command: str) -> None:
 
     params = {p.name: p for p in full_command().commands[command].params}
     assert [o.name for o in SCENARIO_OPTIONS] == list(field_names(ScenarioSpec))
+    axes = {o.name for o in SCENARIO_OPTIONS if o.axis is not None and o.kind is int}
     for name, default in field_defaults(ScenarioSpec).items():
-        listed = command in ("compare", "sweep") and name in ("batch", "tp")
+        listed = command in ("compare", "sweep") and name in axes
         assert params[name].default == (str(default) if listed else default), name
     assert "presets" in params and params["model"].required
 

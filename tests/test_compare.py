@@ -107,6 +107,8 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         "crossover_context",
         "engine",
         "v_dtype",
+        *("pp", "ep", "dp_attention"),
+        *("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens"),
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -129,6 +131,8 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         "crossover_context",
         "engine",
         "v_dtype",
+        *("pp", "ep", "dp_attention"),
+        *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 

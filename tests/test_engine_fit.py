@@ -194,12 +194,12 @@ class TestCalibrateRecovers:
         assert doc["overhead_per_layer_ms"] == pytest.approx(0.05)
 
 
-def test_allreduce_latency_from_tp_points() -> None:
-    """Hand-made terms: two models (32 and 80 layers) at TP 1, 2, 4 and 8, made with
-    e_w 0.8, 30 us per all-reduce (2 per layer at TP > 1), 100 us per step, 20 us per layer."""
+def tp_terms(tps: tuple[int, ...]) -> list[StepTerms]:
+    """Hand-made terms: two models (32 and 80 layers) at the given TPs, made with e_w 0.8,
+    30 us per all-reduce (2 per layer at TP > 1), 100 us per step, 20 us per layer."""
     terms = []
     for layers, weight_bytes in ((32, 16e9), (80, 140e9)):
-        for tp in (1, 2, 4, 8):
+        for tp in tps:
             calls = 0 if tp == 1 else 2 * layers
             weight_s = weight_bytes / tp / H100
             measured = weight_s / 0.8 + calls * 30e-6 + 100e-6 + layers * 20e-6
@@ -218,13 +218,26 @@ def test_allreduce_latency_from_tp_points() -> None:
                     context_tokens=100,
                 )
             )
-    fit = fit_step_model(terms)
+    return terms
+
+
+def test_allreduce_latency_from_tp_points() -> None:
+    fit = fit_step_model(tp_terms((1, 2, 4, 8)))
     p = fit.params
     assert fit.fitted == ("weight_efficiency", "allreduce_latency", "per_step", "per_layer")
     assert p.weight_efficiency == pytest.approx(0.8, rel=1e-6)
     assert p.allreduce_latency_s == pytest.approx(30e-6, rel=1e-6)
     assert p.per_step_s == pytest.approx(100e-6, rel=1e-6)
     assert p.per_layer_s == pytest.approx(20e-6, rel=1e-6)
+
+
+def test_tp_only_points_charge_fixed_costs_to_the_all_reduces() -> None:
+    """The points above at TP 2, 4 and 8 only: the per-step cost is not fitted but held at
+    the prior's (0 here) with the reason, and the all-reduce latency is fitted."""
+    fit = fit_step_model(tp_terms((2, 4, 8)))
+    assert "per_step" not in fit.fitted and "allreduce_latency" in fit.fitted
+    assert fit.params.per_step_s == 0.0
+    assert any(h.startswith("per_step 0 us (every point is TP > 1") for h in fit.held)
 
 
 def test_terms_agree_with_the_engine_formula(catalog: Catalog) -> None:

@@ -47,6 +47,8 @@ def json_of(*args: str) -> Any:
 def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     model = draw(st.sampled_from(MODELS))
     tp = draw(st.sampled_from(CATALOG.model(model).valid_tp()[:4]))
+    pp = draw(st.sampled_from([None, 2]))
+    moe = CATALOG.model(model).moe()
     gpu = draw(st.sampled_from(GPUS))
     links = ["none", "pcie5", *([None] if CATALOG.gpu(gpu).link else [])]
     return {
@@ -56,16 +58,24 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "kv_dtype": draw(st.sampled_from(KV)),
         "batch": draw(st.integers(1, 64)),
         "tp": tp,
+        "pp": pp,
+        # Experts placed whole: every drawn TP size divides these models' expert counts.
+        "ep": draw(st.sampled_from([None, True])) if moe is not None else None,
         "efficiency": draw(st.sampled_from(["1", "0.7"])),
         "overhead": draw(st.sampled_from([None, "0.25ms"])),
-        "link": draw(st.sampled_from(links)) if tp > 1 else None,
+        "link": draw(st.sampled_from(links)) if tp > 1 or pp else None,
         "context": draw(st.integers(0, 300_000)),
     }
 
 
 def flags(case: dict[str, Any]) -> list[str]:
     given_ = [(k, v) for k, v in case.items() if v is not None and k != "context"]
-    return [text for k, v in given_ for text in (f"--{k.replace('_', '-')}", str(v))]
+    # A true flag (--ep) is given bare.
+    return [
+        text
+        for k, v in given_
+        for text in (f"--{k.replace('_', '-')}", *(() if v is True else (str(v),)))
+    ]
 
 
 @settings(
@@ -90,6 +100,7 @@ def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) ->
     assert swept["ms_per_token"] == pytest.approx(ms, rel=1e-12)
     assert swept["kv_dtype"] == row["inputs"]["kv_dtype"]
     assert swept["crossover_context"] == row["crossover_context"]
+    assert (swept["pp"], swept["ep"]) == (case["pp"] or 1, bool(case["ep"]))
 
     explained = json_of("explain", *flags(case), "-c", context, "--json")
     assert explained["rows"] == row["rows"]

@@ -39,6 +39,7 @@ def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
         "links": catalog.link,
         "recipes": catalog.recipe,
         "engines": catalog.engine,
+        "prices": catalog.price_list,
     }
     preset = lookups[kind](path.stem)
     assert preset.id == path.stem

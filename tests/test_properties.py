@@ -139,9 +139,13 @@ def test_crossover_is_where_kv_meets_weights_on_every_model(s: Scenario) -> None
         assert est.rows[-1].kv_bytes < est.weight_bytes_per_step
         return
     row = next(r for r in est.rows if r.is_crossover)
-    assert (
-        abs(row.kv_bytes - row.weight_bytes) <= row.weight_bytes / max(est.crossover_context, 1) + 2
-    )
+    # The row is T* rounded to a whole token, so KV there is off by at most one token's
+    # growth: the local slope, not the average W/T*, since chunked attention (Llama 4) grows
+    # faster than average inside a chunk.
+    t = row.context_tokens
+    kv = {r.context_tokens: r.kv_bytes for r in estimate(s, [max(t - 1, 0), t, t + 1]).rows}
+    step = max(kv[t + 1] - kv[t], kv[t] - kv[max(t - 1, 0)])
+    assert abs(row.kv_bytes - row.weight_bytes) <= step + 2
 
 
 @settings(max_examples=100, deadline=None)

@@ -11,7 +11,9 @@ from types import ModuleType
 import pytest
 import yaml
 
-from decodecalc.loading.catalog import presets_dir
+from decodecalc.calibration.validation import stand_in
+from decodecalc.loading.catalog import Catalog, presets_dir
+from decodecalc.scenarios import resolve_engine
 from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,14 +104,15 @@ def test_unknown_engine(cli: Run, toy: tuple[Path, Path]) -> None:
 
 
 def test_shipped_profiles_on_the_published_points(cli: Run) -> None:
-    """The issue's acceptance: median absolute error <= 6% with the shipped profiles.
-    (Leave-one-group-out is reported, not held to a number here: see docs/accuracy.md.)"""
+    """The issue's acceptance: median absolute error <= 6% with the shipped profiles and
+    <= 10% with each group left out. (The left-out p90, 30% in the issue, is not met: see
+    docs/accuracy.md for the groups that miss and why.)"""
     doc = json.loads(cli("validate", str(POINTS), "--json").out)
     summary = doc["summary"]
     excluded = sum(1 for p in yaml.safe_load(POINTS.read_text())["points"] if "exclude" in p)
     assert summary["n"] == 232 - excluded
     assert summary["mdape"] <= 6
-    assert summary["logo_mdape"] >= summary["mdape"]
+    assert summary["mdape"] <= summary["logo_mdape"] <= 10
     assert {g["group"] for g in doc["groups"]} >= {
         "vllm/nvidia-datacenter",
         "llama.cpp-metal/apple",
@@ -127,16 +130,113 @@ def fitting_script() -> ModuleType:
 
 
 def test_fitting_script_is_deterministic_and_shipped(tmp_path: Path) -> None:
-    """Two runs write the same bytes, and those are the profiles that ship."""
+    """Two runs over the shipped profiles write the same bytes, and those are the profiles
+    that ship (their hand-written ``serving:`` blocks carried over)."""
     script = fitting_script()
+    shipped = {p.name: p.read_bytes() for p in (presets_dir() / "engines").glob("*.yaml")}
     for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+        for name, text in shipped.items():
+            (tmp_path / run / name).write_bytes(text)
         assert script.main(["--points", str(POINTS), "--out", str(tmp_path / run)]) == 0
     first = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
     assert first == {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
-    shipped = {p.name: p.read_bytes() for p in (presets_dir() / "engines").glob("*.yaml")}
     assert first == shipped, "presets/engines/ is stale: run python validation/fit_engines.py"
     required = "vllm sglang tensorrt-llm llama.cpp llama.cpp-metal lmdeploy tgi mlx gpt-fast"
     assert {f"{e}.yaml" for e in required.split()} <= set(first)
+
+
+def test_a_refit_keeps_the_hand_written_serving_block(tmp_path: Path) -> None:
+    """A profile's ``serving:`` block (scheduler defaults, written by hand) survives a refit
+    byte for byte, with the comment above it; the fitted part is rewritten."""
+    block = (
+        "# scheduler defaults, by hand\n"
+        "serving:\n"
+        "  max_num_seqs:\n"
+        "    value: 256  # the engine's default\n"
+        "\n"
+        "    source: somewhere\n"
+    )
+    target = tmp_path / "vllm.yaml"
+    target.write_text("name: stale\nfamilies: {}\n" + block)
+    assert fitting_script().main(["--points", str(POINTS), "--out", str(tmp_path)]) == 0
+    text = target.read_text()
+    assert text.endswith("\n" + block) and "name: vLLM" in text and "stale" not in text
+    assert yaml.safe_load(text)["serving"]["max_num_seqs"]["value"] == 256
+
+
+FALLBACK_TOYS = {
+    # a: measured on two families, most points on nvidia-datacenter.
+    "toy-a": {
+        "nvidia-datacenter": {"weight_efficiency": 0.5, "kv_efficiency": 0.5, "points": 10},
+        "amd-instinct": {"weight_efficiency": 0.25, "kv_efficiency": 0.25, "points": 3},
+    },
+    # b: measured on the family a has no data for ('other': TPUs).
+    "toy-b": {
+        "other": {
+            "weight_efficiency": 0.8,
+            "kv_efficiency": 0.8,
+            "per_step": "1ms",
+            "points": 5,
+        }
+    },
+    # c: carried over, no points of its own: it has no vote.
+    "toy-c": {"other": {"weight_efficiency": 0.1, "kv_efficiency": 0.1, "points": 0}},
+}
+
+
+def test_a_profile_without_data_for_the_family_falls_back_visibly(cli: Run, tmp_path: Path) -> None:
+    """Without data for the GPU's family, a profile's best-measured family is one vote
+    among the profiles measured on that family (physics.engine.engine_for); the median
+    of them is expected, the band spans them all, and a note says so."""
+    presets = tmp_path / "presets"
+    (presets / "engines").mkdir(parents=True)
+    for name, families in FALLBACK_TOYS.items():
+        for family in families.values():
+            family.update(per_layer=family.get("per_layer", "0us"), band_low=0.9, band_high=1.2)
+            family.setdefault("per_step", "0us")
+        doc = {"name": name, "source": "hand-written for this test", "families": families}
+        (presets / "engines" / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+    args = ("estimate", "-m", "llama-3.1-8b", "-c", "1000", "--presets", str(presets), "--json")
+    doc = json.loads(cli(*args, "-g", "tpu-v5p", "--engine", "toy-a").out)
+    (row,) = doc["rows"]
+    # Llama-3.1-8B BF16 at context 1,000: 15,009,849,344 weight + 1,000 x 131,072 KV bytes
+    # = 15,140,921,344 bytes; / 2.765e12 B/s (TPU v5p) = 5.475921 ms at the roofline.
+    # toy-a's nvidia-datacenter fit (10 points, not amd-instinct's 3): / 0.5 = 10.951842 ms;
+    # toy-b on 'other': / 0.8 + 1 ms = 7.844901 ms; toy-c has no points and no vote.
+    # Median of two = their mean 9.398371 ms; band: low 0.9 x 7.844901 = 7.060411, high
+    # 1.2 x 10.951842 = 13.142210 ms.
+    roofline = 15_140_921_344 / 2.765e12 * 1000
+    assert row["ms_per_token"] == pytest.approx(roofline, rel=1e-6)
+    a, b = roofline / 0.5, roofline / 0.8 + 1.0
+    assert row["expected_ms_per_token"] == pytest.approx((a + b) / 2, rel=1e-6)
+    assert row["expected_low_ms_per_token"] == pytest.approx(0.9 * b, rel=1e-6)
+    assert row["expected_high_ms_per_token"] == pytest.approx(1.2 * a, rel=1e-6)
+    (note,) = [n for n in doc["notes"] if n["code"] == "engine-fallback"]
+    assert (
+        "no measurements on other GPUs: its nvidia-datacenter parameters stand in with the "
+        "1 profile measured on other" in note["message"]
+    )
+    # On a family it was measured on, a profile is its own fit alone: 15,140,921,344 /
+    # 3.35e12 (H100 SXM) / 0.5 = 9.039356 ms, and no note.
+    doc = json.loads(cli(*args, "-g", "h100-sxm", "--engine", "toy-a").out)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(9.039356, rel=1e-6)
+    assert not [n for n in doc["notes"] if n["code"] == "engine-fallback"]
+
+
+def test_leave_one_group_out_resolves_engines_as_users_get_them(catalog: Catalog) -> None:
+    """validate's stand-in (what leave-one-group-out predicts with) is the rule --engine
+    resolves a profile by, for every shipped profile on every GPU family."""
+    gpus = {"nvidia-datacenter": "h100-sxm", "nvidia-consumer": "rtx-4090"}
+    gpus |= {"amd-instinct": "mi300x", "apple": "m2-ultra", "other": "tpu-v5p"}
+    profiles = catalog.engines()
+    for profile in profiles:
+        for family, gpu in gpus.items():
+            engine, _ = resolve_engine(catalog, profile.id, catalog.gpu(gpu))
+            assert engine.params == stand_in(profiles, profile.id, family)[0]
+    for family, gpu in gpus.items():
+        engine, _ = resolve_engine(catalog, None, catalog.gpu(gpu))
+        assert engine.params == stand_in(profiles, "typical", family)[0]
 
 
 def test_engines_without_points_say_so() -> None:

@@ -4,7 +4,13 @@
 
 Rewrites presets/engines/<engine>.yaml for every engine with points, plus the engines the
 issue asks for that have none, carried over from the closest measured engine and marked
-so (``points: 0``, ``fitted: none``). The same points and code give the same bytes.
+so (``points: 0``, ``fitted: none``). The same points and code give the same bytes. A
+hand-written ``serving:`` block (scheduler defaults) already in a profile is kept verbatim.
+
+A profile has no entry for a family it has no points on: --engine then takes its
+best-measured family as one vote among the profiles measured on that family
+(decodecalc/physics/engine.py: engine_for), the rule `decodecalc validate`'s
+leave-one-group-out figure measures.
 
 The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code):
 - Points without ``exclude`` count; each belongs to its engine and its GPU's family
@@ -16,9 +22,10 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the all-reduce latency (where there are TP > 1 points), the per-step cost, the
   per-layer cost (where layer counts mix), each only where the points separate it from
-  what came before and number at least twice the unknowns. A cost not fitted is 0 (the
-  all-reduce latency: the link's). The ``fitted:`` line of each family says which were
-  fitted and why the others were not.
+  what came before and number at least twice the unknowns. A per-layer or per-step cost
+  not fitted is that of one fit over every engine's points on the same GPU family (never
+  zero: every engine pays launch costs); the all-reduce latency not fitted is the link's.
+  The ``fitted:`` line of each family says which were fitted and why the others were not.
 - KV read mode: the one that fits better ('per-query-head' only when 1% better).
 - A point whose compute at the GPU's peak exceeds its memory time at the fitted
   efficiencies is fitted as compute + fixed costs.
@@ -138,9 +145,36 @@ def main(argv: list[str] | None = None) -> int:
     name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)
     for engine, text in profiles(fits, name).items():
-        (args.out / f"{engine}.yaml").write_text(text, encoding="utf-8")
-        print(f"wrote {args.out / engine}.yaml")
+        target = args.out / f"{engine}.yaml"
+        old = target.read_text(encoding="utf-8") if target.exists() else ""
+        target.write_text(text + kept_blocks(old), encoding="utf-8")
+        print(f"wrote {target}")
     return 0
+
+
+KEPT = ("serving",)
+"""Top-level blocks of a profile written by hand, not fitted (scheduler defaults): a refit
+carries them over verbatim, comments and layout included."""
+
+
+def kept_blocks(text: str) -> str:
+    """The KEPT blocks of a profile's text, each from its key's line to the next top-level
+    line (the comments just above a block stay with it)."""
+    kept: list[str] = []
+    pending: list[str] = []
+    keeping = False
+    for line in text.splitlines(keepends=True):
+        top = bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
+        if top:
+            keeping = line.split(":", 1)[0].strip() in KEPT
+            if keeping:
+                kept += pending
+        if keeping:
+            kept.append(line)
+        pending = [*pending, line] if line.startswith("#") and not keeping else []
+    if kept and not kept[-1].endswith("\n"):
+        kept[-1] += "\n"
+    return "".join(kept)
 
 
 if __name__ == "__main__":

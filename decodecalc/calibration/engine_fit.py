@@ -18,8 +18,10 @@ e_kv at the prior's ratio to e_w, a cost at the prior's figure, the all-reduce l
 the prior's or else the link's. So a single model at several contexts fits e_w and e_kv
 and folds its fixed costs into e_w; models of one layer count put the whole fixed cost per
 step (as the roofline's overhead does), and a per-layer cost needs several layer counts.
-The all-reduce latency comes before the fixed costs: where every point is TP > 1 the two
-cannot be told apart, and the cost is better charged to the all-reduces, which a TP 1
+The all-reduce latency comes before the fixed costs, and where every point is TP > 1 the
+per-step cost is not fitted at all: such points tell a constant per step from a latency
+per call only through the layer counts of different models, which differ in kernels per
+layer too, so the fixed cost is charged to the all-reduces (2 per layer), which a TP 1
 deployment of the same engine does not pay.
 
 A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
@@ -107,8 +109,8 @@ def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms
     step = step or StepModel.of(s)
     row = step.row(point.context_tokens)
     bandwidth = s.bandwidth_bytes_per_s
-    latency = 0.0 if step.allreduce is None else step.allreduce.link.latency_s
-    calls = 0 if step.allreduce is None else 2 * len(s.model.layers)
+    latency = 0.0 if step.comm is None else step.comm.group_link.latency_s
+    calls = 0 if step.comm is None else step.comm.calls
     kv = row.kv_bytes
     return StepTerms(
         weight_s=step.weight_bytes / bandwidth,
@@ -224,8 +226,11 @@ def _fit_once(
             w + kv / ratio for w, kv in zip(columns[WEIGHTS], columns[KV], strict=True)
         ]
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
+    tp_only = all(t.calls for t in terms)
     for name in PARAMETERS[2:]:
-        if not _independent(columns[name], [columns[c] for c in chosen]):
+        if name == "per_step" and tp_only:
+            held.append(_held(name, prior, terms, "every point is TP > 1: charged per call"))
+        elif not _independent(columns[name], [columns[c] for c in chosen]):
             held.append(_held(name, prior, terms))
         elif distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
             held.append(_held(name, prior, terms, f"only {distinct} distinct points"))

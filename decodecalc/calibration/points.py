@@ -39,6 +39,16 @@ prefills; the median inter-token latency is the closest of them to a pure decode
 
 
 @record
+class ServingLoad:
+    """What a serving benchmark sent and the TTFT it measured, beside the point's TPOT."""
+
+    input_len: int
+    output_len: int
+    concurrency: int
+    ttft_seconds: float | None = None
+
+
+@record
 class MeasuredPoint:
     scenario: Scenario
     context_tokens: int
@@ -54,6 +64,9 @@ class MeasuredPoint:
     """A key of MEASURED_KINDS; None where the file does not say."""
     gpu_count: int | None = None
     """GPUs used where it differs from tp (a layer split across 8 GPUs at tp 1)."""
+    serving: ServingLoad | None = None
+    """A serving benchmark's workload, which 'decodecalc validate' replays through the
+    serving model (calibration/serving_points.py); None for other points."""
 
 
 def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
@@ -97,13 +110,29 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     engine, version, group = (f.text(name, "") or None for name in _LABELS)
     measured = _measured_kind(f)
     gpu_count = f.optional_integer("gpu_count")
+    serving = _serving_load(f)
     if gpu_count is not None and gpu_count < spec.tp:
         raise f.error("gpu_count", f"must be at least tp ({spec.tp}), got {gpu_count}")
     f.finish()
     if scenario is None:
         return None
     return MeasuredPoint(
-        scenario, context, ms / 1000, source, engine, version, group, measured, gpu_count
+        scenario, context, ms / 1000, source, engine, version, group, measured, gpu_count, serving
+    )
+
+
+def _serving_load(f: Fields) -> ServingLoad | None:
+    """A serving point's workload (input_len, output_len, concurrency, optionally
+    ttft_ms): all three or none."""
+    sizes = [f.optional_integer(name) for name in ("input_len", "output_len", "concurrency")]
+    ttft = f.fraction("ttft_ms", MAX_MS_PER_TOKEN) if f.has("ttft_ms") else None
+    if all(size is None for size in sizes) and ttft is None:
+        return None
+    input_len, output_len, concurrency = sizes
+    if input_len is None or output_len is None or concurrency is None:
+        raise f.error("input_len", "a serving workload needs input_len, output_len and concurrency")
+    return ServingLoad(
+        input_len, output_len, concurrency, None if ttft is None else float(ttft) / 1000
     )
 
 

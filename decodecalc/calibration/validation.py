@@ -6,11 +6,13 @@ the fitting script (validation/fit_engines.py, which writes presets/engines/) an
 `decodecalc validate`, which refits in-process to predict each group of points with
 profiles fitted without it.
 
-Leave-one-group-out stands in for a group as decodecalc would if that group had never been
-measured: the same engine on the same family, fitted on its other points; else the same
-engine's family with the most points (what a profile does on a family it has no data for);
-else the typical of the other engines on that family (the median of their predictions,
-what a query without --engine shows); else the typical of every profile.
+Leave-one-group-out predicts a group as decodecalc would if that group had never been
+measured: every profile refitted without it, then resolved for the group's engine and GPU
+family by the rule --engine uses (physics.engine.engine_for: the engine's own fit for the
+family; without one, its best-measured family as one vote among the profiles measured on
+the family); an engine left without a profile, and points that name none, get the typical
+band (physics.engine.typical, what a query without --engine shows). So the figure measures
+what a user on an unmeasured engine or family gets.
 """
 
 from __future__ import annotations
@@ -29,10 +31,14 @@ from decodecalc.calibration.engine_fit import (
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.engine import (
+    GPU_FAMILIES,
     Engine,
     EngineParams,
+    EngineProfile,
+    engine_for,
     expected_for,
     gpu_family,
+    measured_on,
     typical,
 )
 from decodecalc.physics.estimator import Row, StepModel
@@ -101,17 +107,22 @@ Fits = dict[tuple[str, str], FamilyFit]
 
 
 def fit_engines(points: Sequence[Labelled]) -> Fits:
-    """Every engine+family with points, fitted in two passes. The first assumes e_kv at
-    FLASH_KV_RATIO x e_w where the points cannot show it. The second refits each family
-    that could not identify e_kv with the ratio and read mode of the same engine's
-    best-measured family (most points) that could: the same kernels on other chips say
-    more than a constant. Fixed costs are not lent: another family's launch costs can
-    exceed a whole step here (the fit could only answer with e_w at its bound)."""
+    """Every engine+family with points, fitted in two passes on family_prior's costs. The
+    first assumes e_kv at FLASH_KV_RATIO x e_w where the points cannot show it. The second
+    refits each family that could not identify e_kv with the ratio and read mode of the
+    same engine's best-measured family (most points) that could: the same kernels on other
+    chips say more than a constant. One family's fitted costs are not lent to another:
+    an engine's launch costs on one vendor can exceed a whole step on another (the fit
+    could only answer with e_w at its bound)."""
     keyed: dict[tuple[str, str], list[Labelled]] = {}
     for p in points:
         if p.engine != TYPICAL:
             keyed.setdefault((p.engine, p.family), []).append(p)
-    first = {key: _fit(key, members, BASE_PRIOR) for key, members in keyed.items()}
+    priors = {
+        family: family_prior([m.terms for (_, f), ms in keyed.items() if f == family for m in ms])
+        for family in {f for _, f in keyed}
+    }
+    first = {key: _fit(key, members, priors[key[1]]) for key, members in keyed.items()}
     fits: Fits = {}
     for key, members in sorted(keyed.items()):
         lenders = [
@@ -124,14 +135,24 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
             continue
         lender = max(lenders, key=lambda p: p.points)
         ratio = lender.kv_efficiency / lender.weight_efficiency
-        fits[key] = _fit(
-            key, members, replace(BASE_PRIOR, kv_efficiency=ratio, kv_read=lender.kv_read)
-        )
+        prior = replace(priors[key[1]], kv_efficiency=ratio, kv_read=lender.kv_read)
+        fits[key] = _fit(key, members, prior)
     return fits
 
 
 BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
-"""What an engine's first fit assumes where its points cannot tell."""
+"""What family_prior's pooled fit assumes where the points cannot tell."""
+
+
+def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
+    """What a group's fit assumes for the costs its own points cannot identify: the
+    per-layer and per-step costs of one fit over every engine's points on the same GPU
+    family, not zero. Every engine pays launch, norm and sampling costs, at a price set
+    by the vendor's runtime; a group of one model and one layer count cannot tell them
+    from e_w and, at zero, folds them into a lower e_w that mispredicts every other model
+    size. The all-reduce latency stays the link's (each TP group fits its own)."""
+    pooled = fit_step_model(terms, BASE_PRIOR).params
+    return replace(BASE_PRIOR, per_layer_s=pooled.per_layer_s, per_step_s=pooled.per_step_s)
 
 
 def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
@@ -151,20 +172,35 @@ def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
     return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
 
 
-def stand_in(fits: Fits, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
-    """The parameters that predict an engine on a family, and in words which they are
-    (see the module docstring for the order)."""
-    if (engine, family) in fits:
-        return (fits[engine, family].fit.params,), f"{engine} on {family}"
-    own = [f for (e, _), f in sorted(fits.items()) if e == engine]
-    if own:
-        best = max(own, key=lambda f: f.fit.params.points)
-        return (best.fit.params,), f"{engine} on {best.family}"
-    on_family = [f.fit.params for (_, fam), f in sorted(fits.items()) if fam == family]
-    if on_family:
-        return tuple(on_family), f"typical of {len(on_family)} profiles on {family}"
-    every = tuple(f.fit.params for _, f in sorted(fits.items()))
-    return every, f"typical of all {len(every)} profiles" if every else "the roofline (no profiles)"
+def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
+    """Fits as the engine profiles the presets would hold (families in the loader's order)."""
+    table: dict[str, list[tuple[str, EngineParams]]] = {}
+    for (engine, family), f in sorted(fits.items(), key=lambda i: GPU_FAMILIES.index(i[0][1])):
+        table.setdefault(engine, []).append((family, f.fit.params))
+    return tuple(EngineProfile(e, e, tuple(families)) for e, families in sorted(table.items()))
+
+
+def stand_in(
+    profiles: Sequence[EngineProfile], engine: str, family: str
+) -> tuple[tuple[EngineParams, ...], str]:
+    """The parameters that predict an engine on a family, as decodecalc resolves them
+    (physics.engine.engine_for; an engine with no profile left, or none named, gets the
+    typical band, what a query without --engine shows), and in words which they are."""
+    profile = next((p for p in profiles if p.id == engine), None)
+    if profile is not None:
+        found, fitted = engine_for(profile, family, profiles)
+        if fitted is None:
+            return found.params, f"{engine} on {family}"
+        others = len(found.params) - 1
+        return found.params, f"{engine} on {fitted}" + (
+            f" with {others} profile{'s' * (others > 1)} on {family}" if others else ""
+        )
+    every = typical(profiles, family).params
+    if not every:
+        return every, "the roofline (no profiles)"
+    if measured_on(profiles, family):
+        return every, f"typical of {len(every)} profiles on {family}"
+    return every, f"typical of all {len(every)} profiles"
 
 
 @record
@@ -182,12 +218,11 @@ def leave_one_group_out(points: Sequence[Labelled]) -> dict[str, HeldOut]:
     out = {}
     for group in sorted({p.group for p in points}):
         held = [p for p in points if p.group == group]
-        fits = fit_engines([p for p in points if p.group != group])
+        profiles = profiles_of(fit_engines([p for p in points if p.group != group]))
         predictions, words = [], ""
         for p in held:
-            engine = p.engine if p.engine != TYPICAL else ""
-            params, words = stand_in(fits, engine, p.family)
-            predictions.append(predict(p, params, engine or TYPICAL))
+            params, words = stand_in(profiles, p.engine, p.family)
+            predictions.append(predict(p, params, p.engine))
         out[group] = HeldOut(group, tuple(predictions), words)
     return out
 
@@ -290,11 +325,8 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
 def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
     """The shipped parameters for an engine on a family, as --engine resolves them (an
     unknown engine is an error with a did-you-mean)."""
-    if engine == TYPICAL:
-        every = typical(catalog.engines(), family).params
-        return every, f"typical of {len(every)} profiles on {family}"
-    params, fitted = catalog.engine(engine).params_for(family)
-    return (params,), f"{engine} on {fitted}"
+    known = engine if engine == TYPICAL else catalog.engine(engine).id
+    return stand_in(catalog.engines(), known, family)
 
 
 BAND_PERCENTILES = (10, 90)

@@ -19,6 +19,7 @@ from decodecalc.checks.settings import (
     Settings,
     context_list,
     efficiency_setting,
+    flag,
     locate,
     number,
     show,
@@ -26,7 +27,7 @@ from decodecalc.checks.settings import (
     tokens,
     whole,
 )
-from decodecalc.checks.targets import Targets
+from decodecalc.checks.targets import SERVING_TARGETS, Targets
 from decodecalc.checks.vllm import (
     VLLM_ENGINE,
     ServeConfig,
@@ -34,6 +35,7 @@ from decodecalc.checks.vllm import (
     looks_like_vllm,
     read_serve_config,
 )
+from decodecalc.checks.workloads import read_workload
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
@@ -41,6 +43,8 @@ from decodecalc.loading.fields import suggest
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.physics.estimator import Scenario
+from decodecalc.physics.kv_pool import SchedulerLimits, scheduler_limits
+from decodecalc.physics.serving import Workload
 from decodecalc.record import record, replace
 from decodecalc.scenario_spec import ScenarioSpec
 from decodecalc.scenarios import resolve
@@ -56,6 +60,11 @@ DEPLOYMENT_KEYS = (
     "v_dtype",
     "batch",
     "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "gpus_per_node",
+    "node_link",
     "context",
     "efficiency",
     "memory_utilization",
@@ -64,6 +73,9 @@ DEPLOYMENT_KEYS = (
     "engine",
     "targets",
     "vllm_config",
+    "workload",
+    "max_num_batched_tokens",
+    "max_num_seqs",
 )
 TOP_KEYS = ("deployments", "defaults")
 
@@ -81,6 +93,10 @@ class Deployment:
     """What its vLLM config says that a reader of the figures must know."""
     startup_fit: bool = False
     """A vLLM config given no targets: check what vLLM checks when it starts instead."""
+    workload: Workload | None = None
+    """The traffic the serving targets are held under (checks/workloads.py)."""
+    limits: SchedulerLimits | None = None
+    """The server's scheduler limits: its engine's defaults, or what the file sets."""
 
 
 Entry = tuple[Settings, Settings, KeyPath]
@@ -188,8 +204,12 @@ class DeploymentReader:
         # Without targets, only a vLLM config checked alone gets here (see _build).
         asked = bool(deployment.targets.asked())
         notes = serve.notes
+        if deployment.scenario.dp_attention:  # its ranks are not replicas: see _build
+            notes = tuple(n for n in notes if n.code != "vllm-data-parallel")
         if asked and "batch" not in {**start, **own}:  # (a start-up check is at batch 1)
             notes = (*notes, default_batch_note(deployment.scenario.batch))
+        if "speculative" in start and deployment.workload is None:
+            notes = (*notes, UNPRICED_SPECULATION)
         return replace(deployment, notes=notes, startup_fit=not asked)
 
     def _pointed(
@@ -267,6 +287,27 @@ class DeploymentReader:
         if serve is not None and "batch" not in settings:
             batch = serve.default_batch(gpu)
         tp = get("tp", whole)
+        parallel = {
+            "pp": get("pp", whole),
+            "ep": get("ep", flag),
+            "dp_attention": get("dp_attention", flag),
+            "gpus_per_node": get("gpus_per_node", whole),
+            "node_link": get("node_link", text),
+        }
+        given = settings.get("data_parallel_size")  # a vLLM config's, checked where read
+        replicas = given.value if given is not None else None
+        if isinstance(replicas, int) and replicas > 1 and model is not None and model.moe():
+            # vLLM serves a MoE model's data-parallel ranks as data-parallel attention, the
+            # experts spread over every rank's GPUs; each rank schedules its own
+            # max-num-seqs, so the group's batch is that many times the ranks.
+            if tp is not None and tp > 1:
+                problems.items.append(
+                    f"{settings['data_parallel_size'].where}: data-parallel attention with "
+                    "tensor-parallel-size > 1 inside each rank is not modelled: give "
+                    "tensor-parallel-size 1 (decodecalc's dp_attention has one GPU per rank)"
+                )
+            tp, parallel["dp_attention"] = replicas, True
+            batch = None if batch is None else batch * replicas
         contexts = get("context", context_list)
         efficiency = get("efficiency", efficiency_setting)
         utilization = get("memory_utilization", number)
@@ -277,6 +318,20 @@ class DeploymentReader:
             engine = VLLM_ENGINE  # a vLLM serve config is served by vLLM
         targets = _targets(settings, problems, doc, key_path)
         targets = self._cli_targets(targets, problems)
+        workload = read_workload(doc, settings, key_path, problems, self.catalog)
+        limits = {
+            "max_num_batched_tokens": get("max_num_batched_tokens", lambda v: whole(tokens(v))),
+            "max_num_seqs": get("max_num_seqs", whole),
+            "memory_utilization": utilization,
+        }
+        if serve is not None and "max_num_seqs" not in settings:
+            limits["max_num_seqs"] = serve.default_batch(gpu)  # as the decode batch above
+        serving = [t for t in targets.asked() if t in SERVING_TARGETS]
+        if serving and "workload" not in settings:
+            problems.items.append(
+                f"{where}: {name}: {', '.join(serving)} needs a workload: (concurrency or "
+                "request_rate, input_len and output_len)"
+            )
         if model is None and "model" not in settings:
             problems.items.append(f"{where}: missing model (a preset name or a file)")
         if (
@@ -299,22 +354,30 @@ class DeploymentReader:
             "v_dtype": v_kv,
             "batch": batch,
             "tp": tp,
+            **parallel,
             "efficiency": efficiency,
             "memory_utilization": utilization,
             "overhead": overhead,
         }
         spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
-        deployment: Deployment | None = problems.attempt(
-            where,
-            lambda: Deployment(
-                file=doc.path,
-                name=name,
-                scenario=resolve(spec, self.catalog),
-                contexts=contexts or (model.max_context_tokens,),
-                targets=targets,
-            ),
+        scenario: Scenario | None = problems.attempt(where, lambda: resolve(spec, self.catalog))
+        if scenario is None:
+            return None
+        given_limits = {k: v for k, v in limits.items() if v is not None}
+        server: SchedulerLimits | None = problems.attempt(
+            where, lambda: scheduler_limits(scenario.engine, scenario.gpu, **given_limits)
         )
-        return deployment
+        if server is None:
+            return None
+        return Deployment(
+            file=doc.path,
+            name=name,
+            scenario=scenario,
+            contexts=contexts or (model.max_context_tokens,),
+            targets=targets,
+            workload=workload,
+            limits=server,
+        )
 
     def _getter(self, settings: Settings, problems: Problems) -> Getter:
         def get(key: str, convert: Callable[[Any], Any]) -> Any:
@@ -348,6 +411,13 @@ class DeploymentReader:
         if reference.endswith((".yaml", ".yml", ".json")):
             return str(self._relative(doc, reference))
         return reference
+
+
+UNPRICED_SPECULATION = Note(
+    "vllm-speculative-unpriced",
+    "speculative-config: decode-step targets and the start-up check leave speculation out; "
+    "a workload: with speculative: acceptance: prices it in the serving targets",
+)
 
 
 def _cli_target(name: str, given: str) -> Callable[[], Any]:

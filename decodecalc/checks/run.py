@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from decodecalc.checks.deployments import Deployment
-from decodecalc.checks.targets import TargetResult, check, startup_fit
+from decodecalc.checks.targets import (
+    SERVING_TARGETS,
+    TargetResult,
+    check,
+    check_serving,
+    startup_fit,
+)
 from decodecalc.errors import InputError
 from decodecalc.notes import Note, estimate_notes
 from decodecalc.physics.estimator import Estimate, estimate
@@ -32,6 +38,13 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
+        if d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS):
+            from decodecalc.physics.serving import serve
+
+            assert d.limits is not None  # every read deployment has its engine's limits
+            served = serve(d.scenario, d.workload, d.limits)
+            results = (*results, *check_serving(served, d.targets))
+            notes = (*notes, *served.notes)
         if d.startup_fit:
             fit = startup_fit(est)
             results = (*results, fit)

@@ -92,6 +92,13 @@ def whole(value: Any) -> int:
     return value
 
 
+def flag(value: Any) -> bool:
+    """A yes-or-no setting (ep: true): YAML's booleans only, so 'no' is never read as true."""
+    if not isinstance(value, bool):
+        raise InputError(f"expected true or false, got {show(value)}")
+    return value
+
+
 def tokens(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError(f"expected a token count such as 32768 or 32K, got {show(value)}")

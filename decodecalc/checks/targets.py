@@ -6,13 +6,20 @@ the slowest step, the largest KV share, any context that does not fit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from decodecalc.errors import InputError
 from decodecalc.physics.estimator import Estimate, Row
 from decodecalc.physics.memory import MemoryFit
 from decodecalc.record import field_names, record, replace
 
+if TYPE_CHECKING:
+    from decodecalc.physics.serving import ServingResult
+
 SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
 """The targets held to the estimate's step time (the roofline), not to memory."""
+SERVING_TARGETS = ("max_ttft_ms", "max_tpot_ms", "min_output_throughput_tokens_per_s")
+"""The targets held to a server under the deployment's workload (physics/serving.py)."""
 STARTUP_FIT = "vllm_startup_fit"
 """The check a vLLM config gets when it is given no targets: not a target one can ask for."""
 
@@ -29,6 +36,12 @@ class Targets:
     must_fit: bool | None = None
     min_crossover_context: int | None = None
     max_kv_share: float | None = None
+    max_ttft_ms: float | None = None
+    """Mean time to first token under the workload."""
+    max_tpot_ms: float | None = None
+    """Mean time per output token after the first, under the workload."""
+    min_output_throughput_tokens_per_s: float | None = None
+    """Output tokens per second of the whole server under the workload."""
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -144,3 +157,21 @@ def _memory(estimate: Estimate, target: str) -> MemoryFit:
             f"{target} needs a GPU preset (its memory capacity), not a bandwidth alone"
         )
     return estimate.memory
+
+
+def check_serving(result: ServingResult, targets: Targets) -> tuple[TargetResult, ...]:
+    """The serving targets against the server's steady state under the workload (their
+    context, None: a workload has no single one)."""
+    found = {
+        "max_ttft_ms": result.ttft_s * 1000,
+        "max_tpot_ms": result.tpot_s * 1000,
+        "min_output_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
+    }
+    results = []
+    for name in SERVING_TARGETS:
+        limit = getattr(targets, name)
+        if limit is not None:
+            value = found[name]
+            passed = value >= limit if name.startswith("min_") else value <= limit
+            results.append(TargetResult(name, limit, value, None, passed))
+    return tuple(results)

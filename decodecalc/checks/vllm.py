@@ -20,7 +20,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from decodecalc.checks.settings import Problems, Setting, Settings, locate, text, tokens, whole
+from decodecalc.checks.settings import (
+    Problems,
+    Setting,
+    Settings,
+    flag,
+    locate,
+    text,
+    tokens,
+    whole,
+)
+from decodecalc.checks.workloads import vllm_speculative
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file
 from decodecalc.loading.fields import suggest
@@ -276,11 +286,10 @@ puts two dashes before every key."""
 _KNOWN = frozenset(VLLM_SERVE_ARGS)
 
 _SPECULATIVE = (
-    "speculative decoding is not modelled: a step verifies several drafted tokens, so a "
-    "token no longer costs one decode step; check the config without it"
+    "a flag of older vLLM releases: vLLM 0.19 takes it as a field of speculative-config "
+    "(method, model, num_speculative_tokens)"
 )
 _OLD_SPECULATIVE = ("speculative-model", "num-speculative-tokens")
-"""Flags of older vLLM releases; 0.19 takes them as fields of speculative-config."""
 _CONTEXT_PARALLEL = (
     "context parallelism is not modelled: it splits a sequence's KV cache across GPUs, "
     "where decodecalc keeps the whole context on every GPU of the tensor-parallel group"
@@ -296,21 +305,8 @@ _SIZED_CACHE = (
 )
 
 _REFUSED: dict[str, tuple[tuple[Any, ...], str]] = {
-    "pipeline-parallel-size": (
-        (1,),
-        "pipeline parallelism is not modelled: decodecalc models tensor parallelism only, "
-        "where every GPU streams its share of every layer each step (use "
-        "tensor-parallel-size)",
-    ),
     "decode-context-parallel-size": ((1,), _CONTEXT_PARALLEL),
     "prefill-context-parallel-size": ((1,), _CONTEXT_PARALLEL),
-    "speculative-config": ((), _SPECULATIVE),
-    "enable-expert-parallel": (
-        (),
-        "expert parallelism is not modelled: it places whole experts on GPUs, where "
-        "decodecalc splits every expert across the tensor-parallel group, so the bytes a "
-        "GPU streams per step differ",
-    ),
     "cpu-offload-gb": ((0,), _OFFLOAD),
     "offload-group-size": ((0,), _OFFLOAD),
     "kv-cache-memory-bytes": ((), _SIZED_CACHE),
@@ -332,7 +328,6 @@ reason unless set to a value that leaves decoding as it is."""
 
 _COUNTS = (
     "data-parallel-size",
-    "pipeline-parallel-size",
     "decode-context-parallel-size",
     "prefill-context-parallel-size",
 )
@@ -389,12 +384,10 @@ class ServeConfig:
         (EngineArgs.get_batch_defaults): 1,024 on a GPU of 70 GiB or more other than the
         A100; 256 on others, and where the GPU is not known (vLLM's own fallback); twice
         that in throughput mode."""
-        large = (
-            gpu is not None
-            and gpu.memory_bytes >= 70 * 2**30
-            and "a100" not in f"{gpu.id} {gpu.name}".lower()
-        )
-        return (1024 if large else 256) * (2 if self.throughput_mode else 1)
+        from decodecalc.physics.kv_pool import scheduler_limits
+
+        seqs = scheduler_limits(None, gpu).max_num_seqs  # vLLM's, as physics/kv_pool.py has them
+        return seqs * (2 if self.throughput_mode else 1)
 
 
 def default_batch_note(batch: int) -> Note:
@@ -483,7 +476,15 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
 
     take("model", "model", partial(_model, Path(doc.path).parent))
     take("tensor-parallel-size", "tp")
+    take("pipeline-parallel-size", "pp")
+    take("enable-expert-parallel", "ep", flag)
+    take("data-parallel-size", "data_parallel_size")  # checked in _decoding; see deployments
     take("max-num-seqs", "batch")
+    take("max-num-seqs", "max_num_seqs")  # the serving targets' scheduler limit too
+    take("max-num-batched-tokens", "max_num_batched_tokens", lambda v: whole(tokens(v)))
+    speculative = vllm_speculative(doc, problems)
+    if speculative is not None:
+        settings["speculative"] = speculative
     take("max-model-len", "context", _max_model_len)
     take("gpu-memory-utilization", "memory_utilization")
     take("kv-cache-dtype", "kv_dtype", _kv_dtype)
@@ -534,7 +535,8 @@ def _decoding(doc: Document, given: Given, problems: Problems) -> tuple[Note, ..
 def _batched_tokens(doc: Document, given: Given, problems: Problems) -> None:
     """max-num-batched-tokens caps the tokens of one scheduler step; a decode step takes
     one per sequence, and vLLM refuses to start with a cap below max-num-seqs, so a valid
-    cap never shrinks the decode batch: read to hold it to that rule, with no other effect."""
+    cap never shrinks the decode batch. It is the chunked-prefill budget the serving
+    targets are held under and the batch vLLM profiles its KV pool with (_settings)."""
     key, value = given["max-num-batched-tokens"]
     at = locate(doc, (key,))
     cap = problems.attempt(at, lambda: whole(tokens(value)))

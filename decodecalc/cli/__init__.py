@@ -34,8 +34,10 @@ COMMANDS = {
     "estimate": "scenario",
     "generate": "scenario",
     "explain": "scenario",
+    "serving": "serving",
     "compare": "compare",
     "sweep": "compare",
+    "plan": "plan",
     "check": "check",
     "schema": "check",
     "calibrate": "calibrate",
@@ -124,19 +126,22 @@ def output_stream(output: str | None) -> Iterator[IO[str]]:
         raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
 
 
-def draw(series: list[Any], chart: bool, plot: str | None) -> None:
-    """The terminal chart (--chart) and the chart file (--plot) of estimate and compare."""
+def draw(series: list[Any], chart: bool, plot: str | None, axes: Any = None) -> None:
+    """The terminal chart (--chart) and the chart file (--plot) of estimate, compare and
+    serving (``axes``: views/charts.py Axes; None: latency against context)."""
     from decodecalc.paths import expand_user
-    from decodecalc.views.charts import plot_file, terminal_chart
+    from decodecalc.views.charts import DECODE, plot_file, terminal_chart
+
+    axes = axes or DECODE
 
     if chart:
         import shutil
 
         width = min(shutil.get_terminal_size((100, 24)).columns, 120)
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.write(terminal_chart(series, width=width, color=color) + "\n")
+        sys.stdout.write(terminal_chart(series, width=width, color=color, axes=axes) + "\n")
     if plot:
-        plot_file(series, expand_user(plot))
+        plot_file(series, expand_user(plot), axes)
         note(f"wrote {plot}")
 
 

@@ -123,7 +123,7 @@ def sweep(
     from decodecalc.context import parse_context
     from decodecalc.notes import many_notes
     from decodecalc.physics.sweep import MAX_SWEEP_ROWS
-    from decodecalc.scenarios import resolve_engine
+    from decodecalc.scenarios import price_lists, resolve_engine
     from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
@@ -139,7 +139,7 @@ def sweep(
         )
     catalog = load_catalog(ctx.params["presets"])
     for spec in specs:  # unknown names fail before any row is written
-        for name in ("model", "gpu", "weights", "kv_dtype", "v_dtype", "engine"):
+        for name in ("model", "gpu", "weights", "kv_dtype", "v_dtype", "engine", "price"):
             value = getattr(spec, name)
             if isinstance(value, str):
                 lookups: dict[str, Callable[[str], object]] = {
@@ -149,6 +149,7 @@ def sweep(
                     "kv_dtype": catalog.dtype,
                     "v_dtype": catalog.dtype,
                     "engine": partial(resolve_engine, catalog, gpu=None),
+                    "price": partial(price_lists, catalog),
                 }
                 lookups[name](value)
 

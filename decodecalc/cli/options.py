@@ -58,17 +58,20 @@ SCENARIO_OPTIONS = (
     ScenarioOption(
         "model",
         ("--model", "-m"),
-        "Model preset or alias, a model YAML file, or a config.json.",
+        "Model preset or alias, a model YAML file, a config.json, a Hugging Face Hub id "
+        "(org/name; needs decodecalc[hub]) or numbers: 'layers=80,hidden=8192,heads=64,...'.",
         "MODEL",
-        axis="One or more models, comma-separated.",
+        axis="One or more models, comma-separated (a numbers spec keeps its commas; a field "
+        "given again starts the next spec).",
         complete="models",
     ),
     ScenarioOption(
         "gpu",
         ("--gpu", "-g"),
-        "GPU preset (sets bandwidth, capacity and FLOP/s).",
+        "GPU preset (sets bandwidth, capacity and FLOP/s), or numbers: "
+        "'bandwidth=3.35TB/s,memory=80GiB,bf16=989TFLOP/s'.",
         "GPU",
-        axis="One or more GPU presets.",
+        axis="One or more GPU presets or numbers specs.",
         complete="gpus",
     ),
     ScenarioOption(
@@ -122,6 +125,31 @@ SCENARIO_OPTIONS = (
         axis="One or more TP sizes, e.g. 1,2,4,8.",
     ),
     ScenarioOption(
+        "pp",
+        ("--pp",),
+        "Pipeline stages of --tp GPUs each: a token's step runs through them in turn, and "
+        "memory per GPU holds one stage's layers.",
+        "N",
+        int,
+        axis="One or more pipeline sizes, e.g. 1,2,4.",
+    ),
+    ScenarioOption(
+        "ep",
+        ("--ep",),
+        "Expert parallelism (vLLM's enable-expert-parallel): whole experts on each of the "
+        "--tp GPUs instead of every expert split over them.",
+        "",
+        bool,
+    ),
+    ScenarioOption(
+        "dp_attention",
+        ("--dp-attention",),
+        "Data-parallel attention over the --tp GPUs (MoE models): each holds its own "
+        "sequences' whole KV cache; experts stay spread over all of them.",
+        "",
+        bool,
+    ),
+    ScenarioOption(
         "efficiency",
         ("--efficiency", "-e"),
         "Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
@@ -154,6 +182,20 @@ SCENARIO_OPTIONS = (
         "RATE",
     ),
     ScenarioOption(
+        "gpus_per_node",
+        ("--gpus-per-node",),
+        "GPUs one node's link joins (default: the link's, 8 for NVLink boards, 72 for "
+        "nvl72); larger groups and hand-offs between nodes take --node-link.",
+        "N",
+        int,
+    ),
+    ScenarioOption(
+        "node_link",
+        ("--node-link",),
+        "Network between nodes: ib-ndr (default), ib-xdr, roce-400g ('decodecalc links').",
+        "LINK",
+    ),
+    ScenarioOption(
         "engine",
         ("--engine",),
         "Engine profile whose measured step to expect ('decodecalc engines' lists them); "
@@ -162,6 +204,20 @@ SCENARIO_OPTIONS = (
         "ENGINE",
         axis="One or more engine profiles (default typical).",
         complete="engines",
+    ),
+    ScenarioOption(
+        "price",
+        ("--price",),
+        "Price per GPU-hour for cost per million tokens: dollars (2.49, 2.49USD/h), a price "
+        "list (lambda, hyperstack) or 'lowest' (the cheapest list naming the GPU).",
+        "PRICE",
+    ),
+    ScenarioOption(
+        "power",
+        ("--power",),
+        "Board power per GPU for energy per token, e.g. 700W (default: the GPU's TDP, "
+        "an upper bound).",
+        "WATTS",
     ),
 )
 """Every option that describes one deployment, in the order help lists them; the defaults
@@ -179,7 +235,7 @@ def _parameter(option: ScenarioOption, as_list: bool) -> inspect.Parameter:
         help=option.axis if listed else option.help,
         metavar=("LIST" if option.metavar == "N" else f"{option.metavar}S")
         if listed
-        else option.metavar,
+        else option.metavar or None,
         autocompletion=None if option.complete is None else completer(option.complete),
     )
     if listed and default not in (None, inspect.Parameter.empty):
@@ -254,7 +310,9 @@ def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
 
 
 def split_list(text: str, what: str) -> list[str]:
-    values = [v.strip() for v in text.split(",")]
+    from decodecalc.loading.numbers import split_items  # a numbers spec keeps its commas
+
+    values = split_items(text)
     if not all(values):
         raise InputError(f"{what} {text!r} has an empty value between commas")
     return list(dict.fromkeys(values))

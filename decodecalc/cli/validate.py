@@ -35,24 +35,27 @@ def validate(
     with what stands in for it: the same engine on that family fitted on its other points,
     else the engine's family with the most points, else the typical of the other engines on
     that family. Errors are |expected / measured - 1|: median (mdape) and 90th percentile
-    (p90), in percent. A report, not a gate: it exits 0 whatever the errors.
+    (p90), in percent. Points with a serving workload (input_len, output_len, concurrency)
+    are also replayed through the serving model: predicted mean TPOT and TTFT against the
+    measured (docs/serving.md). A report, not a gate: it exits 0 whatever the errors.
 
     Example: decodecalc validate validation/points.yaml
     """
     from decodecalc.calibration.points import read_points
+    from decodecalc.calibration.serving_points import validate_serving
     from decodecalc.calibration.validation import validate as run_validate
     from decodecalc.loading.datafile import is_file
     from decodecalc.paths import expand_user
     from decodecalc.views.calibration import validation_report
+    from decodecalc.views.serving import with_serving_validation
 
     path = expand_user(points)
     if not is_file(path):
         raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
-    emit(
-        validation_report(run_validate(read_points(path, catalog), catalog)),
-        fmt,
-        as_json,
-        False,
-        output,
-    )
+    measured = read_points(path, catalog)
+    report = validation_report(run_validate(measured, catalog))
+    serving = validate_serving(measured, catalog)
+    if serving.checks:
+        report = with_serving_validation(report, serving)
+    emit(report, fmt, as_json, False, output)

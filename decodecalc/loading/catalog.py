@@ -19,6 +19,7 @@ from decodecalc.loading.datafile import Document, is_file, read_json, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.paths import expand_user
+from decodecalc.physics.cost import PriceList
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
@@ -36,6 +37,7 @@ KINDS = {
     "links": "link",
     "engines": "engine",
     "recipes": "weight recipe",
+    "prices": "price list",
 }
 
 
@@ -90,8 +92,14 @@ class Catalog:
         return cls((*user_dirs(extra), presets_dir()))
 
     def model(self, name: str) -> Model:
-        """A model by preset name or alias, from a preset file, or from a config.json."""
+        """A model by preset name or alias, from a preset file, from a config.json, from
+        numbers (``layers=80,hidden=8192,...``, loading/numbers.py) or, for an ``org/name``
+        that is none of these, from the Hugging Face Hub (loading/hub.py)."""
+        from decodecalc.loading import numbers
+
         path = expand_user(name)
+        if numbers.is_numbers(name) and not is_file(path):
+            return numbers.model_from_numbers(name)
         if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and is_file(path)):
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
@@ -101,10 +109,25 @@ class Catalog:
                 config = with_side_file(read_json(path), path)
                 return model_from_config(config, config_model_id(path))
             return self._load_file("models", path, Model)
-        return self._find("models", name, Model)
+        found, names = self._lookup("models", name, Model)
+        if found is not None:
+            return found
+        from decodecalc.loading import hub
+
+        if hub.is_repo_id(name):
+            return hub.model_from_hub(name.strip(), suggest(name.strip().lower(), names))
+        raise self._unknown("models", name, names)
 
     def gpu(self, name: str) -> GpuSpec:
-        return self._find("gpus", name, GpuSpec)
+        """A GPU by preset name or alias, or from numbers (``bandwidth=3.35TB/s,...``)."""
+        from decodecalc.loading import numbers
+
+        if not numbers.is_numbers(name):
+            return self._find("gpus", name, GpuSpec)
+        gpu = numbers.gpu_from_numbers(name)
+        if gpu.link is not None:
+            self.link(gpu.link)  # a misspelt link is refused now, not at the first TP > 1
+        return gpu
 
     def dtype(self, name: str) -> DType:
         return self._find("dtypes", name, DType)
@@ -145,6 +168,12 @@ class Catalog:
         from decodecalc.physics.engine import EngineProfile
 
         return self._all("engines", EngineProfile)
+
+    def price_list(self, name: str) -> PriceList:
+        return self._find("prices", name, PriceList)
+
+    def price_lists(self) -> list[PriceList]:
+        return self._all("prices", PriceList)
 
     def models(self) -> list[Model]:
         return self._all("models", Model)
@@ -203,9 +232,13 @@ class Catalog:
         found, names = self._lookup(kind, name, cls)
         if found is not None:
             return found
+        raise self._unknown(kind, name, names)
+
+    @staticmethod
+    def _unknown(kind: str, name: str, names: dict[str, str]) -> InputError:
         listing = f"'decodecalc {kind}' lists them"
         hint = suggest(name.strip().lower(), names)
-        raise InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
+        return InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
 
     def _lookup(self, kind: str, name: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
         """The preset a name or alias spells, else None with every spelling (for a hint)."""

@@ -2,7 +2,8 @@
 
 Presets hold a model's config.json fields under ``config:``, and ``--model config.json``
 reads the file itself: both come here. Interleavings are data (``layer_types``,
-``sliding_window_pattern``, ``first_k_dense_replace``, ``full_attention_interval``); what a
+``sliding_window_pattern``, ``first_k_dense_replace``, ``full_attention_interval``,
+``no_rope_layers``, ``hybrid_override_pattern``, Jamba's layer periods); what a
 family leaves implicit (Qwen2's q/k/v biases, Gemma's extra norms) is stated here once.
 An architecture not listed is refused, never guessed.
 """
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING
 from decodecalc.loading.fields import Fields
 from decodecalc.physics.layers import Attention, DenseMLP, Layer
 from decodecalc.physics.tensors import Sharding, TensorGroup
-from decodecalc.record import record
+from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.physics.layers import FFN, Mixer
+    from decodecalc.physics.moe import MoE
     from decodecalc.physics.precision import WeightRecipe
 
 
@@ -175,8 +177,9 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
 
 
 def _deepseek(cfg: Fields, model_type: str) -> Architecture:
-    """DeepSeek-V2/V3 and Kimi-K2: MLA everywhere; the first ``first_k_dense_replace``
-    layers dense, then MoE every ``moe_layer_freq`` layers with shared experts."""
+    """DeepSeek-V2/V3/V3.2 and Kimi-K2: MLA everywhere (V3.2's sparse, with its indexer);
+    the first ``first_k_dense_replace`` layers dense, then MoE every ``moe_layer_freq``
+    layers with shared experts."""
     from decodecalc.physics.mla import LatentAttention
     from decodecalc.physics.moe import MoE
 
@@ -189,6 +192,13 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
         v_head_dim=cfg.integer("v_head_dim"),
         q_lora_rank=cfg.optional_integer("q_lora_rank"),
     )
+    if model_type == "deepseek_v32":  # sparse attention: a lightning indexer picks the top k
+        mla = replace(
+            mla,
+            index_topk=cfg.integer("index_topk"),
+            index_heads=cfg.integer("index_n_heads"),
+            index_head_dim=cfg.integer("index_head_dim"),
+        )
     cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
     dense_first = cfg.integer("first_k_dense_replace", default=0, minimum=0)
     frequency = cfg.integer("moe_layer_freq", default=1)
@@ -204,6 +214,249 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
     dense = DenseMLP(cfg.integer("intermediate_size"))
     layers = [
         Layer(mla, moe if i >= dense_first and i % frequency == 0 else dense) for i in range(count)
+    ]
+    return _common(cfg, layers)
+
+
+def _llama4(cfg: Fields, model_type: str) -> Architecture:
+    """Llama 4 Scout and Maverick: RoPE layers attend within chunks of
+    ``attention_chunk_size`` tokens, every ``no_rope_layer_interval``-th layer (the zeros of
+    ``no_rope_layers``) is global and NoPE (``layer_types``, where given, says so instead);
+    MoE with one shared expert in the ``moe_layers`` (every ``interleave_moe_layer_step``-th),
+    dense MLPs of ``intermediate_size_mlp`` elsewhere. Its L2 QK norm has no weights. The
+    vision encoder of a full checkpoint is held in memory, never read by text decode."""
+    text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+    count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    interval = text.integer("no_rope_layer_interval", default=4)
+    rope = text.raw_list("no_rope_layers") or tuple(
+        int((i + 1) % interval != 0) for i in range(count)
+    )
+    if len(rope) != count:
+        raise text.error("no_rope_layers", f"has {len(rope)} entries for {count} layers")
+    step = text.integer("interleave_moe_layer_step", default=1)
+    moe_layers = set(
+        text.raw_list("moe_layers") if text.has("moe_layers") else range(step - 1, count, step)
+    )
+    global_attention = _gqa(text, None)
+    mixers: dict[str, Mixer] = {
+        "chunked_attention": replace(
+            global_attention, attention_chunk=text.optional_integer("attention_chunk_size")
+        ),
+        "full_attention": global_attention,
+    }
+    kinds = _layer_kinds(
+        text, count, lambda i: "chunked_attention" if rope[i] else "full_attention"
+    )
+    from decodecalc.physics.moe import MoE
+
+    expert = text.integer("intermediate_size")
+    moe = MoE(
+        num_experts=text.integer("num_local_experts"),
+        experts_per_token=text.integer("num_experts_per_tok"),
+        expert_intermediate_size=expert,
+        shared_intermediate_size=expert,
+    )
+    dense = DenseMLP(text.integer("intermediate_size_mlp", default=expert))
+    layers = [
+        Layer(_kind(text, mixers, kind), moe if i in moe_layers else dense)
+        for i, kind in enumerate(kinds)
+    ]
+    arch = _common(text, layers)
+    if text is cfg:
+        return arch
+    vision = _llama4_vision(cfg.mapping("vision_config"), arch.hidden_size)
+    return Architecture(**{**arch.__dict__, "extra_groups": (vision,)})
+
+
+def _llama4_vision(vision: Fields, text_hidden: int) -> TensorGroup:
+    """Llama 4's vision encoder, pixel-shuffle adapter and projector into the text model:
+    ViT layers with biased attention and MLP and two LayerNorms each, a bias-free patch
+    embedding, a class token and learned positions; held in memory, never read by text
+    decode."""
+    h = vision.integer("hidden_size")
+    inner = vision.integer("intermediate_size")
+    patch = vision.integer("patch_size")
+    patches = (vision.integer("image_size") // patch) ** 2
+    channels = vision.integer("num_channels", default=3)
+    layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 4 * h
+    embeddings = channels * patch * patch * h + h + (patches + 1) * h + 4 * h  # and 2 LayerNorms
+    ratio = vision.fraction("pixel_shuffle_ratio", maximum=1)
+    shuffled = h / (ratio * ratio)
+    if shuffled.denominator != 1:
+        raise vision.error("pixel_shuffle_ratio", f"{ratio} does not shuffle {h} channels evenly")
+    adapter_in, adapter_out = (
+        vision.integer("projector_input_dim"),
+        vision.integer("projector_output_dim"),
+    )
+    adapter = int(shuffled) * adapter_in + adapter_out * adapter_out
+    projector = vision.integer("vision_output_dim") * text_hidden
+    tower = vision.integer("num_hidden_layers") * layer + embeddings
+    return TensorGroup("vision encoder", tower + adapter + projector, False, Sharding.REPLICATED)
+
+
+def _routed(cfg: Fields, experts: str, per_expert: str, shared: int = 0) -> MoE:
+    """A MoE block whose router carries a per-expert score-correction bias (sigmoid
+    routing with noaux_tc, as GLM-4.5 and MiniMax-M2 have whatever topk_method says)."""
+    from decodecalc.physics.moe import MoE
+
+    return MoE(
+        num_experts=cfg.integer(experts),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer(per_expert),
+        shared_intermediate_size=shared,
+        router_bias=True,
+    )
+
+
+def _glm4_moe(cfg: Fields, model_type: str) -> Architecture:
+    """GLM-4.5 and GLM-4.5-Air: GQA with q/k/v biases (``attention_bias``) and, in GLM-4.5,
+    QK norms (``use_qk_norm``); RoPE on ``partial_rotary_factor`` of each head, which moves
+    no bytes; the first ``first_k_dense_replace`` layers dense, the rest MoE with
+    ``n_shared_experts`` shared experts of ``moe_intermediate_size``."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention = _gqa(
+        cfg,
+        None,
+        qkv_bias=cfg.boolean("attention_bias", default=False),
+        qk_norm=cfg.boolean("use_qk_norm", default=False),
+    )
+    if cfg.has("partial_rotary_factor"):  # RoPE on part of each head: no bytes change
+        cfg.fraction("partial_rotary_factor", maximum=1)
+    expert = cfg.integer("moe_intermediate_size")
+    moe = _routed(
+        cfg,
+        "n_routed_experts",
+        "moe_intermediate_size",
+        expert * cfg.integer("n_shared_experts", default=0, minimum=0),
+    )
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    dense_first = cfg.integer("first_k_dense_replace", default=0, minimum=0)
+    layers = [Layer(attention, dense if i < dense_first else moe) for i in range(count)]
+    return _common(cfg, layers)
+
+
+def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
+    """MiniMax-M2: full GQA attention in every layer with a QK norm over the whole q and k
+    projections (``qk_norm_type`` per_layer), and a MoE of ``num_local_experts`` experts of
+    ``intermediate_size`` with no shared expert."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    norm = cfg.boolean("use_qk_norm", default=False)
+    whole = norm and cfg.text("qk_norm_type", "per_layer") == "per_layer"
+    attention = _gqa(cfg, None, qk_norm=norm, qk_norm_whole=whole)
+    moe = _routed(cfg, "num_local_experts", "intermediate_size")
+    return _common(cfg, [Layer(attention, moe)] * count)
+
+
+def _first_integer(cfg: Fields, *names: str) -> int:
+    """The first present of several spellings a family's configs use for one field."""
+    for name in names[:-1]:
+        if cfg.has(name):
+            return cfg.integer(name)
+    return cfg.integer(names[-1])
+
+
+def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
+    """Nemotron-H: ``hybrid_override_pattern`` gives each block one op, M (Mamba-2), *
+    (attention) or - (a squared-ReLU MLP of ``intermediate_size``), each behind its own
+    norm. A mixer and the MLP after it make one layer here (two norms); a mixer followed by
+    another mixer is a layer without an MLP (one norm)."""
+    from decodecalc.physics.mamba import Mamba2
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    pattern = cfg.text("hybrid_override_pattern")
+    if len(pattern) != count:
+        raise cfg.error("hybrid_override_pattern", f"has {len(pattern)} blocks for {count} layers")
+    bias = cfg.boolean("attention_bias", default=False)
+    mixers: dict[str, Mixer] = {
+        "M": Mamba2(
+            num_heads=cfg.integer("mamba_num_heads"),
+            head_dim=cfg.integer("mamba_head_dim"),
+            state_size=_first_integer(cfg, "mamba_state_dim", "ssm_state_size"),
+            n_groups=_first_integer(cfg, "mamba_num_groups", "n_groups"),
+            conv_kernel=_first_integer(cfg, "mamba_d_conv", "conv_kernel"),
+            proj_bias=cfg.boolean("use_bias", default=False),
+            conv_bias=cfg.boolean("use_conv_bias", default=True),
+        ),
+        "*": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
+    }
+    mlp = DenseMLP(cfg.integer("intermediate_size"), gated=False)
+    layers: list[Layer] = []
+    for i, block in enumerate(pattern):
+        if block in mixers:
+            layers.append(Layer(mixers[block], DenseMLP(0), norms=1))
+        elif block == "-" and layers and layers[-1].ffn == DenseMLP(0):
+            layers[-1] = Layer(layers[-1].mixer, mlp)
+        else:
+            raise cfg.error(
+                "hybrid_override_pattern",
+                f"block {i} is {block!r}: decodecalc reads M (Mamba-2) and * (attention), "
+                "each followed by at most one - (MLP)",
+            )
+    return _common(cfg, layers)
+
+
+def _falcon_h1(cfg: Fields, model_type: str) -> Architecture:
+    """Falcon-H1: attention and a Mamba-2 mixer side by side in every layer, behind one
+    norm, then a gated MLP behind another. Here each such layer is two: the attention
+    without an MLP, then the Mamba-2 mixer with the MLP (the same weights, cache and state;
+    twice the layer count)."""
+    from decodecalc.physics.mamba import Mamba2
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    mamba = Mamba2(
+        num_heads=cfg.integer("mamba_n_heads"),
+        head_dim=cfg.integer("mamba_d_head"),
+        state_size=cfg.integer("mamba_d_state"),
+        n_groups=cfg.integer("mamba_n_groups", default=1),
+        conv_kernel=cfg.integer("mamba_d_conv", default=4),
+        d_inner=cfg.integer("mamba_d_ssm"),
+        proj_bias=cfg.boolean("mamba_proj_bias", default=False),
+        conv_bias=cfg.boolean("mamba_conv_bias", default=True),
+        gated_norm=cfg.boolean("mamba_rms_norm", default=False),
+    )
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    pair = [Layer(attention, DenseMLP(0), norms=1), Layer(mamba, mlp, norms=1)]
+    return _common(cfg, pair * count)
+
+
+def _jamba(cfg: Fields, model_type: str) -> Architecture:
+    """Jamba: Mamba-1 layers with attention every ``attn_layer_period`` layers (from
+    ``attn_layer_offset``) and MoE every ``expert_layer_period`` (from
+    ``expert_layer_offset``), dense MLPs elsewhere."""
+    from decodecalc.physics.mamba import Mamba1
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    hidden = cfg.integer("hidden_size")
+    d_inner = cfg.integer("mamba_expand", default=2) * hidden
+    mamba = Mamba1(
+        d_inner=d_inner,
+        state_size=cfg.integer("mamba_d_state", default=16),
+        conv_kernel=cfg.integer("mamba_d_conv", default=4),
+        dt_rank=cfg.integer("mamba_dt_rank") if cfg.has("mamba_dt_rank") else -(-hidden // 16),
+        proj_bias=cfg.boolean("mamba_proj_bias", default=False),
+        conv_bias=cfg.boolean("mamba_conv_bias", default=True),
+    )
+    attention = _gqa(cfg, None)
+    from decodecalc.physics.moe import MoE
+
+    inner = cfg.integer("intermediate_size")
+    moe = MoE(
+        num_experts=cfg.integer("num_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=inner,
+    )
+    attn_period = cfg.integer("attn_layer_period", default=8)
+    attn_offset = cfg.integer("attn_layer_offset", default=4, minimum=0)
+    moe_period = cfg.integer("expert_layer_period", default=2)
+    moe_offset = cfg.integer("expert_layer_offset", default=1, minimum=0)
+    layers = [
+        Layer(
+            attention if i % attn_period == attn_offset else mamba,
+            moe if i % moe_period == moe_offset else DenseMLP(inner),
+        )
+        for i in range(count)
     ]
     return _common(cfg, layers)
 
@@ -297,8 +550,16 @@ FAMILIES: dict[str, Reader] = {
     "qwen3_next": _qwen3_next,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,
     "gpt_oss": _gpt_oss,
+    "glm4_moe": _glm4_moe,
+    "minimax_m2": _minimax_m2,
+    "nemotron_h": _nemotron_h,
+    "jamba": _jamba,
+    "falcon_h1": _falcon_h1,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
     # transformers' Gemma2Config / Gemma3TextConfig defaults
     "gemma2": _gemma(qk_norm=False, pattern_default=2, vocab=256_000, context=8_192),
     "gemma3": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),

@@ -15,6 +15,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document
 from decodecalc.loading.families import read_architecture
 from decodecalc.loading.fields import Fields, suggest
+from decodecalc.physics.cost import MAX_POWER_W, MAX_PRICE, PriceList
 from decodecalc.physics.dtypes import DType
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.model import Model
@@ -22,6 +23,7 @@ from decodecalc.physics.precision import GROUP_NAMES, Mix, WeightRecipe
 
 if TYPE_CHECKING:
     from decodecalc.physics.engine import EngineProfile
+    from decodecalc.physics.kv_pool import ServingDefaults
 from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
 
 T = TypeVar("T")
@@ -126,9 +128,45 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         sustained_bandwidth_bytes_per_s=_sustained(top),
         sustained_source=top.text("sustained_source", ""),
         family=_family(top),
+        power_w=_power(top),
+        power_source=top.text("power_source", ""),
     )
     top.finish()
     return gpu
+
+
+def _power(top: Fields) -> float | None:
+    """The board power (TDP) in watts, when the preset gives one."""
+    if not top.has("power_w"):
+        top.read.add("power_w")
+        return None
+    return float(top.fraction("power_w", int(MAX_POWER_W)))
+
+
+def load_prices(doc: Document, preset_id: str) -> PriceList:
+    """A price list: one cloud's on-demand dollars per GPU-hour, by GPU preset id, with the
+    page they were read from and the date they were read (prices change)."""
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    date = top.text("date")
+    table = top.mapping("prices")
+    prices = tuple(
+        (str(gpu).lower(), float(table.fraction(str(gpu), int(MAX_PRICE)))) for gpu in table.data
+    )
+    if not prices:
+        raise top.error("prices", "list at least one GPU preset id with its price per GPU-hour")
+    listing = PriceList(
+        id=preset_id,
+        name=name,
+        source=source,
+        date=date,
+        prices=prices,
+        notes=top.text("notes", ""),
+        aliases=aliases,
+    )
+    top.read.add("prices")
+    top.finish()
+    return listing
 
 
 def _family(top: Fields) -> str:
@@ -243,6 +281,7 @@ def load_link(doc: Document, preset_id: str) -> Link:
         latency_s=latency,
         source=top.text("source"),
         aliases=top.texts("aliases"),
+        gpus=top.optional_integer("gpus"),
     )
     top.text("latency_source", "")
     top.text("notes", "")
@@ -300,9 +339,47 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         source=source,
         notes=top.text("notes", ""),
         aliases=aliases,
+        serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
     )
     top.finish()
     return profile
+
+
+def _serving(f: Fields, engine: str) -> ServingDefaults:
+    """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
+    ``source`` (engine file and version) it was read from."""
+    from decodecalc.physics.kv_pool import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+
+    def sourced(name: str) -> Fields:
+        entry = f.mapping(name)
+        entry.text("source")
+        return entry
+
+    def count(name: str) -> int:
+        return sourced(name).integer("value", maximum=MAX_SCHEDULER_LIMIT)
+
+    def size(name: str) -> int:
+        return _parsed(sourced(name), "value", parse_size)
+
+    large_gpu = None
+    if f.has("large_gpu"):
+        g = sourced("large_gpu")
+        large_gpu = GpuRule(
+            min_memory_bytes=_parsed(g, "min_memory", parse_size),
+            excluded=tuple(word.lower() for word in g.texts("except")),
+            max_num_batched_tokens=g.integer("max_num_batched_tokens", maximum=MAX_SCHEDULER_LIMIT),
+            max_num_seqs=g.integer("max_num_seqs", maximum=MAX_SCHEDULER_LIMIT),
+        )
+    return ServingDefaults(
+        max_num_batched_tokens=count("max_num_batched_tokens"),
+        max_num_seqs=count("max_num_seqs"),
+        block_size=count("block_size"),
+        memory_utilization=float(sourced("memory_utilization").fraction("value", 1)),
+        reserve_bytes=size("reserve"),
+        tp_reserve_bytes=size("tp_reserve"),
+        source=f"{engine} {f.text('version')} defaults",
+        large_gpu=large_gpu,
+    )
 
 
 MAX_BAND = 100
@@ -330,6 +407,7 @@ LOADERS: dict[str, Callable[[Document, str], object]] = {
     "links": load_link,
     "engines": load_engine,
     "recipes": load_recipe,
+    "prices": load_prices,
 }
 
 

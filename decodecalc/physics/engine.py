@@ -13,7 +13,8 @@ scheduler and sampler; TP all-reduces pay the engine's own latency per call. The
 never shorter than its compute at the GPU's peak.
 
 An engine's parameters differ by GPU family (kernels are written per vendor and class of
-chip), so a profile holds one set per family it has data for.
+chip), so a profile holds one set per family it has data for (engine_for says what
+stands in on a family it has none for).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from decodecalc.record import record
 
 if TYPE_CHECKING:
     from decodecalc.physics.estimator import Row, StepModel
+    from decodecalc.physics.kv_pool import ServingDefaults
 
 GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
 """GPU families an engine's kernels behave alike on."""
@@ -83,6 +85,8 @@ class Engine:
     family: str = "other"
     names: tuple[str, ...] = ()
     """The profile each of ``params`` comes from, for people reading a typical band."""
+    serving: ServingDefaults | None = None
+    """The profile's scheduler defaults (physics/kv_pool.py); None: vLLM's."""
 
 
 @record
@@ -96,6 +100,8 @@ class EngineProfile:
     source: str = ""
     notes: str = ""
     aliases: tuple[str, ...] = ()
+    serving: ServingDefaults | None = None
+    """Scheduler defaults, each value sourced (the preset's hand-written ``serving:``)."""
 
     def params_for(self, family: str) -> tuple[EngineParams, str]:
         """The parameters for a family, and the family they were fitted on: the same one,
@@ -154,9 +160,9 @@ class EngineTerms:
         bandwidth = s.bandwidth_bytes_per_s
         factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
         comm = comm_s
-        if step.allreduce is not None and params.allreduce_latency_s is not None:
-            calls = 2 * len(s.model.layers)
-            comm += calls * (params.allreduce_latency_s - step.allreduce.link.latency_s)
+        if step.comm is not None and params.allreduce_latency_s is not None:
+            calls = step.comm.calls
+            comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
         fixed = len(s.model.layers) * params.per_layer_s + params.per_step_s
         return cls(
             constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
@@ -236,13 +242,55 @@ def within_band(
     return middle, min(low, middle), max(high, middle)
 
 
-def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
-    """The band across every profile fitted on this family's measurements (a profile
-    carried over from another engine, with no points of its own, would count that engine
-    twice)."""
-    chosen = [
+def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str, EngineParams]]:
+    """Each profile fitted on this family's own measurements, by id (a profile carried over
+    from another engine, with no points of its own, would count that engine twice)."""
+    return [
         (p.id, found)
         for p in profiles
         if (found := dict(p.families).get(family)) is not None and found.points > 0
     ]
+
+
+def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
+    """The band across every profile measured on this family. On a family none has
+    measured, across every family every profile was measured on: engines measured on other
+    chips are nearer than the roofline, which none of them reaches."""
+    chosen = measured_on(profiles, family) or [
+        (f"{p.id} ({measured})", params)
+        for p in profiles
+        for measured, params in p.families
+        if params.points
+    ]
     return Engine("typical", tuple(f for _, f in chosen), family, tuple(name for name, _ in chosen))
+
+
+def engine_for(
+    profile: EngineProfile, family: str, profiles: Sequence[EngineProfile]
+) -> tuple[Engine, str | None]:
+    """A profile's engine on a GPU family, and the family its own parameters come from
+    when it has none for this one (None when it has).
+
+    Without data for the family, the profile's best-measured family is one vote among the
+    profiles measured on this one: the median of them all is the centre and the band spans
+    them. Across the published points, one engine's step differs by 2x or more between GPU
+    vendors (its kernels are written per vendor) while engines measured on one family
+    differ by a few percent on the same model, so the family's engines say as much as the
+    engine's other chips; neither alone transfers (docs/accuracy.md). `decodecalc validate`
+    predicts each left-out group by this same rule, so its leave-one-group-out error is
+    what a user of such a fallback gets."""
+    own = dict(profile.families).get(family)
+    if own is not None:
+        return Engine(profile.id, (own,), family, (profile.id,), profile.serving), None
+    params, fitted = profile.params_for(family)
+    others = [(name, p) for name, p in measured_on(profiles, family) if name != profile.id]
+    return (
+        Engine(
+            profile.id,
+            (params, *(p for _, p in others)),
+            family,
+            (f"{profile.id} ({fitted})", *(name for name, _ in others)),
+            profile.serving,
+        ),
+        fitted,
+    )

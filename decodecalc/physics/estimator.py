@@ -12,22 +12,31 @@ of many contexts costs a few multiplications per row.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
-from decodecalc.physics.compute import AllReduce, step_flops
+from decodecalc.physics.compute import step_flops
+from decodecalc.physics.cost import Rates
 from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.physics.engine import Engine, EngineTerms, Expected, Packed, expected, packed
 from decodecalc.physics.hardware import GpuSpec, Link
 from decodecalc.physics.kvcache import KVCurve
 from decodecalc.physics.layers import Attention
-from decodecalc.physics.memory import MemoryFit, memory_fit, stored_weight_bytes
+from decodecalc.physics.memory import MemoryFit, memory_fit
 from decodecalc.physics.model import Model
+from decodecalc.physics.parallelism import (
+    CommSplit,
+    Communication,
+    communication,
+    held_params,
+    stage_groups,
+    stage_layer_counts,
+)
 from decodecalc.physics.precision import weight_bytes
-from decodecalc.physics.tensors import expected_experts
+from decodecalc.physics.tensors import TensorGroup, expected_experts
 from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
@@ -71,6 +80,19 @@ class Scenario:
     """The V cache's format when it differs from K's (None: kv_dtype). Attention layers
     cache K and V, half their elements each; MLA's latent is one tensor with no separate
     V, so kv_dtype covers all of it, as it does linear attention's state."""
+    rates: Rates = Rates()
+    """Price per GPU-hour and board power, for cost and energy per token (physics/cost.py)."""
+    pp: int = 1
+    """Pipeline stages, each of ``tp`` GPUs (physics/parallelism.py)."""
+    ep: bool = False
+    """Routed experts placed whole on the group's GPUs instead of each split over them."""
+    dp_attention: bool = False
+    """Attention data-parallel over the group's ``tp`` GPUs: each rank holds its own
+    sequences and a whole copy of everything outside the routed experts."""
+    gpus_per_node: int | None = None
+    """GPUs one node (one domain of ``link``) joins; None: every GPU is in one node."""
+    node_link: Link | None = None
+    """The network between nodes, for groups and hand-offs that leave a node."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
@@ -103,10 +125,53 @@ class Scenario:
                     f"{cache.id} is a weight-only format, not a KV-cache dtype "
                     "('decodecalc dtypes' shows which formats hold a KV cache)"
                 )
+        self._check_parallelism()
+
+    def _check_parallelism(self) -> None:
+        layers, moe = len(self.model.layers), self.model.moe()
+        if not 1 <= self.pp <= layers:
+            raise InputError(
+                f"pp {self.pp} must be a whole number from 1 to {layers}: each pipeline stage "
+                f"needs at least one of {self.model.id}'s {layers} layers"
+            )
+        if (self.ep or self.dp_attention) and moe is None:
+            what = "--ep spreads experts" if self.ep else "--dp-attention serves experts"
+            raise InputError(
+                f"{what} over GPUs, and {self.model.id} has no experts (a dense model's data "
+                "parallelism is independent replicas: estimate one)"
+            )
+        if self.ep and moe is not None and moe.num_experts % self.tp:
+            raise InputError(
+                f"--ep places whole experts: {moe.num_experts} experts do not divide evenly "
+                f"over {self.tp} GPUs"
+            )
+        if self.dp_attention and self.tp == 1:
+            raise InputError("--dp-attention splits sequences over the group's GPUs: give --tp > 1")
+        if self.gpus_per_node is not None and not 1 <= self.gpus_per_node <= MAX_TP:
+            raise InputError(
+                f"gpus per node {self.gpus_per_node} must be a whole number from 1 to {MAX_TP}"
+            )
 
     @property
     def effective_bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_bytes_per_s * self.efficiency
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the deployment uses: ``tp`` in each of ``pp`` stages."""
+        return self.tp * self.pp
+
+    @property
+    def attention_tp(self) -> int:
+        """How many ways a sequence's cache and attention are split: 1 under data-parallel
+        attention, where a rank holds whole sequences."""
+        return 1 if self.dp_attention else self.tp
+
+    @property
+    def sequences_per_gpu(self) -> int:
+        """Sequences whose cache one GPU holds and reads: all of them, or under data-parallel
+        attention its share, the busiest rank's when tp does not divide the batch."""
+        return math.ceil(self.batch / self.tp) if self.dp_attention else self.batch
 
     def peak_flops(self) -> tuple[str, int] | None:
         """The GPU's dense rate for this weight format's matrix multiplies, if known."""
@@ -137,9 +202,16 @@ class Row:
     compute_seconds: float | None = None
     """Step FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
     comm_seconds: float = 0.0
+    """Every transfer between GPUs: the three below added up."""
     overhead_seconds: float = 0.0
     expected: Expected | None = None
     """What the scenario's engine would measure (see physics/engine.py)."""
+    allreduce_seconds: float = 0.0
+    """Tensor parallelism's all-reduces (and gathers around TP-sharded experts)."""
+    all_to_all_seconds: float = 0.0
+    """Expert parallelism's dispatch and combine under data-parallel attention."""
+    handoff_seconds: float = 0.0
+    """Activations handed from each pipeline stage to the next."""
 
     @property
     def bound(self) -> str:
@@ -174,15 +246,44 @@ class Estimate:
     (None: the GPU's FLOP/s are not known, or no batch up to the limit gets there)."""
     flops_class: str | None = None
     """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
+    stages: tuple[Stage, ...] = ()
+    """Each pipeline stage's layers and bytes per GPU (one stage without --pp)."""
+    experts_touched_per_gpu: float | None = None
+    """Expected routed experts one GPU runs per MoE layer with --ep (uniform routing, so
+    the group's share; None without expert parallelism)."""
+
+
+@record
+class Stage:
+    """One pipeline stage: its layers and what one of its GPUs holds and streams."""
+
+    layers: int
+    weight_bytes: int
+    """Streamed per decode step at the scenario's batch."""
+    stored_weight_bytes: int
+    kv_units: KVCurve
+    """Its layers' cache per sequence, in the scenario's KV units."""
+    state_bytes: int
+    """Recurrent state of the sequences the GPU holds."""
 
 
 def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
     """Weight bytes one GPU streams in a forward pass over ``tokens`` tokens (a decode
     step's B, a prefill's B x P): each tensor once, routed experts at the share touched,
-    each group in its own format."""
+    each group in its own format. With pipeline stages, the stages' bytes added up: what a
+    token's pass streams on its way through them."""
+    return sum(
+        _group_bytes(scenario, groups, tokens)
+        for groups in stage_groups(scenario.model, scenario.pp)
+    )
+
+
+def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int | None) -> int:
+    """Bytes of the groups one GPU holds (``tokens`` None) or streams over ``tokens``."""
+    tp, dp = scenario.tp, scenario.dp_attention
     parts = (
-        (g.name, g.params_per_gpu(scenario.tp) * g.read_fraction(tokens))
-        for g in scenario.model.tensor_groups()
+        (g.name, held_params(g, tp, dp) * (1 if tokens is None else g.read_fraction(tokens)))
+        for g in groups
     )
     return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
 
@@ -192,23 +293,31 @@ def v_elements(mixer: Mixer, elements: int) -> int:
     return elements // 2 if isinstance(mixer, Attention) else 0
 
 
-def kv_units_for(scenario: Scenario) -> tuple[KVCurve, Fraction]:
+def kv_units_for(
+    scenario: Scenario, mixers: Sequence[Mixer] | None = None
+) -> tuple[KVCurve, Fraction]:
     """The KV cache per token as whole units of one byte size: K elements x K's units + V
     elements x V's units, and the unit's bytes. With one format the unit is one element;
     with two it is the largest size that divides both per-element sizes, so every byte
-    count stays an exact product of integers, rounded up once (the sweep relies on it)."""
+    count stays an exact product of integers, rounded up once (the sweep relies on it).
+    ``mixers``: a pipeline stage's layers (default: every layer); the unit is the whole
+    model's either way, so stages' curves add up to the model's."""
     k = scenario.kv_dtype.bytes_for(1)
     v = k if scenario.v_dtype is None else scenario.v_dtype.bytes_for(1)
     denominator = math.lcm(k.denominator, v.denominator)
     k_scaled, v_scaled = int(k * denominator), int(v * denominator)
-    common = math.gcd(k_scaled, v_scaled)
+    # Caches of a fixed format (an indexer's FP8 keys) must be whole units too.
+    fixed = {m.fixed_kv_bytes_per_token * denominator for m in scenario.model.mixers()}
+    common = math.gcd(k_scaled, v_scaled, *fixed)
     k_units, v_units = k_scaled // common, v_scaled // common
 
     def weigh(mixer: Mixer, elements: int) -> int:
         values = v_elements(mixer, elements)
         return (elements - values) * k_units + values * v_units
 
-    curve = KVCurve.for_layers(scenario.model.mixers(), scenario.tp, weigh)
+    layers = scenario.model.mixers() if mixers is None else mixers
+    scale = Fraction(denominator, common)
+    curve = KVCurve.for_layers(layers, scenario.attention_tp, weigh, scale)
     return curve, Fraction(common, denominator)
 
 
@@ -225,32 +334,37 @@ class StepModel:
     kv_unit_bytes: Fraction
     state_bytes: int
     peak_flops_per_s: int | None = None
-    allreduce: AllReduce | None = None
+    comm: Communication | None = None
+    """Transfers between GPUs (None: not counted)."""
     engine_terms: Packed = ()
     """The engine's step reduced to constants (physics/engine.py EngineTerms), once per
     scenario; empty for the roofline."""
+    sequences: int = 1
+    """Sequences whose cache one GPU holds (Scenario.sequences_per_gpu)."""
+    stages: tuple[Stage, ...] = ()
+    """Each pipeline stage's share; the step's bytes are theirs added up."""
 
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
-        model, tp, batch = scenario.model, scenario.tp, scenario.batch
-        state = batch * sum(m.state_elements(tp) for m in model.mixers())
+        model, batch = scenario.model, scenario.batch
         units, unit_bytes = kv_units_for(scenario)
+        stages = _stages(scenario, units)
         step = cls(
             scenario=scenario,
-            weight_bytes=streamed_weight_bytes(scenario, batch),
-            kv_curve=KVCurve.for_layers(model.mixers(), tp),
+            weight_bytes=sum(st.weight_bytes for st in stages),
+            kv_curve=KVCurve.for_layers(model.mixers(), scenario.attention_tp),
             kv_units=units,
             kv_unit_bytes=unit_bytes,
-            state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+            state_bytes=sum(st.state_bytes for st in stages),
             peak_flops_per_s=None if (peak := scenario.peak_flops()) is None else peak[1],
-            allreduce=None
-            if scenario.link is None
-            else AllReduce(scenario.link, tp, len(model.layers), model.hidden_size),
+            comm=communication(scenario),
+            sequences=scenario.sequences_per_gpu,
+            stages=stages,
         )
         engine = scenario.engine
         if engine is None or not engine.params:
             return step
-        comm = 0.0 if step.allreduce is None else step.allreduce.seconds(batch)
+        comm = 0.0 if step.comm is None else step.comm.seconds(batch)
         terms = packed([EngineTerms.of(step, p, comm) for p in engine.params])
         return replace(step, engine_terms=terms)
 
@@ -265,32 +379,66 @@ class StepModel:
         s = self.scenario
         return step_flops(s.model, s.batch, context_tokens) / s.tp / self.peak_flops_per_s
 
-    def kv_bytes(self, context_tokens: int) -> int:
-        """KV bytes one step reads for all B sequences at context T."""
-        units = self.scenario.batch * self.kv_units.elements(context_tokens)
-        return ceil_bytes(units * self.kv_unit_bytes)
+    def kv_bytes(self, context_tokens: int, held: bool = False) -> int:
+        """KV bytes one step reads for all B sequences at context T (``held``: that memory
+        holds, which top-k and chunked layers make differ; kvcache.py)."""
+        return self._cache_bytes(self.kv_units, context_tokens, held)
+
+    def _cache_bytes(self, curve: KVCurve, context_tokens: int, held: bool) -> int:
+        """The cache of the sequences one GPU holds on ``curve`` (a stage's or the model's)."""
+        if held:
+            curve = curve.held()
+        return ceil_bytes(self.sequences * curve.elements(context_tokens) * self.kv_unit_bytes)
 
     def kv_bytes_per_token(self) -> int:
         return ceil_bytes(self.kv_units.elements_per_token * self.kv_unit_bytes)
 
     def crossover(self) -> Fraction | None:
         """Solve B * kv_bytes(T*) = weight_bytes exactly on the (piecewise) linear curve."""
-        target = Fraction(self.weight_bytes) / (self.kv_unit_bytes * self.scenario.batch)
+        target = Fraction(self.weight_bytes) / (self.kv_unit_bytes * self.sequences)
         return self.kv_units.solve(target)
 
     def memory(self, context_tokens: int) -> MemoryFit | None:
+        """The budget and its limits per GPU: each stage's solved alone, the tightest
+        kept, and under data-parallel attention the batch limit is every rank's together."""
         s = self.scenario
         if s.gpu is None:
             return None
-        state_per_sequence = Fraction(self.state_bytes, s.batch)
-        return memory_fit(
-            budget_bytes=math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization))),
-            stored_bytes=stored_weight_bytes(s.model, s.weights, s.tp, s.weight_overrides),
-            curve=self.kv_units,
-            bytes_per_unit=self.kv_unit_bytes,
-            state_bytes_per_sequence=state_per_sequence,
-            batch=s.batch,
-            context_tokens=context_tokens,
+        budget = math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization)))
+        fits = [
+            memory_fit(
+                budget_bytes=budget,
+                stored_bytes=stage.stored_weight_bytes,
+                curve=stage.kv_units,
+                bytes_per_unit=self.kv_unit_bytes,
+                state_bytes_per_sequence=Fraction(stage.state_bytes, self.sequences),
+                batch=self.sequences,
+                context_tokens=context_tokens,
+            )
+            for stage in self.stages
+        ]
+        if len(fits) == 1 and not s.dp_attention:
+            return fits[0]
+        batches = [f.max_batch for f in fits if f.max_batch is not None]
+        contexts = [f.max_context for f in fits if f.max_context is not None]
+        ranks = s.tp if s.dp_attention else 1
+        return MemoryFit(
+            budget_bytes=budget,
+            stored_weight_bytes=max(f.stored_weight_bytes for f in fits),
+            max_batch=min(batches) * ranks if batches else None,
+            max_context=min(contexts) if contexts else None,
+        )
+
+    def fits(self, context_tokens: int, memory: MemoryFit) -> bool:
+        """Every stage's GPUs hold their weights, the cache they keep and their state."""
+        if len(self.stages) == 1:
+            return memory.fits(self.kv_bytes(context_tokens, held=True), self.state_bytes)
+        return all(
+            stage.stored_weight_bytes
+            + self._cache_bytes(stage.kv_units, context_tokens, held=True)
+            + stage.state_bytes
+            <= memory.budget_bytes
+            for stage in self.stages
         )
 
     def row(
@@ -300,7 +448,8 @@ class StepModel:
         total = self.weight_bytes + kv + self.state_bytes
         memory_s = total / self.scenario.effective_bandwidth_bytes_per_s
         compute_s = self.compute_seconds(context_tokens)
-        comm_s = 0.0 if self.allreduce is None else self.allreduce.seconds(self.scenario.batch)
+        comm = CommSplit() if self.comm is None else self.comm.split(self.scenario.batch)
+        comm_s = comm.total_s
         overhead_s = self.scenario.overhead_s
         seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
         row = Row(
@@ -314,13 +463,41 @@ class StepModel:
             tokens_per_s=1 / seconds,
             throughput_tokens_per_s=self.scenario.batch / seconds,
             is_crossover=is_crossover,
-            fits=None if memory is None else memory.fits(kv, self.state_bytes),
+            fits=None if memory is None else self.fits(context_tokens, memory),
             memory_seconds=memory_s,
             compute_seconds=compute_s,
             comm_seconds=comm_s,
             overhead_seconds=overhead_s,
+            allreduce_seconds=comm.allreduce_s,
+            all_to_all_seconds=comm.all_to_all_s,
+            handoff_seconds=comm.handoff_s,
         )
         return replace(row, expected=expected(self, row))
+
+
+def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
+    """Each pipeline stage's bytes per GPU; without stages, one holding the whole model
+    (``units``: the whole model's cache, reused for it)."""
+    model, batch = scenario.model, scenario.batch
+    counts = stage_layer_counts(len(model.layers), scenario.pp)
+    stages = []
+    start = 0
+    for count, groups in zip(counts, stage_groups(model, scenario.pp), strict=True):
+        mixers = model.mixers()[start : start + count]
+        start += count
+        state = scenario.sequences_per_gpu * sum(
+            m.state_elements(scenario.attention_tp) for m in mixers
+        )
+        stages.append(
+            Stage(
+                layers=count,
+                weight_bytes=_group_bytes(scenario, groups, batch),
+                stored_weight_bytes=_group_bytes(scenario, groups, None),
+                kv_units=units if scenario.pp == 1 else kv_units_for(scenario, mixers)[0],
+                state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+            )
+        )
+    return tuple(stages)
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
@@ -357,6 +534,11 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         memory=memory,
         ridge_batch=ridge_batch(scenario, points[-1]),
         flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
+        stages=step.stages,
+        experts_touched_per_gpu=None
+        if moe is None or not scenario.ep
+        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch))
+        / scenario.tp,
     )
 
 

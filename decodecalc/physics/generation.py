@@ -111,7 +111,7 @@ def prefill(step: StepModel, prompt_tokens: int) -> Prefill:
     if tokens == 0:
         return Prefill(0, 0, 0, 0.0, None if peak is None else 0.0, 0.0, 0.0)
     flops = prefill_flops(s, prompt_tokens)
-    written = step.kv_bytes(prompt_tokens) + step.state_bytes
+    written = step.kv_bytes(prompt_tokens, held=True) + step.state_bytes
     read = streamed_weight_bytes(s, tokens)
     return Prefill(
         tokens=tokens,
@@ -119,16 +119,15 @@ def prefill(step: StepModel, prompt_tokens: int) -> Prefill:
         bytes=read + written,
         memory_seconds=(read + written) / s.effective_bandwidth_bytes_per_s,
         compute_seconds=None if peak is None else flops / s.tp / peak,
-        comm_seconds=0.0 if step.allreduce is None else step.allreduce.seconds(tokens),
+        comm_seconds=0.0 if step.comm is None else step.comm.seconds(tokens),
         overhead_seconds=s.overhead_s,
     )
 
 
 def _breakpoints(step: StepModel, low: int, high: int) -> list[int]:
-    """Contexts where the step time may change slope: window sizes, and where memory and
-    compute time cross."""
-    windows = {m.sliding_window for m in step.scenario.model.mixers() if m.sliding_window}
-    edges = [low, *sorted(w for w in windows if low < w < high), high]
+    """Contexts where the step time may change slope: window sizes and chunk boundaries
+    (kvcache.KVCurve.breakpoints), and where memory and compute time cross."""
+    edges = [low, *step.kv_units.breakpoints(low, high), high]
     cuts = set(edges)
     for a, b in pairwise(edges):
         gap_a, gap_b = _gap(step, a), _gap(step, b)

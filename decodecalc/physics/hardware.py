@@ -33,6 +33,9 @@ class GpuSpec:
     sustained_source: str = ""
     family: str = ""
     """The GPU family engine profiles are fitted per (empty: from vendor and memory kind)."""
+    power_w: float | None = None
+    """Board power (TDP) in watts from the datasheet: an upper bound on what decode draws."""
+    power_source: str = ""
 
     def peak_flops(self, matmul: str) -> tuple[str, int] | None:
         """The rate for a matmul class, falling back to a wider class the chip has
@@ -54,7 +57,9 @@ FALLBACK = {
 
 @record
 class Link:
-    """The interconnect a tensor-parallel all-reduce crosses."""
+    """An interconnect between GPUs: the one a tensor-parallel all-reduce crosses within a
+    node, or a network between nodes (InfiniBand, RoCE) that larger groups and pipeline
+    stages cross."""
 
     id: str
     name: str
@@ -64,3 +69,7 @@ class Link:
     """Per all-reduce of a small message."""
     source: str = ""
     aliases: tuple[str, ...] = ()
+    gpus: int | None = None
+    """GPUs one domain of this link joins (8 for an HGX board's NVSwitch, 72 for a GB200
+    NVL72 rack): a group larger than this crosses the network between nodes. None: a
+    network itself, joining any number."""

@@ -1,11 +1,12 @@
 """The layer kinds the estimator understands, each counting its own parameters and cache.
 
-A layer is a token mixer (attention of some kind, or a recurrent/linear-attention block)
-followed by a feed-forward block (dense or mixture of experts). The common kinds live here;
-MLA (mla.py), linear attention (linear_attention.py) and MoE (moe.py) are modules of their
-own, loaded only for the models that have them. Each kind states what a
-decode step reads of it: weights as tensor groups, and per sequence a KV cache that grows
-with the context (capped by a window) or a state of constant size.
+A layer is a token mixer (attention of some kind, or a recurrent/linear-attention/Mamba
+block) followed by a feed-forward block (dense or mixture of experts). The common kinds live
+here; MLA (mla.py), linear attention (linear_attention.py), Mamba (mamba.py) and MoE
+(moe.py) are modules of their own, loaded only for the models that have them. Each kind
+states what a decode step reads of it: weights as tensor groups, and per sequence a KV cache
+that grows with the context (capped by a window, cut to a chunk or to a top-k: kvcache.py)
+or a state of constant size.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, TypeAlias
 
 from decodecalc.physics.causal import causal_pairs
+from decodecalc.physics.kvcache import chunk_tokens
 from decodecalc.physics.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -38,8 +40,18 @@ class Attention:
     """Qwen3-Next: q_proj also produces a per-head gate, doubling its width."""
     sinks: bool = False
     """gpt-oss: one learned attention-sink logit per head."""
+    qk_norm_whole: bool = False
+    """MiniMax-M2's per-layer QK norm: one weight per q and k channel of every head, not a
+    shared head_dim-wide one."""
+    attention_chunk: int | None = None
+    """Llama 4's chunked local attention: a layer reads only the tokens of the current
+    chunk of this many tokens (kvcache.chunk_tokens), a sawtooth in the context."""
 
     kind = "attention"
+    kv_read_limit = None
+    """Top-k sparse attention's cap on tokens read (DeepSeek-V3.2's MLA); none here."""
+    fixed_kv_bytes_per_token = 0
+    """Cache bytes per token in a fixed format, whatever the KV dtype (an indexer's keys)."""
 
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
         q_out = self.num_heads * self.head_dim
@@ -51,7 +63,8 @@ class Attention:
             TensorGroup("attention q, o", q_params + o_params, True, SPLIT),
             TensorGroup("attention k, v", kv_params, True, KV_HEADS, self.num_kv_heads),
         ]
-        small = (hidden if self.o_bias else 0) + (2 * self.head_dim if self.qk_norm else 0)
+        norm = q_out + kv_out if self.qk_norm_whole else 2 * self.head_dim
+        small = (hidden if self.o_bias else 0) + (norm if self.qk_norm else 0)
         if small:
             groups.append(TensorGroup("norms and biases", small, True, REPLICATED))
         if self.sinks:
@@ -67,6 +80,8 @@ class Attention:
             else "GQA"
         )
         window = f", sliding window {self.sliding_window:,}" if self.sliding_window else ""
+        if self.attention_chunk:
+            window = f", chunked local (chunks of {self.attention_chunk:,})"
         return f"{shape} {self.num_heads}/{self.num_kv_heads} heads x {self.head_dim}{window}"
 
     def tp_ok(self, tp: int) -> bool:
@@ -85,13 +100,24 @@ class Attention:
         return tp > self.num_kv_heads
 
     def attention_flops(self, context_tokens: int) -> int:
-        """One token's scores and weighted sum over the cached tokens: 4 x T x heads x head_dim."""
-        tokens = min(context_tokens, self.sliding_window or context_tokens)
+        """One token's scores and weighted sum over the tokens it reads: 4 x T x heads x
+        head_dim, T capped by the window or cut back to the current chunk."""
+        if self.attention_chunk:
+            tokens = int(chunk_tokens(context_tokens, self.attention_chunk))
+        else:
+            tokens = min(context_tokens, self.sliding_window or context_tokens)
         return 4 * tokens * self.num_heads * self.head_dim
 
     def prefill_attention_flops(self, prompt_tokens: int) -> int:
-        """Causal attention over a prompt: token t attends to min(t, window) earlier ones."""
-        return 4 * self.num_heads * self.head_dim * causal_pairs(prompt_tokens, self.sliding_window)
+        """Causal attention over a prompt: token t attends to min(t, window) earlier ones,
+        or to the t mod c before it in its chunk."""
+        if self.attention_chunk:
+            c = self.attention_chunk
+            full, rest = divmod(prompt_tokens, c)
+            pairs = full * (c * (c - 1) // 2) + rest * (rest - 1) // 2
+        else:
+            pairs = causal_pairs(prompt_tokens, self.sliding_window)
+        return 4 * self.num_heads * self.head_dim * pairs
 
     def state_elements(self, tp: int) -> int:
         return 0
@@ -99,7 +125,8 @@ class Attention:
 
 @record
 class DenseMLP:
-    """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
+    """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down).
+    Size 0 is a block without one: Nemotron-H follows some mixers by another mixer."""
 
     intermediate_size: int
     gated: bool = True
@@ -108,11 +135,15 @@ class DenseMLP:
     """Not a mixture of experts (MoE.routed is True)."""
 
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        if not self.intermediate_size:
+            return ()
         matrices = 3 if self.gated else 2
         return (TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, SPLIT),)
 
     def describe(self) -> str:
-        return f"dense MLP {self.intermediate_size:,}"
+        if not self.intermediate_size:
+            return "no MLP"
+        return f"dense MLP {self.intermediate_size:,}" + ("" if self.gated else " (not gated)")
 
 
 @record
@@ -137,8 +168,9 @@ class Layer:
 
 if TYPE_CHECKING:
     from decodecalc.physics.linear_attention import LinearAttention
+    from decodecalc.physics.mamba import Mamba1, Mamba2
     from decodecalc.physics.mla import LatentAttention
     from decodecalc.physics.moe import MoE
 
-    Mixer: TypeAlias = Attention | LatentAttention | LinearAttention
+    Mixer: TypeAlias = Attention | LatentAttention | LinearAttention | Mamba2 | Mamba1
     FFN: TypeAlias = DenseMLP | MoE

@@ -1,4 +1,5 @@
-"""Linear attention with a constant recurrent state: Qwen3-Next's Gated DeltaNet."""
+"""Mixers with a constant state per sequence instead of a KV cache: Qwen3-Next's Gated
+DeltaNet here, Mamba in mamba.py."""
 
 from __future__ import annotations
 
@@ -8,8 +9,30 @@ from decodecalc.record import record
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 
+class ConstantState:
+    """What a constant-state mixer says of the KV cache: nothing cached per token, nothing
+    that grows or is windowed; its per-step arithmetic is the same at every context."""
+
+    sliding_window = None
+    attention_chunk = None
+    kv_read_limit = None
+    fixed_kv_bytes_per_token = 0
+
+    def kv_elements_per_token(self, tp: int) -> int:
+        return 0
+
+    def kv_replicated(self, tp: int) -> bool:
+        return False
+
+    def attention_flops(self, context_tokens: int) -> int:
+        raise NotImplementedError
+
+    def prefill_attention_flops(self, prompt_tokens: int) -> int:
+        return prompt_tokens * self.attention_flops(0)
+
+
 @record
-class LinearAttention:
+class LinearAttention(ConstantState):
     """Gated DeltaNet linear attention (Qwen3-Next): a recurrent state of constant size per
     sequence (value heads x key dim x value dim, plus the short convolution's last
     ``conv_kernel - 1`` inputs), read and written every step, never growing with context."""
@@ -21,7 +44,6 @@ class LinearAttention:
     conv_kernel: int
 
     kind = "linear"
-    sliding_window = None
 
     @property
     def _conv_dim(self) -> int:
@@ -49,18 +71,9 @@ class LinearAttention:
     def tp_ok(self, tp: int) -> bool:
         return self.num_key_heads % tp == 0 and self.num_value_heads % tp == 0
 
-    def kv_elements_per_token(self, tp: int) -> int:
-        return 0
-
-    def kv_replicated(self, tp: int) -> bool:
-        return False
-
     def attention_flops(self, context_tokens: int) -> int:
         """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
         return 4 * self.num_value_heads * self.key_head_dim * self.value_head_dim
-
-    def prefill_attention_flops(self, prompt_tokens: int) -> int:
-        return prompt_tokens * self.attention_flops(0)
 
     def state_elements(self, tp: int) -> int:
         """Per sequence on one GPU: recurrent state plus convolution state."""

@@ -53,7 +53,9 @@ def memory_fit(
     """Solve both limits exactly: B_max = floor(free / per-sequence bytes at the context)
     (unbounded when a sequence holds nothing there), T_max = the largest T with
     B x KV(T) <= free - B x state. ``curve`` counts the cache in units of ``bytes_per_unit``
-    (elements, or finer units when K and V are stored in different formats)."""
+    (elements, or finer units when K and V are stored in different formats); memory holds
+    its held() part, which is non-decreasing."""
+    curve = curve.held()
     free = budget_bytes - stored_bytes
     max_batch: int | None
     per_sequence = curve.elements(context_tokens) * bytes_per_unit + state_bytes_per_sequence

@@ -63,10 +63,17 @@ class FastStep:
     """The engine's step (physics/engine.py), none for the roofline."""
     peak_bandwidth: float = 0.0
     comm_seconds: float = 0.0
+    general: StepModel | None = None
+    """The estimator's own step, for caches the loop below does not model (chunked or
+    top-k layers, kvcache.KVCurve.regular): their rows come from it, one by one."""
+    sequences: int = 1
+    """Sequences whose cache one GPU holds (the batch, or a data-parallel rank's share)."""
 
     @classmethod
     def of(cls, scenario: Scenario) -> FastStep:
         step = StepModel.of(scenario)
+        # Pipeline stages each check their own memory: their rows come one by one too.
+        general = None if step.kv_units.regular and len(step.stages) == 1 else step
         per_unit = step.kv_unit_bytes
         compute: float | None = None
         attention: tuple[tuple[int | None, float], ...] = ()
@@ -84,7 +91,7 @@ class FastStep:
                 constant += m.attention_flops(0) / rate
             attention = tuple(by_window.items())
         memory = step.memory(0)
-        comm = 0.0 if step.allreduce is None else step.allreduce.seconds(scenario.batch)
+        comm = 0.0 if step.comm is None else step.comm.seconds(scenario.batch)
         return cls(
             weight_bytes=step.weight_bytes,
             state_bytes=step.state_bytes,
@@ -103,6 +110,8 @@ class FastStep:
             engine_terms=step.engine_terms,
             peak_bandwidth=scenario.bandwidth_bytes_per_s,
             comm_seconds=comm,
+            general=general,
+            sequences=step.sequences,
         )
 
     def row(self, context: int) -> tuple[object, ...]:
@@ -116,10 +125,13 @@ class FastStep:
         writer's text for true, false and unknown). The constants are bound to locals once:
         this loop is what a million-row sweep spends its time in."""
         labels = fits_labels or {True: True, False: False, None: None}
+        if self.general is not None:
+            yield from _general_rows(self.general, contexts, labels)
+            return
         weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
         windowed = [(w, e) for w, e in self.kv_segments if w is not None]
         growing = sum(e for w, e in self.kv_segments if w is None)
-        numerator, denominator = batch * self.kv_numerator, self.kv_denominator
+        numerator, denominator = self.sequences * self.kv_numerator, self.kv_denominator
         bandwidth, extra = self.bandwidth, self.extra_seconds
         compute0 = (
             None
@@ -167,3 +179,30 @@ class FastStep:
                 fits,
                 *expected,
             )
+
+
+def _general_rows(
+    step: StepModel, contexts: Iterable[int], labels: dict[bool | None, object]
+) -> Iterator[tuple[object, ...]]:
+    """ROW_FIELDS from the estimator's rows, for a cache the fast loop does not model."""
+    memory = step.memory(0)
+    for context in contexts:
+        r = step.row(context, memory=memory)
+        e = r.expected
+        expected = (
+            (r.seconds_per_token,) * 3 if e is None else (e.seconds, e.low_seconds, e.high_seconds)
+        )
+        yield (
+            context,
+            r.weight_bytes,
+            r.kv_bytes,
+            r.state_bytes,
+            r.total_bytes,
+            r.kv_share,
+            r.seconds_per_token * 1000,
+            r.tokens_per_s,
+            r.throughput_tokens_per_s,
+            r.bound,
+            labels[r.fits],
+            *(x * 1000 for x in expected),
+        )

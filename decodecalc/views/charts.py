@@ -11,12 +11,32 @@ from decodecalc.record import record
 
 
 @record
+class Axes:
+    """What a chart's axes, title and marked points are: decode latency against context by
+    default; serving's curve draws TPOT against throughput with its knee marked."""
+
+    x: str = "context (tokens)"
+    y: str = "ms per token"
+    title: str = "decode latency per token"
+    file_title: str = "Decode latency per token: weights (flat) + KV cache (growing)"
+    marker: str = "crossover (KV = weights)"
+    file_marker: str = "crossover (KV bytes = weight bytes)"
+    tokens: bool = True
+    """The x axis counts tokens: a log scale with K and M past a wide range."""
+
+
+DECODE = Axes()
+
+
+@record
 class Series:
     label: str
-    contexts: tuple[int, ...]
+    contexts: tuple[float, ...]
+    """The x values: contexts in tokens (serving: output throughput)."""
     ms_per_token: tuple[float, ...]
     crossover: tuple[float, float] | None
-    """(T*, ms per token there) when the crossover falls inside the contexts shown."""
+    """(T*, ms per token there) when the crossover falls inside the contexts shown (the
+    marked point: serving's knee)."""
 
 
 def series_of(label: str, est: Estimate) -> Series:
@@ -31,7 +51,11 @@ def series_of(label: str, est: Estimate) -> Series:
 
 
 def terminal_chart(
-    series: list[Series], width: int = 80, height: int = 22, color: bool = False
+    series: list[Series],
+    width: int = 80,
+    height: int = 22,
+    color: bool = False,
+    axes: Axes = DECODE,
 ) -> str:
     """A line per series, crossovers marked with an 'x', axes in tokens and ms."""
     import plotext as plt
@@ -47,11 +71,11 @@ def terminal_chart(
             [c[0] for c in crossings],
             [c[1] for c in crossings],
             marker="x",
-            label="crossover (KV = weights)",
+            label=axes.marker,
         )
-    plt.xlabel("context (tokens)")
-    plt.ylabel("ms per token")
-    plt.title("decode latency per token")
+    plt.xlabel(axes.x)
+    plt.ylabel(axes.y)
+    plt.title(axes.title)
     text: str = plt.build()
     plt.clear_figure()
     return text if color else _plain(text)
@@ -71,7 +95,7 @@ def _tokens_label(value: float, _: object) -> str:
     return f"{value:g}"
 
 
-def plot_file(series: list[Series], path: Path) -> None:
+def plot_file(series: list[Series], path: Path, axes: Axes = DECODE) -> None:
     """A publication-quality SVG or PNG (by the file's suffix)."""
     if path.suffix.lower() not in (".svg", ".png"):
         raise InputError(f"--plot {str(path)!r}: the file must end in .svg or .png")
@@ -86,17 +110,17 @@ def plot_file(series: list[Series], path: Path) -> None:
         ) from None
     from matplotlib.ticker import FuncFormatter
 
-    figure, axes = pyplot.subplots(figsize=(8, 4.8), dpi=150)
+    figure, plot = pyplot.subplots(figsize=(8, 4.8), dpi=150)
     marked = False
     for s in series:
-        axes.plot(
+        plot.plot(
             s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=s.label
         )
         if s.crossover:
-            label = None if marked else "crossover (KV bytes = weight bytes)"
-            axes.plot(*s.crossover, "X", markersize=9, color="black", zorder=3, label=label)
+            label = None if marked else axes.file_marker
+            plot.plot(*s.crossover, "X", markersize=9, color="black", zorder=3, label=label)
             marked = True
-            axes.annotate(
+            plot.annotate(
                 f"{s.crossover[0]:,.0f}",
                 s.crossover,
                 textcoords="offset points",
@@ -105,15 +129,15 @@ def plot_file(series: list[Series], path: Path) -> None:
                 fontsize=7,
             )
     contexts = [c for s in series for c in s.contexts if c > 0]
-    if contexts and max(contexts) / min(contexts) >= 16:
-        axes.set_xscale("log", base=2)
-        axes.xaxis.set_major_formatter(FuncFormatter(_tokens_label))
-    axes.set_xlabel("context (tokens)")
-    axes.set_ylabel("ms per token")
-    axes.set_title("Decode latency per token: weights (flat) + KV cache (growing)")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.set_ylim(bottom=0)
-    axes.legend(fontsize=8)
+    if axes.tokens and contexts and max(contexts) / min(contexts) >= 16:
+        plot.set_xscale("log", base=2)
+        plot.xaxis.set_major_formatter(FuncFormatter(_tokens_label))
+    plot.set_xlabel(axes.x)
+    plot.set_ylabel(axes.y)
+    plot.set_title(axes.file_title)
+    plot.grid(True, which="both", alpha=0.3)
+    plot.set_ylim(bottom=0)
+    plot.legend(fontsize=8)
     figure.tight_layout()
     try:
         figure.savefig(path)

@@ -23,7 +23,13 @@ def held_to(c: CheckedDeployment) -> str:
     """The figure a deployment's speed targets were compared with, in words."""
     s = c.deployment.scenario
     if held_to_engine(c.estimate) and s.engine is not None:
-        (params,) = s.engine.params
+        params, *others = s.engine.params
+        if others:  # no data on this family: a fallback (physics.engine_for)
+            return (
+                f"{s.engine.id} expected ms_per_token (the median of its {s.engine.names[0]} "
+                f"profile, fitted on {params.points} published points, and the {len(others)} "
+                f"profiles for {s.engine.family} GPUs)"
+            )
         return (
             f"{s.engine.id} expected ms_per_token (profile for {s.engine.family} GPUs, fitted "
             f"on {params.points} published points)"
@@ -50,6 +56,12 @@ def _limit_text(r: TargetResult) -> str:
             return f"weights + 1 sequence of {r.context:,} tokens fit (vLLM's start-up check)"
         case "min_crossover_context":
             return f"crossover >= {r.limit:,} tokens"
+        case "max_ttft_ms":
+            return f"<= {r.limit:g} ms to first token"
+        case "max_tpot_ms":
+            return f"<= {r.limit:g} ms per output token"
+        case "min_output_throughput_tokens_per_s":
+            return f">= {r.limit:g} output tok/s"
         case _:
             return f"KV share <= {r.limit:.1%}"
 
@@ -65,6 +77,10 @@ def _value_text(r: TargetResult) -> str:
             return "fits" if r.value else f"does not fit{at}"
         case "min_crossover_context":
             return "no crossover" if r.value is None else f"{round(float(r.value)):,} tokens"
+        case "max_ttft_ms" | "max_tpot_ms":
+            return f"{r.value:,.1f} ms"
+        case "min_output_throughput_tokens_per_s":
+            return f"{r.value:,.1f} tok/s"
         case _:
             return f"{float(r.value or 0):.1%}{at}"
 

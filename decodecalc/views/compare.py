@@ -11,8 +11,15 @@ from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.sweep import ROW_FIELDS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
+    COST_COLUMNS,
+    cost_factors,
+    cost_fields,
+    cost_inputs,
+    cost_notes,
     expected_fields,
     kv_label,
+    parallel_label,
+    priced,
     scenario_ids,
     scenario_inputs,
     weights_label,
@@ -35,7 +42,10 @@ def label(scenario: Scenario) -> str:
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     engine = "" if s.engine is None or s.engine.id == "typical" else f" {s.engine.id}"
-    return f"{s.model.id} {gpu} {weights_label(s)}/{kv_label(s)} B{s.batch} TP{s.tp}{engine}"
+    return (
+        f"{s.model.id} {gpu} {weights_label(s)}/{kv_label(s)} B{s.batch} TP{s.tp}"
+        f"{parallel_label(s)}{engine}"
+    )
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
@@ -45,9 +55,11 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     records = []
     for index, est in enumerate(estimates):
         inputs = scenario_inputs(est.scenario)
+        factors = cost_factors(est.scenario)
         for row in est.rows:
             if row.context_tokens not in contexts:
                 continue
+            expected = expected_fields(row)
             records.append(
                 {
                     "scenario": index + 1,
@@ -55,7 +67,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     **{k: inputs[k] for k in SCENARIO_KEYS},
                     "context": row.context_tokens,
                     "ms_per_token": row.seconds_per_token * 1000,
-                    **expected_fields(row),
+                    **expected,
                     "tokens_per_s": row.tokens_per_s,
                     "throughput_tokens_per_s": row.throughput_tokens_per_s,
                     "kv_share": row.kv_share,
@@ -63,12 +75,18 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     "fits": row.fits,
                     "crossover_context": est.crossover_context,
                     "ratio_to_first": row.seconds_per_token / first[row.context_tokens],
+                    **cost_fields(factors, expected["expected_ms_per_token"]),
                 }
             )
     records.sort(key=lambda r: (r["context"], r["scenario"]))
     doc = document(
         scenarios=[
-            {"scenario": i + 1, "label": label(e.scenario), **scenario_inputs(e.scenario)}
+            {
+                "scenario": i + 1,
+                "label": label(e.scenario),
+                **scenario_inputs(e.scenario),
+                **({} if (c := cost_inputs(e.scenario)) is None else {"cost": c}),
+            }
             for i, e in enumerate(estimates)
         ],
         rows=records,
@@ -96,9 +114,13 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         ),
         Column("ratio_to_first", "vs #1", lambda v: f"{v:.2f}x", drop=2),
         *fits,
+        *(COST_COLUMNS if priced(records) else ()),
     )
     notes = many_notes(
-        [(f"#{i + 1} {label(e.scenario)}", estimate_notes(e)) for i, e in enumerate(estimates)]
+        [
+            (f"#{i + 1} {label(e.scenario)}", (*estimate_notes(e), *cost_notes(e.scenario)))
+            for i, e in enumerate(estimates)
+        ]
     )
     return with_notes(Report(doc, columns, tuple(records)), notes)
 
@@ -138,21 +160,52 @@ def write_sweep_csv(
     the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
     speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
     numbers, never in need of quoting."""
-    added = ("crossover_context", "engine", "v_dtype")
+    added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS)
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
     for scenario, crossover, rows in scenarios:
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = ",".join(
-            ("" if crossover is None else repr(crossover), _engine_id(scenario), _v_dtype(scenario))
+            (
+                "" if crossover is None else repr(crossover),
+                _engine_id(scenario),
+                _v_dtype(scenario),
+                *(str(v).lower() for v in _parallel(scenario).values()),
+            )
         )
-        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + "\n"
+        per_ms = _cost_per_ms(scenario)
+        costs = "".join(",%.12g" if f is not None else "," for f in per_ms)
+        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + "\n"
+        known = [f for f in per_ms if f is not None]
+        if known:
+            rows = ((*r, *(r[_EXPECTED] * f for f in known)) for r in rows)
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
             out.write("".join([line % row for row in chunk]))
             count += len(chunk)
         if progress is not None:
             progress(count)
     return count
+
+
+PARALLEL_KEYS = ("pp", "ep", "dp_attention")
+"""A sweep's parallelism beyond TP, after v_dtype (physics/parallelism.py)."""
+
+
+def _parallel(s: Scenario) -> dict[str, object]:
+    return {"pp": s.pp, "ep": s.ep, "dp_attention": s.dp_attention}
+
+
+COST_KEYS = ("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens")
+"""A sweep's cost and energy columns, last (empty where the rate is unknown)."""
+_EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
+
+
+def _cost_per_ms(s: Scenario) -> tuple[float | None, ...]:
+    """COST_KEYS per millisecond of expected step (None where the rate is unknown)."""
+    factors = cost_factors(s)
+    if factors is None:
+        return (None,) * len(COST_KEYS)
+    return tuple(getattr(factors, k) for k in COST_KEYS)
 
 
 def write_sweep_jsonl(
@@ -165,6 +218,7 @@ def write_sweep_jsonl(
     count = 0
     for scenario, crossover, rows in scenarios:
         columns = scenario_ids(scenario)
+        factors = cost_factors(scenario)
         for row in rows:
             record: dict[str, Any] = {
                 **columns,
@@ -172,6 +226,8 @@ def write_sweep_jsonl(
                 "crossover_context": crossover,
                 "engine": _engine_id(scenario),
                 "v_dtype": _v_dtype(scenario),
+                **_parallel(scenario),
+                **cost_fields(factors, float(row[_EXPECTED])),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

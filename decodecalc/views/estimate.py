@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.notes import estimate_notes
+from decodecalc.notes import Note, estimate_notes
+from decodecalc.physics.cost import CostEnergy, cost_and_energy
 from decodecalc.physics.estimator import Estimate, Scenario
+from decodecalc.physics.plan import group_gpus
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
@@ -35,6 +38,11 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
         "overhead_ms": s.overhead_s * 1000,
         "engine": s.engine.id if s.engine else "roofline",
+        "pp": s.pp,
+        "ep": s.ep,
+        "dp_attention": s.dp_attention,
+        "gpus_per_node": s.gpus_per_node,
+        "node_link": s.node_link.id if s.node_link else None,
     }
 
 
@@ -63,7 +71,8 @@ def scenario_ids(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row_record(row: Any) -> dict[str, Any]:
+def _row_record(row: Any, factors: CostEnergy | None) -> dict[str, Any]:
+    expected = expected_fields(row)
     return {
         "context": row.context_tokens,
         "weight_bytes": row.weight_bytes,
@@ -80,8 +89,12 @@ def _row_record(row: Any) -> dict[str, Any]:
         "memory_ms": row.memory_seconds * 1000,
         "compute_ms": None if row.compute_seconds is None else row.compute_seconds * 1000,
         "comm_ms": row.comm_seconds * 1000,
+        "allreduce_ms": row.allreduce_seconds * 1000,
+        "all_to_all_ms": row.all_to_all_seconds * 1000,
+        "handoff_ms": row.handoff_seconds * 1000,
         "overhead_ms": row.overhead_seconds * 1000,
-        **expected_fields(row),
+        **expected,
+        **cost_fields(factors, expected["expected_ms_per_token"]),
     }
 
 
@@ -95,6 +108,75 @@ def expected_fields(row: Any) -> dict[str, float]:
         "expected_low_ms_per_token": seconds[1] * 1000,
         "expected_high_ms_per_token": seconds[2] * 1000,
     }
+
+
+def cost_basis(s: Scenario) -> str:
+    """Which step cost and energy divide: the engine's expected step, else the roofline."""
+    return "expected" if s.engine is not None and s.engine.params else "roofline"
+
+
+def cost_factors(s: Scenario) -> CostEnergy | None:
+    """Cost, joules and kWh per millisecond of step (None: neither a price nor a power is
+    known): each figure is linear in the step, so a row's is its expected ms times these."""
+    r = s.rates
+    if r.price_per_gpu_hour is None and r.power_w is None:
+        return None
+    return cost_and_energy(0.001, s.batch, group_gpus(s), r.price_per_gpu_hour, r.power_w)
+
+
+def cost_fields(factors: CostEnergy | None, scale: float = 1.0) -> dict[str, float]:
+    """The cost and energy figures whose rate is known, each times ``scale`` (a row's
+    expected ms, when the figures are cost_factors' per millisecond)."""
+    if factors is None:
+        return {}
+    fields = {
+        "cost_per_million_tokens": factors.cost_per_million_tokens,
+        "joules_per_token": factors.joules_per_token,
+        "kwh_per_million_tokens": factors.kwh_per_million_tokens,
+    }
+    return {k: v * scale for k, v in fields.items() if v is not None}
+
+
+def cost_inputs(s: Scenario) -> dict[str, Any] | None:
+    """The rates behind the cost and energy figures, and the step they divide."""
+    r = s.rates
+    if r.price_per_gpu_hour is None and r.power_w is None:
+        return None
+    return {
+        "price_per_gpu_hour": r.price_per_gpu_hour,
+        "price_source": r.price_source or None,
+        "price_date": r.price_date or None,
+        "power_w": r.power_w,
+        "power_source": r.power_source or None,
+        "gpus": group_gpus(s),
+        "cost_basis": cost_basis(s),
+    }
+
+
+def cost_notes(s: Scenario) -> tuple[Note, ...]:
+    """Energy from board power is a ceiling, and list prices are dated. The energy note
+    comes with a price or a given power, when tables show cost and energy: every GPU preset
+    with a TDP would otherwise add it to every query."""
+    r = s.rates
+    notes = []
+    if r.power_w is not None and (r.price_per_gpu_hour is not None or r.power_source == "given"):
+        notes.append(
+            Note(
+                "energy-at-tdp",
+                "energy per token assumes every GPU draws its full board power (its TDP, or "
+                "--power): an upper bound, since a memory-bound decode step leaves much of the "
+                "chip idle",
+            )
+        )
+    if r.price_date:
+        notes.append(
+            Note(
+                "dated-price",
+                f"{r.price_source}'s prices are on-demand list prices as read on {r.price_date}: "
+                "prices change, give --price to use yours",
+            )
+        )
+    return tuple(notes)
 
 
 def _ms(value: float) -> str:
@@ -149,10 +231,32 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     return tuple(columns)
 
 
+COST_COLUMNS = (
+    Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.2f}", drop=10),
+    Column("joules_per_token", "J / tok", lambda v: f"{v:,.3g}", drop=10),
+)
+"""Cost and energy per token, in the tables of estimate and compare when a price is known
+(JSON and CSV carry energy whenever the board power is known; a table shows it with cost,
+not in every query)."""
+
+
+def priced(records: Sequence[dict[str, Any]]) -> bool:
+    return any("cost_per_million_tokens" in r for r in records)
+
+
 def _crossover_text(est: Estimate) -> str:
     if est.crossover_context is None:
         return "crossover: none (the KV cache never reaches the weight bytes)"
     return f"crossover: {h.tokens(est.crossover_context)} tokens (KV bytes = weight bytes)"
+
+
+def parallel_label(s: Scenario) -> str:
+    """Parallelism beyond one TP group, in a few letters: ' PP2 EP DPA' (empty without)."""
+    return (
+        (f" PP{s.pp}" if s.pp > 1 else "")
+        + (" EP" if s.ep else "")
+        + (" DPA" if s.dp_attention else "")
+    )
 
 
 def describe_scenario(s: Scenario) -> str:
@@ -161,7 +265,7 @@ def describe_scenario(s: Scenario) -> str:
     return (
         f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)}"
         f" · weights {weights_label(s)} · KV {kv_label(s)} · batch {s.batch} · TP {s.tp}"
-        f" · efficiency {s.efficiency:g}"
+        f"{parallel_label(s)} · efficiency {s.efficiency:g}"
         f" ({bound}){describe_engine(s)}"
     )
 
@@ -174,6 +278,11 @@ def describe_engine(s: Scenario) -> str:
         return ""
     if engine.id == "typical":
         return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
+    if len(engine.params) > 1:  # no data on this family: a fallback (physics.engine_for)
+        return (
+            f" · expected: {engine.names[0]} ({engine.params[0].points} points) with "
+            f"{len(engine.params) - 1} engine profiles on {engine.family}"
+        )
     (params,) = engine.params
     return f" · expected: {engine.id} on {engine.family} ({params.points} points)"
 
@@ -213,10 +322,19 @@ def _compute_lines(est: Estimate) -> list[str]:
             else f"memory-bound at any batch at {longest:,} tokens"
         )
         lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
-    if s.link is not None and s.tp > 1:
+    if s.link is not None and s.tp > 1 and not s.dp_attention:
         lines.append(
             f"TP communication: 2 all-reduces per layer over {s.link.name} "
             f"({h.bandwidth(s.link.bandwidth_bytes_per_s)}, {s.link.latency_s * 1e6:g} us each)"
+        )
+    if s.link is not None and s.dp_attention:
+        each = "a dispatch and a combine (all-to-all)" if s.ep else "an all-gather and a scatter"
+        lines.append(f"communication: {each} per MoE layer over {s.link.name}")
+    if s.pp > 1:
+        layers = ", ".join(str(st.layers) for st in est.stages)
+        lines.append(
+            f"pipeline: {s.pp} stages of {layers} layers, one after another; "
+            f"{s.pp - 1} hand-off{'s' if s.pp > 2 else ''} of the hidden state and residual"
         )
     return lines
 
@@ -246,7 +364,7 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
     if est.memory is not None and s.gpu is not None:
         lines.append(_memory_line(est, s.gpu.memory_bytes))
     lines.extend(_compute_lines(est))
-    if s.tp > 1:
+    if s.tp > 1 and not s.dp_attention:
         from decodecalc.views.listings import tp_kv_rule
 
         share = (
@@ -258,10 +376,30 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _parallel_fields(est: Estimate) -> dict[str, Any]:
+    """Per-stage bytes with pipeline stages, experts per GPU with expert parallelism."""
+    fields: dict[str, Any] = {}
+    if est.scenario.pp > 1:
+        fields["stages"] = [
+            {
+                "layers": st.layers,
+                "weight_bytes": st.weight_bytes,
+                "stored_weight_bytes": st.stored_weight_bytes,
+                "state_bytes": st.state_bytes,
+            }
+            for st in est.stages
+        ]
+    if est.experts_touched_per_gpu is not None:
+        fields["experts_touched_per_gpu"] = est.experts_touched_per_gpu
+    return fields
+
+
 def estimate_report(est: Estimate) -> Report:
     s = est.scenario
     inputs = scenario_inputs(s)
-    rows = [_row_record(r) for r in est.rows]
+    factors = cost_factors(s)
+    rows = [_row_record(r, factors) for r in est.rows]
+    costs = cost_inputs(s)
     doc = document(
         inputs=inputs,
         weight_bytes_per_step=est.weight_bytes_per_step,
@@ -277,6 +415,8 @@ def estimate_report(est: Estimate) -> Report:
         max_context_that_fits=est.memory.max_context if est.memory else None,
         ridge_batch=est.ridge_batch,
         flops_class=est.flops_class,
+        **({} if costs is None else {"cost": costs}),
+        **_parallel_fields(est),
         rows=rows,
     )
     per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
@@ -315,7 +455,7 @@ def estimate_report(est: Estimate) -> Report:
         title=title,
         highlight=frozenset(i for i, r in enumerate(rows) if r["crossover"]),
     )
-    return with_notes(report, estimate_notes(est))
+    return with_notes(report, (*estimate_notes(est), *cost_notes(s)))
 
 
 def expected_band(record: dict[str, Any]) -> str:
@@ -339,6 +479,8 @@ def human_view(report: Report, batch: int) -> Report:
         del columns["comm_ms"]
     if report.records and report.records[0]["compute_ms"] is None:
         del columns["bound"]
+    if priced(report.records):
+        columns.update({c.key: c for c in COST_COLUMNS})
     engine = report.document["inputs"]["engine"]
     records = report.records
     if engine == "roofline" or all(

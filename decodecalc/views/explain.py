@@ -9,10 +9,11 @@ from decodecalc.physics.compute import matmul_params, step_flops
 from decodecalc.physics.dtypes import ceil_bytes
 from decodecalc.physics.engine import expected_step, kv_read_factor
 from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate, v_elements
-from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
+from decodecalc.physics.parallelism import held_params
 from decodecalc.physics.precision import group_dtype
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
@@ -34,7 +35,7 @@ def _weight_lines(step: StepModel) -> list[str]:
     lines = [f"1. Weights read per step (per GPU, {heading}):"]
     for g in s.model.tensor_groups():
         share = g.read_fraction(s.batch)
-        per_gpu = g.params_per_gpu(s.tp)
+        per_gpu = held_params(g, s.tp, s.dp_attention)
         if share == 0:
             lines.append(f"   {g.name:28s} {per_gpu:>17,} params  not read (a step gathers rows)")
             continue
@@ -66,39 +67,52 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
     for m in s.model.mixers():
         if isinstance(m, Attention):
             window = f", window {m.sliding_window:,}" if m.sliding_window else ""
+            window += f", chunks of {m.attention_chunk:,}" if m.attention_chunk else ""
             key = (
-                f"attention: 2 (K,V) x {m.kv_heads_per_gpu(s.tp)} KV heads x {m.head_dim}{window}"
-                f" = {m.kv_elements_per_token(s.tp):,} elements per token"
+                f"attention: 2 (K,V) x {m.kv_heads_per_gpu(s.attention_tp)} KV heads x "
+                f"{m.head_dim}{window}"
+                f" = {m.kv_elements_per_token(s.attention_tp):,} elements per token"
             )
         elif isinstance(m, LatentAttention):
             key = (
                 f"MLA latent: {m.kv_lora_rank} + {m.qk_rope_head_dim} = "
-                f"{m.kv_elements_per_token(s.tp):,} elements per token (whole on every GPU)"
+                f"{m.kv_elements_per_token(s.attention_tp):,} elements per token "
+                "(whole on every GPU)"
+                + (f", top {m.index_topk:,} tokens read" if m.index_topk else "")
             )
         else:
-            assert isinstance(m, LinearAttention)
+            kind = "linear attention" if isinstance(m, LinearAttention) else m.kind
             key = (
-                f"linear attention: no KV; a constant state of {m.state_elements(s.tp):,} elements"
+                f"{kind}: no KV; a constant state of {m.state_elements(s.attention_tp):,} elements"
             )
         kinds[key] = kinds.get(key, 0) + 1
     for key, count in kinds.items():
         lines.append(f"   {count} layers of {key}")
     curve = step.kv_curve
     elements = curve.elements(context)
+    reads = "min(T, window)" if curve.regular else "the tokens it reads"
     lines.append(
-        f"   at T = {context:,}: sum over layers of min(T, window) x elements = {_n(elements)} "
+        f"   at T = {context:,}: sum over layers of {reads} x elements = {_n(elements)} "
         f"elements per sequence"
     )
-    kv = step.kv_bytes(context)
+    if pattern := read_pattern(s.model.mixers()):
+        lines.append(f"   ({pattern})")
+    fixed = fixed_kv_bytes_per_token(s.model.mixers()) * context * s.sequences_per_gpu
+    kv = step.kv_bytes(context) - fixed
     if s.v_dtype is None:
-        product = f"x batch {s.batch} x {h_bits(k_bytes)} bytes"
+        product = f"x batch {s.sequences_per_gpu} x {h_bits(k_bytes)} bytes"
     else:  # MLA latents count as K: only attention layers have a V half
-        values = KVCurve.for_layers(s.model.mixers(), s.tp, v_elements).elements(context)
+        values = KVCurve.for_layers(s.model.mixers(), s.attention_tp, v_elements).elements(context)
         product = (
             f"= {_n(elements - values)} K x {h_bits(k_bytes)} + {_n(values)} V x "
-            f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.batch}"
+            f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.sequences_per_gpu}"
         )
     lines.append(f"   {product} = {kv:,} bytes ({h.size(kv)})")
+    if fixed:
+        lines.append(
+            f"   + indexer keys: {fixed_kv_bytes_per_token(s.model.mixers()):,} bytes per token "
+            f"x {context:,} x batch {s.sequences_per_gpu} = {fixed:,}; in all {kv + fixed:,} bytes"
+        )
     if step.state_bytes:
         lines.append(f"   recurrent state: {step.state_bytes:,} bytes, the same at every context")
     return lines
@@ -155,7 +169,7 @@ def explain_text(step: StepModel, context: int) -> list[str]:
         )
     if row.comm_seconds or row.overhead_seconds:
         lines.append(
-            f"   + TP all-reduces {row.comm_seconds * 1000:.3f} ms + overhead "
+            f"   + communication {row.comm_seconds * 1000:.3f} ms + overhead "
             f"{row.overhead_seconds * 1000:.3f} ms"
         )
     lines += [
@@ -172,15 +186,20 @@ def explain_text(step: StepModel, context: int) -> list[str]:
             "   none: every layer caps or keeps a constant state, so KV never reaches "
             f"{step.weight_bytes:,} bytes"
         )
-    elif len(step.kv_curve.segments) == 1 and step.kv_curve.segments[0][0] is None:
+    elif (
+        step.kv_curve.regular
+        and len(step.kv_curve.segments) == 1
+        and step.kv_curve.segments[0][0] is None
+    ):
         lines.append(
             f"   T* = weight bytes / (B x KV bytes per token) = {step.weight_bytes:,} / "
-            f"({s.batch} x {_n(step.kv_units.elements_per_token * step.kv_unit_bytes)})"
+            f"({s.sequences_per_gpu} x {_n(step.kv_units.elements_per_token * step.kv_unit_bytes)})"
             f" = {float(crossover):,.1f} tokens"
         )
     else:
         lines.append(
-            f"   solved on the piecewise-linear KV curve (windows cap some layers): "
+            f"   the first context whose KV read reaches the weights, solved on the piecewise-"
+            f"linear KV curve (windows, chunks or top-k cap some layers): "
             f"T* = {float(crossover):,.1f} tokens"
         )
     lines += _engine_lines(step, row)

@@ -7,7 +7,7 @@ from typing import Any
 from decodecalc.physics.dtypes import DType, ceil_bytes
 from decodecalc.physics.engine import EngineProfile, gpu_family
 from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.kvcache import KVCurve
+from decodecalc.physics.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.physics.layers import Attention
 from decodecalc.physics.linear_attention import LinearAttention
 from decodecalc.physics.mla import LatentAttention
@@ -43,6 +43,8 @@ def tp_kv_rule(m: Model) -> str:
         rules.append("the MLA latent is replicated: every TP rank reads all of it")
     if any(isinstance(x, LinearAttention) for x in m.mixers()):
         rules.append("linear-attention state split by head")
+    if any(x.kind.startswith("mamba") for x in m.mixers()):
+        rules.append("Mamba state split by head (and by group where TP divides them)")
     return "; ".join(rules)
 
 
@@ -298,11 +300,12 @@ def show_report(
     curve = KVCurve.for_layers(m.mixers(), 1)
     elements = curve.elements_per_token
     state = _state_elements(m)
-    windows = [w for w, _ in curve.segments if w is not None]
+    windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
+    fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
     kv = [
         {
             "kv_dtype": d.id,
-            "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)),
+            "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)) + fixed,
             "state_bytes_per_sequence": ceil_bytes(d.bytes_for(state)),
         }
         for d in dtypes
@@ -371,6 +374,7 @@ def show_report(
             if windows
             else ""
         )
+        + (f"; {reads}" if reads else "")
         + (f"; constant state of {state:,} elements per sequence" if state else ""),
         f"tensor parallelism: {tp_kv_rule(m)}",
         *_experts_line(m),

@@ -1,0 +1,89 @@
+"""The serving rows of a points file replayed through the serving model: each benchmark's
+workload (input and output lengths, concurrency) on its scenario with the engine that
+measured it and that engine's scheduler defaults, the predicted mean TPOT against the
+measured one and, where the source gives it, the TTFT.
+
+A point's ``ms_per_token`` is its benchmark's mean TPOT (``tpot_mean``) or mean
+inter-token latency (``itl_mean``, which for a whole run is the same figure: the decode
+time after the first token over the tokens after it), so both are held to the model's TPOT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.kv_pool import scheduler_limits
+from decodecalc.physics.serving import ServingResult, Workload, serve
+from decodecalc.record import record, replace
+from decodecalc.scenarios import resolve_engine
+
+TPOT_TARGET = 0.15
+"""The median absolute TPOT error the serving model is held to (issue 13)."""
+
+
+@record
+class ServingCheck:
+    point: MeasuredPoint
+    result: ServingResult | None
+    """None when the model refuses the workload (the reason is in ``problem``)."""
+    problem: str | None = None
+
+    @property
+    def tpot_error(self) -> float | None:
+        if self.result is None:
+            return None
+        return self.result.tpot_s / self.point.measured_seconds - 1
+
+    @property
+    def ttft_error(self) -> float | None:
+        load = self.point.serving
+        if self.result is None or load is None or load.ttft_seconds is None:
+            return None
+        return self.result.ttft_s / load.ttft_seconds - 1
+
+
+@record
+class ServingValidation:
+    checks: tuple[ServingCheck, ...]
+
+    @property
+    def tpot_mdape(self) -> float | None:
+        return _median_abs([c.tpot_error for c in self.checks])
+
+    @property
+    def ttft_mdape(self) -> float | None:
+        return _median_abs([c.ttft_error for c in self.checks])
+
+
+def _median_abs(errors: Sequence[float | None]) -> float | None:
+    values = sorted(abs(e) for e in errors if e is not None)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> ServingValidation:
+    """Every point with a serving workload, predicted with its own engine's profile and
+    scheduler defaults (the typical band's centre and vLLM's defaults when it names none)."""
+    checks = []
+    for point in points:
+        load = point.serving
+        if load is None:
+            continue
+        scenario = point.scenario
+        engine, _ = resolve_engine(catalog, point.engine or "typical", scenario.gpu)
+        scenario = replace(scenario, engine=engine)
+        workload = Workload(
+            input_len=load.input_len, output_len=load.output_len, concurrency=load.concurrency
+        )
+        try:
+            result = serve(scenario, workload, scheduler_limits(engine, scenario.gpu))
+        except InputError as exc:
+            checks.append(ServingCheck(point, None, str(exc)))
+            continue
+        checks.append(ServingCheck(point, result))
+    return ServingValidation(tuple(checks))

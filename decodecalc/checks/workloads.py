@@ -1,0 +1,254 @@
+"""Workloads in deployment files: the traffic a server is checked under, for the serving
+targets (time to first token, time per output token, output throughput).
+
+A deployment names its ``workload:`` as ``decodecalc serving`` takes one: requests kept in
+flight (``concurrency``) or arriving at a rate (``request_rate``), their input and output
+lengths, a shared prompt prefix and how often it is cached, and speculative decoding. The
+server's scheduler limits (``max_num_batched_tokens``, ``max_num_seqs``) are deployment
+settings, read from a vLLM config's flags of the same names when it gives them; its
+``speculative-config`` gives the method and the tokens proposed, and the workload the
+acceptance rate vLLM logs once it runs (no config can know it beforehand).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from decodecalc.checks.settings import (
+    Problems,
+    Setting,
+    Settings,
+    flag,
+    locate,
+    number,
+    show,
+    tokens,
+    whole,
+)
+from decodecalc.checks.settings import text as text_value
+from decodecalc.errors import InputError
+from decodecalc.loading.datafile import Document, KeyPath
+from decodecalc.loading.fields import suggest
+
+if TYPE_CHECKING:
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.physics.serving import Workload
+    from decodecalc.physics.speculative import Speculation
+
+WORKLOAD_KEYS = (
+    "concurrency",
+    "request_rate",
+    "input_len",
+    "output_len",
+    "prefix_len",
+    "prefix_hit_rate",
+    "shared_prefix_attention",
+    "speculative",
+)
+SPECULATIVE_KEYS = ("method", "num_speculative_tokens", "acceptance", "draft_model")
+
+VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle", "mtp": "mtp", "draft_model": "draft"}
+"""vLLM speculative methods decodecalc prices; any ``*_mtp`` (deepseek_mtp, qwen3_next_mtp)
+is MTP too. ngram, suffix, medusa and MLP speculators propose without a model pass that
+decodecalc knows how to price, and are refused."""
+
+
+def read_workload(
+    doc: Document, settings: Settings, key_path: KeyPath, problems: Problems, catalog: Catalog
+) -> Workload | None:
+    """The deployment's workload (None when it names none), with the speculation its own
+    ``speculative:`` and its vLLM config's ``speculative-config`` describe together."""
+    from decodecalc.physics.serving import Workload
+
+    raw = settings.get("workload")
+    if raw is None:
+        return None
+    path = (*key_path, "workload")
+    before = len(problems.items)
+    found = _mapping(doc, raw, path, WORKLOAD_KEYS, problems)
+    if found is None or len(problems.items) > before:  # a misspelt key: say only that
+        return None
+    values: dict[str, Any] = {}
+    for key, convert in (
+        ("concurrency", whole),
+        ("request_rate", number),
+        ("input_len", lambda v: whole(tokens(v))),
+        ("output_len", lambda v: whole(tokens(v))),
+        ("prefix_len", _count),
+        ("prefix_hit_rate", _share),
+        ("shared_prefix_attention", flag),
+    ):
+        if key in found:
+            setting = found[key]
+            values[key] = problems.attempt(setting.where, partial(convert, setting.value))
+    missing = [key for key in ("input_len", "output_len") if key not in found]
+    if missing:
+        problems.items.append(f"{raw.where}: give {' and '.join(missing)} (tokens per request)")
+    valid, speculation = _speculation(
+        doc, found.get("speculative"), settings, path, problems, catalog
+    )
+    if missing or not valid or any(value is None for value in values.values()):
+        return None
+    try:
+        return Workload(**values, speculative=speculation)
+    except InputError as exc:
+        problems.items.append(f"{raw.where}: {exc}")
+    return None
+
+
+def _mapping(
+    doc: Document, raw: Setting, path: KeyPath, known: tuple[str, ...], problems: Problems
+) -> Settings | None:
+    if not isinstance(raw.value, dict):
+        problems.items.append(f"{raw.where}: expected a mapping, got {show(raw.value)}")
+        return None
+    found: Settings = {}
+    for key, value in raw.value.items():
+        at = locate(doc, (*path, str(key)))
+        if key not in known:
+            hint = suggest(str(key), list(known)) or "; valid: " + ", ".join(known)
+            problems.items.append(f"{at}: unknown key{hint}")
+        elif value is not None:
+            found[str(key)] = Setting(value, at)
+    return found
+
+
+def _count(value: Any) -> int:
+    """Tokens that may be none (a prefix length of 0)."""
+    if value == 0 and not isinstance(value, bool):
+        return 0
+    return whole(tokens(value))
+
+
+def _share(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InputError(f"expected a share from 0 to 1, got {show(value)}")
+    return float(value)
+
+
+def _speculation(
+    doc: Document,
+    own: Setting | None,
+    settings: Settings,
+    path: KeyPath,
+    problems: Problems,
+    catalog: Catalog,
+) -> tuple[bool, Speculation | None]:
+    """Whether the workload's speculation reads (the problems say why not), and the
+    speculation (None: the server does not speculate)."""
+    from decodecalc.physics.speculative import Speculation
+
+    parts: Settings = {}
+    config = settings.get("speculative")  # from a vLLM config's speculative-config
+    if config is not None:
+        parts.update({k: Setting(v, config.where) for k, v in config.value.items()})
+    if own is not None:
+        found = _mapping(doc, own, (*path, "speculative"), SPECULATIVE_KEYS, problems)
+        if found is None:
+            return False, None
+        parts.update(found)
+    if not parts:
+        return True, None
+    where = (own or config or Setting(None, "")).where
+    if "acceptance" not in parts:
+        problems.items.append(
+            f"{where}: speculative decoding needs workload.speculative.acceptance: the share "
+            "of proposed tokens accepted (one rate, or one per position, as vLLM logs them)"
+        )
+        return False, None
+    for key in ("method", "num_speculative_tokens"):
+        if key not in parts:
+            problems.items.append(f"{where}: speculative decoding needs {key}")
+            return False, None
+    method = problems.attempt(parts["method"].where, lambda: _method(parts["method"].value))
+    proposed = problems.attempt(
+        parts["num_speculative_tokens"].where, lambda: whole(parts["num_speculative_tokens"].value)
+    )
+    acceptance = problems.attempt(
+        parts["acceptance"].where, lambda: _rates(parts["acceptance"].value)
+    )
+    draft = None
+    if method == "draft":
+        model = parts.get("draft_model")
+        if model is None:
+            problems.items.append(f"{where}: a draft-model speculation needs draft_model")
+            return False, None
+        draft = problems.attempt(model.where, lambda: catalog.model(text_value(model.value)))
+    if None in (method, proposed, acceptance) or (method == "draft" and draft is None):
+        return False, None
+    made: Speculation | None = problems.attempt(
+        where, lambda: Speculation(method, proposed, acceptance, draft)
+    )
+    return made is not None, made
+
+
+def _method(value: Any) -> str:
+    name = text_value(value).strip().lower()
+    if name in ("eagle", "mtp", "draft"):
+        return name
+    if name in VLLM_METHODS:
+        return VLLM_METHODS[name]
+    if name.endswith("_mtp"):
+        return "mtp"
+    raise InputError(
+        f"speculative method {value!r} is not modelled: decodecalc prices EAGLE, MTP and a "
+        "draft model (vLLM's eagle, eagle3, *_mtp and draft_model)"
+    )
+
+
+def _rates(value: Any) -> tuple[float, ...]:
+    items = value if isinstance(value, list) else [value]
+    rates = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise InputError(f"expected a rate from 0 to under 1, or a list, got {show(value)}")
+        rates.append(float(item))
+    return tuple(rates)
+
+
+def vllm_speculative(doc: Document, problems: Problems) -> Setting | None:
+    """A vLLM config's speculative-config (a mapping, its JSON text, or dotted keys such as
+    ``speculative-config.method``) as the parts decodecalc reads: method, tokens proposed
+    and the drafter (vLLM's ``model``, for draft models). vLLM infers an EAGLE method
+    from a drafter named so when no method is given, and a draft model otherwise."""
+    parts: dict[str, Any] = {}
+    where = ""
+    for raw, value in doc.data.items():
+        key = str(raw)
+        name, dot, field = key.partition(".")
+        if name.replace("_", "-") != "speculative-config" or value is None:
+            continue
+        where = where or locate(doc, (key,))
+        if dot:
+            parts[field] = value
+            continue
+        found = problems.attempt(where, partial(_config_mapping, value))
+        if found is None:
+            return None
+        parts.update(found)
+    if not parts:
+        return None
+    model = parts.get("model")
+    given = parts.get("method")
+    if given is None and isinstance(model, str):
+        given = "eagle" if "eagle" in model.lower() else "draft_model"
+    method = None if given is None else problems.attempt(where, partial(_method, given))
+    if given is not None and method is None:
+        return None
+    read = {"method": method, "num_speculative_tokens": parts.get("num_speculative_tokens")}
+    if model is not None and method == "draft":
+        read["draft_model"] = model
+    return Setting({k: v for k, v in read.items() if v is not None}, where)
+
+
+def _config_mapping(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise InputError(f"expected a JSON object, got {show(value)}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"expected a mapping (or its JSON text), got {show(value)}")
+    return value

@@ -1,0 +1,223 @@
+"""The serving command: a continuously batched server's TTFT, TPOT and throughput under a
+workload (docs/serving.md)."""
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emit, load_catalog
+from decodecalc.cli.options import (
+    ChartOpt,
+    PlotOpt,
+    _whole_numbers,
+    scenario_of,
+    scenario_options,
+    split_list,
+)
+from decodecalc.errors import InputError
+
+if TYPE_CHECKING:
+    from decodecalc.physics.estimator import Scenario
+    from decodecalc.physics.speculative import Speculation
+
+
+@app.command()
+@scenario_options()
+def serving(
+    ctx: typer.Context,
+    input_len: Annotated[
+        str,
+        typer.Option(
+            "--input-len", help="Prompt tokens per request, e.g. 1000 or 4K.", metavar="TOKENS"
+        ),
+    ],
+    output_len: Annotated[
+        str,
+        typer.Option(
+            "--output-len", help="Output tokens per request (at least 2).", metavar="TOKENS"
+        ),
+    ],
+    concurrency: Annotated[
+        str | None,
+        typer.Option(
+            "--concurrency",
+            help="Requests kept in flight (closed loop, like --max-concurrency); a comma "
+            "list sweeps it and draws the throughput-latency curve.",
+            metavar="N[,N...]",
+        ),
+    ] = None,
+    request_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--request-rate",
+            help="Requests per second, Poisson arrivals (open loop).",
+            metavar="RATE",
+        ),
+    ] = None,
+    max_num_batched_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-num-batched-tokens",
+            help="Tokens one step may carry, the chunked-prefill budget (default: the engine's).",
+            metavar="N",
+        ),
+    ] = None,
+    max_num_seqs: Annotated[
+        int | None,
+        typer.Option(
+            "--max-num-seqs",
+            help="Requests one step may carry (default: the engine's).",
+            metavar="N",
+        ),
+    ] = None,
+    prefix_len: Annotated[
+        str,
+        typer.Option(
+            "--prefix-len",
+            help="Prompt tokens every request shares at its start.",
+            metavar="TOKENS",
+        ),
+    ] = "0",
+    prefix_hit_rate: Annotated[
+        float,
+        typer.Option(
+            "--prefix-hit-rate",
+            help="Share of requests finding the shared prefix in the prefix cache.",
+            metavar="FRACTION",
+        ),
+    ] = 1.0,
+    shared_prefix_attention: Annotated[
+        bool | None,
+        typer.Option(
+            "--shared-prefix-attention/--no-shared-prefix-attention",
+            help="Read the shared prefix once per step for the whole batch (cascade "
+            "attention). Default: on for vllm, off for other engines.",
+        ),
+    ] = None,
+    speculative: Annotated[
+        str | None,
+        typer.Option(
+            "--speculative",
+            help="Speculative decoding: eagle, mtp, or a draft model preset.",
+            metavar="METHOD",
+        ),
+    ] = None,
+    num_speculative_tokens: Annotated[
+        int,
+        typer.Option("--num-speculative-tokens", help="Tokens proposed per step (k).", metavar="K"),
+    ] = 3,
+    acceptance: Annotated[
+        str | None,
+        typer.Option(
+            "--acceptance",
+            help="Acceptance: one per-token rate in [0, 1), or k per-position rates as vLLM "
+            "logs them, e.g. 0.8 or 0.9,0.75,0.6.",
+            metavar="RATE[,RATE...]",
+        ),
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+    output: OutputOpt = None,
+    chart: ChartOpt = False,
+    plot: PlotOpt = None,
+    **scenario_flags: Any,
+) -> None:
+    """TTFT, TPOT, ITL and throughput of a continuously batched server under a workload.
+
+    The steady state of a server like vLLM or SGLang: prefill chunks share decode steps,
+    the KV pool caps the running requests, Little's law ties latency to throughput. The
+    scenario's --batch is not used: the workload sets it.
+
+    Examples:
+
+      decodecalc serving -m llama-3.1-8b -g h100-sxm --input-len 1000 --output-len 500
+      --concurrency 1,8,32,128
+
+      decodecalc serving -m qwen3-8b -g h100-sxm --input-len 2K --output-len 256
+      --request-rate 5
+
+      decodecalc serving -m llama-3.1-70b -g h100-sxm --tp 2 -w fp8 --input-len 1000
+      --output-len 500 --concurrency 16 --speculative eagle --acceptance 0.7
+    """
+    from decodecalc.context import parse_tokens
+    from decodecalc.physics.kv_pool import scheduler_limits
+    from decodecalc.physics.serving import Workload, serve
+    from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
+
+    if (concurrency is None) == (request_rate is None):
+        raise InputError(
+            "give one of --concurrency N (closed loop) and --request-rate R (open loop)"
+        )
+    scenario = scenario_of(ctx)
+    overrides: dict[str, Any] = {
+        "max_num_batched_tokens": max_num_batched_tokens,
+        "max_num_seqs": max_num_seqs,
+    }
+    source = ctx.get_parameter_source("memory_utilization")
+    if source is not None and source.name == "COMMANDLINE":  # given, not the default
+        overrides["memory_utilization"] = scenario.memory_utilization
+    limits = scheduler_limits(scenario.engine, scenario.gpu, **overrides)
+    spec = _speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance)
+    counts: list[int | None] = [None]
+    if concurrency is not None:
+        counts = [*_whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")]
+    results = [
+        serve(
+            scenario,
+            Workload(
+                input_len=parse_tokens(input_len, "--input-len"),
+                output_len=parse_tokens(output_len, "--output-len"),
+                concurrency=count,
+                request_rate=request_rate,
+                prefix_len=parse_tokens(prefix_len, "--prefix-len"),
+                prefix_hit_rate=prefix_hit_rate,
+                speculative=spec,
+                shared_prefix_attention=shared_prefix_attention,
+            ),
+            limits,
+        )
+        for count in counts
+    ]
+    report = serving_report(results)
+    if not as_json and fmt in (Format.table, Format.markdown):
+        report = human_view(report)
+    emit(report, fmt, as_json, False, output)
+    if chart or plot:
+        draw([serving_series(scenario.model.id, results)], chart, plot, SERVING_AXES)
+
+
+def _speculation(
+    ctx: typer.Context,
+    scenario: "Scenario",
+    method: str | None,
+    proposed: int,
+    acceptance: str | None,
+) -> "Speculation | None":
+    """The --speculative options as a Speculation: a method name, or a draft model preset."""
+    from decodecalc.physics.speculative import METHODS, Speculation
+
+    if method is None:
+        if acceptance is not None:
+            raise InputError("--acceptance needs --speculative (eagle, mtp or a draft model)")
+        return None
+    if acceptance is None:
+        raise InputError(
+            "--speculative needs --acceptance: the share of proposed tokens accepted "
+            "(one rate, or one per position as vLLM logs them)"
+        )
+    try:
+        rates = tuple(float(v) for v in split_list(acceptance, "--acceptance"))
+    except ValueError:
+        raise InputError(
+            f"--acceptance {acceptance!r}: expected numbers separated by commas"
+        ) from None
+    word = method.strip().lower()
+    if word in METHODS and word != "draft":
+        return Speculation(word, proposed, rates)
+    try:
+        draft = load_catalog(ctx.params.get("presets")).model(method)
+    except InputError as exc:
+        raise InputError(
+            f"--speculative {method!r} is not eagle, mtp or a draft model preset: {exc}"
+        ) from None
+    return Speculation("draft", proposed, rates, draft)

@@ -1,0 +1,145 @@
+"""Models named by a Hugging Face Hub id (``-m org/name``) that no preset spells: their
+config.json, and the hf_quant_config.json of a ModelOpt export where the repository has one,
+fetched with huggingface_hub and read like a local config.json.
+
+huggingface_hub (the optional ``decodecalc[hub]``) does the fetching, so HF_ENDPOINT,
+HF_TOKEN, HF_HUB_OFFLINE and its cache under HF_HOME work as in every other Hugging Face
+tool: a second run, or one with HF_HUB_OFFLINE=1, reads the cached files. It takes about a
+third of a second to import, so it is imported here, on this path alone: a query about a
+preset never loads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from decodecalc.errors import InputError
+from decodecalc.paths import expand_user
+
+if TYPE_CHECKING:
+    from decodecalc.physics.model import Model
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+"""``org/name`` as the Hub spells repository ids (one slash, no leading dot or dash)."""
+
+CONFIG = "config.json"
+QUANT_CONFIG = "hf_quant_config.json"
+INSTALL = "pip install 'decodecalc[hub]'"
+
+
+def is_repo_id(name: str) -> bool:
+    """Whether a model name can only mean a Hub repository: ``org/name``, not a path here."""
+    text = name.strip()
+    if not _REPO_ID.fullmatch(text) or ".." in text:
+        return False
+    try:
+        return not expand_user(text).exists()
+    except (OSError, ValueError):  # a name the OS refuses as a path (too long) is no path
+        return True
+
+
+def model_from_hub(repo_id: str, hint: str = "") -> Model:
+    """The model a Hub repository's config.json describes; its id is the repository id.
+    ``hint`` (presets spelt like it) ends the message when the Hub has no such repository."""
+    from decodecalc.loading.datafile import read_json
+    from decodecalc.loading.presets import model_from_config
+    from decodecalc.loading.quantization import with_side_file
+    from decodecalc.record import replace
+
+    path = _download(repo_id, CONFIG, hint, required=True)
+    assert path is not None
+    _download(repo_id, QUANT_CONFIG, hint, required=False)  # beside config.json, if the repo has it
+    doc = replace(read_json(path), path=f"{repo_id}/{CONFIG} (Hugging Face Hub)")
+    return model_from_config(with_side_file(doc, path), repo_id)
+
+
+def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | None:
+    """One file of a repository, from the cache or the Hub; every failure a one-line
+    InputError (None for a missing optional file)."""
+    try:
+        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            GatedRepoError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
+        from huggingface_hub.utils.tqdm import disable_progress_bars
+    except ImportError:
+        raise InputError(
+            f"model {repo_id!r} is not a preset, alias or file; to fetch it from the Hugging "
+            f"Face Hub, install huggingface_hub ({INSTALL})"
+        ) from None
+    # stderr carries decodecalc's notes and its one error line: no progress bars, and no
+    # warning per retry (the client retries a failed connection five times, ~25 s, first)
+    disable_progress_bars()
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    where = f"{repo_id}'s {filename}"
+    try:
+        return Path(hf_hub_download(repo_id, filename))
+    except GatedRepoError:
+        raise InputError(
+            f"model {repo_id!r} is gated on the Hugging Face Hub: accept its terms on its "
+            "page, then set HF_TOKEN to a token of that account (or run 'hf auth login')"
+        ) from None
+    except RepositoryNotFoundError:
+        raise InputError(
+            f"model {repo_id!r} is neither a preset ('decodecalc models' lists them) nor a "
+            f"repository on the Hugging Face Hub at {constants.ENDPOINT} (if it is private, "
+            f"set HF_TOKEN){hint}"
+        ) from None
+    except LocalEntryNotFoundError as exc:
+        if not required:
+            return None
+        status = _status(exc)
+        if status is not None:
+            raise _refused(where, status) from None
+        # The name may be a typo of a preset as much as a Hub id: say both, hint last.
+        unknown = f"unknown model {repo_id!r}: not a preset, alias or file, and "
+        if constants.HF_HUB_OFFLINE:
+            raise InputError(
+                f"{unknown}{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) "
+                f"while HF_HUB_OFFLINE is set: run once online, or unset HF_HUB_OFFLINE{hint}"
+            ) from None
+        raise InputError(
+            f"{unknown}the Hugging Face Hub at {constants.ENDPOINT} cannot be reached for "
+            f"{where} (nor is it cached): check the connection or HF_ENDPOINT{hint}"
+        ) from None
+    except EntryNotFoundError:
+        if not required:
+            return None
+        raise InputError(
+            f"the Hugging Face repository {repo_id!r} has no {filename}: decodecalc reads a "
+            "transformers config.json"
+        ) from None
+    except HfHubHTTPError as exc:
+        raise _refused(where, _status(exc) or 0) from None
+    except (OSError, ValueError) as exc:
+        said = " ".join(str(exc).split())  # the client's messages run over several lines
+        raise InputError(f"cannot fetch {where} from the Hugging Face Hub: {said}") from None
+
+
+def _status(error: BaseException) -> int | None:
+    """The HTTP status behind an error, looking through the causes huggingface_hub chains
+    (a 403 surfaces as "not found locally", caused by the refused request)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int):
+            return status
+        seen = seen.__cause__
+    return None
+
+
+def _refused(where: str, status: int) -> InputError:
+    if status in (401, 403):
+        return InputError(
+            f"the Hugging Face Hub refused {where} ({status}): the repository is private or "
+            "gated, or HF_TOKEN is not a token with access to it"
+        )
+    return InputError(f"the Hugging Face Hub answered {status} for {where}")

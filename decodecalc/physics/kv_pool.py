@@ -1,0 +1,339 @@
+"""The KV pool a serving engine carves out of GPU memory, and how many requests it holds
+(docs/serving.md, "The KV pool").
+
+vLLM sizes its cache at start-up by profiling (v1/worker/gpu_worker.py
+``determine_available_memory``): it loads the weights, runs one forward pass over a dummy
+batch of ``max_num_batched_tokens`` tokens and a sampler pass over one row per sequence,
+and gives the cache what is left of ``memory x gpu_memory_utilization`` after the weights,
+that profile's peak and the memory allocated outside PyTorch (NCCL buffers, cuBLAS
+workspaces). CUDA graphs are captured after the pool is allocated, out of the headroom
+the utilization leaves (vLLM 0.19 only warns that this changes in a later version):
+
+    available = memory x utilization - weights as stored - activation peak - reserve
+    blocks    = floor(available / (block_size x KV bytes per token over all layer slots))
+    tokens    = blocks x block_size
+
+The pool is per GPU, but every GPU of a tensor-parallel group holds its own heads of the
+same tokens, so ``tokens`` is the replica's. A model mixing layer kinds (sliding-window and
+global attention) shares one block pool between groups of equally many layers, the group
+size being the smallest kind's count (or the largest, when every kind has under 1.5 times
+the smallest): kinds that do not fill their last group are padded with empty layer slots
+(v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``). A request of T
+tokens holds ceil(T / block) blocks in each global layer and, in a windowed layer, the
+blocks of its window plus one chunk (``SlidingWindowSpec.max_memory_usage_bytes``), so the
+"maximum concurrency" vLLM logs is blocks / blocks per request.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from decodecalc.errors import InputError
+from decodecalc.physics.dtypes import ceil_bytes
+from decodecalc.physics.memory import stored_weight_bytes
+from decodecalc.record import field_names, record, replace
+
+if TYPE_CHECKING:
+    from decodecalc.physics.engine import Engine
+    from decodecalc.physics.estimator import Scenario
+    from decodecalc.physics.hardware import GpuSpec
+    from decodecalc.physics.layers import FFN, Mixer
+    from decodecalc.physics.model import Model
+
+MIB = 1 << 20
+GIB = 1 << 30
+CUDA_HIDDEN_BYTES = 450 * MIB
+"""Memory nvidia-smi counts but CUDA never reports as the device's total, which is what
+vLLM multiplies by the utilization: 79.19 GiB on an H100 80GB (nvidia-smi 81,559 MiB,
+468 MiB more), 23.58 GiB on an RTX 3090 (24,576 MiB, 430 MiB more)."""
+MAX_SCHEDULER_LIMIT = 10_000_000
+"""Largest chunked-prefill budget or sequence cap accepted: past it a figure is a typo."""
+ACTIVATION_BYTES = 2
+"""Activations run in the model's 16-bit dtype whatever the weights are stored in."""
+SAMPLER_BYTES_PER_LOGIT = 15
+"""The sampler pass's peak per logit of its dummy batch, one row per sequence over the
+whole vocabulary. Measured on vLLM 0.19.0 (H100, 1,024 rows): a torch peak of 1.89 GiB
+for Llama-3.1-8B's 128,256 logits a row and 2.87 GiB for gpt-oss-20b's 201,088, 15.4 and
+15.0 bytes; the float32 logits, their probabilities and the exponential draw (4 + 4 + 4)
+beside the bfloat16 logits (2) make 14."""
+WIDE_GROUP_RATIO = Fraction(3, 2)
+"""vLLM groups a hybrid model's layers by the largest kind's count when it is under 1.5
+times the smallest's (12 windowed + 13 global layers pad to 13 + 13, not 12 + 24)."""
+
+
+@record
+class GpuRule:
+    """Defaults an engine picks for large GPUs: vLLM gives GPUs of at least 70 GiB (A100s
+    excepted, where a larger budget measured slower) a bigger chunked-prefill budget."""
+
+    min_memory_bytes: int
+    excluded: tuple[str, ...]
+    """Words in a GPU's id or name that keep it on the base defaults ('a100')."""
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+    def applies(self, gpu: GpuSpec) -> bool:
+        words = f"{gpu.id} {gpu.name}".lower()
+        visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
+        return visible >= self.min_memory_bytes and not any(w in words for w in self.excluded)
+
+
+@record
+class ServingDefaults:
+    """An engine's scheduler defaults as its source sets them (presets/engines ``serving:``)."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    block_size: int
+    memory_utilization: float
+    reserve_bytes: int
+    """Per GPU: memory allocated outside PyTorch during the profile (cuBLAS, streams)."""
+    tp_reserve_bytes: int
+    """Per GPU, added when TP > 1: the all-reduce buffers (NCCL, custom all-reduce)."""
+    source: str
+    large_gpu: GpuRule | None = None
+
+
+VLLM_DEFAULTS = ServingDefaults(
+    max_num_batched_tokens=2048,
+    max_num_seqs=256,
+    block_size=16,
+    memory_utilization=0.9,
+    reserve_bytes=GIB // 4,
+    tp_reserve_bytes=GIB * 185 // 100,
+    source="vLLM 0.19 OpenAI-server defaults (vllm/engine/arg_utils.py get_batch_defaults)",
+    large_gpu=GpuRule(70 * GIB, ("a100",), 8192, 1024),
+)
+"""Used when the scenario names no engine with a ``serving:`` block (the roofline, the
+typical band): vLLM is the engine most deployments size their pool with."""
+
+
+@record
+class SchedulerLimits:
+    """The scheduler settings that size a server's KV pool and its batches."""
+
+    max_num_batched_tokens: int
+    """Tokens one step may carry: the chunked-prefill budget."""
+    max_num_seqs: int
+    """Sequences one step may carry."""
+    block_size: int
+    """Tokens per KV block (vLLM 16)."""
+    memory_utilization: float
+    reserve_bytes: int
+    """Per GPU: memory outside weights, activations and cache (cuBLAS, runtime)."""
+    source: str
+    """Where the values come from, for reports."""
+    tp_reserve_bytes: int = 0
+    """Per GPU, added when TP > 1: all-reduce buffers."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_batched_tokens", "max_num_seqs", "block_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"{name.replace('_', '-')} must be a whole number")
+            if not 1 <= value <= MAX_SCHEDULER_LIMIT:
+                label = name.replace("_", "-")
+                raise InputError(
+                    f"{label} {value} must be a whole number from 1 to {MAX_SCHEDULER_LIMIT:,}"
+                )
+        if not 0 < self.memory_utilization <= 1 or math.isnan(self.memory_utilization):
+            raise InputError(
+                f"memory utilization {self.memory_utilization} must be above 0 and at most 1"
+            )
+        if self.reserve_bytes < 0 or self.tp_reserve_bytes < 0:
+            raise InputError("the runtime reserve must be zero or more bytes")
+
+
+def scheduler_limits(
+    engine: Engine | None, gpu: GpuSpec | None, **overrides: int | float | str | None
+) -> SchedulerLimits:
+    """The engine's scheduler defaults on this GPU (vLLM's when it has none), with any
+    setting the caller gives (``max_num_seqs=64``; None keeps the default) in its place."""
+    defaults = VLLM_DEFAULTS if engine is None or engine.serving is None else engine.serving
+    batched, seqs = defaults.max_num_batched_tokens, defaults.max_num_seqs
+    source = defaults.source
+    rule = defaults.large_gpu
+    if rule is not None and gpu is not None and rule.applies(gpu):
+        batched, seqs = rule.max_num_batched_tokens, rule.max_num_seqs
+        source += f"; {gpu.name}: the large-GPU defaults"
+    limits = SchedulerLimits(
+        max_num_batched_tokens=batched,
+        max_num_seqs=seqs,
+        block_size=defaults.block_size,
+        memory_utilization=defaults.memory_utilization,
+        reserve_bytes=defaults.reserve_bytes,
+        tp_reserve_bytes=defaults.tp_reserve_bytes,
+        source=source,
+    )
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = sorted(set(given) - set(field_names(SchedulerLimits)))
+    if unknown:
+        raise TypeError(f"no scheduler limit named {', '.join(unknown)}")
+    if not given:
+        return limits
+    named = ", ".join(k.replace("_", "-") for k in given if k != "source")
+    limits = replace(limits, **given)
+    if named and "source" not in given:
+        limits = replace(limits, source=f"{limits.source}; {named} given")
+    return limits
+
+
+@record
+class LayerKind:
+    """Layers caching alike (same window, same bytes per token), and the layer slots the
+    engine allocates for them after padding their last group."""
+
+    window: int | None
+    layers: int
+    slots: int
+    bytes_per_token: Fraction
+    """Per layer, per GPU."""
+
+
+@record
+class KvPool:
+    """A server's KV cache pool, per GPU and in tokens per replica."""
+
+    tokens: int
+    """KV cache tokens the pool holds (per replica = the TP group, after block rounding)."""
+    blocks: int
+    block_size: int
+    budget_bytes: int
+    """Per GPU: memory as CUDA reports it x utilization."""
+    weight_bytes: int
+    """Per GPU: every weight as stored, each tensor group in its own format."""
+    activation_bytes: int
+    """Per GPU: the profile's peak, the larger of its forward and sampler passes."""
+    reserve_bytes: int
+    """Per GPU: memory allocated outside PyTorch (and all-reduce buffers under TP)."""
+    available_bytes: int
+    """Per GPU: what is left for the cache (negative: the weights alone do not fit)."""
+    kv_bytes_per_token: int
+    """Per GPU, summed over every layer slot a block spans (padding slots included)."""
+    kinds: tuple[LayerKind, ...]
+    max_num_batched_tokens: int
+    state_bytes_per_sequence: int = 0
+    """Recurrent state a request holds whatever its length (linear-attention layers)."""
+
+    def max_concurrency(self, tokens_per_request: int) -> float:
+        """Requests of ``tokens_per_request`` (input + output) tokens the pool holds at
+        once: blocks / blocks one request needs (vLLM's "Maximum concurrency" line)."""
+        if tokens_per_request < 1:
+            raise InputError(f"tokens per request {tokens_per_request} must be at least 1")
+        if self.blocks <= 0:
+            return 0.0
+        return float(self.blocks / self.blocks_per_request(tokens_per_request))
+
+    def blocks_per_request(self, tokens_per_request: int) -> Fraction:
+        """Blocks (of block_size tokens in every layer slot) one request occupies: each
+        kind holds ceil(tokens it keeps / block) blocks in its slots, a windowed kind at
+        most its window plus one chunk; recurrent state in block-sized units."""
+        slot_bytes = sum((k.slots * k.bytes_per_token for k in self.kinds), start=Fraction(0))
+        if not slot_bytes:
+            return Fraction(1)
+        blocks = Fraction(0)
+        for kind in self.kinds:
+            kept = tokens_per_request
+            if kind.window is not None:
+                kept = min(kept, kind.window - 1 + self.max_num_batched_tokens)
+            blocks += kind.slots * kind.bytes_per_token / slot_bytes * -(-kept // self.block_size)
+        block_bytes = slot_bytes * self.block_size
+        return blocks + Fraction(self.state_bytes_per_sequence) / block_bytes
+
+
+def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
+    """The pool the engine allocates for a scenario on its GPU (the scenario's weights,
+    overrides, KV formats and TP; the limits' utilization, budget and reserve)."""
+    gpu = scenario.gpu
+    if gpu is None:
+        raise InputError("the KV pool needs a GPU preset (its memory): give --gpu")
+    model = scenario.model
+    kinds = layer_kinds(scenario)
+    slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
+    per_token = ceil_bytes(slot_bytes)
+    visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
+    budget = math.floor(visible * Fraction(str(limits.memory_utilization)))
+    weights = stored_weight_bytes(model, scenario.weights, scenario.tp, scenario.weight_overrides)
+    activations = activation_peak_bytes(model, scenario.tp, limits)
+    reserve = limits.reserve_bytes + (limits.tp_reserve_bytes if scenario.tp > 1 else 0)
+    available = budget - weights - activations - reserve
+    blocks = 0
+    if slot_bytes and available > 0:
+        blocks = math.floor(available / (slot_bytes * limits.block_size))
+    state = sum(m.state_elements(scenario.tp) for m in model.mixers())
+    return KvPool(
+        tokens=blocks * limits.block_size,
+        blocks=blocks,
+        block_size=limits.block_size,
+        budget_bytes=budget,
+        weight_bytes=weights,
+        activation_bytes=activations,
+        reserve_bytes=reserve,
+        available_bytes=available,
+        kv_bytes_per_token=per_token,
+        kinds=kinds,
+        max_num_batched_tokens=limits.max_num_batched_tokens,
+        state_bytes_per_sequence=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+    )
+
+
+def layer_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
+    """The model's caching layers by kind, each with the slots vLLM's grouping gives it:
+    one kind fills its own group; with several, every kind is padded to a multiple of the
+    group size (the smallest kind's count, or the largest's when all are close)."""
+    counts: dict[tuple[int | None, Fraction], int] = {}
+    for mixer in scenario.model.mixers():
+        per_token = _layer_bytes_per_token(scenario, mixer)
+        if per_token:
+            key = (mixer.sliding_window, per_token)
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ()
+    smallest, largest = min(counts.values()), max(counts.values())
+    group = largest if largest < smallest * WIDE_GROUP_RATIO else smallest
+    ordered = sorted(counts.items(), key=lambda item: (item[0][0] is None, item[0][0] or 0))
+    return tuple(
+        LayerKind(window, n, -(-n // group) * group, per_token)
+        for (window, per_token), n in ordered
+    )
+
+
+def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:
+    """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs."""
+    from decodecalc.physics.estimator import v_elements
+
+    elements = mixer.kv_elements_per_token(scenario.tp)
+    values = v_elements(mixer, elements)
+    v_dtype = scenario.v_dtype or scenario.kv_dtype
+    return scenario.kv_dtype.bytes_for(elements - values) + v_dtype.bytes_for(values)
+
+
+def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int:
+    """The profile's activation peak per GPU, the larger of its two passes.
+
+    The forward pass over ``max_num_batched_tokens`` tokens peaks in the widest feed-forward
+    block: its gate-and-up output and the activated half (3 x intermediate / TP per token
+    for a gated MLP; a fused MoE keeps as much for each routed expert) beside three
+    hidden-size buffers (residual, normed input, the block's output). The sampler pass then
+    draws one row per sequence, min(max_num_seqs, budget), over the whole vocabulary, which
+    TP does not split: on large-vocabulary models it is the larger pass.
+    """
+    tokens = limits.max_num_batched_tokens
+    widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer in model.layers)
+    widest = max(widths, default=0)
+    forward = tokens * (3 * model.hidden_size + widest) * ACTIVATION_BYTES
+    rows = min(limits.max_num_seqs, tokens)
+    sampler = rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return max(forward, sampler)
+
+
+def _ffn_width(ffn: FFN, hidden: int, tp: int) -> int:
+    """Elements per token a feed-forward block holds at its peak on one GPU."""
+    from decodecalc.physics.moe import MoE
+
+    if isinstance(ffn, MoE):
+        routed = ffn.experts_per_token * (3 * ffn.expert_intermediate_size // tp + hidden)
+        return max(routed, 3 * ffn.shared_intermediate_size // tp)
+    return (3 if ffn.gated else 2) * ffn.intermediate_size // tp

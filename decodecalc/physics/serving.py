@@ -1,0 +1,507 @@
+"""A continuously batched server in steady state (docs/serving.md derives every formula).
+
+A benchmark such as ``vllm bench serve`` keeps C requests in flight (closed loop) or sends
+them at a rate (open loop). The server runs one forward pass per step over every running
+request: each decoding sequence contributes its next token (k + 1 with speculation) and,
+within the chunked-prefill budget, the prompts of newly admitted requests contribute a
+chunk. A request lives n prefill steps (its prompt in n chunks; the last yields the first
+token) and then (O - 1) / tau decode steps, tau the tokens a step emits per sequence.
+
+Over that life, with R requests running, R / L requests finish per step (L = n + (O-1)/tau
+steps each), so every step carries on average R x I / L prompt tokens (C x I / O for a
+long answer, as the issue puts it), packed into a share f of the steps. The mean step is
+the decode step plus f times what a chunk adds; TPOT and TTFT split a request's life
+between them; Little's law (C = request rate x end-to-end latency) ties them to
+throughput.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from decodecalc.errors import InputError
+from decodecalc.notes import Note
+from decodecalc.physics.compute import matmul_params, step_flops
+from decodecalc.physics.dtypes import ceil_bytes
+from decodecalc.physics.engine import EngineTerms, packed, within_band
+from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel, streamed_weight_bytes
+from decodecalc.physics.kv_pool import KvPool, SchedulerLimits, kv_pool
+from decodecalc.physics.speculative import Speculation, draft_scenario
+from decodecalc.record import record, replace
+
+MAX_TOKENS = 2**24
+"""Input or output tokens of one request: 16M is past every model's context."""
+MAX_RATE = 1e6
+"""Requests per second: beyond it a rate is a typo."""
+
+SHARED_PREFIX_ENGINES = frozenset({"vllm"})
+"""Engines whose attention reads a prefix the batch shares once per step by default
+(vLLM's cascade attention); others read it once per sequence unless told otherwise."""
+
+
+@record
+class Workload:
+    """What a benchmark sends: how many requests at once or how often, and their sizes."""
+
+    input_len: int
+    output_len: int
+    concurrency: int | None = None
+    """Closed loop: requests kept in flight (a new one as soon as one ends)."""
+    request_rate: float | None = None
+    """Open loop: Poisson arrivals per second."""
+    prefix_len: int = 0
+    """Prompt tokens every request shares at its start (a system prompt)."""
+    prefix_hit_rate: float = 1.0
+    """Share of requests that find the shared prefix in the prefix cache."""
+    speculative: Speculation | None = None
+    shared_prefix_attention: bool | None = None
+    """Read the shared prefix once per step for the whole batch (cascade attention);
+    None: the engine's default (SHARED_PREFIX_ENGINES)."""
+
+    def __post_init__(self) -> None:
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise InputError("give a concurrency or a request rate (one of them)")
+        if not 1 <= self.input_len <= MAX_TOKENS:
+            raise InputError(f"input length {self.input_len} must be from 1 to {MAX_TOKENS:,}")
+        if not 2 <= self.output_len <= MAX_TOKENS:
+            raise InputError(
+                f"output length {self.output_len} must be from 2 to {MAX_TOKENS:,}: TPOT is "
+                "the time per token after the first"
+            )
+        if self.concurrency is not None and not 1 <= self.concurrency <= MAX_BATCH:
+            raise InputError(
+                f"concurrency {self.concurrency} must be a whole number from 1 to {MAX_BATCH:,}"
+            )
+        rate = self.request_rate
+        if rate is not None and (math.isnan(rate) or not 0 < rate <= MAX_RATE):
+            raise InputError(f"request rate {rate} must be above 0 and at most {MAX_RATE:g}/s")
+        if not 0 <= self.prefix_len < self.input_len:
+            raise InputError(
+                f"prefix length {self.prefix_len} must be from 0 to under the input length "
+                f"{self.input_len} (the last prompt token is always computed)"
+            )
+        hit = self.prefix_hit_rate
+        if math.isnan(hit) or not 0 <= hit <= 1:
+            raise InputError(f"prefix hit rate {hit} must be from 0 to 1")
+
+    @property
+    def cached_tokens(self) -> float:
+        """Prompt tokens per request the prefix cache saves, on average."""
+        return self.prefix_len * self.prefix_hit_rate
+
+    @property
+    def new_tokens(self) -> int:
+        """Prompt tokens per request the server computes (rounded up: a partial block of
+        the prefix is recomputed)."""
+        return self.input_len - math.floor(self.cached_tokens)
+
+
+@record
+class ServingResult:
+    """The steady state of a server under one workload, per replica (one TP group)."""
+
+    scenario: Scenario
+    workload: Workload
+    limits: SchedulerLimits
+    pool: KvPool
+    concurrency: float
+    """Requests in the system: the closed loop's C, or rate x e2e in an open loop."""
+    running: float
+    """Requests the scheduler runs at once (the rest wait)."""
+    decode_batch: float
+    """Sequences decoding in a step, on average."""
+    max_concurrency_kv: float
+    """Requests of input + output tokens the KV pool holds at once."""
+    limit: str
+    """What capped the running requests: concurrency, max-num-seqs, kv-pool,
+    batched-tokens or prefill."""
+    tokens_per_step: float
+    """Tokens a decode step emits per sequence: 1, more with speculation."""
+    chunk_tokens: int
+    """Prompt tokens a step with a prefill chunk carries (the mean chunk)."""
+    prefill_chunks: int
+    """Steps a request's prompt is spread over."""
+    prefill_tokens_per_step: float
+    """Averaged over every step."""
+    chunk_share: float
+    """Share of steps carrying a prefill chunk."""
+    decode_step_s: float
+    mixed_step_s: float
+    """A step with a chunk (draft passes included, with speculation)."""
+    tpot_s: float
+    itl_s: float
+    """The median step: one without a chunk while most steps have none."""
+    ttft_s: float
+    queue_s: float
+    """The part of TTFT spent waiting to be admitted."""
+    e2e_s: float
+    request_throughput_per_s: float
+    saturation_rate_per_s: float
+    """The request rate the server sustains at its running limit: the knee."""
+    utilization: float | None = None
+    """Open loop: rate / saturation rate."""
+    break_even_batch: int | None = None
+    """Speculation: the batch from which the plain decode step is faster per token."""
+    shared_prefix_attention: bool = False
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def output_throughput_tokens_per_s(self) -> float:
+        return self.request_throughput_per_s * self.workload.output_len
+
+
+@record
+class _Steps:
+    """What prices one step at a decode batch: the fixed parts of a scenario's step."""
+
+    scenario: Scenario
+    workload: Workload
+    shared_prefix: bool
+    prefill_flops_per_token: float
+    draft: Scenario | None
+
+    def seconds(self, batch: float, chunk: int) -> float:
+        """A step of ``batch`` decoding sequences (interpolated between whole batches)
+        carrying ``chunk`` prompt tokens, with the drafter's passes."""
+        low = max(1, math.floor(batch))
+        share = batch - low if batch > low else 0.0
+        at_low = self._whole(low, chunk)
+        return at_low if share == 0 else at_low + share * (self._whole(low + 1, chunk) - at_low)
+
+    def _whole(self, batch: int, chunk: int) -> float:
+        spec = self.workload.speculative
+        queries = 1 if spec is None else spec.queries
+        verify = self._pass(self.scenario, batch, queries, chunk, self.shared_prefix)
+        if spec is None or self.draft is None:
+            return verify
+        return verify + spec.proposed * self._pass(self.draft, batch, 1, 0, False)
+
+    def _pass(
+        self, scenario: Scenario, batch: int, queries: int, chunk: int, shared: bool
+    ) -> float:
+        """One forward pass: ``batch`` sequences of ``queries`` tokens at the workload's
+        decode contexts plus a prompt chunk. Weights are streamed once for all its tokens
+        (the experts they touch), each sequence's KV once, the chunk's KV written and read
+        back; FLOPs are the decode's plus the chunk's at the GPU's peak."""
+        w = self.workload
+        tokens = batch * queries + chunk
+        step = StepModel.of(replace(scenario, batch=batch))
+        first, last = w.input_len, w.input_len + w.output_len - 1
+        per_sequence = Fraction(step.kv_units.elements(first) + step.kv_units.elements(last), 2)
+        shared_units = step.kv_units.elements(w.prefix_len) if shared else 0
+        sequences = step.sequences  # whose cache this GPU reads (data-parallel attention: its own)
+        sharing = max(0.0, sequences * w.prefix_hit_rate - 1) if shared else 0.0
+        units = sequences * per_sequence - Fraction(sharing) * shared_units
+        units += 2 * chunk * step.kv_units.elements_per_token
+        kv = ceil_bytes(units * step.kv_unit_bytes)
+        model = scenario.model
+        decode_flops = (
+            step_flops(model, batch * queries, first) + step_flops(model, batch * queries, last)
+        ) / 2
+        flops = decode_flops + chunk * self.prefill_flops_per_token
+        peak = step.peak_flops_per_s
+        compute = 0.0 if peak is None else flops / scenario.tp / peak
+        weights = streamed_weight_bytes(scenario, tokens)
+        comm = 0.0 if step.comm is None else step.comm.seconds(tokens)
+        total = weights + kv + step.state_bytes
+        engine = scenario.engine
+        if engine is None or not engine.params:
+            memory = total / scenario.effective_bandwidth_bytes_per_s
+            return max(memory, compute) + comm + scenario.overhead_s
+        mixed = replace(step, weight_bytes=weights)
+        terms = packed([EngineTerms.of(mixed, p, comm) for p in engine.params])
+        floor = max(total / scenario.bandwidth_bytes_per_s, compute) + comm
+        return within_band(terms, kv, compute, floor)[0]
+
+
+def prefill_flops_per_token(scenario: Scenario, workload: Workload) -> float:
+    """FLOPs of one computed prompt token, all GPUs: the matmuls and its share of causal
+    attention over the whole prompt; a prefix-cache hit skips the prefix's tokens but
+    the rest still attend to it."""
+    model = scenario.model
+    matmuls = 2 * matmul_params(model) * workload.new_tokens
+
+    def attention(tokens: int) -> int:
+        return sum(m.prefill_attention_flops(tokens) for m in model.mixers())
+
+    hit = workload.prefix_hit_rate if workload.prefix_len else 0.0
+    whole = attention(workload.input_len)
+    flops = matmuls + whole - hit * attention(workload.prefix_len)
+    return flops / workload.new_tokens
+
+
+@record
+class _Point:
+    """The steady state at R running requests, before queueing is added."""
+
+    running: float
+    decode_batch: float
+    chunk: int
+    chunks: int
+    life_steps: float
+    chunk_share: float
+    decode_s: float
+    mixed_s: float
+    limit: str
+
+    @property
+    def mean_step_s(self) -> float:
+        return self.decode_s + self.chunk_share * (self.mixed_s - self.decode_s)
+
+    @property
+    def service_s(self) -> float:
+        """A request's time running: L steps of the mean step."""
+        return self.life_steps * self.mean_step_s
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self.running / self.service_s
+
+
+class _Server:
+    """A scenario, workload and scheduler: prices the steady state at any running count."""
+
+    def __init__(self, scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> None:
+        self.workload = workload
+        self.limits = limits
+        spec = workload.speculative
+        engine = scenario.engine
+        shared = workload.shared_prefix_attention
+        if shared is None:
+            shared = engine is not None and engine.id in SHARED_PREFIX_ENGINES
+        self.shared = bool(shared and workload.prefix_len)
+        self.steps = _Steps(
+            scenario,
+            workload,
+            self.shared,
+            prefill_flops_per_token(scenario, workload),
+            None if spec is None else draft_scenario(scenario, spec),
+        )
+        longest = workload.input_len + workload.output_len
+        if longest > scenario.model.max_context_tokens:
+            raise InputError(
+                f"input + output = {longest:,} tokens is past {scenario.model.id}'s maximum "
+                f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
+            )
+        self.tau = 1.0 if spec is None else spec.tokens_per_step
+        self.queries = 1 if spec is None else spec.queries
+        self.pool = kv_pool(scenario, limits)
+        self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
+        if self.max_kv < 1:
+            raise InputError(
+                f"one request of {workload.input_len + workload.output_len:,} tokens does not "
+                f"fit in the KV pool of {self.pool.tokens:,} tokens"
+            )
+        budget_seqs = (limits.max_num_batched_tokens - 1) // self.queries
+        if budget_seqs < 1:
+            raise InputError(
+                f"max-num-batched-tokens {limits.max_num_batched_tokens} leaves no room for a "
+                f"prompt token beside a decode step of {self.queries} tokens"
+            )
+        caps = {
+            "max-num-seqs": limits.max_num_seqs,
+            "kv-pool": math.floor(self.max_kv),
+            "batched-tokens": budget_seqs,
+        }
+        self.cap_name, self.cap = min(caps.items(), key=lambda item: item[1])
+
+    def point(self, wanted: int) -> _Point:
+        """The steady state with ``wanted`` requests in the system (capped)."""
+        w = self.workload
+        running, limit = (
+            (wanted, "concurrency") if wanted <= self.cap else (self.cap, self.cap_name)
+        )
+        budget = self.limits.max_num_batched_tokens - running * self.queries
+        chunks = math.ceil(w.new_tokens / min(w.new_tokens, budget))
+        per_prompt = w.new_tokens / chunks
+        decode_steps = (w.output_len - 1) / self.tau
+        life = chunks + decode_steps
+        effective: float = float(running)
+        demand = running * w.new_tokens / life
+        if demand > budget:
+            # Prompts arrive faster than the budget prefills them: only E requests run,
+            # E I' / L = M - E q (their decode tokens leave the rest of the budget).
+            budget_tokens = self.limits.max_num_batched_tokens
+            effective = budget_tokens * life / (w.new_tokens + self.queries * life)
+            limit, demand = "prefill", budget_tokens - effective * self.queries
+        # One prompt's chunk per step while they fit in a share of the steps; past that
+        # every step carries the demand, several prompts' chunks together.
+        share = min(1.0, demand / per_prompt)
+        chunk = math.ceil(max(per_prompt, demand))
+        decode_batch = max(1.0, effective * decode_steps / life)
+        return _Point(
+            running=effective,
+            decode_batch=decode_batch,
+            chunk=chunk,
+            chunks=chunks,
+            life_steps=life,
+            chunk_share=share,
+            decode_s=self.steps.seconds(decode_batch, 0),
+            mixed_s=self.steps.seconds(decode_batch, chunk),
+            limit=limit,
+        )
+
+    def result(
+        self, point: _Point, in_system: float, queue_s: float, saturation: float
+    ) -> ServingResult:
+        """TTFT = queue + n mixed steps; e2e = TTFT + (O - 1) TPOT = queue + L mean steps;
+        the request rate from Little's law on the whole system."""
+        w = self.workload
+        prefill_s = point.chunks * point.mixed_s
+        e2e = queue_s + point.service_s
+        tpot = (point.service_s - prefill_s) / (w.output_len - 1)
+        even = self.break_even()
+        return ServingResult(
+            scenario=self.steps.scenario,
+            workload=w,
+            limits=self.limits,
+            pool=self.pool,
+            concurrency=in_system,
+            running=point.running,
+            decode_batch=point.decode_batch,
+            max_concurrency_kv=self.max_kv,
+            limit=point.limit,
+            tokens_per_step=self.tau,
+            chunk_tokens=point.chunk,
+            prefill_chunks=point.chunks,
+            prefill_tokens_per_step=point.chunk_share * point.chunk,
+            chunk_share=point.chunk_share,
+            decode_step_s=point.decode_s,
+            mixed_step_s=point.mixed_s,
+            tpot_s=tpot,
+            itl_s=point.decode_s if point.chunk_share <= 0.5 else point.mixed_s,
+            ttft_s=queue_s + prefill_s,
+            queue_s=queue_s,
+            e2e_s=e2e,
+            request_throughput_per_s=in_system / e2e,
+            saturation_rate_per_s=saturation,
+            break_even_batch=even,
+            shared_prefix_attention=self.shared,
+            notes=self.notes(point, queue_s, even),
+        )
+
+    def saturation(self) -> float:
+        return self.point(self.cap).throughput_per_s
+
+    def break_even(self) -> int | None:
+        """The smallest decode batch, up to the most the server runs, at which a plain
+        step emits tokens faster than a speculative one (None: speculation pays at every
+        batch it can run): bisection, as the verify pass's compute grows k + 1 times
+        faster with the batch than a plain step's while both read the same KV."""
+        spec = self.workload.speculative
+        if spec is None:
+            return None
+        plain = replace(self.steps, workload=replace(self.workload, speculative=None), draft=None)
+
+        def loses(batch: int) -> bool:
+            return self.steps.seconds(batch, 0) / self.tau >= plain.seconds(batch, 0)
+
+        if not loses(self.cap):
+            return None
+        low, high = 0, self.cap
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if loses(middle) else (middle, high)
+        return high
+
+    def notes(self, point: _Point, queue_s: float, even: int | None) -> tuple[Note, ...]:
+        found = []
+        if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
+            why = {
+                "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
+                f"{self.workload.input_len + self.workload.output_len:,} tokens",
+                "max-num-seqs": f"max-num-seqs is {self.limits.max_num_seqs:,}",
+                "batched-tokens": "max-num-batched-tokens leaves no prefill room for more",
+                "prefill": "prompts arrive faster than the chunked-prefill budget computes them",
+            }[point.limit]
+            found.append(
+                Note(
+                    "serving-queued",
+                    f"{point.running:,.1f} requests run at once ({why}); the rest wait, "
+                    f"and their wait ({queue_s * 1000:,.0f} ms) is in TTFT",
+                )
+            )
+        spec = self.workload.speculative
+        if spec is not None and even is not None and point.decode_batch >= even:
+            found.append(
+                Note(
+                    "speculation-does-not-pay",
+                    f"at a decode batch of {point.decode_batch:,.1f} speculation is slower "
+                    f"per token than plain decoding (it stops paying from batch {even:,})",
+                )
+            )
+        return tuple(found)
+
+
+def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> ServingResult:
+    """The steady state of a continuously batched server under a workload."""
+    server = _Server(scenario, workload, limits)
+    saturation = server.saturation()
+    if workload.concurrency is not None:
+        return _closed(server, workload.concurrency, saturation)
+    return _open(server, workload.request_rate or 0.0, saturation)
+
+
+def _closed(server: _Server, concurrency: int, saturation: float) -> ServingResult:
+    """C requests in flight; those past the running limit wait their turn: by Little's
+    law on the queue, (C / R - 1) service times."""
+    point = server.point(concurrency)
+    queue = (concurrency / point.running - 1) * point.service_s
+    return server.result(point, float(concurrency), queue, saturation)
+
+
+def _open(server: _Server, rate: float, saturation: float) -> ServingResult:
+    """Poisson arrivals at ``rate``: the running count N solves N = rate x service(N)
+    (interpolated between whole counts), and admission waits as in an M/M/c queue with c
+    the running limit (Erlang C)."""
+    if rate >= saturation:
+        raise InputError(
+            f"request rate {rate:g}/s reaches the server's saturation rate of "
+            f"{saturation:.3g}/s: the queue grows without bound (try a rate below it)"
+        )
+    low, high = 0, server.cap
+    while high - low > 1:  # smallest whole N whose throughput reaches the rate
+        middle = (low + high) // 2
+        low, high = (
+            (middle, high) if server.point(middle).throughput_per_s < rate else (low, middle)
+        )
+    point = server.point(high)
+    if high > 1:
+        below = server.point(high - 1)
+        gained = point.throughput_per_s - below.throughput_per_s
+        share = 0.0 if gained <= 0 else (rate - below.throughput_per_s) / gained
+        point = _blend(below, point, min(max(share, 0.0), 1.0))
+    # Slots: the running limit, rounded up when prefill caps it at a fraction; the rate
+    # is below saturation, so the offered load stays below them.
+    servers = math.ceil(server.point(server.cap).running)
+    offered = min(rate * point.service_s, servers * (1 - 1e-9))
+    wait = erlang_c(servers, offered) * point.service_s / (servers - offered)
+    in_system = rate * (wait + point.service_s)
+    result = server.result(point, in_system, wait, saturation)
+    return replace(result, utilization=rate / saturation)
+
+
+def _blend(low: _Point, high: _Point, share: float) -> _Point:
+    """A running count between two whole ones: the step times and shares interpolated."""
+
+    def mix(a: float, b: float) -> float:
+        return a + share * (b - a)
+
+    return replace(
+        high,
+        running=mix(low.running, high.running),
+        decode_batch=mix(low.decode_batch, high.decode_batch),
+        chunk_share=mix(low.chunk_share, high.chunk_share),
+        decode_s=mix(low.decode_s, high.decode_s),
+        mixed_s=mix(low.mixed_s, high.mixed_s),
+    )
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """The probability an arrival waits in an M/M/c queue with ``offered`` = rate x mean
+    service time (< servers): Erlang B by its stable recursion, then C from B."""
+    blocking = 1.0
+    for k in range(1, servers + 1):
+        blocking = offered * blocking / (k + offered * blocking)
+    return servers * blocking / (servers - offered * (1 - blocking))

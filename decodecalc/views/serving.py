@@ -1,0 +1,293 @@
+"""The report of `decodecalc serving`: one row per concurrency (or the one request rate),
+the workload, scheduler and KV pool above, and the throughput-latency curve's knee."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from decodecalc.notes import unique
+from decodecalc.physics.serving import ServingResult
+from decodecalc.views import humanize as h
+from decodecalc.views.charts import Axes, Series
+from decodecalc.views.estimate import describe_engine, kv_label, scenario_inputs, weights_label
+from decodecalc.views.report import Column, Report, document, with_notes
+
+if TYPE_CHECKING:
+    from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
+
+
+def knee(results: Sequence[ServingResult]) -> int | None:
+    """The index of the curve's knee: the point of greatest power, output throughput over
+    TPOT (Kleinrock's operating point: past it each gain in throughput costs more latency
+    than it brings). None with fewer than three points, where no curve bends."""
+    if len(results) < 3:
+        return None
+    power = [r.output_throughput_tokens_per_s / r.tpot_s for r in results]
+    return power.index(max(power))
+
+
+def _row(r: ServingResult) -> dict[str, Any]:
+    return {
+        "concurrency": r.concurrency,
+        "request_rate_per_s": r.workload.request_rate,
+        "running": r.running,
+        "decode_batch": r.decode_batch,
+        "limit": r.limit,
+        "tpot_ms": r.tpot_s * 1000,
+        "itl_ms": r.itl_s * 1000,
+        "ttft_ms": r.ttft_s * 1000,
+        "queue_ms": r.queue_s * 1000,
+        "e2e_latency_s": r.e2e_s,
+        "output_throughput_tokens_per_s": r.output_throughput_tokens_per_s,
+        "request_throughput_per_s": r.request_throughput_per_s,
+        "prefill_tokens_per_step": r.prefill_tokens_per_step,
+        "tokens_per_step": r.tokens_per_step,
+        "chunk_tokens": r.chunk_tokens,
+        "chunk_share": r.chunk_share,
+        "decode_step_ms": r.decode_step_s * 1000,
+        "mixed_step_ms": r.mixed_step_s * 1000,
+        "utilization": r.utilization,
+        "max_concurrency_kv": r.max_concurrency_kv,
+        "kv_pool_tokens": r.pool.tokens,
+    }
+
+
+def _workload(r: ServingResult) -> dict[str, Any]:
+    w, spec = r.workload, r.workload.speculative
+    return {
+        "input_len": w.input_len,
+        "output_len": w.output_len,
+        "request_rate_per_s": w.request_rate,
+        "prefix_len": w.prefix_len,
+        "prefix_hit_rate": w.prefix_hit_rate,
+        "shared_prefix_attention": r.shared_prefix_attention,
+        "speculative": None
+        if spec is None
+        else {
+            "method": spec.method,
+            "num_speculative_tokens": spec.proposed,
+            "acceptance": list(spec.acceptance),
+            "draft_model": None if spec.draft_model is None else spec.draft_model.id,
+            "tokens_per_step": spec.tokens_per_step,
+        },
+    }
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def _count(value: float) -> str:
+    return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
+
+
+COLUMNS = (
+    Column("concurrency", "Concurrency", _count),
+    Column("running", "Running", _count, drop=3),
+    Column("tpot_ms", "TPOT ms", _ms),
+    Column("itl_ms", "ITL ms", _ms, drop=2),
+    Column("ttft_ms", "TTFT ms", _ms),
+    Column("e2e_latency_s", "E2E s", "{:,.2f}".format),
+    Column("output_throughput_tokens_per_s", "Output tok/s", h.rate),
+    Column("request_throughput_per_s", "Requests/s", "{:,.3f}".format, drop=4),
+    Column("prefill_tokens_per_step", "Prefill tok/step", "{:,.0f}".format, drop=5),
+    Column("limit", "Limited by", numeric=False, drop=1),
+)
+
+
+def serving_report(results: Sequence[ServingResult]) -> Report:
+    """Rows in the order given; CSV repeats the inputs on every row, as estimate's does."""
+    first = results[0]
+    s, limits = first.scenario, first.limits
+    rows = [_row(r) for r in results]
+    marked = knee(results)
+    inputs = scenario_inputs(s)
+    doc = document(
+        inputs=inputs,
+        workload=_workload(first),
+        scheduler={
+            "max_num_batched_tokens": limits.max_num_batched_tokens,
+            "max_num_seqs": limits.max_num_seqs,
+            "block_size": limits.block_size,
+            "memory_utilization": limits.memory_utilization,
+            "reserve_bytes": limits.reserve_bytes,
+            "source": limits.source,
+        },
+        kv_pool_tokens=first.pool.tokens,
+        max_concurrency_kv=first.max_concurrency_kv,
+        saturation_rate_per_s=first.saturation_rate_per_s,
+        break_even_batch=first.break_even_batch,
+        knee_concurrency=None if marked is None else results[marked].concurrency,
+        rows=rows,
+    )
+    flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
+    columns = (
+        *(Column(k, k) for k in flat_inputs),
+        Column("input_len", "input_len"),
+        Column("output_len", "output_len"),
+        *(Column(k, k) for k in rows[0]),
+    )
+    sizes = {"input_len": first.workload.input_len, "output_len": first.workload.output_len}
+    records = tuple({**flat_inputs, **sizes, **row} for row in rows)
+    report = Report(
+        document=doc,
+        columns=columns,
+        records=records,
+        title=_title(first, marked is not None and results[marked]),
+        highlight=frozenset() if marked is None else frozenset({marked}),
+    )
+    return with_notes(report, unique([n for r in results for n in r.notes]))
+
+
+def human_view(report: Report) -> Report:
+    """The same report with the table's columns only."""
+    return Report(
+        document=report.document,
+        columns=COLUMNS,
+        records=report.records,
+        title=report.title,
+        footer=report.footer,
+        highlight=report.highlight,
+    )
+
+
+def _title(r: ServingResult, at_knee: ServingResult | bool) -> tuple[str, ...]:
+    s, w, limits = r.scenario, r.workload, r.limits
+    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    lines = [
+        f"{s.model.name} on {s.tp} x {gpu} · weights {weights_label(s)} · KV {kv_label(s)}"
+        f"{describe_engine(s)}",
+        f"workload: {w.input_len:,} input / {w.output_len:,} output tokens per request"
+        + (
+            f"; a {w.prefix_len:,}-token shared prefix, cached for {w.prefix_hit_rate:.0%}"
+            + (" (read once per step)" if r.shared_prefix_attention else "")
+            if w.prefix_len
+            else ""
+        ),
+        f"scheduler: max-num-batched-tokens {limits.max_num_batched_tokens:,}, max-num-seqs "
+        f"{limits.max_num_seqs:,} ({limits.source})",
+        f"KV pool: {r.pool.tokens:,} tokens per replica = {r.max_concurrency_kv:,.1f} requests "
+        f"of {w.input_len + w.output_len:,} tokens at once",
+        f"saturation: {r.saturation_rate_per_s:,.3f} requests/s"
+        + (
+            f"; the knee (most throughput per ms of TPOT) at concurrency {at_knee.concurrency:g}"
+            if isinstance(at_knee, ServingResult)
+            else ""
+        ),
+    ]
+    spec = w.speculative
+    if spec is not None:
+        even = r.break_even_batch
+        lines.append(
+            f"speculative: {spec.method}"
+            + (f" ({spec.draft_model.id})" if spec.draft_model else "")
+            + f", {spec.proposed} proposed, {spec.tokens_per_step:.3f} tokens per verify step; "
+            + (
+                f"stops paying from a decode batch of {even:,}"
+                if even is not None
+                else "pays at every batch the server runs"
+            )
+        )
+    if r.utilization is not None:
+        lines.append(f"open loop at {w.request_rate:g} requests/s: utilization {r.utilization:.1%}")
+    return tuple(lines)
+
+
+SERVING_AXES = Axes(
+    x="output throughput (tokens/s)",
+    y="TPOT (ms)",
+    title="throughput against time per output token",
+    file_title="Serving: output throughput against TPOT over concurrency",
+    marker="knee",
+    file_marker="knee (most throughput per ms of TPOT)",
+    tokens=False,
+)
+
+
+def serving_series(label: str, results: Sequence[ServingResult]) -> Series:
+    """The curve over the concurrency list, drawn on SERVING_AXES: output throughput (x)
+    against TPOT (y), the knee marked."""
+    marked = knee(results)
+    points = [(r.output_throughput_tokens_per_s, r.tpot_s * 1000) for r in results]
+    return Series(
+        label,
+        tuple(x for x, _ in points),
+        tuple(y for _, y in points),
+        None if marked is None else points[marked],
+    )
+
+
+def with_serving_validation(report: Report, v: ServingValidation) -> Report:
+    """validate's report with the serving rows below it: each benchmark's predicted mean
+    TPOT and TTFT against the measured ones (JSON: ``serving``)."""
+    from decodecalc.calibration.serving_points import TPOT_TARGET
+    from decodecalc.record import replace
+    from decodecalc.views.estimate import scenario_ids
+
+    points = []
+    lines = []
+    for c in v.checks:
+        p, r, load = c.point, c.result, c.point.serving
+        assert load is not None
+        ttft_error = c.ttft_error
+        points.append(
+            {
+                **scenario_ids(p.scenario),
+                "engine": p.engine,
+                "input_len": load.input_len,
+                "output_len": load.output_len,
+                "concurrency": load.concurrency,
+                "measured_tpot_ms": p.measured_seconds * 1000,
+                "tpot_ms": None if r is None else r.tpot_s * 1000,
+                "tpot_error_pct": None if c.tpot_error is None else c.tpot_error * 100,
+                "measured_ttft_ms": None if load.ttft_seconds is None else load.ttft_seconds * 1000,
+                "ttft_ms": None if r is None else r.ttft_s * 1000,
+                "ttft_error_pct": None if ttft_error is None else ttft_error * 100,
+                "problem": c.problem,
+                "source": p.source,
+            }
+        )
+        lines.append(_validation_line(c))
+    tpot, ttft = v.tpot_mdape, v.ttft_mdape
+    summary = {
+        "n": len(v.checks),
+        "tpot_mdape": None if tpot is None else tpot * 100,
+        "tpot_target_pct": TPOT_TARGET * 100,
+        "ttft_mdape": None if ttft is None else ttft * 100,
+    }
+    head = (
+        f"serving: {len(v.checks)} benchmark points through the serving model: mean TPOT median "
+        f"absolute error {_pct(tpot)} (target {TPOT_TARGET:.0%}); TTFT {_pct(ttft)}"
+    )
+    return replace(
+        report,
+        document={**report.document, "serving": {"summary": summary, "points": points}},
+        footer=(*report.footer, head, *lines),
+    )
+
+
+def _validation_line(c: ServingCheck) -> str:
+    p, r, load = c.point, c.result, c.point.serving
+    assert load is not None
+    gpu = p.scenario.gpu.id if p.scenario.gpu else "-"
+    what = (
+        f"  {p.scenario.model.id} {p.engine or 'typical'} {gpu} C={load.concurrency} "
+        f"{load.input_len}/{load.output_len}"
+    )
+    if r is None:
+        return f"{what}: not predicted ({c.problem})"
+    line = (
+        f"{what}: TPOT {r.tpot_s * 1000:.2f} vs {p.measured_seconds * 1000:.2f} ms "
+        f"({_pct(c.tpot_error, '+')})"
+    )
+    if load.ttft_seconds is None:
+        return line
+    return (
+        f"{line}; TTFT {r.ttft_s * 1000:,.0f} vs {load.ttft_seconds * 1000:,.0f} ms "
+        f"({_pct(c.ttft_error, '+')})"
+    )
+
+
+def _pct(value: float | None, sign: str = "") -> str:
+    return "-" if value is None else f"{value:{sign}.1%}"

@@ -1,0 +1,204 @@
+"""`decodecalc check` with a workload: serving targets, vLLM scheduler flags, speculation."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from decodecalc.checks.deployments import DeploymentReader
+from decodecalc.loading.catalog import Catalog
+from tests.conftest import Run
+
+# Llama-3.1-8B on an H100 SXM at the roofline, one request of 1 prompt token and 2 output
+# tokens: each step streams every weight but the input embedding (decode reads one row of
+# it), (8,030,261,248 - 128,256 x 4096) x 2 B = 15,009,849,344 B, at 3.35 TB/s:
+# 4.4806 ms; the cache of a 2-token context (2 x 128 KiB) adds 0.08 us. So TPOT = 4.48 ms,
+# TTFT (a 1-token prefill, a step like any other) 4.48 ms, and one token per step makes
+# 1 / 4.4806 ms = 223.2 output tokens/s.
+ONE_STREAM = """\
+name: one
+model: llama-3.1-8b
+gpu: h100-sxm
+engine: roofline
+workload:
+  concurrency: 1
+  input_len: 1
+  output_len: 2
+targets:
+"""
+
+
+def write(tmp_path: Path, content: str, name: str = "d.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(content)
+    return str(path)
+
+
+def results(cli: Run, path: str, *extra: str) -> tuple[int, dict[str, dict[str, object]]]:
+    r = cli("check", path, "-f", "json", *extra)
+    return r.code, {row["target"]: row for row in json.loads(r.out)["results"]}
+
+
+class TestServingTargets:
+    def test_met_targets_pass(self, cli: Run, tmp_path: Path) -> None:
+        targets = (
+            "  max_ttft_ms: 4.6\n  max_tpot_ms: 4.6\n  min_output_throughput_tokens_per_s: 220\n"
+        )
+        code, rows = results(cli, write(tmp_path, ONE_STREAM + targets))
+        assert code == 0
+        assert rows["max_tpot_ms"]["value"] == pytest.approx(4.4806, rel=1e-3)
+        assert rows["max_ttft_ms"]["value"] == pytest.approx(4.4806, rel=1e-3)
+        throughput = rows["min_output_throughput_tokens_per_s"]["value"]
+        assert throughput == pytest.approx(223.2, rel=1e-3)
+        assert all(row["passed"] and row["context"] is None for row in rows.values())
+
+    def test_missed_targets_fail(self, cli: Run, tmp_path: Path) -> None:
+        targets = (
+            "  max_ttft_ms: 4.4\n  max_tpot_ms: 4.4\n  min_output_throughput_tokens_per_s: 230\n"
+        )
+        code, rows = results(cli, write(tmp_path, ONE_STREAM + targets))
+        assert code == 1
+        assert not any(row["passed"] for row in rows.values())
+
+    def test_command_line_targets_reach_the_workload(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n")
+        code, rows = results(cli, path, "-t", "max_ttft_ms=4.4")
+        assert code == 1
+        assert (rows["max_tpot_ms"]["passed"], rows["max_ttft_ms"]["passed"]) == (True, False)
+
+    def test_decode_and_serving_targets_together(self, cli: Run, tmp_path: Path) -> None:
+        """max_ms_per_token holds the batch-1 decode step at the context (1 token here),
+        max_tpot_ms the server under its workload: both 4.48 ms for one stream."""
+        content = "context: 1\n" + ONE_STREAM + "  max_tpot_ms: 4.6\n  max_ms_per_token: 4.6\n"
+        code, rows = results(cli, write(tmp_path, content))
+        assert code == 0 and set(rows) == {"max_tpot_ms", "max_ms_per_token"}
+
+    def test_junit_reports_each_serving_target(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n  max_ttft_ms: 4.4\n")
+        out = tmp_path / "report.xml"
+        r = cli("check", path, "-f", "junit", "-o", str(out))
+        assert r.code == 1
+        root = ET.parse(out).getroot()
+        assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "0")
+        cases = {case.get("name"): case for case in root.iter("testcase")}
+        assert set(cases) == {
+            "max_tpot_ms: <= 4.6 ms per output token",
+            "max_ttft_ms: <= 4.4 ms to first token",
+        }
+        failure = cases["max_ttft_ms: <= 4.4 ms to first token"].find("failure")
+        assert failure is not None and failure.get("message") == (
+            "4.5 ms; wanted <= 4.4 ms to first token"
+        )
+
+
+class TestBadWorkloads:
+    @pytest.mark.parametrize(
+        ("workload", "message"),
+        [
+            ("{concurrency: 1, input_len: 1, output_len: 0}", "workload.output_len: must be"),
+            ("{request_rate: 0, input_len: 9, output_len: 9}", "workload.request_rate: must be"),
+            (
+                "{concurrency: 1, request_rate: 1, input_len: 9, output_len: 9}",
+                "give a concurrency or a request rate (one of them)",
+            ),
+            ("{concurrency: 1, output_len: 9}", "workload: give input_len (tokens per request)"),
+            ("{concurency: 1, input_len: 9, output_len: 9}", "did you mean 'concurrency'?"),
+            ("{concurrency: 2000000, input_len: 9, output_len: 9}", "concurrency 2000000 must"),
+            ("32", "workload: expected a mapping, got 32"),
+            (
+                "{concurrency: 1, input_len: 9, output_len: 9, speculative: {method: eagle, "
+                "num_speculative_tokens: 3}}",
+                "needs workload.speculative.acceptance",
+            ),
+            (
+                "{concurrency: 1, input_len: 9, output_len: 9, speculative: {method: ngram, "
+                "num_speculative_tokens: 3, acceptance: 0.5}}",
+                "speculative method 'ngram' is not modelled",
+            ),
+        ],
+    )
+    def test_one_line_and_exit_2(
+        self, cli: Run, tmp_path: Path, workload: str, message: str
+    ) -> None:
+        content = (
+            f"model: llama-3.1-8b\ngpu: h100-sxm\nworkload: {workload}\n"
+            "targets: {max_tpot_ms: 20}\n"
+        )
+        r = cli("check", write(tmp_path, content))
+        assert r.code == 2 and r.out == ""
+        assert r.err.count("\n") == 1 and r.err.startswith("decodecalc: error: ")
+        assert message in r.err
+
+    def test_serving_targets_need_a_workload(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, "model: llama-3.1-8b\ngpu: h100-sxm\ntargets: {max_ttft_ms: 500}\n")
+        r = cli("check", path)
+        assert r.code == 2
+        assert "max_ttft_ms needs a workload: (concurrency or request_rate" in r.err
+
+
+class TestVllmConfig:
+    SERVE = (
+        "model: meta-llama/Llama-3.1-8B-Instruct\n"
+        "max-num-seqs: 64\n"
+        "max-num-batched-tokens: 4K\n"
+        "speculative-config:\n"
+        "  method: eagle\n"
+        "  model: yuhuili/EAGLE-LLaMA3.1-Instruct-8B\n"
+        "  num_speculative_tokens: 3\n"
+    )
+    DEPLOYMENT = (
+        "vllm_config: serve.yaml\ngpu: h100-sxm\n"
+        "workload: {concurrency: 16, input_len: 1K, output_len: 256, "
+        "speculative: {acceptance: 0.8}}\n"
+        "targets: {max_tpot_ms: 20}\n"
+    )
+
+    def test_scheduler_flags_and_speculation_are_read(self, tmp_path: Path) -> None:
+        write(tmp_path, self.SERVE, "serve.yaml")
+        path = write(tmp_path, self.DEPLOYMENT)
+        (d,) = DeploymentReader(Catalog()).read(Path(path))
+        assert d.limits is not None and d.workload is not None
+        assert (d.limits.max_num_batched_tokens, d.limits.max_num_seqs) == (4096, 64)
+        assert (d.workload.concurrency, d.workload.input_len) == (16, 1024)
+        speculation = d.workload.speculative
+        assert speculation is not None
+        assert (speculation.method, speculation.proposed) == ("eagle", 3)
+        # (1 - 0.8^4) / (1 - 0.8) = 2.952 tokens per verify step
+        assert speculation.tokens_per_step == pytest.approx(2.952)
+
+    @pytest.mark.parametrize(
+        "config",
+        [
+            "speculative-config.method: mtp\nspeculative-config.num_speculative_tokens: 2\n",
+            'speculative-config: \'{"method": "deepseek_mtp", "num_speculative_tokens": 2}\'\n',
+        ],
+    )
+    def test_dotted_and_json_forms(self, tmp_path: Path, config: str) -> None:
+        write(tmp_path, "model: llama-3.1-8b\n" + config, "serve.yaml")
+        path = write(tmp_path, self.DEPLOYMENT)
+        (d,) = DeploymentReader(Catalog()).read(Path(path))
+        assert d.workload is not None and d.workload.speculative is not None
+        assert (d.workload.speculative.method, d.workload.speculative.proposed) == ("mtp", 2)
+
+    def test_engine_defaults_without_flags(self, tmp_path: Path) -> None:
+        """No max-num-seqs or max-num-batched-tokens: vLLM's defaults on an H100 (80 GiB,
+        not an A100), 8,192 and 1,024."""
+        write(tmp_path, "model: llama-3.1-8b\n", "serve.yaml")
+        path = write(tmp_path, self.DEPLOYMENT.replace(", speculative: {acceptance: 0.8}", ""))
+        (d,) = DeploymentReader(Catalog()).read(Path(path))
+        assert d.limits is not None
+        assert (d.limits.max_num_batched_tokens, d.limits.max_num_seqs) == (8192, 1024)
+
+    def test_speculation_without_a_workload_is_noted(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, self.SERVE, "serve.yaml")
+        r = cli("check", path, "--gpu", "h100-sxm", "-f", "json")
+        codes = {n["code"] for n in json.loads(r.out)["deployments"][0]["notes"]}
+        assert r.code == 0 and "vllm-speculative-unpriced" in codes
+
+    def test_checked_under_the_workload(self, cli: Run, tmp_path: Path) -> None:
+        write(tmp_path, self.SERVE, "serve.yaml")
+        code, rows = results(cli, write(tmp_path, self.DEPLOYMENT))
+        assert code == 0 and rows["max_tpot_ms"]["passed"]
