@@ -84,11 +84,25 @@ def scenario_notes(s: Scenario) -> list[Note]:
                 "memory time only, never compute-bound",
             )
         )
-    if s.tp > 1 and s.link is None:
-        notes.append(
-            Note("no-communication", f"TP {s.tp} all-reduces are not counted (--link none)")
-        )
+    if s.link is None and (s.tp > 1 or s.pp > 1):
+        notes.append(Note("no-communication", f"not counted (--link none): {_uncounted(s)}"))
     return notes
+
+
+def _uncounted(s: Scenario) -> str:
+    """The transfers --link none leaves out: TP's collectives (or, under data-parallel
+    attention, the MoE layers' gathers or all-to-alls) and the pipeline's hand-offs."""
+    kinds = []
+    if s.tp > 1:
+        if not s.dp_attention:
+            kinds.append(f"TP {s.tp} all-reduces")
+        elif s.ep:
+            kinds.append(f"the expert all-to-alls over {s.tp} GPUs")
+        else:
+            kinds.append(f"the MoE all-gathers over {s.tp} GPUs")
+    if s.pp > 1:
+        kinds.append(f"the hand-offs between the {s.pp} pipeline stages")
+    return " and ".join(kinds)
 
 
 def context_notes(s: Scenario, contexts: Sequence[int]) -> list[Note]:

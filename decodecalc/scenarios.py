@@ -87,10 +87,10 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     if spec.gpus_per_node is not None and not 1 <= spec.gpus_per_node <= MAX_TP:
         raise InputError(f"gpus per node {spec.gpus_per_node} must be from 1 to {MAX_TP}")
     per_node = spec.gpus_per_node or (None if link is None else link.gpus)
+    name = spec.node_link or DEFAULT_NODE_LINK
+    node = name if isinstance(name, Link) else catalog.link(name)  # a typo errs even unused
     if link is None or per_node is None or spec.tp * spec.pp <= per_node:
         return Links(link, None, per_node)
-    name = spec.node_link or DEFAULT_NODE_LINK
-    node = name if isinstance(name, Link) else catalog.link(name)
     notes = []
     if spec.tp > per_node:
         notes.append(
@@ -109,8 +109,13 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
         notes.append(
             Note(
                 "pp-across-nodes",
-                f"{crossing} of the {spec.pp - 1} pipeline hand-offs cross between nodes of "
-                f"{per_node} GPUs, over {node.name}",
+                (
+                    "the pipeline hand-off crosses"
+                    if spec.pp == 2
+                    else f"{crossing} of the {spec.pp - 1} pipeline hand-offs "
+                    + ("crosses" if crossing == 1 else "cross")
+                )
+                + f" between nodes of {per_node} GPUs, over {node.name}",
             )
         )
     return Links(link, node, per_node, tuple(notes))
@@ -383,10 +388,11 @@ def _price(
         raise InputError(f"price {value!r} names a price list: give --gpu, or a price in dollars")
     quoted = [(price, p) for p in lists if (price := p.price(gpu.id)) is not None]
     if not quoted:
-        where = "no price list" if len(lists) > 1 else lists[0].id
+        where = (
+            f"{lists[0].id} gives no price" if len(lists) == 1 else "no price list gives a price"
+        )
         raise InputError(
-            f"{where} gives a price for {gpu.id}: give --price in dollars per GPU-hour, "
-            "e.g. --price 2.49"
+            f"{where} for {gpu.id}: give --price in dollars per GPU-hour, e.g. --price 2.49"
         )
     return min(quoted, key=lambda q: q[0])
 

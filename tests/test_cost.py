@@ -236,3 +236,16 @@ def test_every_board_power_has_a_source(catalog: Catalog) -> None:
     for gpu in powered:
         assert gpu.power_source
         assert math.isfinite(gpu.power_w) and 50 <= gpu.power_w <= 1500  # type: ignore[arg-type]
+
+
+def test_a_gpu_missing_from_the_price_list_says_so(cli: Run) -> None:
+    """Lambda's list (presets/prices/lambda.yaml) names no L40S, and neither list does: the
+    message says the list gives *no* price, not that it gives one."""
+    named = cli("estimate", "-m", "llama-3.1-8b", "-g", "l40s", "-c", "8K", "--price", "lambda")
+    assert named.code == 2
+    assert named.err == (
+        "decodecalc: error: lambda gives no price for l40s: give --price in dollars per "
+        "GPU-hour, e.g. --price 2.49\n"
+    )
+    lowest = cli("estimate", "-m", "llama-3.1-8b", "-g", "l40s", "-c", "8K", "--price", "lowest")
+    assert lowest.code == 2 and "no price list gives a price for l40s" in lowest.err

@@ -18,7 +18,7 @@ from decodecalc.calibration.engine_fit import (
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.engine import EngineParams, expected_step
+from decodecalc.physics.engine import EngineParams, StepCounts, expected_step, sequence_passes
 from decodecalc.physics.estimator import StepModel
 from decodecalc.record import replace
 from tests.conftest import Run, preset_scenario
@@ -105,7 +105,11 @@ class TestCalibrateRecovers:
         assert doc["overhead_ms"] == pytest.approx(PER_STEP_S * 1000, rel=0.01)
         assert doc["kv_read"] == "once"
         assert doc["fitted"] == ["weight_efficiency", "kv_efficiency", "per_step", "per_layer"]
-        assert doc["held"] == ["allreduce_latency the link's (no TP > 1 points)"]
+        assert doc["held"] == [
+            "per_moe_layer 0 us (no MoE models)",
+            "allreduce_latency the link's (no TP > 1 points)",
+            "per_sequence 0 us (no scenario at several batch sizes)",
+        ]
         assert all(abs(p["error_pct"]) < 0.01 for p in doc["points"])
 
     def test_one_scenario_identifies_only_the_efficiencies(self, cli: Run, tmp_path: Path) -> None:
@@ -194,6 +198,32 @@ class TestCalibrateRecovers:
         assert doc["overhead_per_layer_ms"] == pytest.approx(0.05)
 
 
+def hand_terms(
+    weight_s: float,
+    measured_s: float,
+    counts: StepCounts,
+    key: tuple[object, ...],
+    calls: int = 0,
+    compute_s: float = 0.0,
+    batch_series: tuple[object, ...] = (),
+) -> StepTerms:
+    """A hand-made point: no KV, a timed step (weight 1) at context 100."""
+    return StepTerms(
+        weight_s=weight_s,
+        kv_s=(0.0, 0.0),
+        counts=counts,
+        calls=calls,
+        link_latency_s=5e-6 if calls else 0.0,
+        ring_s=0.0,
+        compute_s=compute_s,
+        measured_s=measured_s,
+        weight=1.0,
+        scenario_key=key,
+        context_tokens=100,
+        batch_series=batch_series,
+    )
+
+
 def tp_terms(tps: tuple[int, ...]) -> list[StepTerms]:
     """Hand-made terms: two models (32 and 80 layers) at the given TPs, made with e_w 0.8,
     30 us per all-reduce (2 per layer at TP > 1), 100 us per step, 20 us per layer."""
@@ -203,21 +233,8 @@ def tp_terms(tps: tuple[int, ...]) -> list[StepTerms]:
             calls = 0 if tp == 1 else 2 * layers
             weight_s = weight_bytes / tp / H100
             measured = weight_s / 0.8 + calls * 30e-6 + 100e-6 + layers * 20e-6
-            terms.append(
-                StepTerms(
-                    weight_s=weight_s,
-                    kv_s=(0.0, 0.0),
-                    layers=layers,
-                    calls=calls,
-                    link_latency_s=5e-6,
-                    ring_s=0.0,
-                    compute_s=0.0,
-                    measured_s=measured,
-                    weight=1.0,
-                    scenario_key=(layers, tp),
-                    context_tokens=100,
-                )
-            )
+            counts = StepCounts(layers, 0, layers)
+            terms.append(hand_terms(weight_s, measured, counts, (layers, tp), calls))
     return terms
 
 
@@ -276,18 +293,9 @@ def test_compute_bound_points_keep_only_the_fixed_costs() -> None:
     whose 10 ms of compute exceed their memory time: those measure compute + 100 us."""
 
     def terms(weight_ms: float, compute_ms: float, measured_ms: float, key: int) -> StepTerms:
-        return StepTerms(
-            weight_s=weight_ms / 1000,
-            kv_s=(0.0, 0.0),
-            layers=32,
-            calls=0,
-            link_latency_s=0.0,
-            ring_s=0.0,
-            compute_s=compute_ms / 1000,
-            measured_s=measured_ms / 1000,
-            weight=1.0,
-            scenario_key=(key,),
-            context_tokens=100,
+        counts = StepCounts(32, 0, 32)
+        return hand_terms(
+            weight_ms / 1000, measured_ms / 1000, counts, (key,), compute_s=compute_ms / 1000
         )
 
     points = [terms(w, 0.0, w / 0.8 + 0.1, w) for w in range(1, 7)]
@@ -297,3 +305,84 @@ def test_compute_bound_points_keep_only_the_fixed_costs() -> None:
     assert fit.params.weight_efficiency == pytest.approx(0.8, rel=1e-9)
     assert fit.params.per_step_s == pytest.approx(100e-6, rel=1e-9)
     assert fit.describe().endswith("2 points compute-bound (compute + fixed costs)")
+
+
+def test_sequence_passes_count_routed_experts(catalog: Catalog) -> None:
+    """DeepSeek-V3: 61 layers, the first 3 dense (first_k_dense_replace 3), then 58 MoE layers
+    of 8 routed experts per token: 3 + 58 x 8 = 467 passes. gpt-oss-120b: 36 MoE layers of 4
+    experts per token = 144. Llama-3.1-70B: 80 dense layers = 80."""
+    passes = {
+        name: sequence_passes(catalog.model(name))
+        for name in ("deepseek-v3", "gpt-oss-120b", "llama-3.1-70b")
+    }
+    assert passes == {"deepseek-v3": 467, "gpt-oss-120b": 144, "llama-3.1-70b": 80}
+    counts = StepCounts.of(catalog.model("deepseek-v3"), 16)
+    assert (counts.layers, counts.moe_layers, counts.passes) == (61, 58, 16 * 467)
+
+
+def test_moe_and_sequence_costs_add_to_the_engine_step(catalog: Catalog) -> None:
+    """DeepSeek-V3 at TP 8, batch 16: 400 us per MoE layer and 1.5 us per sequence pass
+    add 58 x 0.4 ms + 16 x 467 x 1.5 us = 23.2 + 11.208 = 34.408 ms to the step, and the
+    fit's terms agree with the engine's formula."""
+    scenario = preset_scenario(catalog, "deepseek-v3", "fp8", tp=8, batch=16)
+    point = MeasuredPoint(scenario, 4_000, 0.05, "")
+    step = StepModel.of(scenario)
+    row = step.row(4_000)
+    plain = EngineParams(0.7, 0.6, 60e-6, 200e-6, 25e-6)
+    costly = replace(plain, per_moe_layer_s=400e-6, per_sequence_s=1.5e-6)
+    added = expected_step(step, row, costly) - expected_step(step, row, plain)
+    assert added == pytest.approx(0.034408, rel=1e-9)
+    assert predicted_s(step_terms(point), costly) == pytest.approx(
+        expected_step(step, row, costly), rel=1e-12
+    )
+
+
+def batch_terms(batches: tuple[int, ...]) -> list[StepTerms]:
+    """Hand-made TP 1 points of four models (layers, MoE layers, passes per sequence,
+    weight ms): dense 32 / 40 / 80 layers and a DeepSeek-like 61 layers with 58 MoE layers
+    of 8 experts (467 passes), each at the given batches, made with e_w 0.8, 100 us per
+    step, 20 us per layer, 400 us per MoE layer and 1.5 us per sequence pass."""
+    models = (("a", 32, 0, 32, 5.0), ("b", 40, 0, 40, 15.0), ("c", 80, 0, 80, 10.0),
+              ("d", 61, 58, 467, 10.0))  # fmt: skip
+    terms = []
+    for name, layers, moe, per_sequence, weight_ms in models:
+        for batch in batches:
+            counts = StepCounts(layers, moe, batch * per_sequence)
+            measured = (
+                weight_ms / 1000 / 0.8
+                + 100e-6
+                + layers * 20e-6
+                + moe * 400e-6
+                + counts.passes * 1.5e-6
+            )
+            terms.append(
+                hand_terms(weight_ms / 1000, measured, counts, (name, batch), batch_series=(name,))
+            )
+    return terms
+
+
+def test_moe_and_sequence_costs_recovered_from_batch_series() -> None:
+    fit = fit_step_model(batch_terms((1, 8, 64)))
+    p = fit.params
+    assert fit.fitted == (
+        "weight_efficiency",
+        "per_moe_layer",
+        "per_step",
+        "per_layer",
+        "per_sequence",
+    )
+    assert p.weight_efficiency == pytest.approx(0.8, rel=1e-6)
+    assert p.per_step_s == pytest.approx(100e-6, rel=1e-6)
+    assert p.per_layer_s == pytest.approx(20e-6, rel=1e-6)
+    assert p.per_moe_layer_s == pytest.approx(400e-6, rel=1e-6)
+    assert p.per_sequence_s == pytest.approx(1.5e-6, rel=1e-6)
+
+
+def test_one_batch_leaves_the_sequence_cost_at_the_prior() -> None:
+    """At batch 8 alone the per-sequence cost moves with the per-layer one (and, for the
+    MoE model, with its MoE layers): held at the prior's, with the reason."""
+    prior = EngineParams(1.0, 1.0, per_sequence_s=2e-6)
+    fit = fit_step_model(batch_terms((8,)), prior)
+    assert "per_sequence" not in fit.fitted
+    assert fit.params.per_sequence_s == 2e-6
+    assert "per_sequence 2 us (no scenario at several batch sizes)" in fit.held

@@ -116,12 +116,27 @@ def test_hybrid_layers_are_padded_to_equal_groups() -> None:
 def test_windowed_layers_cap_a_long_request() -> None:
     """gpt-oss-20b, 12 windowed (128 tokens) and 12 global layers of equal size at TP 1: a
     131,072-token request holds 131,072 / 16 = 8,192 blocks in the global half and
-    ceil((128 - 1 + 8,192) / 16) = 520 in the windowed half, (8,192 + 520) / 2 = 4,356."""
+    ceil((128 - 1 + 8,192) / 16) + 1 = 521 in the windowed half (vLLM's
+    SlidingWindowSpec adds a block: the window need not start at a block's edge),
+    (8,192 + 521) / 2 = 4,356.5."""
     scenario = resolve(ScenarioSpec(model="gpt-oss-20b", gpu="h100-sxm", engine="vllm"), Catalog())
     pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
     assert [(k.window, k.slots) for k in pool.kinds] == [(128, 12), (None, 12)]
-    assert pool.blocks_per_request(131_072) == Fraction(4356)
-    assert pool.max_concurrency(131_072) == pytest.approx(pool.blocks / 4356)
+    assert pool.blocks_per_request(131_072) == Fraction(8713, 2)
+    assert pool.max_concurrency(131_072) == pytest.approx(pool.blocks / 4356.5)
+
+
+def test_a_windowed_request_holds_one_block_more_as_vllm_logs() -> None:
+    """The gpt-oss-20b TP 2 log (tests/data/vllm_kv_pool.yaml): 2,591,776 tokens over 2
+    groups of 16-token blocks is 2,591,776 x 2 / 16 = 323,972 blocks, and "maximum
+    concurrency 316.07" at 8,192 tokens is 323,972 / 1,025 = 316.07: 512 blocks in the
+    global group and 512 + 1 in the windowed one (without the extra block, 323,972 /
+    1,024 = 316.38). In decodecalc's units (a block over every layer slot) that is
+    (512 + 513) / 2 = 512.5 per request."""
+    run = next(r for r in RUNS if r["model"] == "gpt-oss-20b")
+    pool = _pool(run)
+    assert pool.blocks_per_request(8192) == Fraction(1025, 2)
+    assert run["max_concurrency"] == pytest.approx(323_972 / 1025, abs=0.005)
 
 
 def test_weights_that_do_not_fit_leave_no_pool() -> None:

@@ -168,7 +168,8 @@ TWO_ENGINES = Engine(
     "test",
     (
         EngineParams(0.8, 0.6, 50e-6, 3e-4, 25e-6, "per-query-head", (0.9, 1.2), 10),
-        EngineParams(0.7, 0.65, 20e-6, 1e-4, None, "once", (0.95, 1.1), 10),
+        # ... and 200 us per MoE layer, 1 us per sequence pass (physics/engine.py).
+        EngineParams(0.7, 0.65, 20e-6, 1e-4, None, "once", (0.95, 1.1), 10, 2e-4, 1e-6),
     ),
     "nvidia-datacenter",
 )

@@ -405,3 +405,39 @@ def test_falcon_h1_from_its_config_json(cli: Run, tmp_path: object) -> None:
     # State: 44 x (3,584 x 3 + 24 x 128 x 256) = 44 x 797,184 = 35,076,096 elements.
     assert doc["kv_elements_per_token"] == 22_528
     assert doc["state_elements_per_sequence"] == 35_076_096
+
+
+@pytest.mark.parametrize(
+    ("model", "period"),
+    [
+        # Nemotron Nano 2's hybrid_override_pattern, read as 31 layers, ends with its first
+        # three (Mamba-2 + MLP) again but never repeats the 28 before: no period.
+        ("nemotron-nano-9b-v2", 31),
+        # Jamba: attention at 4 of every 8 layers, MoE at the odd ones: 8.
+        ("jamba-mini-1.5", 8),
+        # Maverick: NoPE global every 4th layer, MoE every 2nd: 4.
+        ("llama-4-maverick", 4),
+        # Gemma 3: 5 local to 1 global, 62 = 10 x 6 + 2: 6.
+        ("gemma-3-27b", 6),
+    ],
+)
+def test_a_layer_period_repeats_whole_at_least_once(
+    catalog: Catalog, cli: Run, model: str, period: int
+) -> None:
+    assert catalog.model(model).layer_period() == period
+    shown = cli("show", model)
+    assert shown.code == 0, shown.err
+    assert ("interleaved every" in shown.out) == (period < len(catalog.model(model).layers))
+
+
+def test_the_models_list_counts_the_indexer_cache(cli: Run) -> None:
+    """DeepSeek-V3.2 holds, per token, 61 layers x 576 latent elements x 2 bytes (BF16)
+    plus its indexer's 61 x 132 bytes: 70,272 + 8,052 = 78,324 bytes, in 'decodecalc
+    models' as in 'decodecalc show'."""
+    import json
+
+    r = cli("models", "--json")
+    assert r.code == 0, r.err
+    by_id = {m["id"]: m for m in json.loads(r.out)["models"]}
+    assert by_id["deepseek-v3.2"]["kv_bytes_per_token_bf16"] == 61 * 576 * 2 + 61 * 132 == 78_324
+    assert by_id["deepseek-v3"]["kv_bytes_per_token_bf16"] == 61 * 576 * 2

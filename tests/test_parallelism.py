@@ -216,6 +216,8 @@ def test_the_engine_never_expects_less_than_the_roofline(cli: Run) -> None:
         (("-m", "deepseek-v3", "--dp-attention"), "give --tp > 1"),
         (("-m", "llama-3.1-70b", "--tp", "2", "--gpus-per-node", "0"), "gpus per node 0"),
         (("-m", "llama-3.1-70b", "--tp", "16", "--node-link", "carrier-pigeon"), "link"),
+        # A misspelt network is refused even where the 2 GPUs stay on one board.
+        (("-m", "llama-3.1-70b", "--tp", "2", "--node-link", "ib-nrd"), "unknown link 'ib-nrd'"),
     ],
 )
 def test_invalid_parallelism_is_one_line(cli: Run, args: tuple[str, ...], message: str) -> None:
@@ -304,3 +306,83 @@ def test_a_dense_model_data_parallel_is_still_replicas(cli: Run, tmp_path: Path)
     assert r.code == 0, r.err
     codes = {n["code"] for d in json.loads(r.out)["deployments"] for n in d.get("notes", [])}
     assert "vllm-data-parallel" in codes
+
+
+def test_pipeline_with_link_none_says_its_hand_offs_are_left_out(cli: Run) -> None:
+    """--link none drops the hand-offs as it drops TP's all-reduces, and says so for pp as
+    for tp: Llama-3.1-70B BF16 on H100s, pp 2, batch 1, context 0 streams the two stages'
+    68,452,352,000 + 70,553,714,688 bytes at 3.35 TB/s, 41.4958 ms, and nothing else."""
+    doc = estimate_json(
+        cli, "-m", "llama-3.1-70b", "-g", "h100", "--pp", "2", "--link", "none", "-c", "0"
+    )
+    (row,) = doc["rows"]
+    assert row["handoff_ms"] == row["comm_ms"] == 0
+    memory = (68_452_352_000 + 70_553_714_688) / 3.35e12
+    assert row["ms_per_token"] == pytest.approx(memory * 1000, rel=1e-12)
+    (note,) = [n["message"] for n in doc["notes"] if n["code"] == "no-communication"]
+    assert "hand-offs between the 2 pipeline stages" in note and "all-reduce" not in note
+    both = estimate_json(
+        cli, *("-m", "llama-3.1-70b", "-g", "h100", "--tp", "2", "--pp", "2", "--link", "none")
+    )
+    (note,) = [n["message"] for n in both["notes"] if n["code"] == "no-communication"]
+    assert "TP 2 all-reduces" in note and "hand-offs" in note
+    single = estimate_json(cli, "-m", "llama-3.1-8b", "-g", "h100", "--link", "none")
+    assert all(n["code"] != "no-communication" for n in single["notes"])
+
+
+def test_a_layer_without_an_mlp_all_reduces_once(cli: Run) -> None:
+    """NVIDIA-Nemotron-Nano-9B-v2 at TP 2: 56 blocks (27 Mamba-2, 4 attention, 25 MLPs),
+    each ending in one row-parallel projection, so 56 all-reduces a step as vLLM runs them,
+    not 2 per layer of the 31 layers decodecalc reads them as. Batch 1 over NVLink 4:
+    56 x (10 us + 2 x 1/2 x 4,480 x 2 / 450 GB/s). Llama keeps 2 x 80."""
+    doc = estimate_json(cli, "-m", "nemotron-nano-9b-v2", "-g", "h100", "--tp", "2", "-c", "0")
+    bandwidth, latency = NVLINK4
+    assert doc["rows"][0]["allreduce_ms"] == pytest.approx(
+        56 * (latency + 2 * 1 / 2 * 4_480 * 2 / bandwidth) * 1000, rel=1e-12
+    )
+    dense = estimate_json(cli, "-m", "llama-3.1-70b", "-g", "h100", "--tp", "2", "-c", "0")
+    assert dense["rows"][0]["allreduce_ms"] == pytest.approx(
+        2 * 80 * (latency + 2 * 1 / 2 * 8_192 * 2 / bandwidth) * 1000, rel=1e-12
+    )
+
+
+def test_links_list_the_gpus_each_joins(cli: Run) -> None:
+    """'decodecalc links' shows a link preset's domain (its `gpus`): 8 for an NVLink 4
+    board, 72 for the GB200 NVL72 rack, none for a network between nodes."""
+    r = cli("links", "--json")
+    assert r.code == 0, r.err
+    gpus = {link["id"]: link["gpus"] for link in json.loads(r.out)["links"]}
+    assert (gpus["nvlink4"], gpus["nvl72"], gpus["ib-ndr"], gpus["roce-400g"]) == (
+        8,
+        72,
+        None,
+        None,
+    )
+    table = cli("links")
+    assert "GPUs joined" in table.out
+
+
+def test_measured_points_read_pipeline_stages(tmp_path: Path) -> None:
+    """A measured point may say pp (vLLM's pipeline-parallel-size): its scenario runs the
+    stages, and its gpu_count, if given, is at least tp x pp = 2 x 2 = 4."""
+    from decodecalc.calibration.points import read_points
+    from decodecalc.errors import InputError
+
+    point = {"model": "llama-3.1-70b", "gpu": "h100", "weights": "bf16", "kv_dtype": "bf16"}
+    point |= {"tp": 2, "pp": 2, "context": 1024, "ms_per_token": 30.0}
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump({"points": [point]}))
+    (read,) = read_points(path, CATALOG)
+    assert (read.scenario.tp, read.scenario.pp) == (2, 2)
+    path.write_text(yaml.safe_dump({"points": [{**point, "gpu_count": 3}]}))
+    with pytest.raises(InputError, match=r"at least tp x pp \(4\), got 3"):
+        read_points(path, CATALOG)
+
+
+def test_the_table_header_names_the_link_a_spanning_group_runs_at(cli: Run) -> None:
+    """TP 16 of H100s spans two 8-GPU boards: the header says the all-reduces run over
+    InfiniBand NDR at 50 GB/s and 20 us, as the figures do, not over NVLink 4."""
+    r = cli("estimate", "-m", "llama-3.1-405b", "-g", "h100", "--tp", "16", "-c", "8K")
+    assert r.code == 0, r.err
+    (line,) = [x for x in r.out.splitlines() if x.startswith("TP communication")]
+    assert "InfiniBand NDR" in line and "50 GB/s, 20 us each" in line

@@ -32,6 +32,14 @@ DATA_COMMANDS = {
     "show": ["llama-3.1-8b", "--json"],
     "import": ["tests/fixtures/configs/llama-3.1-8b.json", "--name", "x"],
     "schema": [],
+    "serving": [
+        *("-m", "llama-3.1-8b", "-g", "h100", "--concurrency", "1,8"),
+        *("--input-len", "1K", "--output-len", "256", "--json"),
+    ],
+    "plan": [
+        *("-m", "llama-3.1-8b", "--gpus", "h100", "-c", "8K"),
+        *("--max-ms-per-token", "20", "--json"),
+    ],
 }
 
 

@@ -5,12 +5,16 @@ option says which target it misses and by how much."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import functools
 import io
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -147,27 +151,116 @@ def test_no_throughput_within_the_gpu_limit_is_a_miss(cli: Run) -> None:
     assert miss["value"] == pytest.approx(2 / (row["ms_per_token"] / 1000))
 
 
-def test_table_and_csv(cli: Run) -> None:
-    small = [
-        "-m",
-        "qwen3-8b",
-        "-c",
-        "8K",
-        "--gpus",
-        "h100,l4",
-        "-w",
-        "fp8",
-        "-k",
-        "fp8",
-        "--tp",
-        "1",
-    ]
-    table = cli("plan", *small, "--max-ms-per-token", "10")
+RANKED = re.compile(r"^\s*(\d+|-) │", re.M)
+"""A table row's first cell: its rank, or '-' for an option that misses a target."""
+
+
+def ranks(table: str) -> list[str]:
+    return RANKED.findall(table)
+
+
+def test_a_table_shows_the_best_answers_and_sums_up_the_misses(cli: Run) -> None:
+    doc = planned(*CASES[0])
+    rows, answers = doc["rows"], doc["answers"]
+    misses = [r for r in rows if not r["meets"]]
+    assert answers > 10 and misses  # enough of both for the table to choose from
+    table = cli("plan", *CASES[0])
     assert table.code == 0, table.err
-    assert "Why not" in table.out and "$ / M tok" in table.out and "ms per token" in table.out
-    csv_out = cli("plan", *small, "-f", "csv")
-    header = csv_out.out.splitlines()[0].split(",")
-    assert header[:3] == ["rank", "gpu", "gpus"] and "misses" not in header
+    assert ranks(table.out) == [str(n) for n in range(1, 11)]  # --top defaults to 10
+    assert "Why not" not in table.out  # every row shown meets every target
+    assert f"{len(misses):,} deployments miss a target" in table.out
+    # One line per missed target: how many options miss it, and the nearest of them.
+    for target, words in (("latency", "miss <= 50 ms"), ("throughput", "miss >= 2,000 tok/s")):
+        missing = [m for r in misses for m in r["misses"] if m["target"] == target]
+        if missing:
+            nearest = min(missing, key=lambda m: m["by"])
+            line = next(x for x in table.out.splitlines() if words in x)
+            assert line.strip().startswith(f"{len(missing):,} {words}")
+            assert nearest["message"].split(" (")[0] in table.out.replace("\n", " ")
+    by_target = {m["target"]: m for m in doc["missed"]}
+    for entry in doc["missed"]:
+        closest = rows[entry["closest_row"]]
+        assert entry["count"] == sum(
+            any(m["target"] == entry["target"] for m in r["misses"]) for r in rows
+        )
+        assert entry["closest_message"] in [m["message"] for m in closest["misses"]]
+    assert set(by_target) <= {"latency", "throughput", "fit"}
+
+    top = cli("plan", *CASES[0], "--top", "3")
+    assert ranks(top.out) == ["1", "2", "3"]
+    every = cli("plan", *CASES[0], "--all")
+    assert ranks(every.out) == [str(n) for n in range(1, answers + 1)]
+    assert ranks(cli("plan", *CASES[0], "--top", "0").out) == ranks(every.out)
+    why = cli("plan", *CASES[0], "--top", "2", "--why")
+    assert ranks(why.out) == ["1", "2", *["-"] * len(misses)] and "Why not" in why.out
+
+
+def test_csv_and_json_hold_every_option_with_its_reason(cli: Run) -> None:
+    doc = planned(*CASES[0])
+    result = cli("plan", *CASES[0], "-f", "csv", "--top", "1")
+    assert result.code == 0, result.err
+    table = list(csv.DictReader(io.StringIO(result.out)))
+    assert len(table) == len(doc["rows"])  # --top is the table's, never the data's
+    # JSON's fields but the nested misses (every row here has a price, so every field)
+    assert list(table[0]) == [k for k in doc["rows"][0] if k != "misses"]
+    for row, record in zip(table, doc["rows"], strict=True):
+        assert (row["meets"] == "true") == record["meets"]
+        assert bool(row["why_not"]) == (not record["meets"]) == bool(record["misses"])
+
+
+def test_an_impossible_target_says_the_best_any_option_reaches(cli: Run) -> None:
+    flags = [
+        "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h100,a100-80gb", "--tp", "1,2",
+        "-w", "fp8", "-k", "fp8", "--price", "2", "--max-ms-per-token", "1",
+    ]  # fmt: skip
+    doc = json_of(cli, "plan", *flags)
+    assert doc["answers"] == 0
+    # 8.03e9 FP8 parameters are 8 GB: even an H100's 3.35 TB/s takes 2.4 ms to read them
+    # (1.2 ms at TP 2, before the all-reduces), so no option reaches 1 ms.
+    best = min(r["ms_per_token"] for r in doc["rows"])
+    assert best > 1
+    table = cli("plan", *flags, "--top", "2")
+    assert table.code == 0, table.err
+    assert "No deployment meets every target" in table.out
+    assert ranks(table.out) == ["-", "-"] and "Why not" in table.out  # the nearest two
+    line = next(x for x in table.out.splitlines() if "miss <= 1 ms per token" in x)
+    assert f"all {len(doc['rows'])} miss" in line and "the best any reaches" in line
+    assert f"{best:,.1f} ms per token" in line
+
+
+def test_weights_a_gpu_cannot_multiply_in_are_said_to_be_weight_only(cli: Run) -> None:
+    flags = ["-m", "llama-3.1-8b", "-c", "8K", "--gpus", "a100-80gb,h100", "--tp", "1"]
+    doc = json_of(cli, "plan", *flags, "-w", "fp8", "-k", "fp8", "--price", "2")
+    (note,) = [n["message"] for n in doc["notes"] if n["code"] == "plan-weight-only"]
+    # The A100 (Ampere) has no FP8 tensor cores, the H100 (Hopper) has: vLLM runs FP8
+    # checkpoints on an A100 through its FP8 Marlin kernels, weight-only, in BF16.
+    assert "a100-80gb" in note and "h100" not in note and "BF16" in note
+    for gpu, flops in (("a100-80gb", "bf16"), ("h100", "fp8")):
+        alone = json_of(cli, "estimate", "-m", "llama-3.1-8b", "-g", gpu, "-w", "fp8", "-c", "8K")
+        assert alone["flops_class"] == flops
+
+
+def test_gpus_without_a_price_are_named(cli: Run) -> None:
+    priced: set[str] = set()
+    for path in (Path(__file__).parent.parent / "presets" / "prices").glob("*.yaml"):
+        priced |= set(yaml.safe_load(path.read_text())["prices"])
+    doc = planned(*CASES[0])
+    (note,) = [n["message"] for n in doc["notes"] if n["code"] == "plan-unpriced-gpus"]
+    assert {r["gpu"] for r in doc["rows"]} <= priced
+    for gpu in ("rtx-4090", "mi300x", "l4"):  # no price list names them
+        assert gpu not in priced and gpu in note
+    given = ["-m", "llama-3.1-8b", "-c", "8K", "--tp", "1", "-w", "fp8", "-k", "fp8"]
+    doc = json_of(cli, "plan", *given, "--gpus", "rtx-4090,h100")
+    assert {r["gpu"] for r in doc["rows"]} == {"h100-sxm"}
+    assert any("left out rtx-4090" in n["message"] for n in doc["notes"])
+    alone = cli("plan", *given, "--gpus", "rtx-4090")
+    assert alone.code == 2 and "give --price" in alone.err
+
+
+def test_a_misspelt_gpu_gets_a_suggestion(cli: Run) -> None:
+    result = cli("plan", "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h200,h10")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert result.err.startswith("decodecalc: error: --gpus: unknown GPU 'h10'; did you mean")
 
 
 @pytest.mark.parametrize(
@@ -182,6 +275,7 @@ def test_table_and_csv(cli: Run) -> None:
         ["-m", "llama-3.1-8b", "-c", "8K", "--gpus", "nosuchgpu"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--max-gpus", "0"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--price", "nosuchcloud"],
+        ["-m", "llama-3.1-8b", "-c", "8K", "--top", "-1"],
     ],
 )
 def test_bad_input_is_one_line(cli: Run, flags: list[str]) -> None:

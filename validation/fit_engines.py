@@ -20,11 +20,14 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   median ITL and generate-call-over-tokens 1/2, serving means and TPOT 1/4).
 - e_w always; e_kv only where one scenario is measured at several contexts, else at the
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
-  then the all-reduce latency (where there are TP > 1 points), the per-step cost, the
-  per-layer cost (where layer counts mix), each only where the points separate it from
-  what came before and number at least twice the unknowns. A per-layer or per-step cost
+  then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
+  latency (where there are TP > 1 points), the per-step cost, the per-layer cost (where
+  layer counts mix), the per-sequence cost (where one scenario is measured at several
+  batch sizes), each only where the points separate it from what came before and number
+  at least twice the unknowns. A per-layer, per-step, per-MoE-layer or per-sequence cost
   not fitted is that of one fit over every engine's points on the same GPU family (never
-  zero: every engine pays launch costs); the all-reduce latency not fitted is the link's.
+  zero where that fit finds one: every engine pays launch costs); the all-reduce latency
+  not fitted is the link's.
   The ``fitted:`` line of each family says which were fitted and why the others were not.
 - KV read mode: the one that fits better ('per-query-head' only when 1% better).
 - A point whose compute at the GPU's peak exceeds its memory time at the fitted

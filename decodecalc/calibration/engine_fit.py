@@ -3,6 +3,7 @@
 The step model is linear in its unknowns once the KV read mode is chosen:
 
     t = u_w x W/BW + u_kv x KV/BW + L x c_layer + c_step + calls x a + ring
+        + L_moe x c_moe + B x P x c_seq
 
 with u_w = 1/e_w, u_kv = 1/e_kv, ``calls`` the all-reduces of a TP step (2 per layer, 0 at
 TP 1), ``a`` the engine's latency per call and ``ring`` the bytes' time on the link. The loss
@@ -10,22 +11,30 @@ is the relative error t / measured - 1, so each point is a row x_i / m_i fitted 
 point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
 
 Only what the points can tell apart is fitted. Unknowns are taken in a fixed order (e_w,
-e_kv, all-reduce latency, per-step cost, per-layer cost); each is fitted when its column
-is not (nearly) a combination of those already taken and the points number at least twice
-the unknowns; e_kv only when the points hold several contexts of one scenario (otherwise
-its bytes move with the weights'). An unknown that is not fitted keeps the prior's value:
-e_kv at the prior's ratio to e_w, a cost at the prior's figure, the all-reduce latency at
-the prior's or else the link's. So a single model at several contexts fits e_w and e_kv
-and folds its fixed costs into e_w; models of one layer count put the whole fixed cost per
-step (as the roofline's overhead does), and a per-layer cost needs several layer counts.
-The all-reduce latency comes before the fixed costs, and where every point is TP > 1 the
-per-step cost is not fitted at all: such points tell a constant per step from a latency
-per call only through the layer counts of different models, which differ in kernels per
-layer too, so the fixed cost is charged to the all-reduces (2 per layer), which a TP 1
-deployment of the same engine does not pay.
+e_kv, per-MoE-layer cost, all-reduce latency, per-step cost, per-layer cost, per-sequence
+cost); each is fitted when its column is not (nearly) a combination of those already taken
+and the points number at least twice the unknowns; e_kv only when the points hold several
+contexts of one scenario (otherwise its bytes move with the weights'). An unknown that is
+not fitted keeps the prior's value: e_kv at the prior's ratio to e_w, a cost at the prior's
+figure, the all-reduce latency at the prior's or else the link's. So a single model at
+several contexts fits e_w and e_kv and folds its fixed costs into e_w; models of one layer
+count put the whole fixed cost per step (as the roofline's overhead does), and a per-layer
+cost needs several layer counts.
+
+The per-MoE-layer cost needs two MoE points at least, and comes before the other fixed
+costs: where the points are of one MoE model, what it costs beyond the prior's dense costs
+is charged to its MoE layers (routing, token permutation, grouped GEMMs), not to the
+all-reduces or the step, so it does not follow the engine onto dense models. The
+all-reduce latency comes before the per-step and per-layer costs, and where every point is
+TP > 1 the per-step cost is not fitted at all: such points tell a constant per step from a
+latency per call only through the layer counts of different models, which differ in
+kernels per layer too, so the fixed cost is charged to the all-reduces (2 per layer),
+which a TP 1 deployment of the same engine does not pay. The per-sequence cost (B x
+passes, physics/engine.py) is fitted only where one scenario is measured at several batch
+sizes: at one batch it moves with the per-layer cost.
 
 A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
-keeps only the fixed costs (t = compute + L c_layer + c_step + comm). Which points are is
+keeps only the fixed costs (t = compute + every cost above but the byte terms). Which points are is
 decided by the fit itself, refitted until the set stops changing.
 """
 
@@ -36,7 +45,7 @@ from collections.abc import Sequence
 
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
-from decodecalc.physics.engine import KV_READS, EngineParams, kv_read_factor
+from decodecalc.physics.engine import KV_READS, EngineParams, StepCounts, kv_read_factor
 from decodecalc.physics.estimator import StepModel
 from decodecalc.record import record, replace
 
@@ -57,7 +66,15 @@ DECODE_ONLY = (None, "step", "itl_median")
 """Measured kinds that time decode steps alone (see StepTerms.decode_only)."""
 
 WEIGHTS, KV = "weight_efficiency", "kv_efficiency"
-PARAMETERS = (WEIGHTS, KV, "allreduce_latency", "per_step", "per_layer")
+PARAMETERS = (
+    WEIGHTS,
+    KV,
+    "per_moe_layer",
+    "allreduce_latency",
+    "per_step",
+    "per_layer",
+    "per_sequence",
+)
 """The unknowns, in the order they are taken when deciding what the points identify."""
 
 INDEPENDENT = 0.05
@@ -84,7 +101,7 @@ class StepTerms:
     """Weight bytes at the GPU's peak bandwidth."""
     kv_s: tuple[float, float]
     """KV cache and state at peak bandwidth, read once and read per query head."""
-    layers: int
+    counts: StepCounts
     calls: int
     """All-reduces per step (2 per layer at TP > 1, else 0)."""
     link_latency_s: float
@@ -96,6 +113,9 @@ class StepTerms:
     scenario_key: tuple[object, ...]
     """The scenario without its context: points sharing it form a context series."""
     context_tokens: int
+    batch_series: tuple[object, ...] = ()
+    """The scenario without its batch and context: points sharing it at several batches
+    identify the per-sequence cost."""
     decode_only: bool = True
     """A figure of decode steps alone (a timed step, a median inter-token latency): only
     those can tell the KV read rate apart, since end-to-end and serving figures grow with
@@ -112,13 +132,15 @@ def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms
     latency = 0.0 if step.comm is None else step.comm.group_link.latency_s
     calls = 0 if step.comm is None else step.comm.calls
     kv = row.kv_bytes
+    gpu = s.gpu.id if s.gpu else s.bandwidth_bytes_per_s
+    series = (s.model.id, gpu, s.weights.id, s.kv_dtype.id, s.tp)
     return StepTerms(
         weight_s=step.weight_bytes / bandwidth,
         kv_s=(
             (kv + row.state_bytes) / bandwidth,
             (kv * kv_read_factor(step) + row.state_bytes) / bandwidth,
         ),
-        layers=len(s.model.layers),
+        counts=StepCounts.of(s.model, s.batch),
         calls=calls,
         link_latency_s=latency,
         ring_s=max(row.comm_seconds - calls * latency, 0.0),
@@ -126,15 +148,9 @@ def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms
         measured_s=point.measured_seconds,
         weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
         decode_only=point.measured in DECODE_ONLY,
-        scenario_key=(
-            s.model.id,
-            s.gpu.id if s.gpu else s.bandwidth_bytes_per_s,
-            s.weights.id,
-            s.kv_dtype.id,
-            s.batch,
-            s.tp,
-        ),
+        scenario_key=(*series, s.batch),
         context_tokens=point.context_tokens,
+        batch_series=series,
     )
 
 
@@ -162,7 +178,7 @@ class StepFit:
 
 def predicted_s(t: StepTerms, p: EngineParams) -> float:
     """The step model on a point's terms (physics.engine.expected_step on the same inputs)."""
-    fixed = t.layers * p.per_layer_s + p.per_step_s
+    fixed = t.counts.fixed_seconds(p)
     return max(_memory_s(t, p), t.compute_s) + fixed + t.calls * _latency(t, p) + t.ring_s
 
 
@@ -229,7 +245,13 @@ def _fit_once(
     tp_only = all(t.calls for t in terms)
     for name in PARAMETERS[2:]:
         if name == "per_step" and tp_only:
-            held.append(_held(name, prior, terms, "every point is TP > 1: charged per call"))
+            held.append(
+                _held(name, prior, terms, "every point is TP > 1: charged to the costs before it")
+            )
+        elif name == "per_moe_layer" and (moe := _moe_points(terms)) < MIN_POINTS_PER_UNKNOWN:
+            held.append(_held(name, prior, terms, f"only {moe} distinct MoE point(s)"))
+        elif name == "per_sequence" and not _batch_varies(terms):
+            held.append(_held(name, prior, terms, "no scenario at several batch sizes"))
         elif not _independent(columns[name], [columns[c] for c in chosen]):
             held.append(_held(name, prior, terms))
         elif distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
@@ -259,6 +281,8 @@ def _fit_once(
         allreduce_latency_s=x.get("allreduce_latency", prior.allreduce_latency_s),
         per_step_s=x.get("per_step", prior.per_step_s),
         per_layer_s=x.get("per_layer", prior.per_layer_s),
+        per_moe_layer_s=x.get("per_moe_layer", prior.per_moe_layer_s),
+        per_sequence_s=x.get("per_sequence", prior.per_sequence_s),
         points=len(terms),
     )
     return StepFit(
@@ -266,11 +290,21 @@ def _fit_once(
     )
 
 
+COSTS = {
+    "per_step": "per_step_s",
+    "per_layer": "per_layer_s",
+    "per_moe_layer": "per_moe_layer_s",
+    "per_sequence": "per_sequence_s",
+}
+"""Each fixed cost's EngineParams field."""
+
+
 def _prior_value(name: str, prior: EngineParams, t: StepTerms) -> float:
     """A cost the points did not identify, as the prior has it."""
     if name == "allreduce_latency":
         return _latency(t, prior)
-    return prior.per_step_s if name == "per_step" else prior.per_layer_s
+    value: float = getattr(prior, COSTS[name])
+    return value
 
 
 def _latency(t: StepTerms, p: EngineParams) -> float:
@@ -288,7 +322,9 @@ def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[st
         KV: t.kv_s[KV_READS.index(prior.kv_read)] * memory,
         "allreduce_latency": t.calls,
         "per_step": 1.0,
-        "per_layer": t.layers,
+        "per_layer": t.counts.layers,
+        "per_moe_layer": t.counts.moe_layers,
+        "per_sequence": t.counts.passes,
         "known": t.ring_s + (t.compute_s if compute_bound else 0.0),
     }
 
@@ -302,6 +338,20 @@ def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
     if any(len(c) > 1 for c in contexts.values()):
         return None
     return "no decode-only figures of one scenario at several contexts"
+
+
+def _moe_points(terms: Sequence[StepTerms]) -> int:
+    """Distinct points of MoE models: a per-MoE-layer cost needs two, beside dense ones."""
+    return len({(t.scenario_key, t.context_tokens) for t in terms if t.counts.moe_layers})
+
+
+def _batch_varies(terms: Sequence[StepTerms]) -> bool:
+    """Whether some scenario (less its batch and context) is measured at several batches:
+    one model's passes differ only with the batch."""
+    passes: dict[tuple[object, ...], set[int]] = {}
+    for t in terms:
+        passes.setdefault(t.batch_series, set()).add(t.counts.passes)
+    return any(len(p) > 1 for p in passes.values())
 
 
 def _independent(column: Sequence[float], taken: Sequence[Sequence[float]]) -> bool:
@@ -339,8 +389,10 @@ def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str =
         if not any(t.calls for t in terms):
             why = "no TP > 1 points"
     else:
-        value = _us(prior.per_layer_s if name == "per_layer" else prior.per_step_s)
-        layers = {t.layers for t in terms}
+        value = _us(getattr(prior, COSTS[name]))
+        if name == "per_moe_layer" and not any(t.counts.moe_layers for t in terms):
+            why = "no MoE models"
+        layers = {t.counts.layers for t in terms}
         if not why and name == "per_layer" and len(layers) == 1:
             why = f"every point has {layers.pop()} layers: the costs fitted before it hold it"
     return f"{name} {value} ({why or 'not separable from the terms fitted before it'})"

@@ -63,7 +63,7 @@ class MeasuredPoint:
     measured: str | None = None
     """A key of MEASURED_KINDS; None where the file does not say."""
     gpu_count: int | None = None
-    """GPUs used where it differs from tp (a layer split across 8 GPUs at tp 1)."""
+    """GPUs used where it differs from tp x pp (a layer split across 8 GPUs at tp 1)."""
     serving: ServingLoad | None = None
     """A serving benchmark's workload, which 'decodecalc validate' replays through the
     serving model (calibration/serving_points.py); None for other points."""
@@ -98,6 +98,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
         kv_dtype=f.text("kv_dtype"),
         batch=f.integer("batch", default=1),
         tp=f.integer("tp", default=1),
+        pp=f.integer("pp", default=1),
         overhead=0.0,
         link=f.text("link", "") or None,
     )
@@ -111,8 +112,11 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     measured = _measured_kind(f)
     gpu_count = f.optional_integer("gpu_count")
     serving = _serving_load(f)
-    if gpu_count is not None and gpu_count < spec.tp:
-        raise f.error("gpu_count", f"must be at least tp ({spec.tp}), got {gpu_count}")
+    if gpu_count is not None and gpu_count < spec.tp * spec.pp:
+        least = "tp" if spec.pp == 1 else "tp x pp"
+        raise f.error(
+            "gpu_count", f"must be at least {least} ({spec.tp * spec.pp}), got {gpu_count}"
+        )
     f.finish()
     if scenario is None:
         return None

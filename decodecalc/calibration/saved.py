@@ -119,6 +119,8 @@ def engine_profile_text(
             "kv_read": p.kv_read,
             "per_layer": _microseconds(p.per_layer_s),
             "per_step": _microseconds(p.per_step_s),
+            "per_moe_layer": _microseconds(p.per_moe_layer_s),
+            "per_sequence": _microseconds(p.per_sequence_s, 3),
         }
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
@@ -140,8 +142,8 @@ def engine_profile_text(
     return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body
 
 
-def _microseconds(seconds: float) -> str:
-    return f"{seconds * 1e6:.2f}us"
+def _microseconds(seconds: float, digits: int = 2) -> str:
+    return f"{seconds * 1e6:.{digits}f}us"
 
 
 def save_engine_profile(directory: Path, engine_id: str, text: str) -> Path:

@@ -146,13 +146,20 @@ BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
 
 def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
     """What a group's fit assumes for the costs its own points cannot identify: the
-    per-layer and per-step costs of one fit over every engine's points on the same GPU
-    family, not zero. Every engine pays launch, norm and sampling costs, at a price set
-    by the vendor's runtime; a group of one model and one layer count cannot tell them
-    from e_w and, at zero, folds them into a lower e_w that mispredicts every other model
-    size. The all-reduce latency stays the link's (each TP group fits its own)."""
+    per-layer, per-step, per-MoE-layer and per-sequence costs of one fit over every
+    engine's points on the same GPU family, not zero. Every engine pays launch, norm and
+    sampling costs, at a price set by the vendor's runtime; a group of one model and one
+    layer count cannot tell them from e_w and, at zero, folds them into a lower e_w that
+    mispredicts every other model size. The all-reduce latency stays the link's (each TP
+    group fits its own)."""
     pooled = fit_step_model(terms, BASE_PRIOR).params
-    return replace(BASE_PRIOR, per_layer_s=pooled.per_layer_s, per_step_s=pooled.per_step_s)
+    return replace(
+        BASE_PRIOR,
+        per_layer_s=pooled.per_layer_s,
+        per_step_s=pooled.per_step_s,
+        per_moe_layer_s=pooled.per_moe_layer_s,
+        per_sequence_s=pooled.per_sequence_s,
+    )
 
 
 def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:

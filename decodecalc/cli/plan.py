@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.notes import Note
     from decodecalc.physics.estimator import Scenario
     from decodecalc.physics.model import Model
     from decodecalc.scenario_spec import ScenarioSpec
@@ -105,6 +106,25 @@ def plan(
             metavar="N",
         ),
     ] = 256,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top",
+            help="The best answers a table shows (0: every one). JSON and CSV hold every option.",
+            metavar="N",
+        ),
+    ] = 10,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Every answer in the table (as --top 0).")
+    ] = False,
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why",
+            help="Every failing option in the table too, with the targets it misses "
+            "(default: a summary by target, with the closest of each kind).",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -114,7 +134,8 @@ def plan(
 
     Every GPU x TP x PP (x EP for MoE) x weight format x KV format is tried; each gets
     the largest batch that meets the latency target and fits (or --batch), and replicas
-    for the throughput.
+    for the throughput. The table shows the best --top answers and sums up the failing
+    options by the target they miss (--why lists each); JSON and CSV hold every option.
 
     Examples:
 
@@ -125,7 +146,7 @@ def plan(
     from decodecalc.context import parse_tokens
     from decodecalc.physics.plan import Targets
     from decodecalc.physics.plan import plan as run_plan
-    from decodecalc.views.plan import plan_report
+    from decodecalc.views.plan import Shown, plan_report
 
     catalog = load_catalog(ctx.params["presets"])
     # Typer carries its own copy of Click, so the source is matched by name.
@@ -142,6 +163,8 @@ def plan(
         raise InputError("--min-throughput must be more than 0 tokens per second")
     if not 1 <= max_gpus <= 100_000 or not 1 <= max_batch <= 1_000_000:
         raise InputError("--max-gpus and --max-batch must be whole numbers of at least 1")
+    if top < 0:
+        raise InputError("--top must be a whole number of answers, 0 for every one")
     targets = Targets(
         context=parse_tokens(context, "--context"),
         max_seconds_per_token=None if max_ms_per_token is None else max_ms_per_token / 1000,
@@ -151,11 +174,16 @@ def plan(
         max_gpus=max_gpus,
     )
     skipped: list[str] = []
-    candidates = _candidates(ctx, catalog, given, max_gpus, skipped)
+    notes: list[Note] = []
+    candidates = _candidates(ctx, catalog, given, max_gpus, skipped, notes)
     if not candidates:
         first = f": {skipped[0]}" if skipped else ""
         raise InputError(f"no deployment to plan{first}")
-    emit(plan_report(run_plan(candidates, targets), targets), fmt, as_json, False, output)
+    # CSV, like JSON, holds every option; a table or Markdown the chosen few.
+    machine = as_json or fmt in (Format.json, Format.csv)
+    shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
+    options = run_plan(candidates, targets)
+    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, output)
     if skipped:
         note(
             f"left out {len(skipped)} combinations that are no valid deployment; "
@@ -169,14 +197,15 @@ def _candidates(
     given: dict[str, bool],
     max_gpus: int,
     skipped: list[str],
+    notes: "list[Note]",
 ) -> "list[Scenario]":
     """Every GPU x TP x weight format x KV format the options allow, resolved; invalid
-    combinations (a TP that does not split the heads, no price for the GPU) go to
-    ``skipped``."""
+    combinations (a TP that does not split the heads) go to ``skipped``, GPUs the price
+    lists leave without a price to ``notes``."""
     import itertools
 
     from decodecalc.record import replace
-    from decodecalc.scenarios import price_lists, resolve
+    from decodecalc.scenarios import resolve
 
     base = spec_of(ctx)
     if base.bandwidth is not None:
@@ -187,13 +216,7 @@ def _candidates(
         raise InputError("plan takes one --model and one --engine")
     model = catalog.model(models[0])
     price = base.price if given["price"] else "lowest"
-    if isinstance(price, str):
-        price_lists(catalog, price)  # a typo fails once, not as every candidate left out
-    gpus = (
-        split_list(base.gpu, "--gpus")
-        if isinstance(base.gpu, str)
-        else sorted({gpu for listing in catalog.price_lists() for gpu, _ in listing.prices})
-    )
+    gpus = _gpus(catalog, base.gpu, price, notes)
     layouts = _layouts(
         model,
         _numbers(str(base.tp), "--tp") if given["tp"] else None,
@@ -230,6 +253,55 @@ def _candidates(
         key = (gpu, tp, pp, ep, *_formats(scenario))
         scenarios.setdefault(key, scenario)  # fp8 KV where the default already is fp8
     return list(scenarios.values())
+
+
+def _gpus(catalog: "Catalog", given: object, price: object, notes: "list[Note]") -> list[str]:
+    """The GPUs to choose from: --gpus, each checked now (a typo gets its did-you-mean
+    once, not as every candidate left out), or every GPU the price lists price (those
+    --price names; with dollars, every list's). GPUs left without a price are left out and
+    named in a note, since their cost is unknown."""
+    from decodecalc.notes import Note
+    from decodecalc.scenarios import price_lists
+
+    lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
+    one = len(lists) == 1 and str(price).strip().lower() != "lowest"
+    where = f"the {lists[0].id} price list" if one else "any price list"
+    priced = {gpu for listing in lists or catalog.price_lists() for gpu, _ in listing.prices}
+    if not isinstance(given, str):
+        ids = sorted(gpu.id for gpu in catalog.gpus())
+        unpriced = [gpu for gpu in ids if gpu not in priced]
+        if unpriced:
+            notes.append(
+                Note(
+                    "plan-unpriced-gpus",
+                    f"not tried, having no price in {where}: {', '.join(unpriced)} (name "
+                    "them in --gpus, with --price in dollars per GPU-hour, to plan them)",
+                )
+            )
+        return [gpu for gpu in ids if gpu in priced]
+    names = split_list(given, "--gpus")
+    for name in names:
+        try:
+            catalog.gpu(name)
+        except InputError as exc:
+            raise InputError(f"--gpus: {exc}") from None
+    if not lists:
+        return list(names)
+    unpriced = [name for name in names if catalog.gpu(name).id not in priced]
+    if unpriced == names:
+        raise InputError(
+            f"{where} gives no price for {', '.join(unpriced)}: give --price in dollars per "
+            "GPU-hour, e.g. --price 2.49"
+        )
+    if unpriced:
+        notes.append(
+            Note(
+                "plan-unpriced-gpus",
+                f"left out {', '.join(unpriced)}, having no price in {where} (give --price "
+                "in dollars per GPU-hour to plan them)",
+            )
+        )
+    return [name for name in names if name not in unpriced]
 
 
 def _layouts(

@@ -47,11 +47,11 @@ def serving(
         ),
     ] = None,
     request_rate: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             "--request-rate",
-            help="Requests per second, Poisson arrivals (open loop).",
-            metavar="RATE",
+            help="Requests per second, Poisson arrivals (open loop); a comma list sweeps it.",
+            metavar="RATE[,RATE...]",
         ),
     ] = None,
     max_num_batched_tokens: Annotated[
@@ -158,9 +158,12 @@ def serving(
         overrides["memory_utilization"] = scenario.memory_utilization
     limits = scheduler_limits(scenario.engine, scenario.gpu, **overrides)
     spec = _speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance)
-    counts: list[int | None] = [None]
+    loads: list[tuple[int | None, float | None]]
     if concurrency is not None:
-        counts = [*_whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")]
+        counts = _whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
+        loads = [(count, None) for count in sorted(counts)]  # a sweep: the curve in order
+    else:
+        loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
     results = [
         serve(
             scenario,
@@ -168,7 +171,7 @@ def serving(
                 input_len=parse_tokens(input_len, "--input-len"),
                 output_len=parse_tokens(output_len, "--output-len"),
                 concurrency=count,
-                request_rate=request_rate,
+                request_rate=rate,
                 prefix_len=parse_tokens(prefix_len, "--prefix-len"),
                 prefix_hit_rate=prefix_hit_rate,
                 speculative=spec,
@@ -176,7 +179,7 @@ def serving(
             ),
             limits,
         )
-        for count in counts
+        for count, rate in loads
     ]
     report = serving_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
@@ -184,6 +187,16 @@ def serving(
     emit(report, fmt, as_json, False, output)
     if chart or plot:
         draw([serving_series(scenario.model.id, results)], chart, plot, SERVING_AXES)
+
+
+def _rates(text: str) -> list[float]:
+    """--request-rate's comma list as numbers (Workload checks each is a usable rate)."""
+    try:
+        return [float(v) for v in split_list(text, "--request-rate")]
+    except ValueError:
+        raise InputError(
+            f"--request-rate {text!r}: expected numbers of requests per second separated by commas"
+        ) from None
 
 
 def _speculation(

@@ -317,6 +317,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                     kv_efficiency=_efficiency(f, "kv_efficiency"),
                     per_layer_s=_duration(f, "per_layer") or 0.0,
                     per_step_s=_duration(f, "per_step") or 0.0,
+                    per_moe_layer_s=_duration(f, "per_moe_layer") or 0.0,
+                    per_sequence_s=_duration(f, "per_sequence") or 0.0,
                     allreduce_latency_s=latency,
                     kv_read=kv_read,
                     band=band,

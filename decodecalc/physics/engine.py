@@ -4,13 +4,19 @@ the fixed costs no kernel streams bytes for (docs/physics.md section 7).
 No engine reaches the bandwidth roofline. Its step is
 
     t = W / (BW x e_w) + KV_read / (BW x e_kv) + L x c_layer + c_step + TP communication
+        + L_moe x c_moe + B x P x c_seq
 
 where weight streaming runs at one efficiency e_w and attention reads the KV cache at
 another, e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the
 cache as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
 c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
-scheduler and sampler; TP all-reduces pay the engine's own latency per call. The step is
-never shorter than its compute at the GPU's peak.
+scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
+only some points show: c_moe per MoE layer (routing, top-k, token permutation and the
+grouped-GEMM launches a dense MLP has none of) and c_seq per sequence and per pass P a
+token makes through the layers (a dense layer is one pass, an MoE layer one per expert a
+token is routed to): per-token work that grows with the batch B far below any compute
+bound (attention set-up, expert gather and scatter, small-GEMM tiles). The step is never
+shorter than its compute at the GPU's peak.
 
 An engine's parameters differ by GPU family (kernels are written per vendor and class of
 chip), so a profile holds one set per family it has data for (engine_for says what
@@ -29,6 +35,7 @@ from decodecalc.record import record
 if TYPE_CHECKING:
     from decodecalc.physics.estimator import Row, StepModel
     from decodecalc.physics.kv_pool import ServingDefaults
+    from decodecalc.physics.model import Model
 
 GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
 """GPU families an engine's kernels behave alike on."""
@@ -73,6 +80,10 @@ class EngineParams:
     """Expected x low and x high: the spread of the fit's residuals."""
     points: int = 0
     """Measured points the parameters were fitted on (0: carried over, not fitted)."""
+    per_moe_layer_s: float = 0.0
+    """c_moe: per MoE layer per step."""
+    per_sequence_s: float = 0.0
+    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes)."""
 
 
 @record
@@ -140,6 +151,49 @@ def kv_read_factor(step: StepModel) -> float:
     return read / cached if cached else 1.0
 
 
+def moe_layers(model: Model) -> int:
+    """Layers whose feed-forward block is a mixture of experts."""
+    return sum(1 for layer in model.layers if layer.ffn.routed)
+
+
+def sequence_passes(model: Model) -> int:
+    """Passes one token makes through the layers in a step: one per dense layer, one per
+    routed expert in an MoE layer (each is its own slice of a grouped GEMM, gathered and
+    scattered per token). Counted so, the published batch sweeps on 8 x MI300X grow, past
+    their weight and KV bytes at peak bandwidth, by a similar time per pass: vLLM on
+    Llama-3.1-70B 1.3 us, 405B 2.0 us, DeepSeek-V3 0.8 us, SGLang on DeepSeek-V3 1.5 us;
+    counting each layer once, DeepSeek-V3's would be 6 and 11 us (docs/accuracy.md)."""
+    from decodecalc.physics.moe import MoE
+
+    return sum(
+        layer.ffn.experts_per_token if isinstance(layer.ffn, MoE) else 1 for layer in model.layers
+    )
+
+
+@record
+class StepCounts:
+    """What a step's fixed costs are counted in."""
+
+    layers: int
+    moe_layers: int
+    passes: int
+    """Sequence passes: the batch x sequence_passes."""
+
+    @classmethod
+    def of(cls, model: Model, batch: int) -> StepCounts:
+        return cls(len(model.layers), moe_layers(model), batch * sequence_passes(model))
+
+    def fixed_seconds(self, params: EngineParams) -> float:
+        """The costs no byte count scales: per layer, per step, per MoE layer and per
+        sequence pass."""
+        return (
+            self.layers * params.per_layer_s
+            + params.per_step_s
+            + self.moe_layers * params.per_moe_layer_s
+            + self.passes * params.per_sequence_s
+        )
+
+
 @record
 class EngineTerms:
     """One engine's step at a scenario, reduced to what varies with the context: a step
@@ -151,7 +205,8 @@ class EngineTerms:
     per_kv_byte_s: float
     """Seconds per cached KV byte: the kernel's read factor over bandwidth x e_kv."""
     added_s: float
-    """Per-layer and per-step costs and the all-reduces at the engine's latency."""
+    """The fixed costs (StepCounts.fixed_seconds) and the all-reduces at the engine's
+    latency."""
     band: tuple[float, float]
 
     @classmethod
@@ -163,7 +218,7 @@ class EngineTerms:
         if step.comm is not None and params.allreduce_latency_s is not None:
             calls = step.comm.calls
             comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
-        fixed = len(s.model.layers) * params.per_layer_s + params.per_step_s
+        fixed = StepCounts.of(s.model, s.batch).fixed_seconds(params)
         return cls(
             constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
             + step.state_bytes / (bandwidth * params.kv_efficiency),

@@ -20,7 +20,8 @@ size being the smallest kind's count (or the largest, when every kind has under 
 the smallest): kinds that do not fill their last group are padded with empty layer slots
 (v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``). A request of T
 tokens holds ceil(T / block) blocks in each global layer and, in a windowed layer, the
-blocks of its window plus one chunk (``SlidingWindowSpec.max_memory_usage_bytes``), so the
+blocks of its window plus one chunk and one more block, as the window need not start at
+a block's edge (``SlidingWindowSpec.max_memory_usage_bytes``), so the
 "maximum concurrency" vLLM logs is blocks / blocks per request.
 """
 
@@ -229,16 +230,20 @@ class KvPool:
     def blocks_per_request(self, tokens_per_request: int) -> Fraction:
         """Blocks (of block_size tokens in every layer slot) one request occupies: each
         kind holds ceil(tokens it keeps / block) blocks in its slots, a windowed kind at
-        most its window plus one chunk; recurrent state in block-sized units."""
+        most its window plus one chunk and one more block; recurrent state in block-sized
+        units."""
         slot_bytes = sum((k.slots * k.bytes_per_token for k in self.kinds), start=Fraction(0))
         if not slot_bytes:
             return Fraction(1)
         blocks = Fraction(0)
         for kind in self.kinds:
-            kept = tokens_per_request
+            held = -(-tokens_per_request // self.block_size)
             if kind.window is not None:
-                kept = min(kept, kind.window - 1 + self.max_num_batched_tokens)
-            blocks += kind.slots * kind.bytes_per_token / slot_bytes * -(-kept // self.block_size)
+                # The window and a chunk, plus a block: the window need not start at a
+                # block's edge (SlidingWindowSpec.max_memory_usage_bytes's "+ 1").
+                kept = min(tokens_per_request, kind.window - 1 + self.max_num_batched_tokens)
+                held = -(-kept // self.block_size) + 1
+            blocks += kind.slots * kind.bytes_per_token / slot_bytes * held
         block_bytes = slot_bytes * self.block_size
         return blocks + Fraction(self.state_bytes_per_sequence) / block_bytes
 

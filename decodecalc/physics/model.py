@@ -131,13 +131,18 @@ class Model:
         return tuple((n, text) for text, n in counts.items())
 
     def layer_period(self) -> int:
-        """The shortest run of layers the stack repeats (a partial last repeat allowed):
-        6 for Gemma 3's five local to one global, the layer count when there is none."""
+        """The shortest run of layers the stack repeats at least twice (a partial last
+        repeat allowed): 6 for Gemma 3's five local to one global, the layer count when there
+        is none. A run that does not come round whole a second time is no period: Nemotron
+        Nano 2's 31 layers end with a copy of their first 3, not a repeat of the 28 before."""
         n = len(self.layers)
         return next(
-            p
-            for p in range(1, n + 1)
-            if all(self.layers[i] == self.layers[i % p] for i in range(n))
+            (
+                p
+                for p in range(1, n // 2 + 1)
+                if all(self.layers[i] == self.layers[i % p] for i in range(n))
+            ),
+            n,
         )
 
 

@@ -52,6 +52,24 @@ def stage_groups(model: Model, pp: int) -> tuple[tuple[TensorGroup, ...], ...]:
     twice, by the first stage to gather rows and by the last to multiply."""
     if pp == 1:
         return (model.tensor_groups(),)
+    # Each stage is a new part-model whose groups are summed again, at every batch an
+    # estimate or a plan tries: keep the last few models' answers, by identity (the model
+    # is kept too, so its id cannot be reused; hashing a model costs a tenth of a split).
+    known = _STAGE_GROUPS.get((id(model), pp))
+    if known is not None and known[0] is model:
+        return known[1]
+    if len(_STAGE_GROUPS) >= 16:
+        _STAGE_GROUPS.clear()
+    split = _split_groups(model, pp)
+    _STAGE_GROUPS[(id(model), pp)] = (model, split)
+    return split
+
+
+_STAGE_GROUPS: dict[tuple[int, int], tuple[Model, tuple[tuple[TensorGroup, ...], ...]]] = {}
+"""stage_groups' recent answers by (id(model), pp)."""
+
+
+def _split_groups(model: Model, pp: int) -> tuple[tuple[TensorGroup, ...], ...]:
     stages = []
     start = 0
     for index, count in enumerate(stage_layer_counts(len(model.layers), pp)):
@@ -204,12 +222,21 @@ class Communication:
         return self.node_link.latency_s + max(within, across)
 
 
+def tp_allreduces(model: Model) -> int:
+    """All-reduces of a tensor-parallel pass: one after each row-parallel output, the
+    mixer's and the feed-forward block's, so two a layer where both are there. A layer with
+    no MLP (Nemotron-H's mixer followed by another mixer; the attention half of a Falcon-H1
+    layer, read as two layers) pays one: Nemotron Nano 2's 56 blocks make 31 layers here,
+    6 of them without an MLP, so 2 x 31 - 6 = 56 all-reduces, one per block as in vLLM."""
+    return sum(1 + bool(layer.ffn.tensor_groups(model.hidden_size)) for layer in model.layers)
+
+
 def communication(s: Scenario) -> Communication | None:
     """The transfers of a scenario's pass (None: no link, so none counted).
 
-    Tensor-parallel attention all-reduces twice per layer, the MoE block's included: with
-    --ep and no data-parallel attention every GPU already holds every token, so each runs
-    its own experts on all of them and one all-reduce combines the results (vLLM with
+    Tensor-parallel attention all-reduces twice per layer (tp_allreduces), the MoE block's
+    included: with --ep and no data-parallel attention every GPU already holds every token,
+    so each runs its own experts on all of them and one all-reduce combines them (vLLM with
     data-parallel-size 1 dispatches nothing). Under data-parallel attention a rank holds
     only its own sequences: dense layers need no transfer, and each MoE layer either
     gathers every token for its TP-sharded experts and scatters the sums back, or, with
@@ -222,7 +249,7 @@ def communication(s: Scenario) -> Communication | None:
     moe = model.moe()
     allreduce = gather = all_to_all = 0
     if not s.dp_attention:
-        allreduce = 2 * len(model.layers) if n > 1 else 0
+        allreduce = tp_allreduces(model) if n > 1 else 0
     elif s.ep:
         all_to_all = moe_layers
     else:

@@ -12,8 +12,9 @@ the largest batch and the largest context that meet the target.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from decodecalc.physics.cost import CostEnergy, cost_and_energy
 from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel
@@ -91,10 +92,12 @@ class Option:
 def evaluate(scenario: Scenario, targets: Targets) -> Option:
     """A candidate against the targets: its batch, replicas, cost and what it misses."""
     context, limit = targets.context, targets.max_seconds_per_token
-    max_batch = largest_batch(scenario, context, limit)
+    # The batch search and the answer ask for the same batches' steps: build each once.
+    step_at = functools.cache(lambda batch: StepModel.of(replace(scenario, batch=batch)))
+    max_batch = largest_batch(step_at, context, limit)
     batch = targets.batch or max(1, min(max_batch, targets.max_batch))
-    at_batch = replace(scenario, batch=batch)
-    step = StepModel.of(at_batch)
+    step = step_at(batch)
+    at_batch = step.scenario
     memory = step.memory(context)
     seconds, fits = step_seconds(step, context), _fits(step, memory, context)
     misses = []
@@ -107,7 +110,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
                 seconds * 1000,
                 limit * 1000,
                 f"{seconds * 1000:,.1f} ms per token at batch {batch:,} > "
-                f"{limit * 1000:,g} ms (+{seconds / limit - 1:.0%})",
+                f"{limit * 1000:,g} ms (+{_percent(seconds / limit - 1)})",
             )
         )
     replicas = 1
@@ -126,7 +129,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
                     f"{best:,.0f} tok/s from {most} replica{'s' if most > 1 else ''} of "
                     f"{group} GPU{'s' if group > 1 else ''} (the most {targets.max_gpus} "
                     f"GPUs hold) < {targets.min_throughput:,g} tok/s "
-                    f"(-{1 - best / targets.min_throughput:.0%})",
+                    f"(-{_percent(1 - best / targets.min_throughput)})",
                 )
             )
             replicas = most
@@ -145,23 +148,16 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
     )
 
 
-def largest_batch(scenario: Scenario, context: int, limit: float | None) -> int:
+def largest_batch(step_at: Callable[[int], StepModel], context: int, limit: float | None) -> int:
     """The largest batch that fits at the context and whose expected step meets ``limit``
-    (0: not even one sequence). Memory gives the fitting batch in closed form, the latency
-    limit a search."""
-    one = StepModel.of(replace(scenario, batch=1))
-    memory = one.memory(context)
+    (0: not even one sequence); ``step_at``: a candidate's step at a batch. Memory gives
+    the fitting batch in closed form, the latency limit a search."""
+    memory = step_at(1).memory(context)
     fitting = MAX_BATCH if memory is None or memory.max_batch is None else memory.max_batch
     fitting = min(fitting, MAX_BATCH)
     if limit is None or fitting < 1:
         return fitting
-
-    def seconds(batch: int) -> float:
-        return step_seconds(
-            one if batch == 1 else StepModel.of(replace(scenario, batch=batch)), context
-        )
-
-    return max(0, largest(1, fitting, seconds, limit))
+    return max(0, largest(1, fitting, lambda batch: step_seconds(step_at(batch), context), limit))
 
 
 def largest_context(step: StepModel, limit: float | None, context: int) -> int:
@@ -184,16 +180,45 @@ def group_gpus(scenario: Scenario) -> int:
 
 def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     """Every candidate evaluated: those meeting every target first, cheapest first (cost
-    per million tokens, then GPUs, then latency); the others after, fewest misses first."""
+    per million tokens, then GPUs, then latency); the others after, fewest misses first and
+    then the nearest (the least missed by, in all)."""
     options = [evaluate(s, targets) for s in candidates]
     return sorted(options, key=_rank)
 
 
-def _rank(o: Option) -> tuple[bool, int, bool, float, int, float]:
+@record
+class Shortfall:
+    """The options that miss one target: how many, and the one that comes closest."""
+
+    target: str
+    """'latency', 'throughput' or 'fit' (Miss.target)."""
+    count: int
+    closest: Option
+    miss: Miss
+    """The closest option's miss of this target."""
+
+
+def shortfalls(options: Sequence[Option]) -> tuple[Shortfall, ...]:
+    """Each missed target with the options that miss it (one missing several counts under
+    each), most missed first: a planner reads which target rules out most, and how near
+    the nearest option comes; where every option misses it, that is the best any reaches."""
+    found: dict[str, list[tuple[Miss, Option]]] = {}
+    for option in options:
+        for miss in option.misses:
+            found.setdefault(miss.target, []).append((miss, option))
+    result = []
+    for target, misses in sorted(found.items(), key=lambda item: -len(item[1])):
+        miss, closest = min(misses, key=lambda pair: pair[0].by)
+        result.append(Shortfall(target, len(misses), closest, miss))
+    return tuple(result)
+
+
+def _rank(o: Option) -> tuple[bool, int, float, bool, float, int, float]:
     cost = o.costs.cost_per_million_tokens
     return (
         not o.meets,
         len(o.misses),
+        sum(m.by for m in o.misses),  # the nearest misses first: an impossible target's best
         cost is None,
         cost or 0.0,
         o.gpus,
@@ -253,5 +278,11 @@ def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
         need,
         memory.budget_bytes,
         f"needs {need / 1e9:,.1f} GB per GPU at batch {batch:,} and {context:,} tokens, "
-        f"{memory.budget_bytes / 1e9:,.1f} GB usable (+{need / memory.budget_bytes - 1:.0%})",
+        f"{memory.budget_bytes / 1e9:,.1f} GB usable (+{_percent(need / memory.budget_bytes - 1)})",
     )
+
+
+def _percent(fraction: float) -> str:
+    """How far off, in whole percent, or to two figures under 10% (a near miss reads
+    0.12%, never 0%)."""
+    return f"{fraction:,.0%}" if fraction >= 0.1 else f"{fraction * 100:.2g}%"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import cached_property
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
@@ -29,6 +30,7 @@ from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel, streame
 from decodecalc.physics.kv_pool import KvPool, SchedulerLimits, kv_pool
 from decodecalc.physics.speculative import Speculation, draft_scenario
 from decodecalc.record import record, replace
+from decodecalc.units import GB
 
 MAX_TOKENS = 2**24
 """Input or output tokens of one request: 16M is past every model's context."""
@@ -92,8 +94,8 @@ class Workload:
 
     @property
     def new_tokens(self) -> int:
-        """Prompt tokens per request the server computes (rounded up: a partial block of
-        the prefix is recomputed)."""
+        """Prompt tokens per request the server computes, on average (the cached tokens
+        rounded down: a token is cached whole or not at all)."""
         return self.input_len - math.floor(self.cached_tokens)
 
 
@@ -114,8 +116,8 @@ class ServingResult:
     max_concurrency_kv: float
     """Requests of input + output tokens the KV pool holds at once."""
     limit: str
-    """What capped the running requests: concurrency, max-num-seqs, kv-pool,
-    batched-tokens or prefill."""
+    """What capped the running requests: concurrency (or request-rate, in an open loop:
+    the load itself), max-num-seqs, kv-pool, batched-tokens or prefill."""
     tokens_per_step: float
     """Tokens a decode step emits per sequence: 1, more with speculation."""
     chunk_tokens: int
@@ -134,7 +136,8 @@ class ServingResult:
     """The median step: one without a chunk while most steps have none."""
     ttft_s: float
     queue_s: float
-    """The part of TTFT spent waiting to be admitted."""
+    """The part of TTFT before the first chunk: waiting for a running slot, and for the
+    step in progress to end (the engine admits requests between steps)."""
     e2e_s: float
     request_throughput_per_s: float
     saturation_rate_per_s: float
@@ -142,7 +145,8 @@ class ServingResult:
     utilization: float | None = None
     """Open loop: rate / saturation rate."""
     break_even_batch: int | None = None
-    """Speculation: the batch from which the plain decode step is faster per token."""
+    """Speculation: the running requests from which the server without it gives the
+    shorter TPOT."""
     shared_prefix_attention: bool = False
     notes: tuple[Note, ...] = ()
 
@@ -237,6 +241,7 @@ class _Point:
 
     running: float
     decode_batch: float
+    output_len: int
     chunk: int
     chunks: int
     life_steps: float
@@ -253,6 +258,20 @@ class _Point:
     def service_s(self) -> float:
         """A request's time running: L steps of the mean step."""
         return self.life_steps * self.mean_step_s
+
+    @property
+    def tpot_s(self) -> float:
+        """A request's running time less its n chunk steps, over its O - 1 later tokens."""
+        return (self.service_s - self.chunks * self.mixed_s) / (self.output_len - 1)
+
+    @property
+    def residual_s(self) -> float:
+        """The mean time left of the step in progress when a request arrives at random:
+        E[S^2] / (2 E[S]) over steps of t_dec (share 1 - f) and t_mix (share f), the longer
+        steps being the likelier to be hit."""
+        f = self.chunk_share
+        second = (1 - f) * self.decode_s**2 + f * self.mixed_s**2
+        return second / (2 * self.mean_step_s)
 
     @property
     def throughput_per_s(self) -> float:
@@ -288,6 +307,8 @@ class _Server:
         self.queries = 1 if spec is None else spec.queries
         self.pool = kv_pool(scenario, limits)
         self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
+        if self.pool.blocks <= 0:
+            raise InputError(_no_pool(self.pool, limits))
         if self.max_kv < 1:
             raise InputError(
                 f"one request of {workload.input_len + workload.output_len:,} tokens does not "
@@ -297,7 +318,8 @@ class _Server:
         if budget_seqs < 1:
             raise InputError(
                 f"max-num-batched-tokens {limits.max_num_batched_tokens} leaves no room for a "
-                f"prompt token beside a decode step of {self.queries} tokens"
+                f"prompt token beside a decode step of {self.queries} token"
+                + ("s" if self.queries > 1 else "")
             )
         caps = {
             "max-num-seqs": limits.max_num_seqs,
@@ -313,7 +335,10 @@ class _Server:
             (wanted, "concurrency") if wanted <= self.cap else (self.cap, self.cap_name)
         )
         budget = self.limits.max_num_batched_tokens - running * self.queries
-        chunks = math.ceil(w.new_tokens / min(w.new_tokens, budget))
+        # A prompt's chunk shares its step with the other running requests' decode tokens,
+        # never its own (it is not decoding yet): alone, a prompt of M tokens is one chunk.
+        room = budget + self.queries
+        chunks = math.ceil(w.new_tokens / min(w.new_tokens, room))
         per_prompt = w.new_tokens / chunks
         decode_steps = (w.output_len - 1) / self.tau
         life = chunks + decode_steps
@@ -333,6 +358,7 @@ class _Server:
         return _Point(
             running=effective,
             decode_batch=decode_batch,
+            output_len=w.output_len,
             chunk=chunk,
             chunks=chunks,
             life_steps=life,
@@ -350,8 +376,7 @@ class _Server:
         w = self.workload
         prefill_s = point.chunks * point.mixed_s
         e2e = queue_s + point.service_s
-        tpot = (point.service_s - prefill_s) / (w.output_len - 1)
-        even = self.break_even()
+        even = self.break_even
         return ServingResult(
             scenario=self.steps.scenario,
             workload=w,
@@ -369,7 +394,7 @@ class _Server:
             chunk_share=point.chunk_share,
             decode_step_s=point.decode_s,
             mixed_step_s=point.mixed_s,
-            tpot_s=tpot,
+            tpot_s=point.tpot_s,
             itl_s=point.decode_s if point.chunk_share <= 0.5 else point.mixed_s,
             ttft_s=queue_s + prefill_s,
             queue_s=queue_s,
@@ -384,26 +409,39 @@ class _Server:
     def saturation(self) -> float:
         return self.point(self.cap).throughput_per_s
 
+    @cached_property
     def break_even(self) -> int | None:
-        """The smallest decode batch, up to the most the server runs, at which a plain
-        step emits tokens faster than a speculative one (None: speculation pays at every
-        batch it can run): bisection, as the verify pass's compute grows k + 1 times
-        faster with the batch than a plain step's while both read the same KV."""
-        spec = self.workload.speculative
-        if spec is None:
+        """The smallest running count, up to the most the server runs, from which the same
+        server without speculation gives the shorter mean TPOT (None: speculation pays at
+        every count it can run). Compared at the operating point, prefill chunks included:
+        a decode step alone may stay memory-bound where the chunks beside the verify
+        tokens already make the step compute-bound, and there each of the k + 1 query
+        tokens costs its full arithmetic. Bisection: the verify pass's compute grows k + 1
+        times faster with the count than a plain step's."""
+        if self.workload.speculative is None:
             return None
-        plain = replace(self.steps, workload=replace(self.workload, speculative=None), draft=None)
+        plain = _Server(self.steps.scenario, replace(self.workload, speculative=None), self.limits)
+        top = min(self.cap, plain.cap)
 
-        def loses(batch: int) -> bool:
-            return self.steps.seconds(batch, 0) / self.tau >= plain.seconds(batch, 0)
+        def loses(running: int) -> bool:
+            return self.point(running).tpot_s >= plain.point(running).tpot_s
 
-        if not loses(self.cap):
+        if not loses(top):
             return None
-        low, high = 0, self.cap
+        low, high = 0, top
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (low, middle) if loses(middle) else (middle, high)
         return high
+
+    def waiting(self, utilization: float, slots: int, wait_s: float) -> Note:
+        """An open loop near saturation: arrivals queue for the running slots."""
+        return Note(
+            "serving-queued",
+            f"at {utilization:.1%} of the saturation rate, arrivals wait for one of {slots:,} "
+            f"running slots ({self.cap_name} caps them at {self.cap:,}): a mean "
+            f"{wait_s * 1000:,.0f} ms in TTFT (Erlang C)",
+        )
 
     def notes(self, point: _Point, queue_s: float, even: int | None) -> tuple[Note, ...]:
         found = []
@@ -423,15 +461,31 @@ class _Server:
                 )
             )
         spec = self.workload.speculative
-        if spec is not None and even is not None and point.decode_batch >= even:
+        if spec is not None and even is not None and point.running >= even:
             found.append(
                 Note(
                     "speculation-does-not-pay",
-                    f"at a decode batch of {point.decode_batch:,.1f} speculation is slower "
-                    f"per token than plain decoding (it stops paying from batch {even:,})",
+                    f"with {point.running:,.1f} requests running speculation gives a longer "
+                    f"TPOT than plain decoding would (it stops paying from {even:,} running)",
                 )
             )
         return tuple(found)
+
+
+def _no_pool(pool: KvPool, limits: SchedulerLimits) -> str:
+    """Why a server has no KV cache: what its memory budget went on, per GPU, and what
+    shrinks the largest part."""
+    hint = (
+        "a smaller max-num-batched-tokens or max-num-seqs shrinks the activation peak"
+        if pool.activation_bytes > pool.weight_bytes
+        else "try a larger --tp or smaller weights"
+    )
+    return (
+        f"no room for a KV cache: {limits.memory_utilization:g} of the GPU's memory is "
+        f"{pool.budget_bytes / GB:,.2f} GB, and the weights take {pool.weight_bytes / GB:,.2f} "
+        f"GB, the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
+        f"{pool.reserve_bytes / GB:,.2f} GB per GPU ({hint})"
+    )
 
 
 def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> ServingResult:
@@ -444,10 +498,15 @@ def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> Se
 
 
 def _closed(server: _Server, concurrency: int, saturation: float) -> ServingResult:
-    """C requests in flight; those past the running limit wait their turn: by Little's
-    law on the queue, (C / R - 1) service times."""
+    """C requests in flight. The engine admits a request only between steps, and a closed
+    loop sends the next one just after a step ends (the one that emitted the last token),
+    while the other C - 1 keep the engine busy: it waits out that whole next step. Each
+    slot so cycles through a step's wait and a request's L steps, and the requests past the
+    running limit wait their turn: by Little's law, (C / R - 1) such cycles."""
     point = server.point(concurrency)
-    queue = (concurrency / point.running - 1) * point.service_s
+    admission = point.mean_step_s if concurrency > 1 else 0.0
+    cycle = admission + point.service_s
+    queue = (concurrency / point.running - 1) * cycle + admission
     return server.result(point, float(concurrency), queue, saturation)
 
 
@@ -472,14 +531,26 @@ def _open(server: _Server, rate: float, saturation: float) -> ServingResult:
         gained = point.throughput_per_s - below.throughput_per_s
         share = 0.0 if gained <= 0 else (rate - below.throughput_per_s) / gained
         point = _blend(below, point, min(max(share, 0.0), 1.0))
+    # Requests running on average, by Little's law on the running part: below one the
+    # server idles between requests (its steps, while it runs, are a batch of one's).
+    point = replace(point, running=rate * point.service_s)
     # Slots: the running limit, rounded up when prefill caps it at a fraction; the rate
     # is below saturation, so the offered load stays below them.
     servers = math.ceil(server.point(server.cap).running)
     offered = min(rate * point.service_s, servers * (1 - 1e-9))
-    wait = erlang_c(servers, offered) * point.service_s / (servers - offered)
+    for_slot = erlang_c(servers, offered) * point.service_s / (servers - offered)
+    # An arrival also waits for the step in progress, if any: below the cap the requests
+    # running are Poisson with mean ``offered`` (M/G/infinity), so one or more run with
+    # probability 1 - e^-offered (PASTA: arrivals see the time average).
+    wait = for_slot - math.expm1(-offered) * point.residual_s
     in_system = rate * (wait + point.service_s)
+    if point.limit == "concurrency":  # the arrivals, not a cap, set the running count
+        point = replace(point, limit="request-rate")
     result = server.result(point, in_system, wait, saturation)
-    return replace(result, utilization=rate / saturation)
+    notes = result.notes
+    if for_slot >= point.chunks * point.mixed_s:  # waiting for a slot is most of TTFT
+        notes += (server.waiting(rate / saturation, servers, for_slot),)
+    return replace(result, utilization=rate / saturation, notes=notes)
 
 
 def _blend(low: _Point, high: _Point, share: float) -> _Point:

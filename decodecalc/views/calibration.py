@@ -8,6 +8,7 @@ from typing import Any
 from decodecalc.calibration.calibrate import Calibration, CheckedPoint
 from decodecalc.calibration.least_squares import Fit
 from decodecalc.calibration.validation import Validation
+from decodecalc.physics.engine import EngineParams
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_ids
 from decodecalc.views.report import Column, Report, document
@@ -48,6 +49,8 @@ def calibration_report(
         kv_read=p.kv_read,
         overhead_per_layer_ms=p.per_layer_s * 1000,
         overhead_ms=p.per_step_s * 1000,
+        overhead_per_moe_layer_ms=p.per_moe_layer_s * 1000,
+        overhead_per_sequence_us=p.per_sequence_s * 1e6,
         allreduce_latency_us=None if latency is None else latency * 1e6,
         fitted=list(cal.fit.fitted),
         held=list(cal.fit.held),
@@ -77,7 +80,8 @@ def calibration_report(
     title = (
         f"fit over {len(records)} points: weights at {p.weight_efficiency:.3f} of peak bandwidth, "
         f"KV at {p.kv_efficiency:.3f} (read {p.kv_read}), {p.per_layer_s * 1e6:.1f} us per "
-        f"layer, {p.per_step_s * 1000:.3f} ms per step{comm}; RMS error {cal.rms_error:.1%}, "
+        f"layer, {p.per_step_s * 1000:.3f} ms per step{comm}{_scaled(p)}; RMS error "
+        f"{cal.rms_error:.1%}, "
         f"median {cal.median_error:.1%}",
         f"fitted: {cal.fit.describe()}",
     )
@@ -91,6 +95,14 @@ def calibration_report(
     if engine_saved_to:
         footer += (f"saved the engine profile to {engine_saved_to}: use --engine with its name",)
     return Report(doc, columns, records, title=title, footer=footer)
+
+
+def _scaled(p: EngineParams) -> str:
+    """The MoE-layer and per-sequence costs, where the fit has them."""
+    text = f", {p.per_moe_layer_s * 1e6:.1f} us per MoE layer" if p.per_moe_layer_s else ""
+    if p.per_sequence_s:
+        text += f", {p.per_sequence_s * 1e6:.2f} us per sequence pass"
+    return text
 
 
 def validation_report(v: Validation) -> Report:

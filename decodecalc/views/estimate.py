@@ -8,6 +8,7 @@ from typing import Any
 from decodecalc.notes import Note, estimate_notes
 from decodecalc.physics.cost import CostEnergy, cost_and_energy
 from decodecalc.physics.estimator import Estimate, Scenario
+from decodecalc.physics.parallelism import communication
 from decodecalc.physics.plan import group_gpus
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
@@ -322,10 +323,12 @@ def _compute_lines(est: Estimate) -> list[str]:
             else f"memory-bound at any batch at {longest:,} tokens"
         )
         lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
-    if s.link is not None and s.tp > 1 and not s.dp_attention:
+    comm = communication(s)
+    if comm is not None and s.tp > 1 and not s.dp_attention:
+        link = comm.group_link  # the network when the group spans nodes
         lines.append(
-            f"TP communication: 2 all-reduces per layer over {s.link.name} "
-            f"({h.bandwidth(s.link.bandwidth_bytes_per_s)}, {s.link.latency_s * 1e6:g} us each)"
+            f"TP communication: 2 all-reduces per layer over {link.name} "
+            f"({h.bandwidth(link.bandwidth_bytes_per_s)}, {link.latency_s * 1e6:g} us each)"
         )
     if s.link is not None and s.dp_attention:
         each = "a dispatch and a combine (all-to-all)" if s.ep else "an all-gather and a scatter"

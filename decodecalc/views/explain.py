@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from decodecalc.physics.compute import matmul_params, step_flops
 from decodecalc.physics.dtypes import ceil_bytes
-from decodecalc.physics.engine import expected_step, kv_read_factor
+from decodecalc.physics.engine import EngineParams, StepCounts, expected_step, kv_read_factor
 from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate, v_elements
 from decodecalc.physics.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.physics.layers import Attention
@@ -221,16 +221,17 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
         weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
         kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
-        layers = len(s.model.layers)
+        counts = StepCounts.of(s.model, s.batch)
         read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
         total = expected_step(step, row, params)
-        fixed = layers * params.per_layer_s + params.per_step_s
+        fixed = counts.fixed_seconds(params)
         comm = total - max(weights + kv, row.compute_seconds or 0.0) - fixed
         lines.append(
             f"   {name}: weights / (BW x e_w {params.weight_efficiency:.2f}) = "
             f"{weights * 1000:.3f} ms; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
-            f"{kv * 1000:.3f} ms; {layers} layers x {params.per_layer_s * 1e6:.0f} us + "
+            f"{kv * 1000:.3f} ms; {counts.layers} layers x {params.per_layer_s * 1e6:.0f} us + "
             f"{params.per_step_s * 1000:.3f} ms per step"
+            + _scaled_costs(counts, params)
             + (f" + all-reduces {comm * 1000:.3f} ms" if comm > 1e-12 else "")
             + f" -> {total * 1000:.3f} ms"
         )
@@ -241,6 +242,19 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         f"{e.high_seconds * 1000:.3f} ms"
     )
     return lines
+
+
+def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
+    """The MoE-layer and per-sequence costs, where the profile has them."""
+    text = ""
+    if counts.moe_layers and params.per_moe_layer_s:
+        text += f" + {counts.moe_layers} MoE layers x {params.per_moe_layer_s * 1e6:.0f} us"
+    if params.per_sequence_s:
+        text += (
+            f" + {counts.passes:,} sequence passes (batch x layers, an MoE layer once per "
+            f"routed expert) x {params.per_sequence_s * 1e6:.2f} us"
+        )
+    return text
 
 
 def _assumptions(step: StepModel) -> list[str]:

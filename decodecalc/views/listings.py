@@ -59,7 +59,9 @@ def model_record(m: Model, bf16: DType) -> dict[str, Any]:
         "layers": len(m.layers),
         "hidden_size": m.hidden_size,
         "layer_kinds": [f"{n} x {text}" for n, text in m.layer_summary()],
-        "kv_bytes_per_token_bf16": ceil_bytes(bf16.bytes_for(_kv_elements(m))),
+        # an indexer's keys (DeepSeek-V3.2) are held in their own format beside the KV
+        "kv_bytes_per_token_bf16": ceil_bytes(bf16.bytes_for(_kv_elements(m)))
+        + fixed_kv_bytes_per_token(m.mixers()),
         "max_context": m.max_context_tokens,
         "aliases": list(m.aliases),
         "source": m.source,
@@ -115,6 +117,7 @@ def links_report(links: list[Link]) -> Report:
             "name": link.name,
             "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
             "latency_s": link.latency_s,
+            "gpus": link.gpus,
             "source": link.source,
         }
         for link in links
@@ -124,6 +127,7 @@ def links_report(links: list[Link]) -> Report:
         Column("name", "Name", numeric=False, drop=2),
         Column("bandwidth_bytes_per_s", "Bandwidth (one way)", h.bandwidth, str),
         Column("latency_s", "Latency", lambda v: f"{v * 1e6:g} us", drop=1),
+        Column("gpus", "GPUs joined", lambda v: "-" if v is None else f"{v:,}", drop=3),
     )
     return Report(document(links=list(records)), columns, records)
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.notes import unique
-from decodecalc.physics.plan import Option, Targets
+from decodecalc.notes import Note, unique
+from decodecalc.physics.plan import Option, Shortfall, Targets, shortfalls
+from decodecalc.record import record
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     cost_basis,
@@ -69,11 +70,32 @@ def _targets_text(t: Targets) -> str:
     return ", ".join(parts)
 
 
-def plan_report(options: Sequence[Option], targets: Targets) -> Report:
-    """Ranked deployments: rank 1 is the cheapest that meets every target."""
+@record
+class Shown:
+    """What a human table of the plan holds (a planner reads the best few answers, not
+    hundreds); JSON and CSV always hold every option."""
+
+    top: int | None
+    """The best answers shown (None: every one)."""
+    why: bool = False
+    """Every failing option too, with its reason (else a summary by target)."""
+
+
+def plan_report(
+    options: Sequence[Option],
+    targets: Targets,
+    shown: Shown | None = None,
+    extra_notes: Sequence[Note] = (),
+) -> Report:
+    """Ranked deployments: rank 1 is the cheapest that meets every target. The JSON
+    document holds every option; the records (table, Markdown, CSV) hold those ``shown``
+    asks for (None: every one, as CSV needs), and the failing options not listed are
+    summarised by the target they miss, with the closest of each kind."""
     # plan() puts every option that meets the targets first, so its rank is its place.
     records = [option_record(i + 1 if o.meets else None, o) for i, o in enumerate(options)]
     answers = sum(o.meets for o in options)
+    missed = shortfalls(options)
+    row_of = {id(o): i for i, o in enumerate(options)}
     model = options[0].scenario.model
     doc = document(
         model=model.id,
@@ -88,19 +110,35 @@ def plan_report(options: Sequence[Option], targets: Targets) -> Report:
             "max_gpus": targets.max_gpus,
         },
         answers=answers,
+        missed=[
+            {
+                "target": f.target,
+                "count": f.count,
+                "closest_row": row_of[id(f.closest)],
+                "closest_message": f.miss.message,
+            }
+            for f in missed
+        ],
         rows=records,
     )
+    listed = _listed(records, answers, shown)
     engine = options[0].scenario.engine
     basis = (
         "the roofline"
         if cost_basis(options[0].scenario) == "roofline"
         else f"the {'typical' if engine is None else engine.id} engine's expected step"
     )
+    shown_answers = sum(r["meets"] for r in listed)
+    which = ""
+    if shown_answers < answers:
+        which = f"; the best {shown_answers} shown (--top N, --all for every one)"
+    elif not answers and len(listed) < len(options):
+        which = f"; the {len(listed)} nearest shown, with what they miss"
     title = (
         f"{model.name}: {_targets_text(targets)}",
-        f"{answers} of {len(options)} deployments meet every target; ms per token and cost "
-        f"per million output tokens from {basis}; largest batch at this context and largest "
-        "context at this batch within the latency target",
+        f"{answers} of {len(options)} deployments meet every target{which}; ms per token and "
+        f"cost per million output tokens from {basis}; largest batch at this context and "
+        "largest context at this batch within the latency target",
     )
     columns: tuple[Column, ...] = (
         Column("rank", "#", str),
@@ -122,15 +160,130 @@ def plan_report(options: Sequence[Option], targets: Targets) -> Report:
         Column("price_source", "Priced at", numeric=False, drop=6),
         Column("why_not", "Why not", numeric=False),
     )
-    # PP and EP only where some option uses them.
-    unused = {k for k, plain in (("pp", 1), ("ep", False)) if all(r[k] == plain for r in records)}
-    columns = tuple(c for c in columns if c.key not in unused)
+    if shown is None:
+        columns = _every_field(columns, records)
+    else:
+        # PP and EP only where an option uses them; Why not only where a listed row misses.
+        unused = {
+            k for k, plain in (("pp", 1), ("ep", False)) if all(r[k] == plain for r in records)
+        }
+        if all(r["meets"] for r in listed):
+            unused.add("why_not")
+        columns = tuple(c for c in columns if c.key not in unused)
     # The options of one GPU share its notes: say them once per GPU.
     by_gpu = {o.scenario.gpu.id if o.scenario.gpu else "": o.scenario for o in options}
-    notes = unique([n for s in by_gpu.values() for n in cost_notes(s)])
+    notes = unique(
+        [*(n for s in by_gpu.values() for n in cost_notes(s)), *weight_only_notes(options)]
+    )
+    unlisted = len(options) - answers - (len(listed) - shown_answers)
+    footer = _summary(missed, len(options), answers, targets, unlisted > 0)
     return with_notes(
         Report(
-            doc, columns, tuple(records), title=title, highlight=frozenset({0} if answers else ())
+            doc,
+            columns,
+            tuple(listed),
+            title=title,
+            footer=footer,
+            highlight=frozenset({0} if answers else ()),
         ),
-        notes,
+        [*notes, *extra_notes],
     )
+
+
+def _every_field(
+    columns: Sequence[Column], records: Sequence[dict[str, Any]]
+) -> tuple[Column, ...]:
+    """CSV's columns: every field of the JSON rows but the nested ``misses``, in their
+    order (a cost field where any row has it), each as the table writes it if it has it."""
+    known = {c.key: c for c in columns}
+    keys = dict.fromkeys(k for r in records for k in r if k != "misses")
+    return tuple(known.get(k, Column(k, k)) for k in keys)
+
+
+def _listed(
+    records: Sequence[dict[str, Any]], answers: int, shown: Shown | None
+) -> list[dict[str, Any]]:
+    """The records a table lists: the best ``top`` answers, then every miss with --why;
+    with no answer at all, the ``top`` nearest misses (what comes closest)."""
+    if shown is None:
+        return list(records)
+    top = len(records) if shown.top is None else shown.top
+    if shown.why:
+        return [*records[: min(top, answers)], *records[answers:]]
+    return list(records[: min(top, answers)] if answers else records[:top])
+
+
+def _summary(
+    missed: Sequence[Shortfall], options: int, answers: int, targets: Targets, unlisted: bool
+) -> tuple[str, ...]:
+    """One line per missed target: how many options miss it and the closest of them (the
+    best any option reaches, where every one misses it); nothing when none misses."""
+    if not missed:
+        return ()
+    failing = options - answers
+    where = (
+        "--why lists each with its reason, and --format json or csv holds every one"
+        if unlisted
+        else "each is listed above"
+    )
+    head = (
+        "No deployment meets every target"
+        if not answers
+        else f"{failing:,} deployment{'s miss' if failing > 1 else ' misses'} a target"
+    )
+    lines = [f"{head} (one may miss several; {where}):"]
+    for f in missed:
+        every = f.count == options
+        count = f"all {f.count:,}" if every else f"{f.count:,}"
+        closest = "the best any reaches" if every else "the closest"
+        lines.append(
+            f"  {count} {_missing(f.target, targets, f.count == 1)}; {closest}: "
+            f"{_describe(f.closest)}: {f.miss.message}"
+        )
+    return tuple(lines)
+
+
+def _missing(target: str, t: Targets, one: bool) -> str:
+    if target == "fit":
+        return f"{'does' if one else 'do'} not fit in memory"
+    miss = "misses" if one else "miss"
+    if target == "latency" and t.max_seconds_per_token is not None:
+        return f"{miss} <= {t.max_seconds_per_token * 1000:g} ms per token"
+    return f"{miss} >= {t.min_throughput or 0:,g} tok/s within {t.max_gpus:,} GPUs"
+
+
+def _describe(o: Option) -> str:
+    """An option in a few words: GPU, layout, formats and batch."""
+    s = o.scenario
+    layout = f"TP {s.tp}" + (f" PP {s.pp}" if s.pp > 1 else "") + (" EP" if s.ep else "")
+    gpu = s.gpu.id if s.gpu else "GPU"
+    return f"{gpu} {layout}, {weights_label(s)} weights, {kv_label(s)} KV"
+
+
+def weight_only_notes(options: Sequence[Option]) -> list[Note]:
+    """Weights whose matmul class a GPU lacks (FP8 on an A100, FP4 on an H100) run
+    weight-only, dequantized to a class it has: say so, and at which rate compute runs."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for o in options:
+        s = o.scenario
+        peak = s.peak_flops()
+        wanted = s.weights.matmul
+        if s.gpu is None or peak is None or peak[0] == wanted:
+            continue
+        gpus = found.setdefault((weights_label(s), wanted, peak[0]), [])
+        if s.gpu.id not in gpus:
+            gpus.append(s.gpu.id)
+    notes = []
+    for (label, wanted, used), gpus in found.items():
+        kernel = " (vLLM's FP8 Marlin kernels)" if (wanted, used) == ("fp8", "bf16") else ""
+        notes.append(
+            Note(
+                "plan-weight-only",
+                f"{label} weights on {', '.join(gpus)} are weight-only{kernel}: "
+                f"{'these GPUs have' if len(gpus) > 1 else 'this GPU has'} no "
+                f"{wanted.upper()} tensor cores, so the weights are stored in "
+                f"{label} and dequantized to {used.upper()} for the matrix multiplies, "
+                f"whose compute runs at the {used.upper()} rate",
+            )
+        )
+    return notes

@@ -60,7 +60,7 @@ def _workload(r: ServingResult) -> dict[str, Any]:
         "output_len": w.output_len,
         "request_rate_per_s": w.request_rate,
         "prefix_len": w.prefix_len,
-        "prefix_hit_rate": w.prefix_hit_rate,
+        "prefix_hit_rate": w.prefix_hit_rate if w.prefix_len else None,  # no prefix, no rate
         "shared_prefix_attention": r.shared_prefix_attention,
         "speculative": None
         if spec is None
@@ -79,7 +79,11 @@ def _ms(value: float) -> str:
 
 
 def _count(value: float) -> str:
-    return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
+    """Requests: whole as whole, a mean to a tenth, and under one to three figures (an
+    open loop at 0.01 requests/s runs 0.038 on average, not "0.0")."""
+    if value == int(value):
+        return f"{int(value):,}"
+    return f"{value:.3g}" if value < 1 else f"{value:,.1f}"
 
 
 COLUMNS = (
@@ -134,7 +138,7 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         document=doc,
         columns=columns,
         records=records,
-        title=_title(first, marked is not None and results[marked]),
+        title=_title(results, marked is not None and results[marked]),
         highlight=frozenset() if marked is None else frozenset({marked}),
     )
     return with_notes(report, unique([n for r in results for n in r.notes]))
@@ -152,7 +156,8 @@ def human_view(report: Report) -> Report:
     )
 
 
-def _title(r: ServingResult, at_knee: ServingResult | bool) -> tuple[str, ...]:
+def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> tuple[str, ...]:
+    r = results[0]
     s, w, limits = r.scenario, r.workload, r.limits
     gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     lines = [
@@ -171,7 +176,7 @@ def _title(r: ServingResult, at_knee: ServingResult | bool) -> tuple[str, ...]:
         f"of {w.input_len + w.output_len:,} tokens at once",
         f"saturation: {r.saturation_rate_per_s:,.3f} requests/s"
         + (
-            f"; the knee (most throughput per ms of TPOT) at concurrency {at_knee.concurrency:g}"
+            f"; the knee (most throughput per ms of TPOT) at {_load(at_knee)}"
             if isinstance(at_knee, ServingResult)
             else ""
         ),
@@ -184,14 +189,24 @@ def _title(r: ServingResult, at_knee: ServingResult | bool) -> tuple[str, ...]:
             + (f" ({spec.draft_model.id})" if spec.draft_model else "")
             + f", {spec.proposed} proposed, {spec.tokens_per_step:.3f} tokens per verify step; "
             + (
-                f"stops paying from a decode batch of {even:,}"
+                f"stops paying from {even:,} requests running"
                 if even is not None
                 else "pays at every batch the server runs"
             )
         )
+    loads = [(x.workload.request_rate, x.utilization) for x in results]
     if r.utilization is not None:
-        lines.append(f"open loop at {w.request_rate:g} requests/s: utilization {r.utilization:.1%}")
+        lines.append(
+            "open loop (Poisson arrivals): utilization "
+            + ", ".join(f"{u or 0:.1%} at {rate:g} requests/s" for rate, u in loads)
+        )
     return tuple(lines)
+
+
+def _load(r: ServingResult) -> str:
+    """A row's load as given: the closed loop's concurrency or the open loop's rate."""
+    rate = r.workload.request_rate
+    return f"concurrency {r.concurrency:g}" if rate is None else f"{rate:g} requests/s"
 
 
 SERVING_AXES = Axes(
