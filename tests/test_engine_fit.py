@@ -386,3 +386,43 @@ def test_one_batch_leaves_the_sequence_cost_at_the_prior() -> None:
     assert "per_sequence" not in fit.fitted
     assert fit.params.per_sequence_s == 2e-6
     assert "per_sequence 2 us (no scenario at several batch sizes)" in fit.held
+
+
+def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catalog) -> None:
+    """A serving sweep's mean TPOT grows with the batch through the decode step and
+    through the prefill chunks of the other requests. Here the decode step has no fixed
+    costs (e_w 0.8, e_kv 0.68: the prior's ratio 0.85) and the prefills add 0.2 ms x (B - 1).
+    Llama-3.1-8B at context 1,000 on an H100: W = 15,009,849,344 B / 3.35e12 = 4.480552 ms,
+    KV = B x 1,000 x 131,072 B / 3.35e12 = B x 39.126 us, 32 passes per sequence. One
+    scenario cannot tell a per-step cost from e_w, so the fit takes 1/e_w (on W + KV / 0.85)
+    and c_seq (on 32 B): fitted as decode figures, the -0.2 ms goes to 1/e_w, which falls by
+    0.2 / 4.480552, and the +0.2 ms per sequence to c_seq, which also makes up the KV that
+    lower 1/e_w no longer covers: (0.2 ms / 32) x (1 + 39.126 / 0.85 / 4480.552) = 6.3142
+    us. With the share taken off (step_terms' prefill_s): e_w 0.8 and no c_seq."""
+    params = EngineParams(0.8, 0.68)
+    points, shares = [], []
+    for batch in range(1, 9):
+        scenario = preset_scenario(catalog, "llama-3.1-8b", batch=batch)
+        step = StepModel.of(scenario)
+        share = 0.2e-3 * (batch - 1)
+        decode = expected_step(step, step.row(1000), params)
+        points.append(MeasuredPoint(scenario, 1000, decode + share, "", measured="tpot_mean"))
+        shares.append(share)
+    prior = EngineParams(1.0, 0.85)
+    weights_s, kv_s = 15_009_849_344 / 3.35e12, 1000 * 131_072 / 3.35e12
+    charged = fit_step_model([step_terms(p) for p in points], prior)
+    assert charged.fitted == ("weight_efficiency", "per_sequence")
+    assert charged.params.per_sequence_s == pytest.approx(
+        0.2e-3 / 32 * (1 + kv_s / 0.85 / weights_s), rel=1e-6
+    )
+    assert charged.params.weight_efficiency == pytest.approx(
+        1 / (1 / 0.8 - 0.2e-3 / weights_s), rel=1e-6
+    )
+    terms = [step_terms(p, prefill_s=s) for p, s in zip(points, shares, strict=True)]
+    assert [t.measured_s for t in terms] == pytest.approx(
+        [p.measured_seconds - s for p, s in zip(points, shares, strict=True)]
+    )
+    fit = fit_step_model(terms, prior)
+    assert fit.fitted == ("weight_efficiency", "per_sequence")
+    assert fit.params.per_sequence_s == pytest.approx(0.0, abs=1e-12)
+    assert fit.params.weight_efficiency == pytest.approx(0.8, rel=1e-6)

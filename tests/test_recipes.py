@@ -190,6 +190,16 @@ class TestModelOpt:
         assert uniform["rows"][0]["weight_bytes"] == LLAMA_UNIFORM_NVFP4_STEP
         assert round(1 - LLAMA_UNIFORM_NVFP4_STEP / LLAMA_NVFP4_STEP, 3) == 0.152
 
+    def test_an_imported_preset_keeps_the_side_file_recipe(self, cli: Run, tmp_path: Path) -> None:
+        """import folds hf_quant_config.json in, as --model config.json does."""
+        config = _checkpoint(tmp_path, None, HF_QUANT_NVFP4)
+        out = tmp_path / "presets" / "models" / "llama-nvfp4.yaml"
+        out.parent.mkdir(parents=True)
+        assert cli("import", config, "--name", "llama-nvfp4", "-o", str(out)).code == 0
+        presets = str(tmp_path / "presets")
+        doc = _estimate(cli, "-m", "llama-nvfp4", "--presets", presets, "-g", "b200")
+        assert doc["rows"][0]["weight_bytes"] == LLAMA_NVFP4_STEP
+
     def test_the_named_recipe_and_compressed_tensors_agree(self, cli: Run, tmp_path: Path) -> None:
         named = _estimate(cli, "-m", "llama-3.1-8b", "-g", "b200", "-w", "nvfp4-bf16-head")
         assert named["rows"][0]["weight_bytes"] == LLAMA_NVFP4_STEP

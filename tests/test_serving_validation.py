@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Run
+from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog
+from decodecalc.physics.kv_pool import scheduler_limits
+from decodecalc.physics.serving import Workload, prefill_share_s
+from decodecalc.scenarios import resolve_engine
+from tests.conftest import Run, preset_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = ROOT / "validation" / "points.yaml"
@@ -68,3 +73,24 @@ def test_shipped_serving_points_meet_the_tpot_target(cli: Run) -> None:
     assert summary["n"] >= 35
     assert summary["tpot_mdape"] <= summary["tpot_target_pct"] == 15
     assert summary["ttft_mdape"] is not None
+
+
+def test_prefill_share_of_a_mean_tpot(catalog: Catalog) -> None:
+    """What the other requests' prompts add to a mean TPOT, by hand. Llama-3.1-8B BF16 on an
+    H100, 8 requests of 4,000 in / 101 out under vLLM's 8,192-token budget: each prompt is
+    one chunk (n = 1), and TPOT - t_dec = (t_mix - t_dec) x n (R - 1) / (O - 1) = 0.07 x
+    (t_mix - t_dec). The chunk's matmuls are 2 x 7,504,924,672 x 4,000 = 6.004e13 FLOPs =
+    60.68 ms at 989.4 TFLOP/s, its causal attention at most 4 x 4,096 x 4,000^2 / 2 x 32
+    layers = 4.19e12 = 4.24 ms more, and its KV written and read back 2 x 4,000 x 131,072 B
+    = 0.31 ms at 3.35 TB/s: t_mix - t_dec is at most 65.23 ms. The decode step it overlaps
+    with reads 15,009,849,344 weight bytes and 8 x 4,050 x 131,072 KV bytes: 5.75 ms. So
+    the share lies between 0.07 x (60.68 - 5.75) = 3.85 ms and 0.07 x 65.23 = 4.57 ms."""
+    scenario = preset_scenario(catalog, "llama-3.1-8b", batch=8)
+    engine, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    limits = scheduler_limits(engine, scenario.gpu)
+    assert limits.max_num_batched_tokens == 8192
+    share = prefill_share_s(scenario, Workload(4000, 101, concurrency=8), limits)
+    assert 3.85e-3 < share < 4.57e-3
+    assert prefill_share_s(scenario, Workload(4000, 101, concurrency=1), limits) == 0
+    with pytest.raises(InputError, match="closed loop"):
+        prefill_share_s(scenario, Workload(4000, 101, request_rate=1.0), limits)

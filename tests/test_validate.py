@@ -11,9 +11,12 @@ from types import ModuleType
 import pytest
 import yaml
 
-from decodecalc.calibration.validation import stand_in
+from decodecalc.calibration.points import MeasuredPoint, ServingLoad
+from decodecalc.calibration.validation import prefill_share, stand_in
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.scenarios import resolve_engine
+from decodecalc.record import replace
+from decodecalc.scenario_spec import ScenarioSpec
+from decodecalc.scenarios import resolve, resolve_engine
 from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,3 +269,49 @@ def test_points_without_an_engine_get_the_typical_band(cli: Run, tmp_path: Path)
     # The shipped profiles' typical predicts it; left out, no point is left to fit on.
     assert group["profile"].startswith("typical of ")
     assert group["stand_in"] == "the roofline (no profiles)"
+
+
+# The toy engine at batch 8, context 1,000: 15,009,849,344 weight bytes + 8 x 1,000 x 131,072
+# KV bytes = 16,058,425,344 bytes; / 3.35e12 B/s / 0.5 = 9.587119 ms expected.
+BATCH_8_MS = (15_009_849_344 + 8 * 1_000 * 131_072) / 3.35e12 / 0.5 * 1000
+
+
+def test_serving_figures_are_judged_without_other_requests_prefills(
+    cli: Run, toy: tuple[Path, Path]
+) -> None:
+    """A mean TPOT at 8 requests holds the prefill chunks of the other 7; validate holds
+    the decode step to the figure less that share (prefill_share), so a toy engine that
+    predicts the decode step exactly is 0% off. A median ITL is a step without a chunk:
+    its figure stands."""
+    path, presets = toy
+    catalog = Catalog((presets_dir(), presets))
+    scenario = resolve(
+        ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", batch=8, overhead=0.0), catalog
+    )
+    load = ServingLoad(input_len=2000, output_len=100, concurrency=8)
+    point = MeasuredPoint(scenario, 1000, 1.0, "", "toy", measured="tpot_mean", serving=load)
+    share = prefill_share(point, catalog)
+    assert share > 0
+    assert prefill_share(replace(point, measured="itl_median"), catalog) == 0
+    assert prefill_share(replace(point, serving=replace(load, concurrency=1)), catalog) == 0
+    row = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100-sxm",
+        "weights": "bf16",
+        "kv_dtype": "bf16",
+        "batch": 8,
+        "context": 1000,
+        "input_len": 2000,
+        "output_len": 100,
+        "concurrency": 8,
+        "engine": "toy",
+    }
+    points = [
+        {**row, "ms_per_token": BATCH_8_MS + share * 1000, "measured": "tpot_mean"},
+        {**row, "ms_per_token": BATCH_8_MS, "measured": "itl_median"},
+    ]
+    path.write_text(yaml.safe_dump({"points": points}))
+    r = cli("validate", str(path), "--presets", str(presets), "--format", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert [p["error_pct"] for p in doc["points"]] == pytest.approx([0.0, 0.0], abs=1e-9)

@@ -18,6 +18,10 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   on its own.
 - The loss is the relative error, weighted by what a figure measures (a timed step 1,
   median ITL and generate-call-over-tokens 1/2, serving means and TPOT 1/4).
+- A serving mean (tpot_mean, tpot_median, itl_mean) at concurrency > 1 is fitted less the
+  other requests' prefill chunks it holds, as the serving model prices them for its
+  workload and its engine's scheduler defaults at the roofline (free of the parameters
+  being fitted): physics/serving.py prefill_share_s.
 - e_w always; e_kv only where one scenario is measured at several contexts, else at the
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
@@ -143,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
     points = args.points.resolve()
-    items = labelled(read_points(points, Catalog((presets_dir(),))))
+    catalog = Catalog((presets_dir(),))
+    items = labelled(read_points(points, catalog), catalog)
     fits = bands(items, fit_engines(items))
     name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,11 @@ which a TP 1 deployment of the same engine does not pay. The per-sequence cost (
 passes, physics/engine.py) is fitted only where one scenario is measured at several batch
 sizes: at one batch it moves with the per-layer cost.
 
+A serving benchmark's mean TPOT also holds the prefill chunks of the requests arriving
+while it decodes; the caller takes them off the measured figure (step_terms' ``prefill_s``,
+calibration/validation.py: prefill_share), so they are not fitted as a per-sequence cost
+that grows with the batch and that the serving model would then add a second time.
+
 A point whose compute at the GPU's peak exceeds its memory time is compute-bound: its row
 keeps only the fixed costs (t = compute + every cost above but the byte terms). Which points are is
 decided by the fit itself, refitted until the set stops changing.
@@ -60,7 +65,8 @@ MEASURED_WEIGHTS: dict[str | None, float] = {
 }
 """Weight of a point in the loss by what its figure is: a timed step counts fully; a
 median inter-token latency and a generate call over its tokens (one prefill inside) half;
-serving means and TPOT, which absorb other requests' prefills, a quarter."""
+serving means and TPOT a quarter: they absorb other requests' prefills, which the caller
+takes off (step_terms' ``prefill_s``) only as far as the serving model prices them."""
 
 DECODE_ONLY = (None, "step", "itl_median")
 """Measured kinds that time decode steps alone (see StepTerms.decode_only)."""
@@ -109,6 +115,7 @@ class StepTerms:
     """Communication less its per-call latency: the bytes on the link."""
     compute_s: float
     measured_s: float
+    """The measured figure less other requests' prefills: the decode step it shows."""
     weight: float
     scenario_key: tuple[object, ...]
     """The scenario without its context: points sharing it form a context series."""
@@ -122,9 +129,13 @@ class StepTerms:
     the context through the prefills they hold too."""
 
 
-def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms:
+def step_terms(
+    point: MeasuredPoint, step: StepModel | None = None, prefill_s: float = 0.0
+) -> StepTerms:
     """The linear terms of a point's step, from the same StepModel the estimate uses
-    (``step``: the point's, where the caller has built it already)."""
+    (``step``: the point's, where the caller has built it already). ``prefill_s``: what
+    other requests' prefill chunks add to a serving figure (physics.serving.prefill_share_s),
+    taken off the measured figure so that the decode step is fitted to decode time alone."""
     s = point.scenario
     step = step or StepModel.of(s)
     row = step.row(point.context_tokens)
@@ -145,7 +156,7 @@ def step_terms(point: MeasuredPoint, step: StepModel | None = None) -> StepTerms
         link_latency_s=latency,
         ring_s=max(row.comm_seconds - calls * latency, 0.0),
         compute_s=row.compute_seconds or 0.0,
-        measured_s=point.measured_seconds,
+        measured_s=point.measured_seconds - prefill_s,
         weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
         decode_only=point.measured in DECODE_ONLY,
         scenario_key=(*series, s.batch),

@@ -6,6 +6,12 @@ the fitting script (validation/fit_engines.py, which writes presets/engines/) an
 `decodecalc validate`, which refits in-process to predict each group of points with
 profiles fitted without it.
 
+Every comparison is of the decode step: a serving benchmark's mean TPOT at concurrency > 1
+is first relieved of the other requests' prefill chunks the serving model puts in it
+(prefill_share), in the fit, in the in-sample errors and left out alike. Its figure as
+measured is what the serving validation (serving_points.py) holds the whole serving model
+to.
+
 Leave-one-group-out predicts a group as decodecalc would if that group had never been
 measured: every profile refitted without it, then resolved for the group's engine and GPU
 family by the rule --engine uses (physics.engine.engine_for: the engine's own fit for the
@@ -29,6 +35,7 @@ from decodecalc.calibration.engine_fit import (
     step_terms,
 )
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.physics.engine import (
     GPU_FAMILIES,
@@ -42,7 +49,10 @@ from decodecalc.physics.engine import (
     typical,
 )
 from decodecalc.physics.estimator import Row, StepModel
+from decodecalc.physics.kv_pool import scheduler_limits
+from decodecalc.physics.serving import Workload, prefill_share_s
 from decodecalc.record import record, replace
+from decodecalc.scenarios import resolve_engine
 
 FLASH_KV_RATIO = 0.85
 """e_kv / e_w where the points cannot tell: flash-attention kernels read the KV cache at
@@ -70,9 +80,10 @@ class Labelled:
         return self.point.engine_version or ""
 
 
-def labelled(points: Iterable[MeasuredPoint]) -> list[Labelled]:
+def labelled(points: Iterable[MeasuredPoint], catalog: Catalog) -> list[Labelled]:
     """Each point with its terms, engine (``typical`` when it names none), GPU family and
-    group (the point's own, else engine/family)."""
+    group (the point's own, else engine/family). A serving figure's terms hold the decode
+    step it shows (prefill_share)."""
     out = []
     for p in points:
         step = StepModel.of(p.scenario)
@@ -81,7 +92,7 @@ def labelled(points: Iterable[MeasuredPoint]) -> list[Labelled]:
         out.append(
             Labelled(
                 p,
-                step_terms(p, step),
+                step_terms(p, step, prefill_share(p, catalog)),
                 step,
                 step.row(p.context_tokens),
                 engine,
@@ -90,6 +101,36 @@ def labelled(points: Iterable[MeasuredPoint]) -> list[Labelled]:
             )
         )
     return out
+
+
+UNDER_LOAD = ("tpot_mean", "tpot_median", "itl_mean")
+"""Measured kinds that hold other requests' prefill chunks: a request's time per output
+token counts every step it waits through, chunks included (the median inter-token latency
+is a step without one while most steps have none)."""
+
+
+def prefill_share(point: MeasuredPoint, catalog: Catalog) -> float:
+    """What other requests' prefills add to a serving point's figure, per output token:
+    the serving model's share for its workload under the scheduler defaults of the engine
+    that measured it (physics.serving.prefill_share_s, free of the engine parameters being
+    fitted), 0 for a figure of decode steps alone, a single request, or a workload the
+    serving model refuses (the serving validation reports that one)."""
+    load = point.serving
+    if load is None or load.concurrency <= 1 or point.measured not in UNDER_LOAD:
+        return 0.0
+    gpu = point.scenario.gpu
+    engine, _ = resolve_engine(catalog, point.engine or TYPICAL, gpu)
+    workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
+    try:
+        share = prefill_share_s(point.scenario, workload, scheduler_limits(engine, gpu))
+    except InputError:
+        return 0.0
+    if share >= point.measured_seconds:
+        raise InputError(
+            f"{point.source}: the serving model puts {share * 1000:.3g} ms of other requests' "
+            f"prefills in a figure of {point.measured_seconds * 1000:.3g} ms; check the workload"
+        )
+    return share
 
 
 @record
@@ -259,6 +300,9 @@ class ErrorSummary:
 
 @record
 class PointCheck:
+    """A point's expected decode step against the decode step its figure shows (a serving
+    figure less other requests' prefills: labelled)."""
+
     item: Labelled
     expected_s: float
     """With the shipped profile."""
@@ -267,11 +311,11 @@ class PointCheck:
 
     @property
     def error(self) -> float:
-        return self.expected_s / self.item.point.measured_seconds - 1
+        return self.expected_s / self.item.terms.measured_s - 1
 
     @property
     def held_out_error(self) -> float:
-        return self.held_out_s / self.item.point.measured_seconds - 1
+        return self.held_out_s / self.item.terms.measured_s - 1
 
 
 @record
@@ -298,7 +342,7 @@ class Validation:
 def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     """Every point predicted with its engine's shipped profile (the catalog's) and with
     profiles refitted without its group; errors per group and overall."""
-    items = labelled(points)
+    items = labelled(points, catalog)
     held_out = leave_one_group_out(items)
     checks, groups = [], []
     for group, out in held_out.items():
@@ -356,7 +400,7 @@ def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
         if (p.engine, p.family) in fits:
             params = fits[p.engine, p.family].fit.params
             ratios.setdefault((p.engine, p.family), []).append(
-                p.point.measured_seconds / predict(p, (params,), p.engine)
+                p.terms.measured_s / predict(p, (params,), p.engine)
             )
     pooled = band_of([r for rs in ratios.values() for r in rs])
     out: Fits = {}

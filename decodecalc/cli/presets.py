@@ -131,6 +131,7 @@ def import_config(
     """
     from decodecalc.loading.datafile import is_file, read_json
     from decodecalc.loading.presets import preset_from_config
+    from decodecalc.loading.quantization import with_side_file
     from decodecalc.paths import expand_user
 
     if official_params is not None and official_params < 1:
@@ -138,7 +139,9 @@ def import_config(
     path = expand_user(config)
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
-    preset = preset_from_config(read_json(path), name, source, official_params)
+    # hf_quant_config.json beside it sets the default weight recipe, as with --model.
+    doc = with_side_file(read_json(path), path)
+    preset = preset_from_config(doc, name, source, official_params)
     import yaml
 
     text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)

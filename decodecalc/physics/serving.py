@@ -497,6 +497,23 @@ def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> Se
     return _open(server, workload.request_rate or 0.0, saturation)
 
 
+def prefill_share_s(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> float:
+    """What other requests' prefill chunks add to a closed loop's mean TPOT over the pure
+    decode step: TPOT - t_dec = (t_mix - t_dec)(f L - n) / (O - 1) (docs/serving.md), 0 at
+    concurrency 1. The chunks, their share of the steps and the decode batch follow from the
+    workload and the scheduler limits alone; t_mix - t_dec is priced on the roofline (the
+    scenario's own bandwidth efficiency, no engine profile), so the figure does not depend
+    on the engine parameters a fit to decode steps is finding. The approximation: a chunk
+    whose compute overlaps the decode step's memory time costs only what exceeds it, and
+    the roofline's shorter memory time leaves a little less to overlap than an engine's
+    (at most the chunk's own compute and bytes: the share is an upper bound)."""
+    if workload.concurrency is None:
+        raise InputError("the prefill share is for a closed loop: give a concurrency")
+    server = _Server(replace(scenario, engine=None), workload, limits)
+    point = server.point(workload.concurrency)
+    return point.tpot_s - point.decode_s / server.tau
+
+
 def _closed(server: _Server, concurrency: int, saturation: float) -> ServingResult:
     """C requests in flight. The engine admits a request only between steps, and a closed
     loop sends the next one just after a step ends (the one that emitted the last token),

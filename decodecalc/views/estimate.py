@@ -327,7 +327,7 @@ def _compute_lines(est: Estimate) -> list[str]:
     if comm is not None and s.tp > 1 and not s.dp_attention:
         link = comm.group_link  # the network when the group spans nodes
         lines.append(
-            f"TP communication: 2 all-reduces per layer over {link.name} "
+            f"TP communication: {comm.allreduce_calls:,} all-reduces per step over {link.name} "
             f"({h.bandwidth(link.bandwidth_bytes_per_s)}, {link.latency_s * 1e6:g} us each)"
         )
     if s.link is not None and s.dp_attention:

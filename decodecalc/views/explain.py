@@ -139,7 +139,10 @@ def explain_text(step: StepModel, context: int) -> list[str]:
     bandwidth = s.effective_bandwidth_bytes_per_s
     lines = [
         f"One decode step of {s.model.name}, context T = {context:,} tokens, batch B = {s.batch}, "
-        f"TP {s.tp}",
+        f"TP {s.tp}"
+        + (f" x PP {s.pp} (the stages' bytes added up)" if s.pp > 1 else "")
+        + (" with expert parallelism" if s.ep else "")
+        + (" and data-parallel attention" if s.dp_attention else ""),
         "",
         *_weight_lines(step),
         "",
@@ -232,7 +235,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
             f"{kv * 1000:.3f} ms; {counts.layers} layers x {params.per_layer_s * 1e6:.0f} us + "
             f"{params.per_step_s * 1000:.3f} ms per step"
             + _scaled_costs(counts, params)
-            + (f" + all-reduces {comm * 1000:.3f} ms" if comm > 1e-12 else "")
+            + (f" + communication {comm * 1000:.3f} ms" if comm > 1e-12 else "")
             + f" -> {total * 1000:.3f} ms"
         )
     e = row.expected

@@ -87,5 +87,5 @@ def _prefill_terms(p: Prefill) -> str:
         if p.compute_seconds is None
         else f"{p.flops:.3e} FLOPs in {p.compute_seconds * 1000:,.1f} ms"
     )
-    comm = f" + {p.comm_seconds * 1000:,.1f} ms all-reduce" if p.comm_seconds else ""
+    comm = f" + {p.comm_seconds * 1000:,.1f} ms communication" if p.comm_seconds else ""
     return f"{p.bound}-bound: {memory}; {compute}{comm}"
