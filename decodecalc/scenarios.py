@@ -9,7 +9,6 @@ import math
 
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.numbers import numbers_notes
 from decodecalc.notes import Note
 from decodecalc.physics.cost import (
     PriceList,
@@ -211,6 +210,8 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
 
 def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     """The Scenario a spec describes, every name looked up and every text parsed."""
+    from decodecalc.loading.numbers import numbers_notes  # a preset query never needs it
+
     model = catalog.model(spec.model) if isinstance(spec.model, str) else spec.model
     gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
     if spec.bandwidth is not None:

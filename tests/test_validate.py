@@ -315,3 +315,22 @@ def test_serving_figures_are_judged_without_other_requests_prefills(
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert [p["error_pct"] for p in doc["points"]] == pytest.approx([0.0, 0.0], abs=1e-9)
+
+
+def test_calibrate_takes_other_requests_prefills_off_as_validate_does(
+    cli: Run, tmp_path: Path
+) -> None:
+    """A serving point's figure holds other requests' prefill chunks: calibrate fits and
+    judges the figure less them (prefill_ms), and a single request has none."""
+    points = yaml.safe_load(Path("validation/points.yaml").read_text())["points"]
+    nim = [p for p in points if p.get("group") == "tensorrt-llm/nvidia-datacenter"]
+    assert any(p.get("concurrency", 1) > 1 for p in nim)
+    path = tmp_path / "nim.yaml"
+    path.write_text(yaml.safe_dump({"points": nim}))
+    r = cli("calibrate", str(path), "--json")
+    assert r.code == 0, r.err
+    for row, point in zip(json.loads(r.out)["points"], nim, strict=True):
+        under_load = point.get("concurrency", 1) > 1 and point["measured"] != "itl_median"
+        assert (row["prefill_ms"] > 0) == under_load
+        decode = row["measured_ms"] - row["prefill_ms"]
+        assert row["error_pct"] == pytest.approx((row["predicted_ms"] / decode - 1) * 100)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
@@ -35,10 +36,13 @@ class CheckedPoint:
     """The prediction at efficiency 1 with no overhead."""
     predicted_seconds: float
     """The fitted step model's prediction."""
+    prefill_seconds: float = 0.0
+    """Other requests' prefills in a serving figure (validation.prefill_share): the step
+    model predicts the figure less them."""
 
     @property
     def error(self) -> float:
-        return self.predicted_seconds / self.point.measured_seconds - 1
+        return self.predicted_seconds / (self.point.measured_seconds - self.prefill_seconds) - 1
 
 
 @record
@@ -61,13 +65,22 @@ class Calibration:
         return tuple(dict.fromkeys(gpu_family(p.point.scenario.gpu) for p in self.points))
 
 
-def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) -> Calibration:
+def calibrate(
+    points: list[MeasuredPoint],
+    prior: EngineParams = DEFAULT_PRIOR,
+    prefills: Sequence[float] = (),
+) -> Calibration:
     """Fit the step model with relative error as the loss; what the points cannot identify
-    keeps the prior's value (engine_fit explains which and why)."""
+    keeps the prior's value (engine_fit explains which and why). ``prefills``: per point,
+    what other requests' prefills add to a serving figure (validation.prefill_share; none
+    given: 0), taken off before the fit as validate takes them off."""
     if len(points) < 2:
         raise InputError("calibration needs at least two measured points")
+    shares = list(prefills) or [0.0] * len(points)
     steps = [StepModel.of(p.scenario) for p in points]
-    fit = fit_step_model([step_terms(p, s) for p, s in zip(points, steps, strict=True)], prior)
+    fit = fit_step_model(
+        [step_terms(p, s, x) for p, s, x in zip(points, steps, shares, strict=True)], prior
+    )
     params = fit.params
     if min(params.weight_efficiency, params.kv_efficiency) < MIN_FRACTION:
         raise InputError(
@@ -75,13 +88,12 @@ def calibrate(points: list[MeasuredPoint], prior: EngineParams = DEFAULT_PRIOR) 
             "their units (ms_per_token is milliseconds per token of one sequence) and GPUs"
         )
     checked = []
-    for p, step in zip(points, steps, strict=True):
+    for p, step, share in zip(points, steps, shares, strict=True):
         row = step.row(p.context_tokens)
         engine = Engine("calibrated", (params,), gpu_family(p.scenario.gpu))
         # Points are read at efficiency 1 with no overhead: the row's own step is the roofline.
-        checked.append(
-            CheckedPoint(p, row.seconds_per_token, expected_for(step, row, engine).seconds)
-        )
+        predicted = expected_for(step, row, engine).seconds
+        checked.append(CheckedPoint(p, row.seconds_per_token, predicted, share))
     return Calibration(fit, tuple(checked))
 
 

@@ -83,6 +83,7 @@ def calibrate(
     from decodecalc.calibration.calibrate import roofline_fit
     from decodecalc.calibration.points import read_points
     from decodecalc.calibration.saved import save_calibration
+    from decodecalc.calibration.validation import prefill_share
     from decodecalc.loading.datafile import is_file
     from decodecalc.paths import expand_user
     from decodecalc.views.calibration import calibration_report
@@ -92,7 +93,8 @@ def calibrate(
         raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
     measured = read_points(path, catalog)
-    result = run_calibrate(measured, _prior(catalog, engine, measured))
+    prefills = [prefill_share(p, catalog) for p in measured]
+    result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
     if save_engine is not None:
         engine_saved = str(_save_engine(result, save_engine, presets, str(path)))

@@ -69,6 +69,12 @@ def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     return tuple(expand_user(p) for p in [*extra, *from_env])
 
 
+def is_numbers(text: str) -> bool:
+    """A model or GPU spec of ``key=value`` pairs (loading/numbers.py): no preset name,
+    alias or Hub id has '='. Tested here so a preset query never imports the numbers reader."""
+    return "=" in text
+
+
 @record
 class Catalog:
     """Preset lookup over user directories (first) and the built-in presets."""
@@ -95,11 +101,11 @@ class Catalog:
         """A model by preset name or alias, from a preset file, from a config.json, from
         numbers (``layers=80,hidden=8192,...``, loading/numbers.py) or, for an ``org/name``
         that is none of these, from the Hugging Face Hub (loading/hub.py)."""
-        from decodecalc.loading import numbers
-
         path = expand_user(name)
-        if numbers.is_numbers(name) and not is_file(path):
-            return numbers.model_from_numbers(name)
+        if is_numbers(name) and not is_file(path):
+            from decodecalc.loading.numbers import model_from_numbers
+
+            return model_from_numbers(name)
         if name.endswith((".yaml", ".yml", ".json")) or (os.sep in name and is_file(path)):
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
@@ -120,11 +126,11 @@ class Catalog:
 
     def gpu(self, name: str) -> GpuSpec:
         """A GPU by preset name or alias, or from numbers (``bandwidth=3.35TB/s,...``)."""
-        from decodecalc.loading import numbers
-
-        if not numbers.is_numbers(name):
+        if not is_numbers(name):
             return self._find("gpus", name, GpuSpec)
-        gpu = numbers.gpu_from_numbers(name)
+        from decodecalc.loading.numbers import gpu_from_numbers
+
+        gpu = gpu_from_numbers(name)
         if gpu.link is not None:
             self.link(gpu.link)  # a misspelt link is refused now, not at the first TP > 1
         return gpu

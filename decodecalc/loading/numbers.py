@@ -77,11 +77,6 @@ FROM_NUMBERS = (
 )
 
 
-def is_numbers(text: str) -> bool:
-    """A model or GPU spec of ``key=value`` pairs: no preset name, alias or Hub id has '='."""
-    return "=" in text
-
-
 def numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     """A note for each model or GPU given by numbers: its figures are only as good as the
     numbers typed, with no preset's sources behind them."""

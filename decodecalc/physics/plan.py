@@ -81,7 +81,7 @@ class Option:
 
     @property
     def gpus(self) -> int:
-        return group_gpus(self.scenario) * self.replicas
+        return self.scenario.gpus * self.replicas
 
     @property
     def throughput(self) -> float:
@@ -117,7 +117,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
     if targets.min_throughput is not None:
         per_replica = batch / seconds
         replicas = math.ceil(targets.min_throughput / per_replica)
-        group = group_gpus(scenario)
+        group = scenario.gpus
         most = max(1, targets.max_gpus // group)
         if replicas > most:
             best = most * per_replica
@@ -140,7 +140,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
         fits=fits,
         replicas=replicas,
         costs=cost_and_energy(
-            seconds, batch, group_gpus(scenario), rates.price_per_gpu_hour, rates.power_w
+            seconds, batch, scenario.gpus, rates.price_per_gpu_hour, rates.power_w
         ),
         max_batch=max_batch,
         max_context=largest_context(step, limit, context),
@@ -171,11 +171,6 @@ def largest_context(step: StepModel, limit: float | None, context: int) -> int:
     if limit is None or cap < 0:
         return max(cap, 0)
     return max(0, largest(0, cap, lambda context: step_seconds(step, context), limit))
-
-
-def group_gpus(scenario: Scenario) -> int:
-    """The GPUs one copy of the model runs on: TP x PP."""
-    return scenario.tp * scenario.pp
 
 
 def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:

@@ -9,7 +9,6 @@ from decodecalc.notes import Note, estimate_notes
 from decodecalc.physics.cost import CostEnergy, cost_and_energy
 from decodecalc.physics.estimator import Estimate, Scenario
 from decodecalc.physics.parallelism import communication
-from decodecalc.physics.plan import group_gpus
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
@@ -122,7 +121,7 @@ def cost_factors(s: Scenario) -> CostEnergy | None:
     r = s.rates
     if r.price_per_gpu_hour is None and r.power_w is None:
         return None
-    return cost_and_energy(0.001, s.batch, group_gpus(s), r.price_per_gpu_hour, r.power_w)
+    return cost_and_energy(0.001, s.batch, s.gpus, r.price_per_gpu_hour, r.power_w)
 
 
 def cost_fields(factors: CostEnergy | None, scale: float = 1.0) -> dict[str, float]:
@@ -149,7 +148,7 @@ def cost_inputs(s: Scenario) -> dict[str, Any] | None:
         "price_date": r.price_date or None,
         "power_w": r.power_w,
         "power_source": r.power_source or None,
-        "gpus": group_gpus(s),
+        "gpus": s.gpus,
         "cost_basis": cost_basis(s),
     }
 
