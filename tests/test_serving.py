@@ -50,7 +50,7 @@ def assert_little(doc: dict[str, Any]) -> None:
         ("--input-len", "1000", "--output-len", "500", "--concurrency", LIST),
         ("--input-len", "4K", "--output-len", "256", "--concurrency", "1,64,2000"),
         ("--input-len", "1000", "--output-len", "500", "--request-rate", "3"),
-        ("--input-len", "1000", "--output-len", "500", "--request-rate", "8"),
+        ("--input-len", "1000", "--output-len", "500", "--request-rate", "7"),
         ("--input-len", "1000", "--output-len", "300", "--concurrency", "1,32,300", *EAGLE, "0.7"),
         (
             "--input-len",

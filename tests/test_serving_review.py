@@ -46,17 +46,22 @@ def test_a_closed_loop_waits_one_step_to_be_admitted(cli: Run) -> None:
     after the step that ended the last one, and with others running the engine has already
     begun the next step: the request waits it out, one mean step, before its prefill. Alone
     (C = 1) the engine is idle and it starts at once. 1,000 prompt tokens in one chunk:
-    TTFT = t_mean + t_mix at C = 8, t_mix at C = 1; e2e and Little's law follow."""
+    TTFT = t_mean + t_mix + c_req at C = 8, t_mix + c_req at C = 1 (c_req: the profiles'
+    per-request cost, outside the steps); e2e and Little's law follow."""
     sizes = ("--input-len", "1000", "--output-len", "500")
     one = run_json(cli, *sizes, "--concurrency", "1")["rows"][0]
-    assert one["queue_ms"] == 0 and one["ttft_ms"] == pytest.approx(one["mixed_step_ms"])
+    assert one["queue_ms"] == 0 and one["per_request_ms"] > 0
+    assert one["ttft_ms"] == pytest.approx(one["mixed_step_ms"] + one["per_request_ms"])
     doc = run_json(cli, *sizes, "--concurrency", "8")
     row = doc["rows"][0]
     assert row["queue_ms"] == pytest.approx(mean_step_ms(row), rel=1e-12)
-    assert row["ttft_ms"] == pytest.approx(mean_step_ms(row) + row["mixed_step_ms"], rel=1e-12)
-    # Each slot cycles through the step waited and L = 1 + 499 = 500 steps running (the
-    # chunk step among them at its share of the mean): X = 8 / (501 t_mean).
-    cycle_ms = 500 * mean_step_ms(row) + mean_step_ms(row)
+    c_req = row["per_request_ms"]
+    assert row["ttft_ms"] == pytest.approx(
+        mean_step_ms(row) + row["mixed_step_ms"] + c_req, rel=1e-12
+    )
+    # Each slot cycles through the step waited, L = 1 + 499 = 500 steps running (the
+    # chunk step among them at its share of the mean) and c_req: X = 8 / (501 t_mean + c_req).
+    cycle_ms = 500 * mean_step_ms(row) + mean_step_ms(row) + c_req
     assert row["request_throughput_per_s"] == pytest.approx(8 / cycle_ms * 1000, rel=1e-12)
     assert_little(doc)
 
@@ -69,12 +74,12 @@ def test_an_open_loop_waits_the_step_in_progress(cli: Run) -> None:
     row = run_json(cli, "--input-len", "1000", "--output-len", "500", "--request-rate", "1")[
         "rows"
     ][0]
-    service_ms = row["e2e_latency_s"] * 1000 - row["queue_ms"]
+    service_ms = row["e2e_latency_s"] * 1000 - row["queue_ms"] - row["per_request_ms"]
     offered = 1.0 * service_ms / 1000
     f, dec, mix = row["chunk_share"], row["decode_step_ms"], row["mixed_step_ms"]
     residual = ((1 - f) * dec**2 + f * mix**2) / (2 * mean_step_ms(row))
     assert row["queue_ms"] == pytest.approx((1 - math.exp(-offered)) * residual, rel=1e-9)
-    assert row["ttft_ms"] == pytest.approx(row["queue_ms"] + mix, rel=1e-12)
+    assert row["ttft_ms"] == pytest.approx(row["queue_ms"] + mix + row["per_request_ms"], rel=1e-12)
 
 
 def test_prefix_hit_rate_is_null_without_a_prefix(cli: Run) -> None:
@@ -191,10 +196,10 @@ def test_a_slow_open_loop_runs_under_one_request(cli: Run) -> None:
     """At 0.01 requests/s each request runs about 3.8 s (1 chunk step + 499 decode steps
     of 7-8 ms), so by Little's law 0.01 x 3.8 = 0.038 requests run on average, not the
     whole one the old report gave (more running than in the system); the steps, while
-    one runs, are a batch of one's."""
+    one runs, are a batch of one's. Running counts the steps' time, not c_req."""
     doc = run_json(cli, "--input-len", "1000", "--output-len", "500", "--request-rate", "0.01")
     row = doc["rows"][0]
-    service_s = row["e2e_latency_s"] - row["queue_ms"] / 1000
+    service_s = row["e2e_latency_s"] - (row["queue_ms"] + row["per_request_ms"]) / 1000
     assert row["running"] == pytest.approx(0.01 * service_s, rel=1e-12)
     assert 0.03 < row["running"] < row["concurrency"] < 0.05
     assert row["decode_batch"] == 1
@@ -209,10 +214,12 @@ def test_a_sweep_runs_in_ascending_order(cli: Run) -> None:
 
 
 def test_table_shows_a_fraction_of_a_request(cli: Run) -> None:
-    """0.01 requests/s x 3.79 s (the row's E2E) in the system is 0.0379 requests, and as
-    many running (the 0.1 ms admission wait does not show in three figures): three
-    figures, not the "0.0" a tenth's rounding printed."""
+    """0.01 requests/s x 3.82 s (the row's E2E) in the system is 0.0382 requests: three
+    figures, not the "0.0" a tenth's rounding printed. The E2E: 3.79 s with the 1,000-token
+    chunk at peak FLOP/s, plus the chunk again at the typical e_p of 0.50 (2 x 7.5e9 x
+    1,000 / 989.4 TFLOP/s = 15.2 ms more) and the typical c_req (17.6 ms): 3.82 s. Running
+    leaves c_req out: 0.01 x (3.823 - 0.018) = 0.0380, printed 0.038."""
     sizes = ("--input-len", "1000", "--output-len", "500", "--request-rate", "0.01")
     cells = cli(*BASE, *sizes).out.splitlines()[-1].split("│")
-    assert cells[5].strip() == "3.79"  # E2E s
-    assert [c.strip() for c in cells[:2]] == ["0.0379", "0.0379"]
+    assert cells[5].strip() == "3.82"  # E2E s
+    assert [c.strip() for c in cells[:2]] == ["0.0382", "0.038"]

@@ -72,7 +72,12 @@ def test_shipped_serving_points_meet_the_tpot_target(cli: Run) -> None:
     summary = json.loads(result.out)["serving"]["summary"]
     assert summary["n"] >= 35
     assert summary["tpot_mdape"] <= summary["tpot_target_pct"] == 15
-    assert summary["ttft_mdape"] is not None
+    # Prefill at peak FLOP/s put TTFT a median 90% under; the fitted prefill efficiencies
+    # and per-request costs (presets/engines) bring it under 80% in-sample (the DeepSeek-R1
+    # MI300X half of the rows queues in ways the steady state lacks); left out, each group
+    # is predicted by the others' (about 90%: short prompts alone cannot tell e_p).
+    assert summary["ttft_mdape"] < 80
+    assert summary["left_out_ttft_mdape"] < 95
 
 
 def test_prefill_share_of_a_mean_tpot(catalog: Catalog) -> None:

@@ -36,6 +36,14 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
 - KV read mode: the one that fits better ('per-query-head' only when 1% better).
 - A point whose compute at the GPU's peak exceeds its memory time at the fitted
   efficiencies is fitted as compute + fixed costs.
+- Prefill (serving): where an engine+family has serving points with a measured TTFT,
+  the prefill efficiency e_p (share of peak FLOP/s its prefill chunks reach) and the
+  per-request cost c_req (tokenising, scheduling, the API server) that best predict their
+  TTFT and mean TPOT through the serving model with the decode fit above
+  (engine_fit.fit_prefill): both where prompt sizes lie 2x apart or more (and the points
+  number four or more; else e_p alone); c_req alone at the median e_p of those on the
+  same GPU family where prompts are of one size; else e_p alone. Engines+families without
+  TTFTs take the family's medians, else e_p 1 and no c_req.
 - Band: the 10th and 90th percentiles of measured / expected over the profile's points,
   at least as wide as over every fitted point.
 """
@@ -48,7 +56,15 @@ from pathlib import Path
 
 from decodecalc.calibration.points import read_points
 from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
-from decodecalc.calibration.validation import FamilyFit, bands, fit_engines, labelled
+from decodecalc.calibration.validation import (
+    FamilyFit,
+    bands,
+    fit_engines,
+    fit_prefills,
+    labelled,
+    prefill_cases,
+    with_prefill,
+)
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.record import record, replace
 
@@ -150,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     catalog = Catalog((presets_dir(),))
     items = labelled(read_points(points, catalog), catalog)
     fits = bands(items, fit_engines(items))
+    fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
     name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)
     for engine, text in profiles(fits, name).items():

@@ -51,7 +51,9 @@ from collections.abc import Sequence
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.physics.engine import KV_READS, EngineParams, StepCounts, kv_read_factor
-from decodecalc.physics.estimator import StepModel
+from decodecalc.physics.estimator import Scenario, StepModel
+from decodecalc.physics.kv_pool import SchedulerLimits
+from decodecalc.physics.serving import ServingResult, Workload, serve
 from decodecalc.record import record, replace
 
 MEASURED_WEIGHTS: dict[str | None, float] = {
@@ -411,3 +413,111 @@ def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str =
 
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.4g} us"
+
+
+@record
+class PrefillCase:
+    """A serving benchmark with a measured TTFT, as the prefill fit replays it: its
+    scenario (its engine holding the parameters fitted to decode steps), workload and
+    scheduler limits."""
+
+    scenario: Scenario
+    workload: Workload
+    limits: SchedulerLimits
+    ttft_s: float
+    tpot_s: float
+    """The measured mean TPOT, which other requests' chunks move too."""
+
+    def served(self, prefill_efficiency: float) -> ServingResult:
+        engine = self.scenario.engine
+        assert engine is not None
+        params = tuple(
+            replace(p, prefill_efficiency=prefill_efficiency, per_request_s=0.0)
+            for p in engine.params
+        )
+        scenario = replace(self.scenario, engine=replace(engine, params=params))
+        return serve(scenario, self.workload, self.limits)
+
+
+@record
+class PrefillFit:
+    prefill_efficiency: float
+    per_request_s: float
+    fitted: str
+    """Which of the two the points identified, from how many TTFTs (for ``fitted:``)."""
+    prior: float | None = None
+    """The family's e_p that c_req was fitted at; None where e_p was fitted too."""
+
+
+PREFILL_RANGE = (0.003, 1.0)
+"""e_p is searched between 0.3% of peak FLOP/s and the peak itself."""
+
+PREFILL_STEPS = 14
+"""Golden-section steps on log e_p: the bracket shrinks to 0.618^14 of its log width
+(e_p to about 0.5%), at a serving replay per point per step."""
+
+PROMPT_SPREAD = 2
+"""Prompt sizes (computed tokens) at least this far apart identify e_p beside c_req: a
+prompt's prefill then grows with its size while c_req does not. Prompts of one size (the
+ShareGPT benchmarks' ~230 tokens of three models) tell a slower prefill from a fixed cost
+only through the models' FLOPs, too weakly to fit both."""
+
+
+def prefill_identified(cases: Sequence[PrefillCase]) -> bool:
+    """Whether the cases fit their own e_p beside c_req (PROMPT_SPREAD)."""
+    sizes = [c.workload.new_tokens for c in cases]
+    return max(sizes) >= PROMPT_SPREAD * min(sizes)
+
+
+def fit_prefill(cases: Sequence[PrefillCase], prior: float | None = None) -> PrefillFit:
+    """e_p and c_req that best predict the cases' TTFT and mean TPOT (squared relative
+    errors, both): a slower prefill lengthens TTFT and, through the chunks decoding
+    requests wait through, TPOT, so the TPOT keeps e_p from absorbing a TTFT's queueing
+    the steady state does not model. c_req (TTFT only, never negative) comes in closed
+    form at each e_p. Which are fitted:
+
+    - prompts of sizes PROMPT_SPREAD apart: e_p and c_req;
+    - else, given ``prior`` (the family's e_p, fitted where prompts differ): c_req at it;
+    - else e_p alone, c_req 0 (a per-request cost cannot be told from a slower prefill)."""
+    if prior is not None and not prefill_identified(cases):
+        served = [c.served(prior) for c in cases]
+        per_request = _per_request(cases, [r.ttft_s for r in served])
+        return PrefillFit(
+            prior, per_request, f"per_request from {len(cases)} TTFTs at the family's e_p", prior
+        )
+    free = prefill_identified(cases) and len(cases) >= 2 * MIN_POINTS_PER_UNKNOWN
+
+    def at(log_e: float) -> tuple[float, float]:
+        results = [c.served(math.exp(log_e)) for c in cases]
+        ttft = [r.ttft_s for r in results]
+        per_request = _per_request(cases, ttft) if free else 0.0
+        loss = sum(
+            ((t + per_request) / c.ttft_s - 1) ** 2 + (r.tpot_s / c.tpot_s - 1) ** 2
+            for c, t, r in zip(cases, ttft, results, strict=True)
+        )
+        return loss, per_request
+
+    low, high = (math.log(e) for e in PREFILL_RANGE)
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    fa, fb = at(a)[0], at(b)[0]
+    for _ in range(PREFILL_STEPS):
+        if fa <= fb:
+            high, b, fb = b, a, fa
+            a = high - ratio * (high - low)
+            fa = at(a)[0]
+        else:
+            low, a, fa = a, b, fb
+            b = low + ratio * (high - low)
+            fb = at(b)[0]
+    best = a if fa <= fb else b
+    fitted = "prefill_efficiency, per_request" if free else "prefill_efficiency"
+    held = "" if free else "; per_request 0 us (prompts of one size)"
+    return PrefillFit(math.exp(best), at(best)[1], f"{fitted} from {len(cases)} TTFTs{held}")
+
+
+def _per_request(cases: Sequence[PrefillCase], ttft: Sequence[float]) -> float:
+    """The c_req >= 0 minimising the squared relative TTFT errors (closed form)."""
+    inverse = sum(1 / c.ttft_s**2 for c in cases)
+    gap = sum((c.ttft_s - t) / c.ttft_s**2 for c, t in zip(cases, ttft, strict=True))
+    return max(0.0, gap / inverse)

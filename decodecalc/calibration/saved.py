@@ -124,6 +124,9 @@ def engine_profile_text(
         }
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
+        if p.prefill_efficiency != 1 or p.per_request_s:
+            entry["prefill_efficiency"] = round(p.prefill_efficiency, 4)
+            entry["per_request"] = _microseconds(p.per_request_s)
         entry.update(
             band_low=round(p.band[0], 3),
             band_high=round(p.band[1], 3),

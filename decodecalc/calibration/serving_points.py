@@ -1,7 +1,9 @@
 """The serving rows of a points file replayed through the serving model: each benchmark's
 workload (input and output lengths, concurrency) on its scenario with the engine that
 measured it and that engine's scheduler defaults, the predicted mean TPOT against the
-measured one and, where the source gives it, the TTFT.
+measured one and, where the source gives it, the TTFT: with the shipped profiles and,
+left out, with profiles refitted without the point's group (calibration/validation.py:
+ttft_left_out).
 
 A point's ``ms_per_token`` is its benchmark's mean TPOT (``tpot_mean``) or mean
 inter-token latency (``itl_mean``, which for a whole run is the same figure: the decode
@@ -30,6 +32,8 @@ class ServingCheck:
     result: ServingResult | None
     """None when the model refuses the workload (the reason is in ``problem``)."""
     problem: str | None = None
+    left_out_ttft_s: float | None = None
+    """The TTFT predicted by profiles refitted without the point's group (ttft_left_out)."""
 
     @property
     def tpot_error(self) -> float | None:
@@ -44,6 +48,13 @@ class ServingCheck:
             return None
         return self.result.ttft_s / load.ttft_seconds - 1
 
+    @property
+    def left_out_ttft_error(self) -> float | None:
+        load = self.point.serving
+        if self.left_out_ttft_s is None or load is None or load.ttft_seconds is None:
+            return None
+        return self.left_out_ttft_s / load.ttft_seconds - 1
+
 
 @record
 class ServingValidation:
@@ -57,6 +68,10 @@ class ServingValidation:
     def ttft_mdape(self) -> float | None:
         return _median_abs([c.ttft_error for c in self.checks])
 
+    @property
+    def left_out_ttft_mdape(self) -> float | None:
+        return _median_abs([c.left_out_ttft_error for c in self.checks])
+
 
 def _median_abs(errors: Sequence[float | None]) -> float | None:
     values = sorted(abs(e) for e in errors if e is not None)
@@ -69,8 +84,11 @@ def _median_abs(errors: Sequence[float | None]) -> float | None:
 def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> ServingValidation:
     """Every point with a serving workload, predicted with its own engine's profile and
     scheduler defaults (the typical band's centre and vLLM's defaults when it names none)."""
+    from decodecalc.calibration.validation import ttft_left_out
+
+    left_out = ttft_left_out(points, catalog)
     checks = []
-    for point in points:
+    for i, point in enumerate(points):
         load = point.serving
         if load is None:
             continue
@@ -85,5 +103,5 @@ def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> Servi
         except InputError as exc:
             checks.append(ServingCheck(point, None, str(exc)))
             continue
-        checks.append(ServingCheck(point, result))
+        checks.append(ServingCheck(point, result, None, left_out.get(i)))
     return ServingValidation(tuple(checks))

@@ -29,9 +29,13 @@ from collections.abc import Iterable, Sequence
 
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
+    PrefillCase,
+    PrefillFit,
     StepFit,
     StepTerms,
+    fit_prefill,
     fit_step_model,
+    prefill_identified,
     step_terms,
 )
 from decodecalc.calibration.points import MeasuredPoint
@@ -50,7 +54,7 @@ from decodecalc.physics.engine import (
 )
 from decodecalc.physics.estimator import Row, StepModel
 from decodecalc.physics.kv_pool import scheduler_limits
-from decodecalc.physics.serving import Workload, prefill_share_s
+from decodecalc.physics.serving import Workload, prefill_share_s, serve
 from decodecalc.record import record, replace
 from decodecalc.scenarios import resolve_engine
 
@@ -408,4 +412,124 @@ def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
         own = band_of(ratios[key])
         band = (min(own[0], pooled[0]), max(own[1], pooled[1]))
         out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=band)))
+    return out
+
+
+Cases = dict[tuple[str, str], list[tuple[Labelled, PrefillCase]]]
+PrefillTable = dict[tuple[str, str], PrefillFit]
+
+
+def prefill_cases(points: Sequence[Labelled], fits: Fits, catalog: Catalog) -> Cases:
+    """Each fitted engine+family's serving points with a measured TTFT, replayed with the
+    engine's decode fit and its scheduler defaults (a workload the serving model refuses
+    is left out: the serving validation reports it)."""
+    out: Cases = {}
+    for p in points:
+        load, key = p.point.serving, (p.engine, p.family)
+        if load is None or load.ttft_seconds is None or key not in fits:
+            continue
+        case = _case(p, catalog, (fits[key].fit.params,))
+        if case is not None:
+            out.setdefault(key, []).append((p, case))
+    return out
+
+
+def _case(p: Labelled, catalog: Catalog, params: tuple[EngineParams, ...]) -> PrefillCase | None:
+    load = p.point.serving
+    assert load is not None and load.ttft_seconds is not None
+    gpu = p.point.scenario.gpu
+    engine, _ = resolve_engine(catalog, p.engine, gpu)
+    scenario = replace(p.point.scenario, engine=replace(engine, params=params))
+    workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
+    case = PrefillCase(
+        scenario,
+        workload,
+        scheduler_limits(engine, gpu),
+        load.ttft_seconds,
+        p.point.measured_seconds,
+    )
+    try:
+        serve(scenario, workload, case.limits)
+    except InputError:
+        return None
+    return case
+
+
+def fit_prefills(cases: Cases, known: PrefillTable | None = None) -> PrefillTable:
+    """e_p and c_req of every engine+family with TTFTs: first those whose prompt sizes
+    identify e_p (engine_fit.prefill_identified), each on its own points; then the rest
+    at the median e_p of those on their GPU family, where there is one. ``known``: fits
+    of the same cases made before (leave-one-group-out reuses what a group's absence
+    does not change)."""
+    known = known or {}
+    table: PrefillTable = {}
+    ordered = sorted(cases.items(), key=lambda item: not prefill_identified(_of(item[1])))
+    for key, found in ordered:
+        family = [
+            t.prefill_efficiency
+            for (e, f), t in table.items()
+            if f == key[1] and prefill_identified(_of(cases[e, f]))
+        ]
+        prior = statistics.median(family) if family else None
+        reuse = known.get(key)
+        if reuse is not None and (prefill_identified(_of(found)) or reuse.prior == prior):
+            table[key] = reuse
+        else:
+            table[key] = fit_prefill(_of(found), prior)
+    return dict(sorted(table.items()))
+
+
+def _of(found: Sequence[tuple[Labelled, PrefillCase]]) -> list[PrefillCase]:
+    return [c for _, c in found]
+
+
+def with_prefill(fits: Fits, table: PrefillTable) -> Fits:
+    """Each fit with its prefill efficiency and per-request cost: its own where its
+    TTFTs fitted them, else the median of those fitted on the same GPU family (every
+    engine's prefill runs the vendor's GEMM libraries), else e_p 1 and no c_req (the
+    roofline's prefill)."""
+    out: Fits = {}
+    for key, f in fits.items():
+        own = table.get(key)
+        family = [t for (_, fam), t in table.items() if fam == key[1]]
+        if own is not None:
+            e_p, c_req, how = own.prefill_efficiency, own.per_request_s, own.fitted
+        elif family:
+            e_p = statistics.median(t.prefill_efficiency for t in family)
+            c_req = statistics.median(t.per_request_s for t in family)
+            how = f"prefill_efficiency, per_request the median of {len(family)} on {key[1]}"
+        else:
+            out[key] = f
+            continue
+        params = replace(f.fit.params, prefill_efficiency=e_p, per_request_s=c_req)
+        fit = replace(f.fit, params=params, held=(*f.fit.held, how))
+        out[key] = replace(f, fit=fit)
+    return out
+
+
+def ttft_left_out(points: Sequence[MeasuredPoint], catalog: Catalog) -> dict[int, float]:
+    """Each measured TTFT (by its index in ``points``) predicted as leave_one_group_out
+    predicts a decode step: every profile refitted without the point's group, its decode
+    and its prefill parameters, resolved by the rule --engine uses (stand_in)."""
+    items = labelled(points, catalog)
+    index = {id(p.point): i for i, p in enumerate(items)}
+    cases = prefill_cases(items, fit_engines(items), catalog)
+    table = fit_prefills(cases)
+    out: dict[int, float] = {}
+    for group in sorted({p.group for found in cases.values() for p, _ in found}):
+        rest = [p for p in items if p.group != group]
+        kept = {key: [(p, c) for p, c in found if p.group != group] for key, found in cases.items()}
+        unchanged = {k: t for k, t in table.items() if len(kept[k]) == len(cases[k])}
+        without = fit_prefills({k: f for k, f in kept.items() if f}, unchanged)
+        profiles = profiles_of(with_prefill(fit_engines(rest), without))
+        for found in cases.values():
+            for p, _ in found:
+                if p.group != group:
+                    continue
+                params, _ = stand_in(profiles, p.engine, p.family)
+                case = _case(p, catalog, params) if params else None
+                if case is not None:
+                    out[index[id(p.point)]] = serve(
+                        case.scenario, case.workload, case.limits
+                    ).ttft_s
     return out

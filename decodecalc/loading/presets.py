@@ -323,6 +323,10 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                     kv_read=kv_read,
                     band=band,
                     points=f.integer("points", default=0, minimum=0),
+                    prefill_efficiency=(
+                        _efficiency(f, "prefill_efficiency") if f.has("prefill_efficiency") else 1.0
+                    ),
+                    per_request_s=_duration(f, "per_request") or 0.0,
                 ),
             )
         )

@@ -84,6 +84,12 @@ class EngineParams:
     """c_moe: per MoE layer per step."""
     per_sequence_s: float = 0.0
     """c_seq: per sequence in the batch and per pass through a layer (sequence_passes)."""
+    prefill_efficiency: float = 1.0
+    """e_p: share of peak FLOP/s a server's prefill chunks compute at (physics/serving.py);
+    1 where no time to first token was measured for the engine or its GPU family."""
+    per_request_s: float = 0.0
+    """c_req: per request, outside the steps (tokenising, scheduling, the API server): in
+    a server's TTFT and end-to-end latency."""
 
 
 @record

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import cached_property
+from statistics import median
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
@@ -149,6 +150,8 @@ class ServingResult:
     shorter TPOT."""
     shared_prefix_attention: bool = False
     notes: tuple[Note, ...] = ()
+    per_request_s: float = 0.0
+    """c_req: the engine's per-request cost outside the steps, in TTFT and e2e."""
 
     @property
     def output_throughput_tokens_per_s(self) -> float:
@@ -203,20 +206,32 @@ class _Steps:
         decode_flops = (
             step_flops(model, batch * queries, first) + step_flops(model, batch * queries, last)
         ) / 2
-        flops = decode_flops + chunk * self.prefill_flops_per_token
         peak = step.peak_flops_per_s
-        compute = 0.0 if peak is None else flops / scenario.tp / peak
+        per_gpu = 0.0 if peak is None else 1 / scenario.tp / peak
+        decode = decode_flops * per_gpu
+        prefill = chunk * self.prefill_flops_per_token * per_gpu
         weights = streamed_weight_bytes(scenario, tokens)
         comm = 0.0 if step.comm is None else step.comm.seconds(tokens)
         total = weights + kv + step.state_bytes
         engine = scenario.engine
         if engine is None or not engine.params:
             memory = total / scenario.effective_bandwidth_bytes_per_s
-            return max(memory, compute) + comm + scenario.overhead_s
+            return max(memory, decode + prefill) + comm + scenario.overhead_s
         mixed = replace(step, weight_bytes=weights)
-        terms = packed([EngineTerms.of(mixed, p, comm) for p in engine.params])
-        floor = max(total / scenario.bandwidth_bytes_per_s, compute) + comm
-        return within_band(terms, kv, compute, floor)[0]
+        floor = max(total / scenario.bandwidth_bytes_per_s, decode + prefill) + comm
+        # Each profile's chunk at its own prefill efficiency (decode tokens at peak, as in
+        # a decode step); the centre is their median, as within_band takes it.
+        return median(
+            [
+                within_band(
+                    packed([EngineTerms.of(mixed, p, comm)]),
+                    kv,
+                    decode + prefill / p.prefill_efficiency,
+                    floor,
+                )[0]
+                for p in engine.params
+            ]
+        )
 
 
 def prefill_flops_per_token(scenario: Scenario, workload: Workload) -> float:
@@ -303,6 +318,12 @@ class _Server:
                 f"input + output = {longest:,} tokens is past {scenario.model.id}'s maximum "
                 f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
             )
+        self.per_request_s = (
+            0.0
+            if engine is None or not engine.params
+            else median([p.per_request_s for p in engine.params])
+        )
+        """c_req: the profiles' median; outside the steps, so in TTFT and e2e only."""
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         self.queries = 1 if spec is None else spec.queries
         self.pool = kv_pool(scenario, limits)
@@ -371,11 +392,11 @@ class _Server:
     def result(
         self, point: _Point, in_system: float, queue_s: float, saturation: float
     ) -> ServingResult:
-        """TTFT = queue + n mixed steps; e2e = TTFT + (O - 1) TPOT = queue + L mean steps;
-        the request rate from Little's law on the whole system."""
+        """TTFT = queue + n mixed steps + c_req; e2e = TTFT + (O - 1) TPOT = queue + L mean
+        steps + c_req; the request rate from Little's law on the whole system."""
         w = self.workload
-        prefill_s = point.chunks * point.mixed_s
-        e2e = queue_s + point.service_s
+        prefill_s = point.chunks * point.mixed_s + self.per_request_s
+        e2e = queue_s + point.service_s + self.per_request_s
         even = self.break_even
         return ServingResult(
             scenario=self.steps.scenario,
@@ -404,6 +425,7 @@ class _Server:
             break_even_batch=even,
             shared_prefix_attention=self.shared,
             notes=self.notes(point, queue_s, even),
+            per_request_s=self.per_request_s,
         )
 
     def saturation(self) -> float:
@@ -560,7 +582,7 @@ def _open(server: _Server, rate: float, saturation: float) -> ServingResult:
     # running are Poisson with mean ``offered`` (M/G/infinity), so one or more run with
     # probability 1 - e^-offered (PASTA: arrivals see the time average).
     wait = for_slot - math.expm1(-offered) * point.residual_s
-    in_system = rate * (wait + point.service_s)
+    in_system = rate * (wait + point.service_s + server.per_request_s)
     if point.limit == "concurrency":  # the arrivals, not a cap, set the running count
         point = replace(point, limit="request-rate")
     result = server.result(point, in_system, wait, saturation)

@@ -238,6 +238,12 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
             + (f" + communication {comm * 1000:.3f} ms" if comm > 1e-12 else "")
             + f" -> {total * 1000:.3f} ms"
         )
+        if params.prefill_efficiency != 1 or params.per_request_s:
+            lines.append(
+                f"   {name} serving (not in this step): prefill chunks at e_p "
+                f"{params.prefill_efficiency:.2f} of peak FLOP/s, "
+                f"{params.per_request_s * 1000:.1f} ms per request in TTFT"
+            )
     e = row.expected
     how = "median of the profiles" if len(engine.params) > 1 else "the profile's fit"
     lines.append(

@@ -146,6 +146,8 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "per_step_ms": p.per_step_s * 1000,
             "per_moe_layer_us": p.per_moe_layer_s * 1e6,
             "per_sequence_us": p.per_sequence_s * 1e6,
+            "prefill_efficiency": p.prefill_efficiency,
+            "per_request_ms": p.per_request_s * 1000,
             "allreduce_latency_us": None
             if p.allreduce_latency_s is None
             else p.allreduce_latency_s * 1e6,
@@ -168,6 +170,8 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         Column("per_step_ms", "ms / step", lambda v: f"{v:.2f}", drop=2),
         Column("per_moe_layer_us", "us / MoE layer", lambda v: f"{v:.0f}", drop=6),
         Column("per_sequence_us", "us / seq pass", lambda v: f"{v:.2f}", drop=6),
+        Column("prefill_efficiency", "e_p", lambda v: f"{v:.2f}", drop=6),
+        Column("per_request_ms", "ms / request", lambda v: f"{v:.1f}", drop=6),
         Column("allreduce_latency_us", "all-reduce us", lambda v: f"{v:.0f}", drop=4),
         Column(
             "band_low",
