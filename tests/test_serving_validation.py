@@ -72,12 +72,14 @@ def test_shipped_serving_points_meet_the_tpot_target(cli: Run) -> None:
     summary = json.loads(result.out)["serving"]["summary"]
     assert summary["n"] >= 35
     assert summary["tpot_mdape"] <= summary["tpot_target_pct"] == 15
-    # Prefill at peak FLOP/s put TTFT a median 90% under; the fitted prefill efficiencies
-    # and per-request costs (presets/engines) bring it under 80% in-sample (the DeepSeek-R1
-    # MI300X half of the rows queues in ways the steady state lacks); left out, each group
-    # is predicted by the others' (about 90%: short prompts alone cannot tell e_p).
-    assert summary["ttft_mdape"] < 80
-    assert summary["left_out_ttft_mdape"] < 95
+    # Prefill at peak FLOP/s put TTFT a median 60-70% under on the rows the steady state
+    # describes; the fitted prefill efficiencies and per-request costs (presets/engines)
+    # bring it to about 30% in-sample and 50% with each group predicted by the others'.
+    # The DeepSeek-R1 MI300X rows' TTFT (waves of requests started together, ttft_exclude)
+    # is reported, never fitted, and stays about 99% under.
+    assert summary["steady_ttft_mdape"] < 40
+    assert summary["steady_left_out_ttft_mdape"] < 60
+    assert summary["ttft_mdape"] > 80  # the bursts are still counted in the whole
 
 
 def test_prefill_share_of_a_mean_tpot(catalog: Catalog) -> None:
@@ -99,3 +101,18 @@ def test_prefill_share_of_a_mean_tpot(catalog: Catalog) -> None:
     assert prefill_share_s(scenario, Workload(4000, 101, concurrency=1), limits) == 0
     with pytest.raises(InputError, match="closed loop"):
         prefill_share_s(scenario, Workload(4000, 101, request_rate=1.0), limits)
+
+
+def test_an_excluded_ttft_is_reported_not_fitted(cli: Run, tmp_path: Path) -> None:
+    """ttft_exclude keeps a TTFT out of the prefill fit but in validate's report; it needs
+    a TTFT to speak of."""
+    serving = {**ROW, "input_len": 1000, "output_len": 500, "concurrency": 8, "ttft_ms": 40}
+    excluded = {**serving, "ttft_exclude": "a burst"}
+    r = cli("validate", write(tmp_path, excluded), "--json")
+    assert r.code == 0, r.err
+    point = json.loads(r.out)["serving"]["points"][0]
+    assert point["ttft_error_pct"] == pytest.approx((point["ttft_ms"] / 40 - 1) * 100)
+    assert point["left_out_ttft_ms"] is None  # no fit held it out: none used it
+    lonely = {k: v for k, v in excluded.items() if k != "ttft_ms"}
+    r = cli("validate", write(tmp_path, lonely))
+    assert r.code == 2 and "ttft_exclude" in r.err and "no ttft_ms" in r.err

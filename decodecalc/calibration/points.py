@@ -46,6 +46,9 @@ class ServingLoad:
     output_len: int
     concurrency: int
     ttft_seconds: float | None = None
+    ttft_fitted: bool = True
+    """False where the point's ``ttft_exclude`` says why its TTFT breaks the steady-state
+    model's assumptions: reported by validate, never fitted."""
 
 
 @record
@@ -127,16 +130,23 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
 
 def _serving_load(f: Fields) -> ServingLoad | None:
     """A serving point's workload (input_len, output_len, concurrency, optionally
-    ttft_ms): all three or none."""
+    ttft_ms and ttft_exclude): the first three all or none."""
     sizes = [f.optional_integer(name) for name in ("input_len", "output_len", "concurrency")]
     ttft = f.fraction("ttft_ms", MAX_MS_PER_TOKEN) if f.has("ttft_ms") else None
+    unfitted = bool(f.text("ttft_exclude", ""))
+    if unfitted and ttft is None:
+        raise f.error("ttft_exclude", "says why a TTFT is not fitted, but there is no ttft_ms")
     if all(size is None for size in sizes) and ttft is None:
         return None
     input_len, output_len, concurrency = sizes
     if input_len is None or output_len is None or concurrency is None:
         raise f.error("input_len", "a serving workload needs input_len, output_len and concurrency")
     return ServingLoad(
-        input_len, output_len, concurrency, None if ttft is None else float(ttft) / 1000
+        input_len,
+        output_len,
+        concurrency,
+        None if ttft is None else float(ttft) / 1000,
+        ttft_fitted=not unfitted,
     )
 
 

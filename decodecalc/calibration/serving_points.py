@@ -72,6 +72,19 @@ class ServingValidation:
     def left_out_ttft_mdape(self) -> float | None:
         return _median_abs([c.left_out_ttft_error for c in self.checks])
 
+    @property
+    def steady_ttft_mdape(self) -> float | None:
+        """TTFT error over the points whose TTFT the steady state describes (those fitted)."""
+        return _median_abs([c.ttft_error for c in self._steady])
+
+    @property
+    def steady_left_out_ttft_mdape(self) -> float | None:
+        return _median_abs([c.left_out_ttft_error for c in self._steady])
+
+    @property
+    def _steady(self) -> list[ServingCheck]:
+        return [c for c in self.checks if c.point.serving and c.point.serving.ttft_fitted]
+
 
 def _median_abs(errors: Sequence[float | None]) -> float | None:
     values = sorted(abs(e) for e in errors if e is not None)

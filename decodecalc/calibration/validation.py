@@ -422,11 +422,12 @@ PrefillTable = dict[tuple[str, str], PrefillFit]
 def prefill_cases(points: Sequence[Labelled], fits: Fits, catalog: Catalog) -> Cases:
     """Each fitted engine+family's serving points with a measured TTFT, replayed with the
     engine's decode fit and its scheduler defaults (a workload the serving model refuses
-    is left out: the serving validation reports it)."""
+    is left out: the serving validation reports it; so is a TTFT whose point says, in
+    ``ttft_exclude``, why the steady state cannot describe it)."""
     out: Cases = {}
     for p in points:
         load, key = p.point.serving, (p.engine, p.family)
-        if load is None or load.ttft_seconds is None or key not in fits:
+        if load is None or load.ttft_seconds is None or not load.ttft_fitted or key not in fits:
             continue
         case = _case(p, catalog, (fits[key].fit.params,))
         if case is not None:

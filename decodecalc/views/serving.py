@@ -267,17 +267,23 @@ def with_serving_validation(report: Report, v: ServingValidation) -> Report:
         )
         lines.append(_validation_line(c))
     tpot, ttft, left_out = v.tpot_mdape, v.ttft_mdape, v.left_out_ttft_mdape
+    steady, steady_left_out = v.steady_ttft_mdape, v.steady_left_out_ttft_mdape
     summary = {
         "n": len(v.checks),
         "tpot_mdape": None if tpot is None else tpot * 100,
         "tpot_target_pct": TPOT_TARGET * 100,
         "ttft_mdape": None if ttft is None else ttft * 100,
         "left_out_ttft_mdape": None if left_out is None else left_out * 100,
+        "steady_ttft_mdape": None if steady is None else steady * 100,
+        "steady_left_out_ttft_mdape": None if steady_left_out is None else steady_left_out * 100,
     }
+    bursts = sum(1 for c in v.checks if c.point.serving and not c.point.serving.ttft_fitted)
     head = (
         f"serving: {len(v.checks)} benchmark points through the serving model: mean TPOT median "
-        f"absolute error {_pct(tpot)} (target {TPOT_TARGET:.0%}); TTFT {_pct(ttft)}, each "
-        f"group left out {_pct(left_out)}"
+        f"absolute error {_pct(tpot)} (target {TPOT_TARGET:.0%}); TTFT {_pct(ttft)} over all, "
+        f"{_pct(steady)} over the {len(v.checks) - bursts} the steady state describes "
+        f"({_pct(steady_left_out)} with each group left out; the other {bursts} say in "
+        "ttft_exclude why not)"
     )
     return replace(
         report,
