@@ -255,3 +255,15 @@ def test_monotone_over_concurrency(
     rate = 0.999 * results[-1].saturation_rate_per_s
     near = serve(scenario, Workload(2000, 400, request_rate=rate, speculative=speculative), limits)
     assert near.concurrency == pytest.approx(rate * near.e2e_s, rel=1e-12)
+
+
+def test_an_engine_without_scheduler_defaults_says_whose_stand_in(cli: Run) -> None:
+    """SGLang's profile has no serving: block; vLLM's limits stand in, and a note says so
+    (vLLM's own profile has them, so no note there)."""
+    args = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--input-len", "1K")
+    args += ("--output-len", "256", "--concurrency", "4", "--json")
+    sglang = json.loads(cli(*args, "--engine", "sglang").out)
+    assert [n["code"] for n in sglang["notes"]] == ["scheduler-stand-in"]
+    assert sglang["scheduler"]["max_num_seqs"] == 1024  # vLLM's H100 default
+    vllm = json.loads(cli(*args, "--engine", "vllm").out)
+    assert vllm["notes"] == []

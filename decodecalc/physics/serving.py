@@ -467,6 +467,16 @@ class _Server:
 
     def notes(self, point: _Point, queue_s: float, even: int | None) -> tuple[Note, ...]:
         found = []
+        engine = self.steps.scenario.engine
+        if engine is not None and engine.serving is None and engine.id not in ("typical", "vllm"):
+            found.append(
+                Note(
+                    "scheduler-stand-in",
+                    f"{engine.id}'s profile has no scheduler defaults of its own: vLLM's "
+                    "batch limits and KV-pool rules stand in (give --max-num-batched-tokens "
+                    "and --max-num-seqs for its own)",
+                )
+            )
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
             why = {
                 "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
