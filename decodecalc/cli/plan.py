@@ -96,7 +96,8 @@ def plan(
         ),
     ] = None,
     max_gpus: Annotated[
-        int, typer.Option("--max-gpus", help="The most GPUs in all (TP x replicas).", metavar="N")
+        int,
+        typer.Option("--max-gpus", help="The most GPUs in all (TP x PP x replicas).", metavar="N"),
     ] = 64,
     max_batch: Annotated[
         int,
