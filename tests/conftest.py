@@ -77,3 +77,21 @@ def preset_scenario(
         gpu=g,
         **kw,  # type: ignore[arg-type]
     )
+
+
+@pytest.fixture(scope="session")
+def shipped_validation() -> dict[str, object]:
+    """`decodecalc validate validation/points.yaml --json`, run once for every test that
+    reads its figures (a whole validation refits every profile: seconds, not milliseconds)."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+
+    points = Path(__file__).resolve().parents[1] / "validation" / "points.yaml"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["validate", str(points), "--json"])
+    assert code == 0
+    doc: dict[str, object] = json.loads(out.getvalue())
+    return doc

@@ -27,7 +27,7 @@ DATA_COMMANDS = {
     "dtypes": ["--json"],
     "recipes": ["--json"],
     "links": ["--json"],
-    "validate": ["validation/points.yaml", "--json"],
+    "validate": ["tests/data/validation-sample.yaml", "--json"],
     "engines": ["--json"],
     "show": ["llama-3.1-8b", "--json"],
     "import": ["tests/fixtures/configs/llama-3.1-8b.json", "--name", "x"],

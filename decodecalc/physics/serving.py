@@ -30,7 +30,7 @@ from decodecalc.physics.engine import EngineTerms, packed, within_band
 from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel, streamed_weight_bytes
 from decodecalc.physics.kv_pool import KvPool, SchedulerLimits, kv_pool
 from decodecalc.physics.speculative import Speculation, draft_scenario
-from decodecalc.record import record, replace
+from decodecalc.record import field, record, replace
 from decodecalc.units import GB
 
 MAX_TOKENS = 2**24
@@ -167,6 +167,9 @@ class _Steps:
     shared_prefix: bool
     prefill_flops_per_token: float
     draft: Scenario | None
+    built: dict[tuple[int, int], StepModel] = field(default_factory=dict)
+    """Step models by (id of the scenario, batch): a server prices the same few batches
+    at every operating point, and building one is most of a step's cost."""
 
     def seconds(self, batch: float, chunk: int) -> float:
         """A step of ``batch`` decoding sequences (interpolated between whole batches)
@@ -193,7 +196,10 @@ class _Steps:
         back; FLOPs are the decode's plus the chunk's at the GPU's peak."""
         w = self.workload
         tokens = batch * queries + chunk
-        step = StepModel.of(replace(scenario, batch=batch))
+        key = (id(scenario), batch)  # scenario is this record's own or its draft: held here
+        step = self.built.get(key)
+        if step is None:
+            step = self.built[key] = StepModel.of(replace(scenario, batch=batch))
         first, last = w.input_len, w.input_len + w.output_len - 1
         per_sequence = Fraction(step.kv_units.elements(first) + step.kv_units.elements(last), 2)
         shared_units = step.kv_units.elements(w.prefix_len) if shared else 0
@@ -468,7 +474,13 @@ class _Server:
     def notes(self, point: _Point, queue_s: float, even: int | None) -> tuple[Note, ...]:
         found = []
         engine = self.steps.scenario.engine
-        if engine is not None and engine.serving is None and engine.id not in ("typical", "vllm"):
+        # a named profile (not the roofline, not the typical band) without a serving: block
+        if (
+            engine is not None
+            and engine.params
+            and engine.serving is None
+            and engine.id != "typical"
+        ):
             found.append(
                 Note(
                     "scheduler-stand-in",
