@@ -50,7 +50,8 @@ COMMANDS: list[str] = [
     *(f"explain {s} -c 16K --json" for s in SCENARIOS[::3]),
     *(f"generate {s} --prompt 2000 --tokens 500 --json" for s in SCENARIOS[::2]),
     "compare -m llama-3.1-70b -g h100-sxm,h200,mi300x -w fp8 -k fp8,bf16 -c 8K,128K --json",
-    "compare -m deepseek-v3,kimi-k2 -g h200 -w fp8 --tp 8 --batch 1,32 -c 4K --engine sglang --json",
+    "compare -m deepseek-v3,kimi-k2 -g h200 -w fp8 --tp 8 --batch 1,32 -c 4K --engine sglang "
+    "--json",
     "sweep -m llama-3.1-8b,qwen3-30b-a3b -g h100-sxm,m4-max -w bf16,int4-g128 --batch 1,8 "
     "-c 1K,64K -f jsonl",
     "serving -m llama-3.1-8b -g h100-sxm --engine vllm --input-len 1000 --output-len 500 "
