@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from decodecalc.answers.estimate import Estimate
     from decodecalc.api import (
         estimate,
         generate,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from decodecalc.context import parse_context
     from decodecalc.errors import InputError
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.physics.estimator import Estimate, Scenario
+    from decodecalc.scenarios.scenario import Scenario
     from decodecalc.units import parse_bandwidth
 
 _API = ("estimate", "generate", "load_dtype", "load_gpu", "load_model", "scenario", "to_dict")
@@ -50,8 +51,8 @@ _LAZY = {
     "Catalog": "decodecalc.loading.catalog",
     "parse_context": "decodecalc.context",
     "InputError": "decodecalc.errors",
-    "Estimate": "decodecalc.physics.estimator",
-    "Scenario": "decodecalc.physics.estimator",
+    "Estimate": "decodecalc.answers.estimate",
+    "Scenario": "decodecalc.scenarios.scenario",
     "parse_bandwidth": "decodecalc.units",
 }
 

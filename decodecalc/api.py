@@ -19,14 +19,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.estimate import estimate as _estimate
+from decodecalc.answers.generate import Generation
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.estimator import Estimate, Scenario
-from decodecalc.physics.estimator import estimate as _estimate
-from decodecalc.physics.generation import Generation
-from decodecalc.physics.hardware import GpuSpec
-from decodecalc.physics.model import Model
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.model.model import Model
+from decodecalc.scenarios.scenario import Scenario
 
 
 def catalog(presets: Sequence[str | Path] = ()) -> Catalog:
@@ -62,9 +63,9 @@ def scenario(
     Link you built is used as given.
     """
     from decodecalc.loading.fields import suggest
+    from decodecalc.loading.resolve import resolve
     from decodecalc.record import field_names
-    from decodecalc.scenario_spec import ScenarioSpec
-    from decodecalc.scenarios import resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
 
     known = field_names(ScenarioSpec)
     for name in options:
@@ -85,7 +86,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int] | str) -> Estimate:
 
 
 def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generation:
-    from decodecalc.physics.generation import generate as _generate
+    from decodecalc.answers.generate import generate as _generate
 
     return _generate(scenario, prompt_tokens, new_tokens)
 

@@ -9,7 +9,7 @@ import pytest
 
 from decodecalc.cli import main
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario
+from decodecalc.scenarios.scenario import Scenario
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ import json
 
 import pytest
 
+from decodecalc.answers.estimate import Estimate, estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Estimate, Scenario, estimate
-from decodecalc.physics.tensors import expected_experts
+from decodecalc.model.tensors import expected_experts
+from decodecalc.scenarios.scenario import Scenario
 
 from .conftest import Run
 

@@ -285,7 +285,7 @@ def test_scenario_commands_share_one_set_of_options(command: str) -> None:
     spec's own default (compare and sweep as the text of a one-item list)."""
     from decodecalc.cli.options import SCENARIO_OPTIONS
     from decodecalc.record import field_defaults, field_names
-    from decodecalc.scenario_spec import ScenarioSpec
+    from decodecalc.scenarios.spec import ScenarioSpec
 
     params = {p.name: p for p in full_command().commands[command].params}
     assert [o.name for o in SCENARIO_OPTIONS] == list(field_names(ScenarioSpec))

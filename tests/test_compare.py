@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, estimate
-from decodecalc.physics.sweep import ROW_FIELDS, FastStep
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views.charts import Series, terminal_chart
 
 from .conftest import Run

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from decodecalc.answers.cost import cost_and_energy
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.physics.cost import cost_and_energy, parse_power, parse_price
+from decodecalc.scenarios.rates import parse_power, parse_price
 from tests.conftest import Run
 
 PRICE_FILES = sorted((presets_dir() / "prices").glob("*.yaml"))

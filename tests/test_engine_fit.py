@@ -17,10 +17,11 @@ from decodecalc.calibration.engine_fit import (
 )
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.engine.profile import EngineParams
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.engine import EngineParams, StepCounts, expected_step, sequence_passes
-from decodecalc.physics.estimator import StepModel
 from decodecalc.record import replace
+from decodecalc.step.engine_terms import StepCounts, sequence_passes
+from decodecalc.step.step import StepModel, expected_step
 from tests.conftest import Run, preset_scenario
 
 H100 = 3.35e12  # bytes/s, the h100-sxm preset's datasheet bandwidth
@@ -258,7 +259,7 @@ def test_tp_only_points_charge_fixed_costs_to_the_all_reduces() -> None:
 
 
 def test_terms_agree_with_the_engine_formula(catalog: Catalog) -> None:
-    """The fit's linear terms give the same step as physics.engine.expected_step, in both
+    """The fit's linear terms give the same step as step.step.expected_step, in both
     KV read modes, with TP communication at the engine's latency."""
     scenario = replace(
         preset_scenario(catalog, "llama-3.1-70b", "fp8", tp=4, batch=8),

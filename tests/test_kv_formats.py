@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import StepModel
-from decodecalc.physics.sweep import ROW_FIELDS, FastStep
-from decodecalc.scenario_spec import ScenarioSpec
-from decodecalc.scenarios import resolve
+from decodecalc.loading.resolve import resolve
+from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.step.step import StepModel
 
 from .conftest import Run
 

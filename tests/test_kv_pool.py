@@ -9,18 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from decodecalc.answers.kv_pool import KvPool, kv_pool
+from decodecalc.engine.profile import VLLM_DEFAULTS
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.kv_pool import (
-    VLLM_DEFAULTS,
-    KvPool,
-    SchedulerLimits,
-    kv_pool,
-    scheduler_limits,
-)
+from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
-from decodecalc.scenario_spec import ScenarioSpec
-from decodecalc.scenarios import resolve
+from decodecalc.scenarios.spec import ScenarioSpec
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -17,18 +17,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.generate import generate
+from decodecalc.answers.sweep import ROW_FIELDS, FastStep
+from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.engine import Engine, EngineParams
-from decodecalc.physics.estimator import Scenario, StepModel, estimate, streamed_weight_bytes
-from decodecalc.physics.generation import generate
-from decodecalc.physics.hardware import GpuSpec
-from decodecalc.physics.layers import Attention, DenseMLP, Layer
-from decodecalc.physics.linear_attention import LinearAttention
-from decodecalc.physics.model import Model
-from decodecalc.physics.moe import MoE
-from decodecalc.physics.sweep import ROW_FIELDS, FastStep
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.model.layers import Attention, DenseMLP, Layer
+from decodecalc.model.linear_attention import LinearAttention
+from decodecalc.model.model import Model
+from decodecalc.model.moe import MoE
 from decodecalc.record import replace
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.step import StepModel, streamed_weight_bytes
 
 CATALOG = Catalog()
 THIRD = DType(
@@ -168,7 +170,7 @@ TWO_ENGINES = Engine(
     "test",
     (
         EngineParams(0.8, 0.6, 50e-6, 3e-4, 25e-6, "per-query-head", (0.9, 1.2), 10),
-        # ... and 200 us per MoE layer, 1 us per sequence pass (physics/engine.py).
+        # ... and 200 us per MoE layer, 1 us per sequence pass (step/engine_terms.py).
         EngineParams(0.7, 0.65, 20e-6, 1e-4, None, "once", (0.95, 1.1), 10, 2e-4, 1e-6),
     ),
     "nvidia-datacenter",
@@ -307,7 +309,7 @@ def test_expected_decode_is_the_sum_of_expected_steps() -> None:
     bends fall inside a piece (the typical band, whose median changes hands between
     profiles; an MoE on MI300X), exact where they do not (one profile, memory-bound)."""
     import decodecalc
-    from decodecalc.physics.generation import expected_decode
+    from decodecalc.answers.generate import expected_decode
 
     for model, gpu, engine, batch, prompt, tokens, tolerance in (
         ("llama-3.1-8b", "h100", "vllm", 64, 1000, 5000, 1e-9),

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from decodecalc.answers.estimate import estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, estimate
-from decodecalc.physics.hardware import GpuSpec
-from decodecalc.physics.layers import Attention, DenseMLP, Layer
-from decodecalc.physics.linear_attention import LinearAttention
-from decodecalc.physics.model import Model
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.model.layers import Attention, DenseMLP, Layer
+from decodecalc.model.linear_attention import LinearAttention
+from decodecalc.model.model import Model
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views.estimate import estimate_report
 
 from .conftest import Run

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, StepModel, estimate
-from decodecalc.physics.hardware import GpuSpec
-from decodecalc.physics.sweep import ROW_FIELDS, FastStep
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.step import StepModel
 
 from .conftest import Run
 

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, StepModel, estimate
-from decodecalc.physics.kvcache import KVCurve, chunk_tokens
-from decodecalc.physics.sweep import ROW_FIELDS, FastStep
+from decodecalc.model.kvcache import KVCurve, chunk_tokens
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.step import StepModel
 
 from .conftest import Run
 
@@ -355,7 +357,7 @@ def test_decode_sum_crosses_a_chunk_or_the_top_k_exactly(
 ) -> None:
     """Generation sums step times line by line; a chunk boundary (8,192 -> 8,193) or the
     top-k (2,048) bends the line, so the sum must cut there to equal the brute-force sum."""
-    from decodecalc.physics.generation import decode_seconds
+    from decodecalc.answers.generate import decode_seconds
 
     step = StepModel.of(scenario(catalog, model, gpu="h200", batch=8))
     brute = sum(step.row(t).seconds_per_token for t in range(first, first + 400))

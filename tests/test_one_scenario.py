@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import decodecalc
+from decodecalc.answers.estimate import estimate
 from decodecalc.calibration.points import read_points
 from decodecalc.cli import main
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import estimate
 from decodecalc.record import replace
 
 CATALOG = Catalog()

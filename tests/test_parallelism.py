@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 import decodecalc
+from decodecalc.answers.estimate import estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import estimate
-from decodecalc.physics.parallelism import stage_groups, stage_layer_counts
+from decodecalc.step.parallelism import stage_groups, stage_layer_counts
 from tests.conftest import Run
 
 CATALOG = Catalog()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.calibration.saved import calibration_path
 from decodecalc.errors import InputError
 from decodecalc.loading import cache
+from decodecalc.loading.saved import calibration_path
 from decodecalc.paths import expand_user, xdg_dir
 
 from .conftest import Result, Run

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from decodecalc.answers.estimate import estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, estimate
+from decodecalc.scenarios.scenario import Scenario
 
 H100_SXM = 3_350_000_000_000  # 3.35 TB/s, NVIDIA H100 datasheet
 

@@ -18,8 +18,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from decodecalc.answers.plan import largest
 from decodecalc.cli import main
-from decodecalc.physics.plan import largest
 from tests.conftest import Run
 
 CASES = [

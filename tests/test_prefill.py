@@ -11,9 +11,9 @@ import json
 
 import pytest
 
+from decodecalc.answers.generate import UNKNOWN_COMPUTE, generate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario
-from decodecalc.physics.generation import UNKNOWN_COMPUTE, generate
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views.generation import generation_report
 
 from .conftest import Run

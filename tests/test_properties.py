@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decodecalc.answers.estimate import estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.estimator import Scenario, estimate
-from decodecalc.physics.layers import Attention, DenseMLP
-from decodecalc.physics.model import Model
+from decodecalc.model.layers import Attention, DenseMLP
+from decodecalc.model.model import Model
+from decodecalc.scenarios.scenario import Scenario
 
 CATALOG = Catalog()
 KV_DTYPES = [d for d in CATALOG.dtypes() if d.kv_cache]

@@ -13,7 +13,7 @@ import pytest
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.loading.presets import preset_id_of
-from decodecalc.physics.precision import GROUP_NAMES, expand
+from decodecalc.model.precision import GROUP_NAMES, expand
 
 from .conftest import Run
 

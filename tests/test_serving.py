@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from decodecalc.answers.kv_pool import kv_pool
+from decodecalc.answers.serving import Workload, erlang_c, serve
+from decodecalc.answers.speculative import Speculation
+from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.kv_pool import kv_pool, scheduler_limits
-from decodecalc.physics.serving import Workload, erlang_c, serve
-from decodecalc.physics.speculative import Speculation
 from tests.conftest import Run, preset_scenario
 
 BASE = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from decodecalc.answers.serving import Workload, serve
 from decodecalc.calibration.engine_fit import PrefillCase, fit_prefill
+from decodecalc.engine.profile import Engine, EngineParams
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.engine import Engine, EngineParams
-from decodecalc.physics.estimator import Scenario
-from decodecalc.physics.kv_pool import SchedulerLimits, scheduler_limits
-from decodecalc.physics.serving import Workload, serve
+from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import replace
-from decodecalc.scenarios import resolve_engine
+from decodecalc.scenarios.scenario import Scenario
 from tests.conftest import preset_scenario
 
 PARAMS = EngineParams(weight_efficiency=1.0, kv_efficiency=1.0, prefill_efficiency=0.5)

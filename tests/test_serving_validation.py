@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from decodecalc.answers.serving import Workload, prefill_share_s
+from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.kv_pool import scheduler_limits
-from decodecalc.physics.serving import Workload, prefill_share_s
-from decodecalc.scenarios import resolve_engine
+from decodecalc.loading.resolve import resolve_engine
 from tests.conftest import Run, preset_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

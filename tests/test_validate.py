@@ -15,9 +15,9 @@ import yaml
 from decodecalc.calibration.points import MeasuredPoint, ServingLoad
 from decodecalc.calibration.validation import prefill_share, stand_in
 from decodecalc.loading.catalog import Catalog, presets_dir
+from decodecalc.loading.resolve import resolve, resolve_engine
 from decodecalc.record import replace
-from decodecalc.scenario_spec import ScenarioSpec
-from decodecalc.scenarios import resolve, resolve_engine
+from decodecalc.scenarios.spec import ScenarioSpec
 from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,7 @@ FALLBACK_TOYS = {
 
 def test_a_profile_without_data_for_the_family_falls_back_visibly(cli: Run, tmp_path: Path) -> None:
     """Without data for the GPU's family, a profile's best-measured family is one vote
-    among the profiles measured on that family (physics.engine.engine_for); the median
+    among the profiles measured on that family (engine.select.engine_for); the median
     of them is expected, the band spans them all, and a note says so."""
     presets = tmp_path / "presets"
     (presets / "engines").mkdir(parents=True)

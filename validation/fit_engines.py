@@ -9,7 +9,7 @@ hand-written ``serving:`` block (scheduler defaults) already in a profile is kep
 
 A profile has no entry for a family it has no points on: --engine then takes its
 best-measured family as one vote among the profiles measured on that family
-(decodecalc/physics/engine.py: engine_for), the rule `decodecalc validate`'s
+(decodecalc/engine/select.py: engine_for), the rule `decodecalc validate`'s
 leave-one-group-out figure measures.
 
 The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code):
@@ -21,7 +21,7 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
 - A serving mean (tpot_mean, tpot_median, itl_mean) at concurrency > 1 is fitted less the
   other requests' prefill chunks it holds, as the serving model prices them for its
   workload and its engine's scheduler defaults at the roofline (free of the parameters
-  being fitted): physics/serving.py prefill_share_s.
+  being fitted): answers/serving.py prefill_share_s.
 - e_w always; e_kv only where one scenario is measured at several contexts, else at the
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
@@ -55,7 +55,6 @@ import sys
 from pathlib import Path
 
 from decodecalc.calibration.points import read_points
-from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
 from decodecalc.calibration.validation import (
     FamilyFit,
     bands,
@@ -66,6 +65,7 @@ from decodecalc.calibration.validation import (
     with_prefill,
 )
 from decodecalc.loading.catalog import Catalog, presets_dir
+from decodecalc.loading.saved import FamilyProfile, engine_profile_text
 from decodecalc.record import record, replace
 
 ROOT = Path(__file__).resolve().parent.parent

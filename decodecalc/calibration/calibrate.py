@@ -19,14 +19,15 @@ from decodecalc.calibration.engine_fit import (
     fit_step_model,
     step_terms,
 )
-from decodecalc.calibration.least_squares import Fit, fit_line
+from decodecalc.calibration.least_squares import fit_line
 from decodecalc.calibration.points import MeasuredPoint
-from decodecalc.calibration.saved import FamilyProfile, engine_profile_text
 from decodecalc.calibration.validation import band_of
+from decodecalc.engine.profile import Engine, EngineParams, gpu_family
 from decodecalc.errors import InputError
-from decodecalc.physics.engine import Engine, EngineParams, expected_for, gpu_family
-from decodecalc.physics.estimator import MIN_FRACTION, StepModel
+from decodecalc.loading.saved import FamilyProfile, Fit, engine_profile_text
 from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import MIN_FRACTION
+from decodecalc.step.step import StepModel, expected_for
 
 
 @record

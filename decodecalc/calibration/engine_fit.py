@@ -1,4 +1,4 @@
-"""Fitting the engine step model (physics/engine.py) to measured points.
+"""Fitting the engine step model (step/engine_terms.py) to measured points.
 
 The step model is linear in its unknowns once the KV read mode is chosen:
 
@@ -30,7 +30,7 @@ TP > 1 the per-step cost is not fitted at all: such points tell a constant per s
 latency per call only through the layer counts of different models, which differ in
 kernels per layer too, so the fixed cost is charged to the all-reduces (2 per layer),
 which a TP 1 deployment of the same engine does not pay. The per-sequence cost (B x
-passes, physics/engine.py) is fitted only where one scenario is measured at several batch
+passes, step/engine_terms.py) is fitted only where one scenario is measured at several batch
 sizes: at one batch it moves with the per-layer cost.
 
 A serving benchmark's mean TPOT also holds the prefill chunks of the requests arriving
@@ -48,13 +48,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from decodecalc.answers.serving import ServingResult, Workload, serve
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
-from decodecalc.physics.engine import KV_READS, EngineParams, StepCounts, kv_read_factor
-from decodecalc.physics.estimator import Scenario, StepModel
-from decodecalc.physics.kv_pool import SchedulerLimits
-from decodecalc.physics.serving import ServingResult, Workload, serve
+from decodecalc.engine.profile import KV_READS, EngineParams
+from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.engine_terms import StepCounts, kv_read_factor
+from decodecalc.step.step import StepModel
 
 MEASURED_WEIGHTS: dict[str | None, float] = {
     None: 1.0,
@@ -136,7 +138,7 @@ def step_terms(
 ) -> StepTerms:
     """The linear terms of a point's step, from the same StepModel the estimate uses
     (``step``: the point's, where the caller has built it already). ``prefill_s``: what
-    other requests' prefill chunks add to a serving figure (physics.serving.prefill_share_s),
+    other requests' prefill chunks add to a serving figure (answers.serving.prefill_share_s),
     taken off the measured figure so that the decode step is fitted to decode time alone."""
     s = point.scenario
     step = step or StepModel.of(s)
@@ -151,7 +153,7 @@ def step_terms(
         weight_s=step.weight_bytes / bandwidth,
         kv_s=(
             (kv + row.state_bytes) / bandwidth,
-            (kv * kv_read_factor(step) + row.state_bytes) / bandwidth,
+            (kv * kv_read_factor(step.scenario) + row.state_bytes) / bandwidth,
         ),
         counts=StepCounts.of(s.model, s.batch),
         calls=calls,
@@ -190,7 +192,7 @@ class StepFit:
 
 
 def predicted_s(t: StepTerms, p: EngineParams) -> float:
-    """The step model on a point's terms (physics.engine.expected_step on the same inputs)."""
+    """The step model on a point's terms (step.step.expected_step on the same inputs)."""
     fixed = t.counts.fixed_seconds(p)
     return max(_memory_s(t, p), t.compute_s) + fixed + t.calls * _latency(t, p) + t.ring_s
 

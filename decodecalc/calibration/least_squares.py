@@ -20,13 +20,7 @@ import math
 from collections.abc import Sequence
 
 from decodecalc.errors import InputError
-from decodecalc.record import record
-
-
-@record
-class Fit:
-    efficiency: float
-    overhead_s: float
+from decodecalc.loading.saved import Fit
 
 
 def fit_line(roofline_s: Sequence[float], measured_s: Sequence[float]) -> Fit:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from decodecalc.answers.serving import ServingResult, Workload, serve
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.kv_pool import scheduler_limits
-from decodecalc.physics.serving import ServingResult, Workload, serve
+from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import record, replace
-from decodecalc.scenarios import resolve_engine
 
 TPOT_TARGET = 0.15
 """The median absolute TPOT error the serving model is held to (issue 13)."""

@@ -14,10 +14,10 @@ to.
 
 Leave-one-group-out predicts a group as decodecalc would if that group had never been
 measured: every profile refitted without it, then resolved for the group's engine and GPU
-family by the rule --engine uses (physics.engine.engine_for: the engine's own fit for the
+family by the rule --engine uses (engine.select.engine_for: the engine's own fit for the
 family; without one, its best-measured family as one vote among the profiles measured on
 the family); an engine left without a profile, and points that name none, get the typical
-band (physics.engine.typical, what a query without --engine shows). So the figure measures
+band (engine.select.typical, what a query without --engine shows). So the figure measures
 what a user on an unmeasured engine or family gets.
 """
 
@@ -27,6 +27,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 
+from decodecalc.answers.serving import Workload, prefill_share_s, serve
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
     PrefillCase,
@@ -39,24 +40,14 @@ from decodecalc.calibration.engine_fit import (
     step_terms,
 )
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.engine.profile import GPU_FAMILIES, Engine, EngineParams, EngineProfile, gpu_family
+from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.select import engine_for, measured_on, typical
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.physics.engine import (
-    GPU_FAMILIES,
-    Engine,
-    EngineParams,
-    EngineProfile,
-    engine_for,
-    expected_for,
-    gpu_family,
-    measured_on,
-    typical,
-)
-from decodecalc.physics.estimator import Row, StepModel
-from decodecalc.physics.kv_pool import scheduler_limits
-from decodecalc.physics.serving import Workload, prefill_share_s, serve
+from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import record, replace
-from decodecalc.scenarios import resolve_engine
+from decodecalc.step.step import Row, StepModel, expected_for
 
 FLASH_KV_RATIO = 0.85
 """e_kv / e_w where the points cannot tell: flash-attention kernels read the KV cache at
@@ -116,7 +107,7 @@ is a step without one while most steps have none)."""
 def prefill_share(point: MeasuredPoint, catalog: Catalog) -> float:
     """What other requests' prefills add to a serving point's figure, per output token:
     the serving model's share for its workload under the scheduler defaults of the engine
-    that measured it (physics.serving.prefill_share_s, free of the engine parameters being
+    that measured it (answers.serving.prefill_share_s, free of the engine parameters being
     fitted), 0 for a figure of decode steps alone, a single request, or a workload the
     serving model refuses (the serving validation reports that one)."""
     load = point.serving
@@ -219,7 +210,7 @@ def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams)
 
 
 def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
-    """The expected step of a point as decodecalc shows it (physics.engine.expected: the
+    """The expected step of a point as decodecalc shows it (step.step.expected: the
     median over several parameter sets, never below the roofline)."""
     return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
 
@@ -236,7 +227,7 @@ def stand_in(
     profiles: Sequence[EngineProfile], engine: str, family: str
 ) -> tuple[tuple[EngineParams, ...], str]:
     """The parameters that predict an engine on a family, as decodecalc resolves them
-    (physics.engine.engine_for; an engine with no profile left, or none named, gets the
+    (engine.select.engine_for; an engine with no profile left, or none named, gets the
     typical band, what a query without --engine shows), and in words which they are."""
     profile = next((p for p in profiles if p.id == engine), None)
     if profile is not None:

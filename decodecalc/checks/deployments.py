@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from decodecalc.answers.serving import Workload
 from decodecalc.checks.settings import (
     Problems,
     Setting,
@@ -36,18 +37,17 @@ from decodecalc.checks.vllm import (
     read_serve_config,
 )
 from decodecalc.checks.workloads import read_workload
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
 from decodecalc.loading.fields import suggest
+from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
-from decodecalc.physics.estimator import Scenario
-from decodecalc.physics.kv_pool import SchedulerLimits, scheduler_limits
-from decodecalc.physics.serving import Workload
 from decodecalc.record import record, replace
-from decodecalc.scenario_spec import ScenarioSpec
-from decodecalc.scenarios import resolve
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.units import parse_bandwidth, parse_duration
 
 DEPLOYMENT_KEYS = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decodecalc.answers.estimate import Estimate, estimate
+from decodecalc.answers.notes import estimate_notes
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import (
     SERVING_TARGETS,
@@ -11,8 +13,7 @@ from decodecalc.checks.targets import (
     startup_fit,
 )
 from decodecalc.errors import InputError
-from decodecalc.notes import Note, estimate_notes
-from decodecalc.physics.estimator import Estimate, estimate
+from decodecalc.notes import Note
 from decodecalc.record import record
 
 
@@ -39,7 +40,7 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
         if d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS):
-            from decodecalc.physics.serving import serve
+            from decodecalc.answers.serving import serve
 
             assert d.limits is not None  # every read deployment has its engine's limits
             served = serve(d.scenario, d.workload, d.limits)

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from decodecalc.answers.estimate import Estimate
 from decodecalc.errors import InputError
-from decodecalc.physics.estimator import Estimate, Row
-from decodecalc.physics.memory import MemoryFit
 from decodecalc.record import field_names, record, replace
+from decodecalc.step.memory import MemoryFit
+from decodecalc.step.step import Row
 
 if TYPE_CHECKING:
-    from decodecalc.physics.serving import ServingResult
+    from decodecalc.answers.serving import ServingResult
 
 SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
 """The targets held to the estimate's step time (the roofline), not to memory."""
 SERVING_TARGETS = ("max_ttft_ms", "max_tpot_ms", "min_output_throughput_tokens_per_s")
-"""The targets held to a server under the deployment's workload (physics/serving.py)."""
+"""The targets held to a server under the deployment's workload (answers/serving.py)."""
 STARTUP_FIT = "vllm_startup_fit"
 """The check a vLLM config gets when it is given no targets: not a target one can ask for."""
 

@@ -34,9 +34,9 @@ from decodecalc.checks.workloads import vllm_speculative
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file
 from decodecalc.loading.fields import suggest
+from decodecalc.model.hardware import GpuSpec
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
-from decodecalc.physics.hardware import GpuSpec
 from decodecalc.record import record
 
 VLLM_VERSION = "0.19.1"
@@ -384,9 +384,9 @@ class ServeConfig:
         (EngineArgs.get_batch_defaults): 1,024 on a GPU of 70 GiB or more other than the
         A100; 256 on others, and where the GPU is not known (vLLM's own fallback); twice
         that in throughput mode."""
-        from decodecalc.physics.kv_pool import scheduler_limits
+        from decodecalc.engine.scheduler import scheduler_limits
 
-        seqs = scheduler_limits(None, gpu).max_num_seqs  # vLLM's, as physics/kv_pool.py has them
+        seqs = scheduler_limits(None, gpu).max_num_seqs  # vLLM's, as answers/kv_pool.py has them
         return seqs * (2 if self.throughput_mode else 1)
 
 

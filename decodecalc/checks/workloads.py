@@ -33,9 +33,9 @@ from decodecalc.loading.datafile import Document, KeyPath
 from decodecalc.loading.fields import suggest
 
 if TYPE_CHECKING:
+    from decodecalc.answers.serving import Workload
+    from decodecalc.answers.speculative import Speculation
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.physics.serving import Workload
-    from decodecalc.physics.speculative import Speculation
 
 WORKLOAD_KEYS = (
     "concurrency",
@@ -60,7 +60,7 @@ def read_workload(
 ) -> Workload | None:
     """The deployment's workload (None when it names none), with the speculation its own
     ``speculative:`` and its vLLM config's ``speculative-config`` describe together."""
-    from decodecalc.physics.serving import Workload
+    from decodecalc.answers.serving import Workload
 
     raw = settings.get("workload")
     if raw is None:
@@ -138,7 +138,7 @@ def _speculation(
 ) -> tuple[bool, Speculation | None]:
     """Whether the workload's speculation reads (the problems say why not), and the
     speculation (None: the server does not speculate)."""
-    from decodecalc.physics.speculative import Speculation
+    from decodecalc.answers.speculative import Speculation
 
     parts: Settings = {}
     config = settings.get("speculative")  # from a vLLM config's speculative-config

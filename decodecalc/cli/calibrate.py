@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
     from decodecalc.calibration.calibrate import Calibration
     from decodecalc.calibration.points import MeasuredPoint
+    from decodecalc.engine.profile import EngineParams
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.physics.engine import EngineParams
 
 
 @app.command()
@@ -82,9 +82,9 @@ def calibrate(
     from decodecalc.calibration.calibrate import calibrate as run_calibrate
     from decodecalc.calibration.calibrate import roofline_fit
     from decodecalc.calibration.points import read_points
-    from decodecalc.calibration.saved import save_calibration
     from decodecalc.calibration.validation import prefill_share
     from decodecalc.loading.datafile import is_file
+    from decodecalc.loading.saved import save_calibration
     from decodecalc.paths import expand_user
     from decodecalc.views.calibration import calibration_report
 
@@ -111,7 +111,7 @@ def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") 
     """The values the points cannot identify: --engine's for the points' GPU family (the
     most common one), else the roofline's assumptions."""
     from decodecalc.calibration.engine_fit import DEFAULT_PRIOR
-    from decodecalc.physics.engine import gpu_family
+    from decodecalc.engine.profile import gpu_family
 
     if name is None:
         return DEFAULT_PRIOR
@@ -131,8 +131,8 @@ def _save_engine(
     import re
 
     from decodecalc.calibration.calibrate import profile_text
-    from decodecalc.calibration.saved import save_engine_profile
     from decodecalc.loading.catalog import ENV_VAR, user_dirs
+    from decodecalc.loading.saved import save_engine_profile
 
     engine_id = name.strip().lower()
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", engine_id) or engine_id in RESERVED:

@@ -55,8 +55,8 @@ def compare(
 
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
-    from decodecalc.physics.estimator import estimate as run_estimate
-    from decodecalc.scenarios import resolve
+    from decodecalc.answers.estimate import estimate as run_estimate
+    from decodecalc.loading.resolve import resolve
     from decodecalc.views.charts import series_of
     from decodecalc.views.compare import compare_report, label
 
@@ -120,10 +120,10 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
+    from decodecalc.answers.sweep import MAX_SWEEP_ROWS
     from decodecalc.context import parse_context
+    from decodecalc.loading.resolve import price_lists, resolve_engine
     from decodecalc.notes import many_notes
-    from decodecalc.physics.sweep import MAX_SWEEP_ROWS
-    from decodecalc.scenarios import price_lists, resolve_engine
     from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
@@ -185,9 +185,9 @@ def _sweep_scenarios(
     to ``notes`` (the rows' fits column says what does not fit); combinations that are no
     valid deployment (a TP that does not split the heads, a weight-only KV format) are
     listed in ``skipped`` instead."""
-    from decodecalc.notes import context_notes, scenario_notes
-    from decodecalc.physics.sweep import FastStep
-    from decodecalc.scenarios import resolve
+    from decodecalc.answers.notes import context_notes, scenario_notes
+    from decodecalc.answers.sweep import FastStep
+    from decodecalc.loading.resolve import resolve
     from decodecalc.views.compare import label
 
     for spec in specs:

@@ -10,7 +10,7 @@ import typer
 from decodecalc.cli import PresetsOpt, completer, load_catalog
 from decodecalc.errors import InputError
 from decodecalc.record import field_defaults, record
-from decodecalc.scenario_spec import ScenarioSpec
+from decodecalc.scenarios.spec import ScenarioSpec
 
 ContextOpt = Annotated[
     str | None,
@@ -285,7 +285,7 @@ def spec_of(ctx: typer.Context) -> ScenarioSpec:
 
 def scenario_of(ctx: typer.Context) -> Any:
     """The resolved scenario a command's options describe (see scenario_options)."""
-    from decodecalc.scenarios import resolve
+    from decodecalc.loading.resolve import resolve
 
     return resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
 

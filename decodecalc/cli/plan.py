@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.model.model import Model
     from decodecalc.notes import Note
-    from decodecalc.physics.estimator import Scenario
-    from decodecalc.physics.model import Model
-    from decodecalc.scenario_spec import ScenarioSpec
+    from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.scenarios.spec import ScenarioSpec
 
 NODE_GPUS = 8
 """The largest TP group plan tries by default: one node's NVLink or Infinity Fabric domain."""
@@ -144,9 +144,9 @@ def plan(
 
       decodecalc plan -m qwen3-32b --gpus h100-sxm,h200,mi300x --price 2.5 -c 8K --json
     """
+    from decodecalc.answers.plan import Targets
+    from decodecalc.answers.plan import plan as run_plan
     from decodecalc.context import parse_tokens
-    from decodecalc.physics.plan import Targets
-    from decodecalc.physics.plan import plan as run_plan
     from decodecalc.views.plan import Shown, plan_report
 
     catalog = load_catalog(ctx.params["presets"])
@@ -205,8 +205,8 @@ def _candidates(
     lists leave without a price to ``notes``."""
     import itertools
 
+    from decodecalc.loading.resolve import resolve
     from decodecalc.record import replace
-    from decodecalc.scenarios import resolve
 
     base = spec_of(ctx)
     if base.bandwidth is not None:
@@ -261,8 +261,8 @@ def _gpus(catalog: "Catalog", given: object, price: object, notes: "list[Note]")
     once, not as every candidate left out), or every GPU the price lists price (those
     --price names; with dollars, every list's). GPUs left without a price are left out and
     named in a note, since their cost is unknown."""
+    from decodecalc.loading.resolve import price_lists
     from decodecalc.notes import Note
-    from decodecalc.scenarios import price_lists
 
     lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
     one = len(lists) == 1 and str(price).strip().lower() != "lowest"
@@ -326,7 +326,7 @@ def _layouts(
 
 def _default_weights(catalog: "Catalog", model: "Model") -> list[str | None]:
     """The model's own weights, and FP8 and INT4 where they store fewer bits than those."""
-    from decodecalc.scenarios import resolve_weights
+    from decodecalc.loading.resolve import resolve_weights
 
     own = resolve_weights(catalog, None, model)[0]
     fewer = [w for w in DEFAULT_WEIGHTS if catalog.dtype(w).bits_per_value < own.bits_per_value]

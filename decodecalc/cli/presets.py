@@ -88,7 +88,7 @@ def show(
 
     Example: decodecalc show llama-3.1-70b
     """
-    from decodecalc.scenarios import resolve_weights
+    from decodecalc.loading.resolve import resolve_weights
     from decodecalc.views.listings import show_report
 
     catalog = load_catalog(presets)

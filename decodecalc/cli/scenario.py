@@ -49,7 +49,7 @@ def estimate(
 
       decodecalc estimate -m qwen2.5-7b -b 1TB/s -c 8K,32K,128K --batch 16 --json
     """
-    from decodecalc.physics.estimator import estimate as run_estimate
+    from decodecalc.answers.estimate import estimate as run_estimate
     from decodecalc.views.estimate import estimate_report, human_view
 
     scenario = scenario_of(ctx)
@@ -87,8 +87,8 @@ def generate(
 
     Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
     """
+    from decodecalc.answers.generate import generate as run_generate
     from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
-    from decodecalc.physics.generation import generate as run_generate
     from decodecalc.views.generation import generation_report, generation_rows
 
     scenario = scenario_of(ctx)

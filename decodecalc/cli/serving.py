@@ -17,8 +17,8 @@ from decodecalc.cli.options import (
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
-    from decodecalc.physics.estimator import Scenario
-    from decodecalc.physics.speculative import Speculation
+    from decodecalc.answers.speculative import Speculation
+    from decodecalc.scenarios.scenario import Scenario
 
 
 @app.command()
@@ -139,9 +139,9 @@ def serving(
       decodecalc serving -m llama-3.1-70b -g h100-sxm --tp 2 -w fp8 --input-len 1000
       --output-len 500 --concurrency 16 --speculative eagle --acceptance 0.7
     """
+    from decodecalc.answers.serving import Workload, serve
     from decodecalc.context import parse_tokens
-    from decodecalc.physics.kv_pool import scheduler_limits
-    from decodecalc.physics.serving import Workload, serve
+    from decodecalc.engine.scheduler import scheduler_limits
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
 
     if (concurrency is None) == (request_rate is None):
@@ -207,7 +207,7 @@ def _speculation(
     acceptance: str | None,
 ) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
-    from decodecalc.physics.speculative import METHODS, Speculation
+    from decodecalc.answers.speculative import METHODS, Speculation
 
     if method is None:
         if acceptance is not None:

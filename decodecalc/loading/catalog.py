@@ -18,16 +18,16 @@ from decodecalc.loading import cache
 from decodecalc.loading.datafile import Document, is_file, read_json, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec, Link
+from decodecalc.model.model import Model
+from decodecalc.model.precision import WeightRecipe
 from decodecalc.paths import expand_user
-from decodecalc.physics.cost import PriceList
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.model import Model
-from decodecalc.physics.precision import WeightRecipe
 from decodecalc.record import field, record
+from decodecalc.scenarios.rates import PriceList
 
 if TYPE_CHECKING:
-    from decodecalc.physics.engine import EngineProfile
+    from decodecalc.engine.profile import EngineProfile
 
 ENV_VAR = "DECODECALC_PRESETS"
 KINDS = {
@@ -166,12 +166,12 @@ class Catalog:
         return self._all("links", Link)
 
     def engine(self, name: str) -> EngineProfile:
-        from decodecalc.physics.engine import EngineProfile
+        from decodecalc.engine.profile import EngineProfile
 
         return self._find("engines", name, EngineProfile)
 
     def engines(self) -> list[EngineProfile]:
-        from decodecalc.physics.engine import EngineProfile
+        from decodecalc.engine.profile import EngineProfile
 
         return self._all("engines", EngineProfile)
 

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from decodecalc.loading.fields import Fields
-from decodecalc.physics.layers import Attention, DenseMLP, Layer
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.layers import Attention, DenseMLP, Layer
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
-    from decodecalc.physics.layers import FFN, Mixer
-    from decodecalc.physics.moe import MoE
-    from decodecalc.physics.precision import WeightRecipe
+    from decodecalc.model.layers import FFN, Mixer
+    from decodecalc.model.moe import MoE
+    from decodecalc.model.precision import WeightRecipe
 
 
 @record
@@ -109,7 +109,7 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
 
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     moe = MoE(
         num_experts=cfg.integer("num_local_experts"),
@@ -125,7 +125,7 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
     ``mlp_only_layers``, which keep a dense MLP of ``intermediate_size``."""
     step = cfg.integer("decoder_sparse_step", default=1)
     dense_only = cfg.raw_list("mlp_only_layers")
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     dense_size = cfg.optional_integer("intermediate_size")
     if index in dense_only or (index + 1) % step != 0:
@@ -159,7 +159,7 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
     kinds = _layer_kinds(
         cfg, count, lambda i: "full_attention" if (i + 1) % interval == 0 else "linear_attention"
     )
-    from decodecalc.physics.linear_attention import LinearAttention
+    from decodecalc.model.linear_attention import LinearAttention
 
     full = _gqa(cfg, None, qk_norm=True, output_gate=True)
     linear = LinearAttention(
@@ -180,8 +180,8 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
     """DeepSeek-V2/V3/V3.2 and Kimi-K2: MLA everywhere (V3.2's sparse, with its indexer);
     the first ``first_k_dense_replace`` layers dense, then MoE every ``moe_layer_freq``
     layers with shared experts."""
-    from decodecalc.physics.mla import LatentAttention
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.mla import LatentAttention
+    from decodecalc.model.moe import MoE
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     mla = LatentAttention(
@@ -247,7 +247,7 @@ def _llama4(cfg: Fields, model_type: str) -> Architecture:
     kinds = _layer_kinds(
         text, count, lambda i: "chunked_attention" if rope[i] else "full_attention"
     )
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     expert = text.integer("intermediate_size")
     moe = MoE(
@@ -297,7 +297,7 @@ def _llama4_vision(vision: Fields, text_hidden: int) -> TensorGroup:
 def _routed(cfg: Fields, experts: str, per_expert: str, shared: int = 0) -> MoE:
     """A MoE block whose router carries a per-expert score-correction bias (sigmoid
     routing with noaux_tc, as GLM-4.5 and MiniMax-M2 have whatever topk_method says)."""
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     return MoE(
         num_experts=cfg.integer(experts),
@@ -360,7 +360,7 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
     (attention) or - (a squared-ReLU MLP of ``intermediate_size``), each behind its own
     norm. A mixer and the MLP after it make one layer here (two norms); a mixer followed by
     another mixer is a layer without an MLP (one norm)."""
-    from decodecalc.physics.mamba import Mamba2
+    from decodecalc.model.mamba import Mamba2
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     pattern = cfg.text("hybrid_override_pattern")
@@ -400,7 +400,7 @@ def _falcon_h1(cfg: Fields, model_type: str) -> Architecture:
     norm, then a gated MLP behind another. Here each such layer is two: the attention
     without an MLP, then the Mamba-2 mixer with the MLP (the same weights, cache and state;
     twice the layer count)."""
-    from decodecalc.physics.mamba import Mamba2
+    from decodecalc.model.mamba import Mamba2
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     bias = cfg.boolean("attention_bias", default=False)
@@ -425,7 +425,7 @@ def _jamba(cfg: Fields, model_type: str) -> Architecture:
     """Jamba: Mamba-1 layers with attention every ``attn_layer_period`` layers (from
     ``attn_layer_offset``) and MoE every ``expert_layer_period`` (from
     ``expert_layer_offset``), dense MLPs elsewhere."""
-    from decodecalc.physics.mamba import Mamba1
+    from decodecalc.model.mamba import Mamba1
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = cfg.integer("hidden_size")
@@ -439,7 +439,7 @@ def _jamba(cfg: Fields, model_type: str) -> Architecture:
         conv_bias=cfg.boolean("mamba_conv_bias", default=True),
     )
     attention = _gqa(cfg, None)
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     inner = cfg.integer("intermediate_size")
     moe = MoE(
@@ -474,7 +474,7 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
         "sliding_attention": _gqa(cfg, window, **flags),
         "full_attention": _gqa(cfg, None, **flags),
     }
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     cfg.boolean("attention_bias", default=True)
     moe = MoE(
@@ -584,6 +584,6 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
     if cfg.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
         from decodecalc.loading.quantization import read_recipe
 
-        recipe = read_recipe(cfg, arch)
+        recipe = read_recipe(cfg, arch.layers, arch.hidden_size)
         arch = Architecture(**{**arch.__dict__, "default_weights": recipe})
     return model_type, arch

@@ -20,7 +20,7 @@ from decodecalc.errors import InputError
 from decodecalc.paths import expand_user
 
 if TYPE_CHECKING:
-    from decodecalc.physics.model import Model
+    from decodecalc.model.model import Model
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 """``org/name`` as the Hub spells repository ids (one slash, no leading dot or dash)."""

@@ -20,16 +20,16 @@ from decodecalc.context import parse_tokens
 from decodecalc.errors import InputError
 from decodecalc.loading.families import MAX_LAYERS
 from decodecalc.loading.fields import suggest
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.model.layers import Attention, DenseMLP, Layer
+from decodecalc.model.model import Model
 from decodecalc.notes import Note
-from decodecalc.physics.hardware import GpuSpec
-from decodecalc.physics.layers import Attention, DenseMLP, Layer
-from decodecalc.physics.model import Model
 from decodecalc.units import exact_number, parse_bandwidth, parse_flops, parse_size
 
 if TYPE_CHECKING:
-    from decodecalc.physics.layers import FFN
-    from decodecalc.physics.mla import LatentAttention
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.layers import FFN
+    from decodecalc.model.mla import LatentAttention
+    from decodecalc.model.moe import MoE
 
 PREFIX = "numbers:"
 """How the id of a model or GPU given by numbers starts (numbers_notes looks for it)."""
@@ -272,7 +272,7 @@ def _attention(given: _Given, hidden: int) -> Attention:
 def _latent(given: _Given) -> LatentAttention:
     """MLA: ``head_dim`` is the non-RoPE query/key width, ``v_head_dim`` (default the same)
     the value's, as DeepSeek's qk_nope_head_dim and v_head_dim."""
-    from decodecalc.physics.mla import LatentAttention
+    from decodecalc.model.mla import LatentAttention
 
     nope = given.whole("head_dim")
     return LatentAttention(
@@ -299,7 +299,7 @@ def _ffns(given: _Given, count: int) -> list[FFN]:
 def _experts(given: _Given) -> MoE:
     """Routed experts, ``shared_experts`` of the same width always run (DeepSeek's
     n_shared_experts), and a router bias where the routing adds one (DeepSeek-V3)."""
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     width = given.whole("expert_intermediate")
     return MoE(
@@ -324,8 +324,8 @@ def _approximate(given: _Given) -> Model:
     in routed experts of which a batch touches the expected share. Without ``experts`` the
     parameters beyond active_params are held in memory and never read, however large the
     batch. Every count is rounded to whole stand-in widths: approximate, and labelled so."""
-    from decodecalc.physics.moe import MoE
-    from decodecalc.physics.tensors import Sharding, TensorGroup
+    from decodecalc.model.moe import MoE
+    from decodecalc.model.tensors import Sharding, TensorGroup
 
     given.need("params", "kv_bytes_per_token")
     total = given.parsed("params", _count)
@@ -403,8 +403,8 @@ def _bytes(text: str) -> int:
 def gpu_from_numbers(text: str) -> GpuSpec:
     """A GPU from its bandwidth, memory and (optional) dense peak FLOP/s per matmul class,
     interconnect preset, engine family and board power."""
-    from decodecalc.physics.cost import parse_power
-    from decodecalc.physics.engine import GPU_FAMILIES
+    from decodecalc.engine.profile import GPU_FAMILIES
+    from decodecalc.scenarios.rates import parse_power
 
     if "int8=" in text.replace(" ", "").lower():
         raise InputError(

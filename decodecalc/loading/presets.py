@@ -15,15 +15,14 @@ from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document
 from decodecalc.loading.families import read_architecture
 from decodecalc.loading.fields import Fields, suggest
-from decodecalc.physics.cost import MAX_POWER_W, MAX_PRICE, PriceList
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.model import Model
-from decodecalc.physics.precision import GROUP_NAMES, Mix, WeightRecipe
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec, Link
+from decodecalc.model.model import Model
+from decodecalc.model.precision import GROUP_NAMES, Mix, WeightRecipe
+from decodecalc.scenarios.rates import MAX_POWER_W, MAX_PRICE, PriceList
 
 if TYPE_CHECKING:
-    from decodecalc.physics.engine import EngineProfile
-    from decodecalc.physics.kv_pool import ServingDefaults
+    from decodecalc.engine.profile import EngineProfile, ServingDefaults
 from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
 
 T = TypeVar("T")
@@ -170,7 +169,7 @@ def load_prices(doc: Document, preset_id: str) -> PriceList:
 
 
 def _family(top: Fields) -> str:
-    from decodecalc.physics.engine import GPU_FAMILIES
+    from decodecalc.engine.profile import GPU_FAMILIES
 
     value = top.text("family", "")
     if value and value not in GPU_FAMILIES:
@@ -292,7 +291,7 @@ def load_link(doc: Document, preset_id: str) -> Link:
 def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
     measured points (see validation/ and bench/fit_engines.py)."""
-    from decodecalc.physics.engine import GPU_FAMILIES, KV_READS, EngineParams, EngineProfile
+    from decodecalc.engine.profile import GPU_FAMILIES, KV_READS, EngineParams, EngineProfile
 
     top = Fields(doc)
     name, aliases, source = _common(top)
@@ -354,7 +353,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
 def _serving(f: Fields, engine: str) -> ServingDefaults:
     """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
     ``source`` (engine file and version) it was read from."""
-    from decodecalc.physics.kv_pool import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+    from decodecalc.engine.profile import GpuRule, ServingDefaults
+    from decodecalc.engine.scheduler import MAX_SCHEDULER_LIMIT
 
     def sourced(name: str) -> Fields:
         entry = f.mapping(name)

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file, read_json
 from decodecalc.loading.fields import Fields
-from decodecalc.physics.precision import GROUP_NAMES, LINEAR_GROUPS, Mix, WeightRecipe
+from decodecalc.model.precision import GROUP_NAMES, LINEAR_GROUPS, Mix, WeightRecipe
 from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
-    from decodecalc.loading.families import Architecture
+    from collections.abc import Sequence
+
+    from decodecalc.model.layers import Layer
 
 CHECKPOINT = "checkpoint"
 """The id of a recipe read from a model's own config (JSON's ``weights_recipe``)."""
@@ -68,7 +70,7 @@ class Scheme:
     """Whether the LM head is quantized unless excluded."""
 
 
-def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
+def read_recipe(cfg: Fields, layers: Sequence[Layer], hidden_size: int) -> WeightRecipe:
     """The recipe a config's quantization_config describes. A method or format decodecalc
     does not read gives a recipe that says so when used (``--weights`` still works)."""
     quant = cfg.mapping("quantization_config")
@@ -90,7 +92,7 @@ def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
     for group in GROUP_NAMES:
         mix: Mix = ((base, Fraction(1)),)
         if group in scheme.quantized or (group == "LM head" and scheme.head):
-            kept = _covered_share(group, covered, arch)
+            kept = _covered_share(group, covered, layers, hidden_size)
             mix = tuple((f, s) for f, s in ((scheme.format, 1 - kept), (base, kept)) if s)
         if mix != ((default, Fraction(1)),):
             overrides.append((group, mix))
@@ -231,7 +233,9 @@ def _matcher(quant: Fields, patterns: tuple[str, ...]) -> Callable[[str], bool]:
     return covered
 
 
-def _covered_share(group: str, covered: Callable[[str], bool], arch: Architecture) -> Fraction:
+def _covered_share(
+    group: str, covered: Callable[[str], bool], layers: Sequence[Layer], hidden_size: int
+) -> Fraction:
     """The share of a group the exclusions keep unquantized: of the layers that have it
     for a layer's tensors (DeepSeek's dense MLPs are in its first three layers only), all or
     nothing for the LM head."""
@@ -240,8 +244,8 @@ def _covered_share(group: str, covered: Callable[[str], bool], arch: Architectur
     modules = LAYER_MODULES[group]
     having = [
         i
-        for i, layer in enumerate(arch.layers)
-        if any(g.name == group for g in layer.tensor_groups(arch.hidden_size))
+        for i, layer in enumerate(layers)
+        if any(g.name == group for g in layer.tensor_groups(hidden_size))
     ]
     hit = sum(
         any(covered(f"{prefix}{i}.{m}") for prefix in LAYER_PREFIXES for m in modules)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc.calibration.calibrate import Calibration, CheckedPoint
-from decodecalc.calibration.least_squares import Fit
 from decodecalc.calibration.validation import Validation
-from decodecalc.physics.engine import EngineParams
+from decodecalc.engine.profile import EngineParams
+from decodecalc.loading.saved import Fit
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_ids
 from decodecalc.views.report import Column, Report, document

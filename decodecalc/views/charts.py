@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decodecalc.answers.estimate import Estimate
 from decodecalc.errors import InputError
-from decodecalc.physics.estimator import Estimate
 from decodecalc.record import record
 
 

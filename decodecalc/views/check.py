@@ -24,7 +24,7 @@ def held_to(c: CheckedDeployment) -> str:
     s = c.deployment.scenario
     if held_to_engine(c.estimate) and s.engine is not None:
         params, *others = s.engine.params
-        if others:  # no data on this family: a fallback (physics.engine_for)
+        if others:  # no data on this family: a fallback (engine/select.py engine_for)
             return (
                 f"{s.engine.id} expected ms_per_token (the median of its {s.engine.names[0]} "
                 f"profile, fitted on {params.points} published points, and the {len(others)} "

@@ -6,9 +6,11 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
-from decodecalc.notes import estimate_notes, many_notes
-from decodecalc.physics.estimator import Estimate, Scenario
-from decodecalc.physics.sweep import ROW_FIELDS
+from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.notes import estimate_notes
+from decodecalc.answers.sweep import ROW_FIELDS
+from decodecalc.notes import many_notes
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     COST_COLUMNS,
@@ -188,7 +190,7 @@ def write_sweep_csv(
 
 
 PARALLEL_KEYS = ("pp", "ep", "dp_attention")
-"""A sweep's parallelism beyond TP, after v_dtype (physics/parallelism.py)."""
+"""A sweep's parallelism beyond TP, after v_dtype (step/parallelism.py)."""
 
 
 def _parallel(s: Scenario) -> dict[str, object]:

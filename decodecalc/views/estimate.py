@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.notes import Note, estimate_notes
-from decodecalc.physics.cost import CostEnergy, cost_and_energy
-from decodecalc.physics.estimator import Estimate, Scenario
-from decodecalc.physics.parallelism import communication
+from decodecalc.answers.cost import CostEnergy, cost_and_energy
+from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.notes import estimate_notes
+from decodecalc.notes import Note
 from decodecalc.record import replace
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.parallelism import communication
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
 
@@ -278,7 +280,7 @@ def describe_engine(s: Scenario) -> str:
         return ""
     if engine.id == "typical":
         return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
-    if len(engine.params) > 1:  # no data on this family: a fallback (physics.engine_for)
+    if len(engine.params) > 1:  # no data on this family: a fallback (engine/select.py engine_for)
         return (
             f" · expected: {engine.names[0]} ({engine.params[0].points} points) with "
             f"{len(engine.params) - 1} engine profiles on {engine.family}"

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from decodecalc.physics.compute import matmul_params, step_flops
-from decodecalc.physics.dtypes import ceil_bytes
-from decodecalc.physics.engine import EngineParams, StepCounts, expected_step, kv_read_factor
-from decodecalc.physics.estimator import Row, Scenario, StepModel, estimate, v_elements
-from decodecalc.physics.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
-from decodecalc.physics.layers import Attention
-from decodecalc.physics.linear_attention import LinearAttention
-from decodecalc.physics.mla import LatentAttention
-from decodecalc.physics.parallelism import held_params
-from decodecalc.physics.precision import group_dtype
+from decodecalc.answers.estimate import estimate
+from decodecalc.engine.profile import EngineParams
+from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
+from decodecalc.model.layers import Attention
+from decodecalc.model.linear_attention import LinearAttention
+from decodecalc.model.mla import LatentAttention
+from decodecalc.model.precision import group_dtype
 from decodecalc.record import replace
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.engine_terms import StepCounts, kv_read_factor
+from decodecalc.step.flops import matmul_params, step_flops
+from decodecalc.step.parallelism import held_params
+from decodecalc.step.step import Row, StepModel, expected_step, v_elements
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -221,7 +224,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     names = engine.names or (engine.id,) * len(engine.params)
     for name, params in zip(names, engine.params, strict=True):
         bandwidth = s.bandwidth_bytes_per_s
-        factor = kv_read_factor(step) if params.kv_read == "per-query-head" else 1.0
+        factor = kv_read_factor(step.scenario) if params.kv_read == "per-query-head" else 1.0
         weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
         kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
         counts = StepCounts.of(s.model, s.batch)

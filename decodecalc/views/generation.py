@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from decodecalc.notes import Note, estimate_notes, unique
-from decodecalc.physics.estimator import estimate
-from decodecalc.physics.generation import Generation, Prefill
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.generate import Generation, Prefill
+from decodecalc.answers.notes import estimate_notes
+from decodecalc.notes import Note, unique
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import describe_scenario, scenario_inputs

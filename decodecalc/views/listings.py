@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from decodecalc.physics.dtypes import DType, ceil_bytes
-from decodecalc.physics.engine import EngineProfile, gpu_family
-from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
-from decodecalc.physics.layers import Attention
-from decodecalc.physics.linear_attention import LinearAttention
-from decodecalc.physics.mla import LatentAttention
-from decodecalc.physics.model import Model
-from decodecalc.physics.precision import Overrides, WeightRecipe, group_dtype, mix_text
-from decodecalc.physics.tensors import Sharding, expected_experts
+from decodecalc.engine.profile import EngineProfile, gpu_family
+from decodecalc.model.dtypes import DType, ceil_bytes
+from decodecalc.model.hardware import GpuSpec, Link
+from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
+from decodecalc.model.layers import Attention
+from decodecalc.model.linear_attention import LinearAttention
+from decodecalc.model.mla import LatentAttention
+from decodecalc.model.model import Model
+from decodecalc.model.precision import Overrides, WeightRecipe, group_dtype, mix_text
+from decodecalc.model.tensors import Sharding, expected_experts
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document
 

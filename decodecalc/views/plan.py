@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.notes import Note, unique
-from decodecalc.physics.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.record import record
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (

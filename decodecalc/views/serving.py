@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from decodecalc.answers.serving import ServingResult
 from decodecalc.notes import unique
-from decodecalc.physics.serving import ServingResult
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
 from decodecalc.views.estimate import describe_engine, kv_label, scenario_inputs, weights_label

@@ -8,8 +8,8 @@ conv inputs and a d_inner x d_state SSM state. Neither grows with the context.
 
 from __future__ import annotations
 
-from decodecalc.physics.linear_attention import ConstantState
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.linear_attention import ConstantState
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.kvcache import KVCurve
-from decodecalc.physics.model import Model
-from decodecalc.physics.precision import Overrides, weight_bytes
+from decodecalc.model.dtypes import DType
+from decodecalc.model.kvcache import KVCurve
+from decodecalc.model.model import Model
+from decodecalc.model.precision import Overrides, weight_bytes
 from decodecalc.record import record
 
 

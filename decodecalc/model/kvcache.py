@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from decodecalc.model.layers import chunk_tokens
 from decodecalc.record import record
 
 if TYPE_CHECKING:
-    from decodecalc.physics.layers import Mixer
+    from decodecalc.model.layers import Mixer
 
 Segments = tuple[tuple[int | None, int], ...]
 
@@ -39,14 +40,6 @@ def _ordered(by_window: dict[int | None, int]) -> Segments:
 def _add(into: dict[int | None, int], key: int | None, units: int) -> None:
     if units:
         into[key] = into.get(key, 0) + units
-
-
-def chunk_tokens(context_tokens: int | Fraction, chunk: int) -> int | Fraction:
-    """Tokens a chunked layer reads at context T: those of the chunk the newest token is in,
-    T - c x floor((T - 1) / c) for T > 0 (c at T = c, 1 at T = c + 1), none at T = 0."""
-    if context_tokens <= 0:
-        return 0
-    return context_tokens - chunk * ((context_tokens - 1) // chunk)
 
 
 @record

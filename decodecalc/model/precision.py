@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from decodecalc.errors import InputError
-from decodecalc.physics.dtypes import DType, ceil_bytes
+from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.record import record
 
 LINEAR_GROUPS = (

@@ -12,11 +12,20 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from decodecalc.calibration.least_squares import Fit
+from decodecalc.engine.profile import EngineParams
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
-from decodecalc.physics.engine import EngineParams
 from decodecalc.record import record
+
+
+@record
+class Fit:
+    """A roofline calibration: t = memory time / efficiency + overhead per step, the line
+    calibrate fits (calibration/least_squares.py) and --efficiency calibrated applies."""
+
+    efficiency: float
+    overhead_s: float
+
 
 ENV_VAR = "DECODECALC_CALIBRATION"
 

@@ -31,26 +31,18 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from decodecalc.engine.profile import CUDA_HIDDEN_BYTES
+from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.errors import InputError
-from decodecalc.physics.dtypes import ceil_bytes
-from decodecalc.physics.memory import stored_weight_bytes
-from decodecalc.record import field_names, record, replace
+from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.record import record
+from decodecalc.step.memory import stored_weight_bytes
 
 if TYPE_CHECKING:
-    from decodecalc.physics.engine import Engine
-    from decodecalc.physics.estimator import Scenario
-    from decodecalc.physics.hardware import GpuSpec
-    from decodecalc.physics.layers import FFN, Mixer
-    from decodecalc.physics.model import Model
+    from decodecalc.model.layers import FFN, Mixer
+    from decodecalc.model.model import Model
+    from decodecalc.scenarios.scenario import Scenario
 
-MIB = 1 << 20
-GIB = 1 << 30
-CUDA_HIDDEN_BYTES = 450 * MIB
-"""Memory nvidia-smi counts but CUDA never reports as the device's total, which is what
-vLLM multiplies by the utilization: 79.19 GiB on an H100 80GB (nvidia-smi 81,559 MiB,
-468 MiB more), 23.58 GiB on an RTX 3090 (24,576 MiB, 430 MiB more)."""
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted: past it a figure is a typo."""
 ACTIVATION_BYTES = 2
 """Activations run in the model's 16-bit dtype whatever the weights are stored in."""
 SAMPLER_BYTES_PER_LOGIT = 15
@@ -62,123 +54,6 @@ beside the bfloat16 logits (2) make 14."""
 WIDE_GROUP_RATIO = Fraction(3, 2)
 """vLLM groups a hybrid model's layers by the largest kind's count when it is under 1.5
 times the smallest's (12 windowed + 13 global layers pad to 13 + 13, not 12 + 24)."""
-
-
-@record
-class GpuRule:
-    """Defaults an engine picks for large GPUs: vLLM gives GPUs of at least 70 GiB (A100s
-    excepted, where a larger budget measured slower) a bigger chunked-prefill budget."""
-
-    min_memory_bytes: int
-    excluded: tuple[str, ...]
-    """Words in a GPU's id or name that keep it on the base defaults ('a100')."""
-    max_num_batched_tokens: int
-    max_num_seqs: int
-
-    def applies(self, gpu: GpuSpec) -> bool:
-        words = f"{gpu.id} {gpu.name}".lower()
-        visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
-        return visible >= self.min_memory_bytes and not any(w in words for w in self.excluded)
-
-
-@record
-class ServingDefaults:
-    """An engine's scheduler defaults as its source sets them (presets/engines ``serving:``)."""
-
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    block_size: int
-    memory_utilization: float
-    reserve_bytes: int
-    """Per GPU: memory allocated outside PyTorch during the profile (cuBLAS, streams)."""
-    tp_reserve_bytes: int
-    """Per GPU, added when TP > 1: the all-reduce buffers (NCCL, custom all-reduce)."""
-    source: str
-    large_gpu: GpuRule | None = None
-
-
-VLLM_DEFAULTS = ServingDefaults(
-    max_num_batched_tokens=2048,
-    max_num_seqs=256,
-    block_size=16,
-    memory_utilization=0.9,
-    reserve_bytes=GIB // 4,
-    tp_reserve_bytes=GIB * 185 // 100,
-    source="vLLM 0.19 OpenAI-server defaults (vllm/engine/arg_utils.py get_batch_defaults)",
-    large_gpu=GpuRule(70 * GIB, ("a100",), 8192, 1024),
-)
-"""Used when the scenario names no engine with a ``serving:`` block (the roofline, the
-typical band): vLLM is the engine most deployments size their pool with."""
-
-
-@record
-class SchedulerLimits:
-    """The scheduler settings that size a server's KV pool and its batches."""
-
-    max_num_batched_tokens: int
-    """Tokens one step may carry: the chunked-prefill budget."""
-    max_num_seqs: int
-    """Sequences one step may carry."""
-    block_size: int
-    """Tokens per KV block (vLLM 16)."""
-    memory_utilization: float
-    reserve_bytes: int
-    """Per GPU: memory outside weights, activations and cache (cuBLAS, runtime)."""
-    source: str
-    """Where the values come from, for reports."""
-    tp_reserve_bytes: int = 0
-    """Per GPU, added when TP > 1: all-reduce buffers."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_num_batched_tokens", "max_num_seqs", "block_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"{name.replace('_', '-')} must be a whole number")
-            if not 1 <= value <= MAX_SCHEDULER_LIMIT:
-                label = name.replace("_", "-")
-                raise InputError(
-                    f"{label} {value} must be a whole number from 1 to {MAX_SCHEDULER_LIMIT:,}"
-                )
-        if not 0 < self.memory_utilization <= 1 or math.isnan(self.memory_utilization):
-            raise InputError(
-                f"memory utilization {self.memory_utilization} must be above 0 and at most 1"
-            )
-        if self.reserve_bytes < 0 or self.tp_reserve_bytes < 0:
-            raise InputError("the runtime reserve must be zero or more bytes")
-
-
-def scheduler_limits(
-    engine: Engine | None, gpu: GpuSpec | None, **overrides: int | float | str | None
-) -> SchedulerLimits:
-    """The engine's scheduler defaults on this GPU (vLLM's when it has none), with any
-    setting the caller gives (``max_num_seqs=64``; None keeps the default) in its place."""
-    defaults = VLLM_DEFAULTS if engine is None or engine.serving is None else engine.serving
-    batched, seqs = defaults.max_num_batched_tokens, defaults.max_num_seqs
-    source = defaults.source
-    rule = defaults.large_gpu
-    if rule is not None and gpu is not None and rule.applies(gpu):
-        batched, seqs = rule.max_num_batched_tokens, rule.max_num_seqs
-        source += f"; {gpu.name}: the large-GPU defaults"
-    limits = SchedulerLimits(
-        max_num_batched_tokens=batched,
-        max_num_seqs=seqs,
-        block_size=defaults.block_size,
-        memory_utilization=defaults.memory_utilization,
-        reserve_bytes=defaults.reserve_bytes,
-        tp_reserve_bytes=defaults.tp_reserve_bytes,
-        source=source,
-    )
-    given = {k: v for k, v in overrides.items() if v is not None}
-    unknown = sorted(set(given) - set(field_names(SchedulerLimits)))
-    if unknown:
-        raise TypeError(f"no scheduler limit named {', '.join(unknown)}")
-    if not given:
-        return limits
-    named = ", ".join(k.replace("_", "-") for k in given if k != "source")
-    limits = replace(limits, **given)
-    if named and "source" not in given:
-        limits = replace(limits, source=f"{limits.source}; {named} given")
-    return limits
 
 
 @record
@@ -307,7 +182,7 @@ def layer_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
 
 def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:
     """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs."""
-    from decodecalc.physics.estimator import v_elements
+    from decodecalc.step.step import v_elements
 
     elements = mixer.kv_elements_per_token(scenario.tp)
     values = v_elements(mixer, elements)
@@ -336,7 +211,7 @@ def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int
 
 def _ffn_width(ffn: FFN, hidden: int, tp: int) -> int:
     """Elements per token a feed-forward block holds at its peak on one GPU."""
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.moe import MoE
 
     if isinstance(ffn, MoE):
         routed = ffn.experts_per_token * (3 * ffn.expert_intermediate_size // tp + hidden)

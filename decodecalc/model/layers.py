@@ -12,14 +12,22 @@ or a state of constant size.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
-from decodecalc.physics.causal import causal_pairs
-from decodecalc.physics.kvcache import chunk_tokens
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.causal import causal_pairs
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
 SPLIT, REPLICATED, KV_HEADS = Sharding.SPLIT, Sharding.REPLICATED, Sharding.KV_HEADS
+
+
+def chunk_tokens(context_tokens: int | Fraction, chunk: int) -> int | Fraction:
+    """Tokens a chunked layer reads at context T: those of the chunk the newest token is in,
+    T - c x floor((T - 1) / c) for T > 0 (c at T = c, 1 at T = c + 1), none at T = 0."""
+    if context_tokens <= 0:
+        return 0
+    return context_tokens - chunk * ((context_tokens - 1) // chunk)
 
 
 @record
@@ -167,10 +175,10 @@ class Layer:
 
 
 if TYPE_CHECKING:
-    from decodecalc.physics.linear_attention import LinearAttention
-    from decodecalc.physics.mamba import Mamba1, Mamba2
-    from decodecalc.physics.mla import LatentAttention
-    from decodecalc.physics.moe import MoE
+    from decodecalc.model.linear_attention import LinearAttention
+    from decodecalc.model.mamba import Mamba1, Mamba2
+    from decodecalc.model.mla import LatentAttention
+    from decodecalc.model.moe import MoE
 
     Mixer: TypeAlias = Attention | LatentAttention | LinearAttention | Mamba2 | Mamba1
     FFN: TypeAlias = DenseMLP | MoE

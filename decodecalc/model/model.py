@@ -13,14 +13,14 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
-from decodecalc.physics.layers import Layer
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.layers import Layer
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
 if TYPE_CHECKING:
-    from decodecalc.physics.layers import Mixer
-    from decodecalc.physics.moe import MoE
-    from decodecalc.physics.precision import WeightRecipe
+    from decodecalc.model.layers import Mixer
+    from decodecalc.model.moe import MoE
+    from decodecalc.model.precision import WeightRecipe
 
 
 @record

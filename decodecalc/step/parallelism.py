@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from decodecalc.physics.compute import ACTIVATION_BYTES
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record, replace
+from decodecalc.step.flops import ACTIVATION_BYTES
 
 if TYPE_CHECKING:
-    from decodecalc.physics.estimator import Scenario
-    from decodecalc.physics.hardware import Link
-    from decodecalc.physics.model import Model
+    from decodecalc.model.hardware import Link
+    from decodecalc.model.model import Model
+    from decodecalc.scenarios.scenario import Scenario
 
 HANDOFF_TENSORS = 2
 """A pipeline stage hands the next the hidden state and the residual stream (vLLM's
@@ -32,7 +32,7 @@ _EMBEDDING, _LM_HEAD, _TIED, _NORMS = (
     "embedding = LM head (tied)",
     "norms and biases",
 )
-"""The group names physics/model.py gives the ends of the stack."""
+"""The group names model/model.py gives the ends of the stack."""
 
 
 def stage_layer_counts(layers: int, pp: int) -> tuple[int, ...]:
@@ -176,7 +176,7 @@ class Communication:
     @property
     def calls(self) -> int:
         """Collectives per pass that pay the group link's per-call latency (an engine's own
-        all-reduce latency replaces it; physics/engine.py)."""
+        all-reduce latency replaces it; engine/profile.py)."""
         return self.allreduce_calls + self.gather_calls + 2 * self.all_to_all_layers
 
     def seconds(self, tokens: int) -> float:

@@ -19,9 +19,9 @@ import math
 from itertools import pairwise
 
 from decodecalc.errors import InputError
-from decodecalc.physics.estimator import Scenario
-from decodecalc.physics.model import Model
+from decodecalc.model.model import Model
 from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import Scenario
 
 METHODS = ("eagle", "mtp", "draft")
 """EAGLE and MTP draft with one extra decoder layer on the target's own hidden states and

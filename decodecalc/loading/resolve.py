@@ -1,4 +1,4 @@
-"""The one function that turns a ScenarioSpec (decodecalc.scenario_spec) into a Scenario:
+"""The one function that turns a ScenarioSpec (decodecalc.scenarios.spec) into a Scenario:
 preset names looked up, unit texts parsed, the defaults that depend on other inputs (the
 KV dtype, the link, a calibrated overhead) filled in. Every door into the estimator calls it.
 """
@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import math
 
+from decodecalc.engine.profile import Engine, gpu_family
+from decodecalc.engine.select import engine_for, measured_on, typical
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec, Link
+from decodecalc.model.model import Model
+from decodecalc.model.precision import Overrides, WeightRecipe, expand
 from decodecalc.notes import Note
-from decodecalc.physics.cost import (
+from decodecalc.record import record, replace
+from decodecalc.scenarios.rates import (
     PriceList,
     Rates,
     checked_power,
@@ -18,15 +25,9 @@ from decodecalc.physics.cost import (
     parse_power,
     parse_price,
 )
-from decodecalc.physics.dtypes import DType
-from decodecalc.physics.engine import Engine, engine_for, gpu_family, measured_on, typical
-from decodecalc.physics.estimator import MAX_TP, Scenario
-from decodecalc.physics.hardware import GpuSpec, Link
-from decodecalc.physics.model import Model
-from decodecalc.physics.parallelism import handoff_crosses_nodes
-from decodecalc.physics.precision import Overrides, WeightRecipe, expand
-from decodecalc.record import record, replace
-from decodecalc.scenario_spec import ScenarioSpec
+from decodecalc.scenarios.scenario import MAX_TP, Scenario
+from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.step.parallelism import handoff_crosses_nodes
 from decodecalc.units import parse_bandwidth, parse_duration
 
 
@@ -184,7 +185,7 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
             )
         return Efficiency(gpu.sustained_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s)
     if word == "calibrated":
-        from decodecalc.calibration.saved import load_calibration
+        from decodecalc.loading.saved import load_calibration
 
         saved = load_calibration()
         fit, elsewhere = saved.fit, gpu is not None and gpu.id not in saved.gpus

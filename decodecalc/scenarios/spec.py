@@ -2,7 +2,7 @@
 
 Every door into the estimator (the command line's options, compare and sweep grids, the
 Python API, deployment files, vLLM serve configs, measured points) fills in a ScenarioSpec
-and hands it to decodecalc.scenarios.resolve, so the same inputs give the same figures
+and hands it to decodecalc.loading.resolve.resolve, so the same inputs give the same figures
 whichever door they came in by. This module imports nothing heavy: the CLI reads the
 defaults from here to declare its options, before a query needs the physics.
 """
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from decodecalc.record import record
 
 if TYPE_CHECKING:
-    from decodecalc.physics.dtypes import DType
-    from decodecalc.physics.engine import Engine
-    from decodecalc.physics.hardware import GpuSpec, Link
-    from decodecalc.physics.model import Model
-    from decodecalc.physics.precision import WeightRecipe
+    from decodecalc.engine.profile import Engine
+    from decodecalc.model.dtypes import DType
+    from decodecalc.model.hardware import GpuSpec, Link
+    from decodecalc.model.model import Model
+    from decodecalc.model.precision import WeightRecipe
 
 
 @record

@@ -19,9 +19,10 @@ from itertools import pairwise
 
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
-from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.estimator import Row, Scenario, StepModel, streamed_weight_bytes
 from decodecalc.record import record
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.flops import matmul_params
+from decodecalc.step.step import Row, StepModel, streamed_weight_bytes
 
 MAX_GENERATED_TOKENS = 2**30
 

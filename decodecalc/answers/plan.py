@@ -16,10 +16,11 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from decodecalc.physics.cost import CostEnergy, cost_and_energy
-from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel
-from decodecalc.physics.memory import MemoryFit
+from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.step.memory import MemoryFit
+from decodecalc.step.step import StepModel
 
 
 @record

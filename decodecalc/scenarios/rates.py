@@ -1,17 +1,5 @@
-"""What a token costs in money and in energy (docs/physics.md, 'Cost and energy').
-
-A deployment of N GPUs rented at P dollars per GPU-hour costs N x P / 3600 dollars a
-second; in one step of t seconds it emits the batch's B tokens, so
-
-    cost per million tokens = N x P / 3600 x t / B x 1e6
-    joules per token        = W x N x t / B
-    kWh per million tokens  = joules per token x 1e6 / 3.6e6
-
-with W the board power of one GPU. The board's full TDP is an upper bound on what decode
-draws (a memory-bound step leaves much of the chip idle), so the energy is a ceiling too.
-Pure arithmetic with no imports from the rest of decodecalc: the serving and plan
-commands call cost_and_energy directly.
-"""
+"""What a GPU-hour costs and what a GPU draws: the rates a scenario carries for cost and
+energy per token (answers/cost.py), parsed and bounded where the user types them."""
 
 from __future__ import annotations
 
@@ -21,9 +9,6 @@ import re
 from decodecalc.errors import InputError
 from decodecalc.record import record
 
-SECONDS_PER_HOUR = 3600
-JOULES_PER_KWH = 3_600_000
-TOKENS_PER_MILLION = 1_000_000
 MAX_PRICE = 10_000.0
 """Dollars per GPU-hour above which a figure is a typo (no GPU rents for $10,000 an hour)."""
 MAX_POWER_W = 100_000.0
@@ -63,43 +48,6 @@ class PriceList:
 
     def price(self, gpu_id: str) -> float | None:
         return dict(self.prices).get(gpu_id)
-
-
-@record
-class CostEnergy:
-    """Money and energy per output token of one step (None where the rate is unknown)."""
-
-    cost_per_million_tokens: float | None
-    """US dollars per million output tokens."""
-    joules_per_token: float | None
-    kwh_per_million_tokens: float | None
-
-
-def cost_and_energy(
-    seconds_per_step: float,
-    tokens_per_step: float,
-    gpus: int,
-    price_per_gpu_hour: float | None,
-    power_w: float | None,
-) -> CostEnergy:
-    """Cost per million output tokens and energy per token of a step that takes
-    ``seconds_per_step`` on ``gpus`` GPUs and emits ``tokens_per_step`` tokens (the batch).
-
-    >>> r = cost_and_energy(0.010, 1, 1, 3.6, 700)
-    >>> round(r.cost_per_million_tokens, 6), r.joules_per_token
-    (10.0, 7.0)
-    """
-    if not (seconds_per_step > 0 and tokens_per_step > 0 and gpus > 0):
-        raise ValueError("a step needs positive seconds, tokens and GPUs")
-    gpu_seconds_per_token = gpus * seconds_per_step / tokens_per_step
-    cost = (
-        None
-        if price_per_gpu_hour is None
-        else price_per_gpu_hour / SECONDS_PER_HOUR * gpu_seconds_per_token * TOKENS_PER_MILLION
-    )
-    joules = None if power_w is None else power_w * gpu_seconds_per_token
-    kwh = None if joules is None else joules * TOKENS_PER_MILLION / JOULES_PER_KWH
-    return CostEnergy(cost, joules, kwh)
 
 
 _PRICE = re.compile(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED

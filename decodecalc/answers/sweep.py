@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from decodecalc.physics.compute import matmul_params
-from decodecalc.physics.engine import Packed, within_band
-from decodecalc.physics.estimator import Scenario, StepModel
 from decodecalc.record import record
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.engine_terms import Packed, within_band
+from decodecalc.step.flops import matmul_params
+from decodecalc.step.step import StepModel
 
 MAX_SWEEP_ROWS = 100_000_000
 """Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
@@ -60,7 +61,7 @@ class FastStep:
     crossover: float | None = None
     """The scenario's T* (None: the KV cache never reaches the weights)."""
     engine_terms: Packed = ()
-    """The engine's step (physics/engine.py), none for the roofline."""
+    """The engine's step (step/engine_terms.py), none for the roofline."""
     peak_bandwidth: float = 0.0
     comm_seconds: float = 0.0
     general: StepModel | None = None

@@ -2,12 +2,12 @@
 
 A decode step is memory-bound while streaming its bytes takes longer than its arithmetic;
 past the ridge batch the FLOPs win. What GPUs send each other (tensor parallelism's two
-all-reduces per layer, experts' all-to-all, pipeline hand-offs) is physics/parallelism.py.
+all-reduces per layer, experts' all-to-all, pipeline hand-offs) is step/parallelism.py.
 """
 
 from __future__ import annotations
 
-from decodecalc.physics.model import Model
+from decodecalc.model.model import Model
 
 ACTIVATION_BYTES = 2
 """Activations travel between GPUs in BF16."""

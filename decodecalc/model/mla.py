@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from decodecalc.physics.causal import causal_pairs
-from decodecalc.physics.tensors import Sharding, TensorGroup
+from decodecalc.model.causal import causal_pairs
+from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED

@@ -22,15 +22,17 @@ from fractions import Fraction
 from functools import cached_property
 from statistics import median
 
+from decodecalc.answers.kv_pool import KvPool, kv_pool
+from decodecalc.answers.speculative import Speculation, draft_scenario
+from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.errors import InputError
+from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.notes import Note
-from decodecalc.physics.compute import matmul_params, step_flops
-from decodecalc.physics.dtypes import ceil_bytes
-from decodecalc.physics.engine import EngineTerms, packed, within_band
-from decodecalc.physics.estimator import MAX_BATCH, Scenario, StepModel, streamed_weight_bytes
-from decodecalc.physics.kv_pool import KvPool, SchedulerLimits, kv_pool
-from decodecalc.physics.speculative import Speculation, draft_scenario
 from decodecalc.record import field, record, replace
+from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.step.engine_terms import packed, within_band
+from decodecalc.step.flops import matmul_params, step_flops
+from decodecalc.step.step import StepModel, engine_terms, streamed_weight_bytes
 from decodecalc.units import GB
 
 MAX_TOKENS = 2**24
@@ -230,7 +232,7 @@ class _Steps:
         return median(
             [
                 within_band(
-                    packed([EngineTerms.of(mixed, p, comm)]),
+                    packed([engine_terms(mixed, p, comm)]),
                     kv,
                     decode + prefill / p.prefill_efficiency,
                     floor,

@@ -1,0 +1,141 @@
+"""The estimate: a scenario's per-step figures at each requested context, with the crossover
+row and the batch at which the step turns compute-bound (docs/physics.md sections 1 to 5)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from fractions import Fraction
+
+from decodecalc.errors import InputError
+from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.model.kvcache import KVCurve
+from decodecalc.model.tensors import expected_experts
+from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.step.flops import step_flops
+from decodecalc.step.memory import MemoryFit
+from decodecalc.step.step import Row, Stage, StepModel
+
+
+@record
+class Estimate:
+    """A scenario's per-step figures at each requested context."""
+
+    scenario: Scenario
+    weight_bytes_per_step: int
+    kv_bytes_per_token: int
+    """Per sequence, per GPU, for each token of context below every sliding window."""
+    crossover_context: float | None
+    """T* where batch KV bytes equal weight bytes; None when KV never reaches the weights."""
+    rows: tuple[Row, ...]
+    state_bytes_per_step: int = 0
+    experts_touched: float | None = None
+    """Expected distinct routed experts per MoE layer at this batch (None: dense model)."""
+    kv_bytes_per_token_past_windows: int = 0
+    """Per sequence, per GPU, per token once the context is past every sliding window:
+    only global layers still grow (equal to kv_bytes_per_token without windows)."""
+    kv_split_ways: float = 1.0
+    """How many ways TP divides a sequence's KV cache (1 when every GPU reads all of it)."""
+    memory: MemoryFit | None = None
+    """Memory budget and limits, when the GPU (and so its capacity) is known."""
+    ridge_batch: int | None = None
+    """Smallest batch at which the step becomes compute-bound at the longest context
+    (None: the GPU's FLOP/s are not known, or no batch up to the limit gets there)."""
+    flops_class: str | None = None
+    """Which of the GPU's peak rates the matmuls run at (bf16, fp8, fp4)."""
+    stages: tuple[Stage, ...] = ()
+    """Each pipeline stage's layers and bytes per GPU (one stage without --pp)."""
+    experts_touched_per_gpu: float | None = None
+    """Expected routed experts one GPU runs per MoE layer with --ep (uniform routing, so
+    the group's share; None without expert parallelism)."""
+
+
+def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
+    """Per-token latency at each context, with the crossover row added where it falls
+    inside the requested range (rounded to the nearest token) unless ``crossover_row`` is
+    False; crossover_context is given either way."""
+    step = StepModel.of(scenario)
+    points = sorted(set(contexts))
+    if not points:
+        raise InputError("no context to estimate at")
+    crossover = step.crossover()
+    marked = None
+    if crossover_row and crossover is not None and points[0] <= crossover <= points[-1]:
+        marked = math.floor(crossover + Fraction(1, 2))
+        points = sorted({*points, marked})
+    memory = step.memory(points[-1])
+    rows = tuple(step.row(t, t == marked, memory) for t in points)
+    moe = scenario.model.moe()
+    unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
+    return Estimate(
+        scenario=scenario,
+        weight_bytes_per_step=step.weight_bytes,
+        kv_bytes_per_token=step.kv_bytes_per_token(),
+        crossover_context=None if crossover is None else float(crossover),
+        rows=rows,
+        state_bytes_per_step=step.state_bytes,
+        experts_touched=None
+        if moe is None
+        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
+        kv_bytes_per_token_past_windows=ceil_bytes(
+            step.kv_units.growing_elements_per_token * step.kv_unit_bytes
+        ),
+        kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
+        memory=memory,
+        ridge_batch=ridge_batch(scenario, points[-1]),
+        flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
+        stages=step.stages,
+        experts_touched_per_gpu=None
+        if moe is None or not scenario.ep
+        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch))
+        / scenario.tp,
+    )
+
+
+def ridge_batch(scenario: Scenario, context_tokens: int) -> int | None:
+    """The smallest batch whose step at this context takes longer to compute than to
+    stream: where batching stops being free. Compute grows faster with the batch than
+    bytes do, so a doubling search then bisection finds it."""
+    peak = scenario.peak_flops()
+    if peak is None:
+        return None
+    if scenario.model.moe() is None:
+        return _dense_ridge(scenario, context_tokens, peak[1])
+    return _searched_ridge(scenario, context_tokens)
+
+
+def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
+    """For MoE weights, which grow with the batch: doubling, then bisection."""
+
+    def compute_bound(batch: int) -> bool:
+        step = StepModel.of(replace(scenario, batch=batch))
+        compute = step.compute_seconds(context_tokens) or 0.0
+        return compute >= step.memory_seconds(context_tokens)
+
+    high = 1
+    while not compute_bound(high):
+        if high >= MAX_BATCH:
+            return None
+        high = min(2 * high, MAX_BATCH)
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if compute_bound(middle) else (middle, high)
+    return high
+
+
+def _dense_ridge(scenario: Scenario, context_tokens: int, peak_flops_per_s: int) -> int | None:
+    """With weights that do not grow with the batch, memory time is W + B x (KV + state)
+    and compute time B x FLOPs per sequence, so the crossing batch is one division."""
+    one = StepModel.of(replace(scenario, batch=1))
+    bandwidth = scenario.effective_bandwidth_bytes_per_s
+    per_sequence_memory = (one.kv_bytes(context_tokens) + one.state_bytes) / bandwidth
+    per_sequence_compute = (
+        step_flops(scenario.model, 1, context_tokens) / scenario.tp / peak_flops_per_s
+    )
+    gain = per_sequence_compute - per_sequence_memory
+    if gain <= 0:
+        return None
+    batch = max(1, math.ceil(one.weight_bytes / bandwidth / gain))
+    return batch if batch <= MAX_BATCH else None

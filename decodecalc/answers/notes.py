@@ -1,0 +1,110 @@
+"""The notes an answer carries about its scenario and contexts: roofline figures, an unknown
+FLOP/s rate, uncounted communication, contexts past the model's maximum, a deployment that
+does not fit, a step so short that launches dominate (decodecalc/notes.py says what a note is)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from decodecalc.notes import Note, unique
+
+if TYPE_CHECKING:
+    from decodecalc.answers.estimate import Estimate
+    from decodecalc.scenarios.scenario import Scenario
+
+
+TINY_STEP_S = 0.002
+"""Below this much streaming per step, launch and scheduling overheads likely dominate."""
+
+
+def scenario_notes(s: Scenario) -> list[Note]:
+    """What holds for a scenario at any context."""
+    notes = list(s.notes)
+    expected = s.engine is not None and bool(s.engine.params)
+    if s.efficiency == 1 and not s.overhead_s and not expected:
+        notes.append(
+            Note(
+                "roofline",
+                "these are bandwidth-roofline figures (efficiency 1, no overhead): real "
+                "engines measure 1.1 to 10 times slower; give --efficiency and --overhead, or "
+                "fit them with 'decodecalc calibrate'",
+            )
+        )
+    if s.gpu is not None and s.peak_flops() is None:
+        notes.append(
+            Note(
+                "no-compute-rate",
+                f"no {s.weights.matmul.upper()} FLOP/s is known for {s.gpu.id}: times are "
+                "memory time only, never compute-bound",
+            )
+        )
+    if s.link is None and (s.tp > 1 or s.pp > 1):
+        notes.append(Note("no-communication", f"not counted (--link none): {_uncounted(s)}"))
+    return notes
+
+
+def _uncounted(s: Scenario) -> str:
+    """The transfers --link none leaves out: TP's collectives (or, under data-parallel
+    attention, the MoE layers' gathers or all-to-alls) and the pipeline's hand-offs."""
+    kinds = []
+    if s.tp > 1:
+        if not s.dp_attention:
+            kinds.append(f"TP {s.tp} all-reduces")
+        elif s.ep:
+            kinds.append(f"the expert all-to-alls over {s.tp} GPUs")
+        else:
+            kinds.append(f"the MoE all-gathers over {s.tp} GPUs")
+    if s.pp > 1:
+        kinds.append(f"the hand-offs between the {s.pp} pipeline stages")
+    return " and ".join(kinds)
+
+
+def context_notes(s: Scenario, contexts: Sequence[int]) -> list[Note]:
+    """Contexts past what the model was trained for: the physics extrapolates."""
+    longest = max(contexts, default=0)
+    limit = s.model.max_context_tokens
+    if longest <= limit:
+        return []
+    return [
+        Note(
+            "past-max-context",
+            f"contexts above {limit:,} tokens exceed {s.model.id}'s maximum context "
+            "(max_position_embeddings); the figures extrapolate the same physics",
+        )
+    ]
+
+
+def estimate_notes(est: Estimate) -> tuple[Note, ...]:
+    """Every note that applies to an estimate's rows."""
+    s = est.scenario
+    notes = scenario_notes(s)
+    notes.extend(context_notes(s, [r.context_tokens for r in est.rows]))
+    misfits = [r.context_tokens for r in est.rows if r.fits is False]
+    if misfits and est.memory is not None:
+        budget = f"{est.memory.budget_bytes / 1e9:,.2f} GB per GPU"
+        if est.memory.stored_weight_bytes > est.memory.budget_bytes:
+            where = f"the weights alone need more than the {budget}"
+        else:
+            where = (
+                f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "
+                f"more than the {budget}"
+            )
+        notes.append(
+            Note(
+                "does-not-fit",
+                f"does not fit: {where} that {s.memory_utilization:g} of memory leaves "
+                "(these rows describe a deployment that cannot run)",
+            )
+        )
+    streaming = est.rows[0].memory_seconds
+    expected = s.engine is not None and bool(s.engine.params)  # (its fixed costs are in)
+    if streaming < TINY_STEP_S and not s.overhead_s and not expected:
+        notes.append(
+            Note(
+                "launch-bound",
+                f"{streaming * 1000:.3f} ms of streaming per step is so little that kernel "
+                "launches and scheduling likely dominate; see --overhead",
+            )
+        )
+    return unique(notes)

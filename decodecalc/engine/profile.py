@@ -1,0 +1,162 @@
+"""Engine profiles: what a real engine's step costs beyond the roofline, per GPU family
+(docs/physics.md section 7), and the scheduler defaults it serves with.
+
+An engine's parameters differ by GPU family (kernels are written per vendor and class of
+chip), so a profile holds one set per family it has data for; engine/select.py says what
+stands in on a family it has none for. The step they enter is step/engine_terms.py."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from decodecalc.model.hardware import GpuSpec
+from decodecalc.record import record
+from decodecalc.units import GIB, MIB
+
+if TYPE_CHECKING:
+    from decodecalc.model.hardware import GpuSpec
+
+GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
+"""GPU families an engine's kernels behave alike on."""
+
+KV_READS = ("once", "per-query-head")
+
+
+def gpu_family(gpu: GpuSpec | None) -> str:
+    """The family of a GPU: its preset's own ``family``, else from vendor and memory
+    (NVIDIA with HBM is datacenter, other NVIDIA memory consumer or desktop)."""
+    if gpu is None:
+        return "other"
+    if gpu.family:
+        return gpu.family
+    vendor = gpu.vendor.lower()
+    if vendor == "nvidia":
+        return (
+            "nvidia-datacenter" if gpu.memory_kind.upper().startswith("HBM") else "nvidia-consumer"
+        )
+    if vendor == "amd":
+        return "amd-instinct"
+    if vendor == "apple":
+        return "apple"
+    return "other"
+
+
+@record
+class EngineParams:
+    """One engine on one GPU family."""
+
+    weight_efficiency: float
+    """e_w: share of peak bandwidth the weight GEMVs stream at."""
+    kv_efficiency: float
+    """e_kv: share of peak bandwidth attention reads the KV cache (and state) at."""
+    per_layer_s: float = 0.0
+    per_step_s: float = 0.0
+    allreduce_latency_s: float | None = None
+    """Per all-reduce call; None: the link preset's."""
+    kv_read: str = "once"
+    """'once', or 'per-query-head' for kernels that re-read a KV head for each query head."""
+    band: tuple[float, float] = (1.0, 1.0)
+    """Expected x low and x high: the spread of the fit's residuals."""
+    points: int = 0
+    """Measured points the parameters were fitted on (0: carried over, not fitted)."""
+    per_moe_layer_s: float = 0.0
+    """c_moe: per MoE layer per step."""
+    per_sequence_s: float = 0.0
+    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes)."""
+    prefill_efficiency: float = 1.0
+    """e_p: share of peak FLOP/s a server's prefill chunks compute at (answers/serving.py);
+    1 where no time to first token was measured for the engine or its GPU family."""
+    per_request_s: float = 0.0
+    """c_req: per request, outside the steps (tokenising, scheduling, the API server): in
+    a server's TTFT and end-to-end latency."""
+
+
+@record
+class Engine:
+    """The engine a scenario's expected figures are for: a profile's parameters for the
+    scenario's GPU family, several profiles' (``typical``), or none (``roofline``)."""
+
+    id: str
+    params: tuple[EngineParams, ...] = ()
+    family: str = "other"
+    names: tuple[str, ...] = ()
+    """The profile each of ``params`` comes from, for people reading a typical band."""
+    serving: ServingDefaults | None = None
+    """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
+
+
+@record
+class EngineProfile:
+    """An engine preset: parameters per GPU family, with where they came from."""
+
+    id: str
+    name: str
+    families: tuple[tuple[str, EngineParams], ...]
+    versions: tuple[str, ...] = ()
+    source: str = ""
+    notes: str = ""
+    aliases: tuple[str, ...] = ()
+    serving: ServingDefaults | None = None
+    """Scheduler defaults, each value sourced (the preset's hand-written ``serving:``)."""
+
+    def params_for(self, family: str) -> tuple[EngineParams, str]:
+        """The parameters for a family, and the family they were fitted on: the same one,
+        or, without data for it, the family with the most points (the caller says so)."""
+        table = dict(self.families)
+        if family in table:
+            return table[family], family
+        fallback = max(self.families, key=lambda item: item[1].points)
+        return fallback[1], fallback[0]
+
+
+CUDA_HIDDEN_BYTES = 450 * MIB
+"""Memory nvidia-smi counts but CUDA never reports as the device's total, which is what
+vLLM multiplies by the utilization: 79.19 GiB on an H100 80GB (nvidia-smi 81,559 MiB,
+468 MiB more), 23.58 GiB on an RTX 3090 (24,576 MiB, 430 MiB more)."""
+
+
+@record
+class GpuRule:
+    """Defaults an engine picks for large GPUs: vLLM gives GPUs of at least 70 GiB (A100s
+    excepted, where a larger budget measured slower) a bigger chunked-prefill budget."""
+
+    min_memory_bytes: int
+    excluded: tuple[str, ...]
+    """Words in a GPU's id or name that keep it on the base defaults ('a100')."""
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+    def applies(self, gpu: GpuSpec) -> bool:
+        words = f"{gpu.id} {gpu.name}".lower()
+        visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
+        return visible >= self.min_memory_bytes and not any(w in words for w in self.excluded)
+
+
+@record
+class ServingDefaults:
+    """An engine's scheduler defaults as its source sets them (presets/engines ``serving:``)."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    block_size: int
+    memory_utilization: float
+    reserve_bytes: int
+    """Per GPU: memory allocated outside PyTorch during the profile (cuBLAS, streams)."""
+    tp_reserve_bytes: int
+    """Per GPU, added when TP > 1: the all-reduce buffers (NCCL, custom all-reduce)."""
+    source: str
+    large_gpu: GpuRule | None = None
+
+
+VLLM_DEFAULTS = ServingDefaults(
+    max_num_batched_tokens=2048,
+    max_num_seqs=256,
+    block_size=16,
+    memory_utilization=0.9,
+    reserve_bytes=GIB // 4,
+    tp_reserve_bytes=GIB * 185 // 100,
+    source="vLLM 0.19 OpenAI-server defaults (vllm/engine/arg_utils.py get_batch_defaults)",
+    large_gpu=GpuRule(70 * GIB, ("a100",), 8192, 1024),
+)
+"""Used when the scenario names no engine with a ``serving:`` block (the roofline, the
+typical band): vLLM is the engine most deployments size their pool with."""

@@ -1,0 +1,150 @@
+"""One deployment to estimate: a model on a GPU in given formats, with its batch, its
+parallel split, efficiency, links, engine and rates, each checked when it is built."""
+
+from __future__ import annotations
+
+import math
+
+from decodecalc.engine.profile import Engine
+from decodecalc.errors import InputError
+from decodecalc.model.dtypes import DType
+from decodecalc.model.hardware import GpuSpec, Link
+from decodecalc.model.model import Model
+from decodecalc.notes import Note
+from decodecalc.record import record
+from decodecalc.scenarios.rates import Rates
+
+MAX_BATCH = 1_000_000
+MIN_FRACTION = 0.001
+"""Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
+MAX_TP = 1024
+
+
+@record
+class Scenario:
+    """One deployment to estimate: a model on a GPU with formats, batch and TP."""
+
+    model: Model
+    weights: DType
+    """The default weight format: every tensor group that weight_overrides does not name."""
+    kv_dtype: DType
+    bandwidth_bytes_per_s: int
+    efficiency: float = 1.0
+    batch: int = 1
+    tp: int = 1
+    gpu: GpuSpec | None = None
+    memory_utilization: float = 0.9
+    """Share of GPU memory the runtime gives weights and cache (vLLM's default 0.9)."""
+    link: Link | None = None
+    """The interconnect TP all-reduces cross (None: communication not counted)."""
+    overhead_s: float = 0.0
+    """A fixed time per step: kernel launches, scheduling, sampling."""
+    notes: tuple[Note, ...] = ()
+    """What resolving the inputs found a reader must know (a calibration from another GPU)."""
+    weight_overrides: tuple[tuple[str, DType], ...] = ()
+    """Tensor groups (by name) stored in another format than ``weights``: a mixed-precision
+    checkpoint (model/precision.py). Compute keeps the default format's matmul class."""
+    weights_recipe: str | None = None
+    """The recipe the formats came from (None: one format everywhere), for reports."""
+    engine: Engine | None = None
+    """Whose measured step the expected figures predict (None: the roofline alone)."""
+    v_dtype: DType | None = None
+    """The V cache's format when it differs from K's (None: kv_dtype). Attention layers
+    cache K and V, half their elements each; MLA's latent is one tensor with no separate
+    V, so kv_dtype covers all of it, as it does linear attention's state."""
+    rates: Rates = Rates()
+    """Price per GPU-hour and board power, for cost and energy per token (answers/cost.py)."""
+    pp: int = 1
+    """Pipeline stages, each of ``tp`` GPUs (step/parallelism.py)."""
+    ep: bool = False
+    """Routed experts placed whole on the group's GPUs instead of each split over them."""
+    dp_attention: bool = False
+    """Attention data-parallel over the group's ``tp`` GPUs: each rank holds its own
+    sequences and a whole copy of everything outside the routed experts."""
+    gpus_per_node: int | None = None
+    """GPUs one node (one domain of ``link``) joins; None: every GPU is in one node."""
+    node_link: Link | None = None
+    """The network between nodes, for groups and hand-offs that leave a node."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise InputError(f"batch {self.batch} must be a whole number from 1 to {MAX_BATCH:,}")
+        if not 1 <= self.tp <= MAX_TP:
+            raise InputError(f"tp {self.tp} must be a whole number from 1 to {MAX_TP}")
+        if not self.model.supports_tp(self.tp):
+            valid = ", ".join(str(n) for n in self.model.valid_tp())
+            raise InputError(
+                f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "
+                f"valid: {valid}"
+            )
+        if not (MIN_FRACTION <= self.efficiency <= 1) or math.isnan(self.efficiency):
+            raise InputError(
+                f"efficiency {self.efficiency} must be from {MIN_FRACTION} to 1 (1 is the roofline)"
+            )
+        if not (MIN_FRACTION <= self.memory_utilization <= 1) or math.isnan(
+            self.memory_utilization
+        ):
+            raise InputError(
+                f"memory utilization {self.memory_utilization} must be from {MIN_FRACTION} to 1"
+            )
+        if not (0 <= self.overhead_s < 3600) or math.isnan(self.overhead_s):
+            raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
+        if self.bandwidth_bytes_per_s <= 0:
+            raise InputError("bandwidth must be greater than zero")
+        for cache in (self.kv_dtype, self.v_dtype):
+            if cache is not None and not cache.kv_cache:
+                raise InputError(
+                    f"{cache.id} is a weight-only format, not a KV-cache dtype "
+                    "('decodecalc dtypes' shows which formats hold a KV cache)"
+                )
+        self._check_parallelism()
+
+    def _check_parallelism(self) -> None:
+        layers, moe = len(self.model.layers), self.model.moe()
+        if not 1 <= self.pp <= layers:
+            raise InputError(
+                f"pp {self.pp} must be a whole number from 1 to {layers}: each pipeline stage "
+                f"needs at least one of {self.model.id}'s {layers} layers"
+            )
+        if (self.ep or self.dp_attention) and moe is None:
+            what = "--ep spreads experts" if self.ep else "--dp-attention serves experts"
+            raise InputError(
+                f"{what} over GPUs, and {self.model.id} has no experts (a dense model's data "
+                "parallelism is independent replicas: estimate one)"
+            )
+        if self.ep and moe is not None and moe.num_experts % self.tp:
+            raise InputError(
+                f"--ep places whole experts: {moe.num_experts} experts do not divide evenly "
+                f"over {self.tp} GPUs"
+            )
+        if self.dp_attention and self.tp == 1:
+            raise InputError("--dp-attention splits sequences over the group's GPUs: give --tp > 1")
+        if self.gpus_per_node is not None and not 1 <= self.gpus_per_node <= MAX_TP:
+            raise InputError(
+                f"gpus per node {self.gpus_per_node} must be a whole number from 1 to {MAX_TP}"
+            )
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_bytes_per_s * self.efficiency
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the deployment uses: ``tp`` in each of ``pp`` stages."""
+        return self.tp * self.pp
+
+    @property
+    def attention_tp(self) -> int:
+        """How many ways a sequence's cache and attention are split: 1 under data-parallel
+        attention, where a rank holds whole sequences."""
+        return 1 if self.dp_attention else self.tp
+
+    @property
+    def sequences_per_gpu(self) -> int:
+        """Sequences whose cache one GPU holds and reads: all of them, or under data-parallel
+        attention its share, the busiest rank's when tp does not divide the batch."""
+        return math.ceil(self.batch / self.tp) if self.dp_attention else self.batch
+
+    def peak_flops(self) -> tuple[str, int] | None:
+        """The GPU's dense rate for this weight format's matrix multiplies, if known."""
+        return None if self.gpu is None else self.gpu.peak_flops(self.weights.matmul)

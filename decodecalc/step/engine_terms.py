@@ -1,0 +1,158 @@
+"""What a real engine measures: the roofline's terms at the engine's own efficiencies, plus
+the fixed costs no kernel streams bytes for (docs/physics.md section 7).
+
+No engine reaches the bandwidth roofline. Its step is
+
+    t = W / (BW x e_w) + KV_read / (BW x e_kv) + L x c_layer + c_step + TP communication
+        + L_moe x c_moe + B x P x c_seq
+
+where weight streaming runs at one efficiency e_w and attention reads the KV cache at
+another, e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the
+cache as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
+scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
+only some points show: c_moe per MoE layer (routing, top-k, token permutation and the
+grouped-GEMM launches a dense MLP has none of) and c_seq per sequence and per pass P a
+token makes through the layers (a dense layer is one pass, an MoE layer one per expert a
+token is routed to). The step is never shorter than its compute at the GPU's peak."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from decodecalc.engine.profile import EngineParams
+from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.model.model import Model
+    from decodecalc.scenarios.scenario import Scenario
+
+
+@record
+class Expected:
+    """A step as an engine would measure it: a central figure inside a band."""
+
+    seconds: float
+    low_seconds: float
+    high_seconds: float
+
+
+def kv_read_factor(s: Scenario) -> float:
+    """KV elements a GQA-unaware kernel reads per element cached: each query head reads its
+    KV head again, so attention layers cost heads / KV heads times their cache. MLA and
+    linear attention read their cache once."""
+    from decodecalc.model.layers import Attention
+
+    cached = read = 0
+    for m in s.model.mixers():
+        elements = m.kv_elements_per_token(s.tp)
+        cached += elements
+        if isinstance(m, Attention):
+            read += 2 * m.head_dim * math.ceil(m.num_heads / s.tp)
+        else:
+            read += elements
+    return read / cached if cached else 1.0
+
+
+def moe_layers(model: Model) -> int:
+    """Layers whose feed-forward block is a mixture of experts."""
+    return sum(1 for layer in model.layers if layer.ffn.routed)
+
+
+def sequence_passes(model: Model) -> int:
+    """Passes one token makes through the layers in a step: one per dense layer, one per
+    routed expert in an MoE layer (each is its own slice of a grouped GEMM, gathered and
+    scattered per token). Counted so, the published batch sweeps on 8 x MI300X grow, past
+    their weight and KV bytes at peak bandwidth, by a similar time per pass: vLLM on
+    Llama-3.1-70B 1.3 us, 405B 2.0 us, DeepSeek-V3 0.8 us, SGLang on DeepSeek-V3 1.5 us;
+    counting each layer once, DeepSeek-V3's would be 6 and 11 us (docs/accuracy.md)."""
+    from decodecalc.model.moe import MoE
+
+    return sum(
+        layer.ffn.experts_per_token if isinstance(layer.ffn, MoE) else 1 for layer in model.layers
+    )
+
+
+@record
+class StepCounts:
+    """What a step's fixed costs are counted in."""
+
+    layers: int
+    moe_layers: int
+    passes: int
+    """Sequence passes: the batch x sequence_passes."""
+
+    @classmethod
+    def of(cls, model: Model, batch: int) -> StepCounts:
+        return cls(len(model.layers), moe_layers(model), batch * sequence_passes(model))
+
+    def fixed_seconds(self, params: EngineParams) -> float:
+        """The costs no byte count scales: per layer, per step, per MoE layer and per
+        sequence pass."""
+        return (
+            self.layers * params.per_layer_s
+            + params.per_step_s
+            + self.moe_layers * params.per_moe_layer_s
+            + self.passes * params.per_sequence_s
+        )
+
+
+@record
+class EngineTerms:
+    """One engine's step at a scenario, reduced to what varies with the context: a step
+    is max(constant + KV bytes x per_kv_byte, compute) + added. StepModel.of computes it
+    (step.engine_terms)
+    once per scenario, so a million-row sweep pays a few operations a row."""
+
+    constant_s: float
+    """Weights at e_w and the recurrent state at e_kv."""
+    per_kv_byte_s: float
+    """Seconds per cached KV byte: the kernel's read factor over bandwidth x e_kv."""
+    added_s: float
+    """The fixed costs (StepCounts.fixed_seconds) and the all-reduces at the engine's
+    latency."""
+    band: tuple[float, float]
+
+    def seconds(self, kv_bytes: int, compute_s: float) -> float:
+        return max(self.constant_s + kv_bytes * self.per_kv_byte_s, compute_s) + self.added_s
+
+
+Packed = tuple[tuple[float, float, float, float, float], ...]
+"""EngineTerms as plain tuples (constant, per KV byte, added, band low, band high)."""
+
+
+def packed(terms: Sequence[EngineTerms]) -> Packed:
+    return tuple((t.constant_s, t.per_kv_byte_s, t.added_s, *t.band) for t in terms)
+
+
+def within_band(
+    terms: Packed, kv_bytes: int, compute_s: float, floor_s: float
+) -> tuple[float, float, float]:
+    """(expected, low, high), never below the physics: the roofline at efficiency 1 with
+    no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With
+    several profiles (typical) the centre is their median and the band spans all of theirs.
+    EngineTerms.seconds written out on plain tuples: a sweep calls this for every row."""
+    central = []
+    low = high = floor_s
+    first = True
+    for constant, per_kv, added, band_low, band_high in terms:
+        t = constant + kv_bytes * per_kv
+        if t < compute_s:
+            t = compute_s
+        t += added
+        if t < floor_s:
+            t = floor_s
+        central.append(t)
+        lo, hi = t * band_low, t * band_high
+        if first or lo < low:
+            low = lo
+        if first or hi > high:
+            high = hi
+        first = False
+    central.sort()
+    n = len(central)
+    middle = central[n // 2] if n % 2 else (central[n // 2 - 1] + central[n // 2]) / 2
+    low = max(low, floor_s)
+    return middle, min(low, middle), max(high, middle)

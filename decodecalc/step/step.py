@@ -1,0 +1,383 @@
+"""The step model: what one decode step of a scenario streams, computes and sends per GPU,
+and its time, at the roofline and as the scenario's engine would measure it.
+
+Per GPU, one decode step streams the weights once and the KV cache of every sequence:
+
+    step_bytes(T) = weight_bytes + B * kv_bytes_per_sequence(T)
+    t_step(T)     = max(step_bytes(T) / (bandwidth * efficiency), FLOPs / peak) + comm + overhead
+
+Everything that does not depend on the context is computed once per scenario (StepModel.of),
+so a table of many contexts costs a few multiplications per row."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from decodecalc.engine.profile import Engine, EngineParams
+from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.model.kvcache import KVCurve
+from decodecalc.model.layers import Attention
+from decodecalc.model.precision import weight_bytes
+from decodecalc.model.tensors import TensorGroup
+from decodecalc.record import record, replace
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.engine_terms import (
+    EngineTerms,
+    Expected,
+    Packed,
+    StepCounts,
+    kv_read_factor,
+    packed,
+    within_band,
+)
+from decodecalc.step.flops import step_flops
+from decodecalc.step.memory import MemoryFit, memory_fit
+from decodecalc.step.parallelism import (
+    CommSplit,
+    Communication,
+    communication,
+    held_params,
+    stage_groups,
+    stage_layer_counts,
+)
+
+if TYPE_CHECKING:
+    from decodecalc.model.layers import Mixer
+
+
+@record
+class Row:
+    """One context of a table: bytes per GPU per step and the resulting speed."""
+
+    context_tokens: int
+    weight_bytes: int
+    kv_bytes: int
+    state_bytes: int
+    """Recurrent (linear-attention) state of all sequences: constant in the context."""
+    total_bytes: int
+    kv_share: float
+    seconds_per_token: float
+    """The step: max(memory, compute) + communication + overhead."""
+    tokens_per_s: float
+    """Per sequence: 1 / t_step."""
+    throughput_tokens_per_s: float
+    """All sequences together: B / t_step."""
+    is_crossover: bool = False
+    fits: bool | None = None
+    """Weights, KV and state within the memory budget (None: no GPU capacity known)."""
+    memory_seconds: float = 0.0
+    compute_seconds: float | None = None
+    """Step FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
+    comm_seconds: float = 0.0
+    """Every transfer between GPUs: the three below added up."""
+    overhead_seconds: float = 0.0
+    expected: Expected | None = None
+    """What the scenario's engine would measure (see step/engine_terms.py)."""
+    allreduce_seconds: float = 0.0
+    """Tensor parallelism's all-reduces (and gathers around TP-sharded experts)."""
+    all_to_all_seconds: float = 0.0
+    """Expert parallelism's dispatch and combine under data-parallel attention."""
+    handoff_seconds: float = 0.0
+    """Activations handed from each pipeline stage to the next."""
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the step: "memory" or "compute"."""
+        compute = self.compute_seconds or 0.0
+        return "compute" if compute > self.memory_seconds else "memory"
+
+
+@record
+class Stage:
+    """One pipeline stage: its layers and what one of its GPUs holds and streams."""
+
+    layers: int
+    weight_bytes: int
+    """Streamed per decode step at the scenario's batch."""
+    stored_weight_bytes: int
+    kv_units: KVCurve
+    """Its layers' cache per sequence, in the scenario's KV units."""
+    state_bytes: int
+    """Recurrent state of the sequences the GPU holds."""
+
+
+def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
+    """Weight bytes one GPU streams in a forward pass over ``tokens`` tokens (a decode
+    step's B, a prefill's B x P): each tensor once, routed experts at the share touched,
+    each group in its own format. With pipeline stages, the stages' bytes added up: what a
+    token's pass streams on its way through them."""
+    return sum(
+        _group_bytes(scenario, groups, tokens)
+        for groups in stage_groups(scenario.model, scenario.pp)
+    )
+
+
+def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int | None) -> int:
+    """Bytes of the groups one GPU holds (``tokens`` None) or streams over ``tokens``."""
+    tp, dp = scenario.tp, scenario.dp_attention
+    parts = (
+        (g.name, held_params(g, tp, dp) * (1 if tokens is None else g.read_fraction(tokens)))
+        for g in groups
+    )
+    return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
+
+
+def v_elements(mixer: Mixer, elements: int) -> int:
+    """The V half of an attention layer's cache; MLA's latent and anything else is all K."""
+    return elements // 2 if isinstance(mixer, Attention) else 0
+
+
+def kv_units_for(
+    scenario: Scenario, mixers: Sequence[Mixer] | None = None
+) -> tuple[KVCurve, Fraction]:
+    """The KV cache per token as whole units of one byte size: K elements x K's units + V
+    elements x V's units, and the unit's bytes. With one format the unit is one element;
+    with two it is the largest size that divides both per-element sizes, so every byte
+    count stays an exact product of integers, rounded up once (the sweep relies on it).
+    ``mixers``: a pipeline stage's layers (default: every layer); the unit is the whole
+    model's either way, so stages' curves add up to the model's."""
+    k = scenario.kv_dtype.bytes_for(1)
+    v = k if scenario.v_dtype is None else scenario.v_dtype.bytes_for(1)
+    denominator = math.lcm(k.denominator, v.denominator)
+    k_scaled, v_scaled = int(k * denominator), int(v * denominator)
+    # Caches of a fixed format (an indexer's FP8 keys) must be whole units too.
+    fixed = {m.fixed_kv_bytes_per_token * denominator for m in scenario.model.mixers()}
+    common = math.gcd(k_scaled, v_scaled, *fixed)
+    k_units, v_units = k_scaled // common, v_scaled // common
+
+    def weigh(mixer: Mixer, elements: int) -> int:
+        values = v_elements(mixer, elements)
+        return (elements - values) * k_units + values * v_units
+
+    layers = scenario.model.mixers() if mixers is None else mixers
+    scale = Fraction(denominator, common)
+    curve = KVCurve.for_layers(layers, scenario.attention_tp, weigh, scale)
+    return curve, Fraction(common, denominator)
+
+
+@record
+class StepModel:
+    """The context-independent part of a scenario, computed once."""
+
+    scenario: Scenario
+    weight_bytes: int
+    kv_curve: KVCurve
+    """Cached elements per token, by window."""
+    kv_units: KVCurve
+    """The same cache in whole units of kv_unit_bytes (kv_units_for)."""
+    kv_unit_bytes: Fraction
+    state_bytes: int
+    peak_flops_per_s: int | None = None
+    comm: Communication | None = None
+    """Transfers between GPUs (None: not counted)."""
+    engine_terms: Packed = ()
+    """The engine's step reduced to constants (step/engine_terms.py EngineTerms), once per
+    scenario; empty for the roofline."""
+    sequences: int = 1
+    """Sequences whose cache one GPU holds (Scenario.sequences_per_gpu)."""
+    stages: tuple[Stage, ...] = ()
+    """Each pipeline stage's share; the step's bytes are theirs added up."""
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> StepModel:
+        model, batch = scenario.model, scenario.batch
+        units, unit_bytes = kv_units_for(scenario)
+        stages = _stages(scenario, units)
+        step = cls(
+            scenario=scenario,
+            weight_bytes=sum(st.weight_bytes for st in stages),
+            kv_curve=KVCurve.for_layers(model.mixers(), scenario.attention_tp),
+            kv_units=units,
+            kv_unit_bytes=unit_bytes,
+            state_bytes=sum(st.state_bytes for st in stages),
+            peak_flops_per_s=None if (peak := scenario.peak_flops()) is None else peak[1],
+            comm=communication(scenario),
+            sequences=scenario.sequences_per_gpu,
+            stages=stages,
+        )
+        engine = scenario.engine
+        if engine is None or not engine.params:
+            return step
+        comm = 0.0 if step.comm is None else step.comm.seconds(batch)
+        terms = packed([engine_terms(step, p, comm) for p in engine.params])
+        return replace(step, engine_terms=terms)
+
+    def memory_seconds(self, context_tokens: int) -> float:
+        total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes
+        return total / self.scenario.effective_bandwidth_bytes_per_s
+
+    def compute_seconds(self, context_tokens: int) -> float | None:
+        """FLOPs per GPU (TP splits every matmul and attention head) / peak FLOP/s."""
+        if self.peak_flops_per_s is None:
+            return None
+        s = self.scenario
+        return step_flops(s.model, s.batch, context_tokens) / s.tp / self.peak_flops_per_s
+
+    def kv_bytes(self, context_tokens: int, held: bool = False) -> int:
+        """KV bytes one step reads for all B sequences at context T (``held``: that memory
+        holds, which top-k and chunked layers make differ; kvcache.py)."""
+        return self._cache_bytes(self.kv_units, context_tokens, held)
+
+    def _cache_bytes(self, curve: KVCurve, context_tokens: int, held: bool) -> int:
+        """The cache of the sequences one GPU holds on ``curve`` (a stage's or the model's)."""
+        if held:
+            curve = curve.held()
+        return ceil_bytes(self.sequences * curve.elements(context_tokens) * self.kv_unit_bytes)
+
+    def kv_bytes_per_token(self) -> int:
+        return ceil_bytes(self.kv_units.elements_per_token * self.kv_unit_bytes)
+
+    def crossover(self) -> Fraction | None:
+        """Solve B * kv_bytes(T*) = weight_bytes exactly on the (piecewise) linear curve."""
+        target = Fraction(self.weight_bytes) / (self.kv_unit_bytes * self.sequences)
+        return self.kv_units.solve(target)
+
+    def memory(self, context_tokens: int) -> MemoryFit | None:
+        """The budget and its limits per GPU: each stage's solved alone, the tightest
+        kept, and under data-parallel attention the batch limit is every rank's together."""
+        s = self.scenario
+        if s.gpu is None:
+            return None
+        budget = math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization)))
+        fits = [
+            memory_fit(
+                budget_bytes=budget,
+                stored_bytes=stage.stored_weight_bytes,
+                curve=stage.kv_units,
+                bytes_per_unit=self.kv_unit_bytes,
+                state_bytes_per_sequence=Fraction(stage.state_bytes, self.sequences),
+                batch=self.sequences,
+                context_tokens=context_tokens,
+            )
+            for stage in self.stages
+        ]
+        if len(fits) == 1 and not s.dp_attention:
+            return fits[0]
+        batches = [f.max_batch for f in fits if f.max_batch is not None]
+        contexts = [f.max_context for f in fits if f.max_context is not None]
+        ranks = s.tp if s.dp_attention else 1
+        return MemoryFit(
+            budget_bytes=budget,
+            stored_weight_bytes=max(f.stored_weight_bytes for f in fits),
+            max_batch=min(batches) * ranks if batches else None,
+            max_context=min(contexts) if contexts else None,
+        )
+
+    def fits(self, context_tokens: int, memory: MemoryFit) -> bool:
+        """Every stage's GPUs hold their weights, the cache they keep and their state."""
+        if len(self.stages) == 1:
+            return memory.fits(self.kv_bytes(context_tokens, held=True), self.state_bytes)
+        return all(
+            stage.stored_weight_bytes
+            + self._cache_bytes(stage.kv_units, context_tokens, held=True)
+            + stage.state_bytes
+            <= memory.budget_bytes
+            for stage in self.stages
+        )
+
+    def row(
+        self, context_tokens: int, is_crossover: bool = False, memory: MemoryFit | None = None
+    ) -> Row:
+        kv = self.kv_bytes(context_tokens)
+        total = self.weight_bytes + kv + self.state_bytes
+        memory_s = total / self.scenario.effective_bandwidth_bytes_per_s
+        compute_s = self.compute_seconds(context_tokens)
+        comm = CommSplit() if self.comm is None else self.comm.split(self.scenario.batch)
+        comm_s = comm.total_s
+        overhead_s = self.scenario.overhead_s
+        seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
+        row = Row(
+            context_tokens=context_tokens,
+            weight_bytes=self.weight_bytes,
+            kv_bytes=kv,
+            state_bytes=self.state_bytes,
+            total_bytes=total,
+            kv_share=kv / total,
+            seconds_per_token=seconds,
+            tokens_per_s=1 / seconds,
+            throughput_tokens_per_s=self.scenario.batch / seconds,
+            is_crossover=is_crossover,
+            fits=None if memory is None else self.fits(context_tokens, memory),
+            memory_seconds=memory_s,
+            compute_seconds=compute_s,
+            comm_seconds=comm_s,
+            overhead_seconds=overhead_s,
+            allreduce_seconds=comm.allreduce_s,
+            all_to_all_seconds=comm.all_to_all_s,
+            handoff_seconds=comm.handoff_s,
+        )
+        return replace(row, expected=expected(self, row))
+
+
+def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
+    """Each pipeline stage's bytes per GPU; without stages, one holding the whole model
+    (``units``: the whole model's cache, reused for it)."""
+    model, batch = scenario.model, scenario.batch
+    counts = stage_layer_counts(len(model.layers), scenario.pp)
+    stages = []
+    start = 0
+    for count, groups in zip(counts, stage_groups(model, scenario.pp), strict=True):
+        mixers = model.mixers()[start : start + count]
+        start += count
+        state = scenario.sequences_per_gpu * sum(
+            m.state_elements(scenario.attention_tp) for m in mixers
+        )
+        stages.append(
+            Stage(
+                layers=count,
+                weight_bytes=_group_bytes(scenario, groups, batch),
+                stored_weight_bytes=_group_bytes(scenario, groups, None),
+                kv_units=units if scenario.pp == 1 else kv_units_for(scenario, mixers)[0],
+                state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+            )
+        )
+    return tuple(stages)
+
+
+def engine_terms(step: StepModel, params: EngineParams, comm_s: float) -> EngineTerms:
+    """One engine's step at a scenario reduced to its constants (EngineTerms)."""
+    s = step.scenario
+    bandwidth = s.bandwidth_bytes_per_s
+    factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
+    comm = comm_s
+    if step.comm is not None and params.allreduce_latency_s is not None:
+        calls = step.comm.calls
+        comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
+    fixed = StepCounts.of(s.model, s.batch).fixed_seconds(params)
+    return EngineTerms(
+        constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
+        + step.state_bytes / (bandwidth * params.kv_efficiency),
+        per_kv_byte_s=factor / (bandwidth * params.kv_efficiency),
+        added_s=fixed + max(comm, 0.0),
+        band=params.band,
+    )
+
+
+def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
+    """The step time one engine's parameters give at a row's context."""
+    terms = engine_terms(step, params, row.comm_seconds)
+    return terms.seconds(row.kv_bytes, row.compute_seconds or 0.0)
+
+
+def expected(step: StepModel, row: Row) -> Expected:
+    """Expected step and its band for the scenario's engine (see within_band); the row's
+    own time for the roofline."""
+    return _expected(step, row, step.engine_terms)
+
+
+def expected_for(step: StepModel, row: Row, engine: Engine) -> Expected:
+    """The same for an engine other than the scenario's own: a fit being judged
+    (calibrate) or a profile refitted without the points it predicts (validate)."""
+    terms = packed([engine_terms(step, p, row.comm_seconds) for p in engine.params])
+    return _expected(step, row, terms)
+
+
+def _expected(step: StepModel, row: Row, terms: Packed) -> Expected:
+    if not terms:
+        return Expected(row.seconds_per_token, row.seconds_per_token, row.seconds_per_token)
+    floor = max(row.total_bytes / step.scenario.bandwidth_bytes_per_s, row.compute_seconds or 0.0)
+    compute = row.compute_seconds or 0.0
+    return Expected(*within_band(terms, row.kv_bytes, compute, floor + row.comm_seconds))
