@@ -120,16 +120,17 @@ FLOORS = (
     ("decodecalc.engine",),
     ("decodecalc.scenarios",),
     ("decodecalc.step",),
-    ("decodecalc.answers",),
     ("decodecalc.loading",),
+    ("decodecalc.answers",),
     ("decodecalc.calibration", "decodecalc.checks"),
     ("decodecalc.views",),
     ("decodecalc.cli", "decodecalc.api", "decodecalc.__main__"),
 )
 """The house from the ground up (docs/development.md draws it): what is deployed (model,
-engine, scenario), the forward model (step), the questions it answers (answers), files
-to records (loading), measured points and deployment files (calibration, checks),
-rendering (views) and the glue (cli, api). A module imports from its own floor or below."""
+engine, scenarios), the forward model (step), names and files to records (loading), the
+questions a user asks (answers: a sweep's grid or a plan's candidates are named deployments
+to resolve), measured points and deployment files (calibration, checks), rendering (views)
+and the glue (cli, api). A module imports from its own floor or below."""
 
 
 def floor_of(module: str) -> int:
@@ -155,3 +156,50 @@ def test_floors_import_only_downwards() -> None:
         if floor_of(target) > floor_of(module)
     ]
     assert not upward, "\n".join(upward)
+
+
+def _words(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def _step_time_formulas(tree: ast.AST) -> list[str]:
+    """Where code turns bytes or FLOPs into seconds (a count over a bandwidth or a FLOP
+    rate), or takes the slower of memory and compute: the step formula's own moves."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            over = {w.lower() for w in _words(node.right)}
+            counted = {w.lower() for w in _words(node.left)}
+            rate = any("bandwidth" in w or "peak" in w or "flops_per_s" in w for w in over)
+            amount = any(("bytes" in w or "flops" in w) and "per_s" not in w for w in counted)
+            if rate and (amount or not counted):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "max":
+            words = " ".join(sorted(_words(node))).lower()
+            if "memory" in words and "compute" in words:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_step_computes_a_step_time() -> None:
+    """One step formula: bytes over bandwidth, FLOPs over peak and the max of the two are
+    written in step/ alone; an answer, a fit or a view asks step/ for a time."""
+    elsewhere = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "step":
+            continue
+        found = _step_time_formulas(ast.parse(path.read_text()))
+        if found:
+            elsewhere[str(path.relative_to(PACKAGE))] = found
+    assert not elsewhere, elsewhere
+
+
+def test_the_step_formula_check_sees_a_step_time() -> None:
+    """The check above finds the formula when it is written (it would pass on anything if
+    it found nothing)."""
+    written = "t = total_bytes / scenario.effective_bandwidth_bytes_per_s\n" + (
+        "s = max(memory_s, compute_s or 0.0) + comm_s\n"
+    )
+    assert len(_step_time_formulas(ast.parse(written))) == 2

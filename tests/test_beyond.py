@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from decodecalc.answers.estimate import estimate, ridge_batch
+from decodecalc.answers.estimate import estimate
 from decodecalc.answers.generate import decode_seconds, generate
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.ridge import ridge_batch
 from decodecalc.step.step import StepModel
 
 from .conftest import Run
@@ -314,7 +315,7 @@ def test_explain_walks_through_the_numbers(cli: Run) -> None:
 def test_dense_ridge_closed_form_matches_the_search(
     catalog: Catalog, model: str, context: int
 ) -> None:
-    from decodecalc.answers.estimate import _dense_ridge, _searched_ridge
+    from decodecalc.step.ridge import _dense_ridge, _searched_ridge
 
     s = h100(catalog, model)
     assert _dense_ridge(s, context, 989_400_000_000_000) == _searched_ridge(s, context)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from decodecalc.answers.estimate import estimate
-from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.views.charts import Series, terminal_chart
 
 from .conftest import Run

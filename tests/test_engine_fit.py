@@ -21,6 +21,7 @@ from decodecalc.engine.profile import EngineParams
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.step.engine_terms import StepCounts, sequence_passes
+from decodecalc.step.linear import LinearTerms
 from decodecalc.step.step import StepModel, expected_step
 from tests.conftest import Run, preset_scenario
 
@@ -210,13 +211,15 @@ def hand_terms(
 ) -> StepTerms:
     """A hand-made point: no KV, a timed step (weight 1) at context 100."""
     return StepTerms(
-        weight_s=weight_s,
-        kv_s=(0.0, 0.0),
-        counts=counts,
-        calls=calls,
-        link_latency_s=5e-6 if calls else 0.0,
-        ring_s=0.0,
-        compute_s=compute_s,
+        linear=LinearTerms(
+            weight_s=weight_s,
+            kv_s=(0.0, 0.0),
+            counts=counts,
+            calls=calls,
+            link_latency_s=5e-6 if calls else 0.0,
+            ring_s=0.0,
+            compute_s=compute_s,
+        ),
         measured_s=measured_s,
         weight=1.0,
         scenario_key=key,

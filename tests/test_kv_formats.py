@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel
 
 from .conftest import Run

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.answers.generate import generate
-from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.dtypes import DType
@@ -30,6 +29,7 @@ from decodecalc.model.model import Model
 from decodecalc.model.moe import MoE
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel, streamed_weight_bytes
 
 CATALOG = Catalog()

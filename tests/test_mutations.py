@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from decodecalc.answers.estimate import estimate
-from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.hardware import GpuSpec
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel
 
 from .conftest import Run

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decodecalc.answers.estimate import estimate
-from decodecalc.answers.sweep import ROW_FIELDS, FastStep
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.kvcache import KVCurve, chunk_tokens
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel
 
 from .conftest import Run

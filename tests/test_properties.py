@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from decodecalc.answers.estimate import estimate
@@ -124,7 +124,10 @@ def test_tp_divides_weights_and_kv_up_to_kv_heads(s: Scenario, t: int, tp: int) 
 @settings(max_examples=200, deadline=None)
 @given(any_scenario, contexts, contexts)
 def test_every_model_is_monotone_in_context(s: Scenario, a: int, b: int) -> None:
-    """Windows and recurrent states flatten the curve; nothing makes it fall."""
+    """Windows and recurrent states flatten the curve; only chunked attention makes it fall
+    (Llama 4's chunked layers read from the start of the newest token's chunk, so the read
+    drops at every chunk boundary: model/kvcache.py), so those models are left out."""
+    assume(not any(getattr(m, "attention_chunk", None) for m in s.model.mixers()))
     lo, hi = sorted((a, b))
     rows = {r.context_tokens: r for r in estimate(s, [lo, hi]).rows}
     assert rows[lo].kv_bytes <= rows[hi].kv_bytes

@@ -11,10 +11,10 @@ from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.model.kvcache import KVCurve
 from decodecalc.model.tensors import expected_experts
-from decodecalc.record import record, replace
-from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
-from decodecalc.step.flops import step_flops
+from decodecalc.record import record
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.memory import MemoryFit
+from decodecalc.step.ridge import ridge_batch
 from decodecalc.step.step import Row, Stage, StepModel
 
 
@@ -91,51 +91,3 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch))
         / scenario.tp,
     )
-
-
-def ridge_batch(scenario: Scenario, context_tokens: int) -> int | None:
-    """The smallest batch whose step at this context takes longer to compute than to
-    stream: where batching stops being free. Compute grows faster with the batch than
-    bytes do, so a doubling search then bisection finds it."""
-    peak = scenario.peak_flops()
-    if peak is None:
-        return None
-    if scenario.model.moe() is None:
-        return _dense_ridge(scenario, context_tokens, peak[1])
-    return _searched_ridge(scenario, context_tokens)
-
-
-def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
-    """For MoE weights, which grow with the batch: doubling, then bisection."""
-
-    def compute_bound(batch: int) -> bool:
-        step = StepModel.of(replace(scenario, batch=batch))
-        compute = step.compute_seconds(context_tokens) or 0.0
-        return compute >= step.memory_seconds(context_tokens)
-
-    high = 1
-    while not compute_bound(high):
-        if high >= MAX_BATCH:
-            return None
-        high = min(2 * high, MAX_BATCH)
-    low = high // 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if compute_bound(middle) else (middle, high)
-    return high
-
-
-def _dense_ridge(scenario: Scenario, context_tokens: int, peak_flops_per_s: int) -> int | None:
-    """With weights that do not grow with the batch, memory time is W + B x (KV + state)
-    and compute time B x FLOPs per sequence, so the crossing batch is one division."""
-    one = StepModel.of(replace(scenario, batch=1))
-    bandwidth = scenario.effective_bandwidth_bytes_per_s
-    per_sequence_memory = (one.kv_bytes(context_tokens) + one.state_bytes) / bandwidth
-    per_sequence_compute = (
-        step_flops(scenario.model, 1, context_tokens) / scenario.tp / peak_flops_per_s
-    )
-    gain = per_sequence_compute - per_sequence_memory
-    if gain <= 0:
-        return None
-    batch = max(1, math.ceil(one.weight_bytes / bandwidth / gain))
-    return batch if batch <= MAX_BATCH else None

@@ -21,8 +21,8 @@ from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.flops import matmul_params
-from decodecalc.step.step import Row, StepModel, streamed_weight_bytes
+from decodecalc.step.passes import Prefill, prefill
+from decodecalc.step.step import Row, StepModel
 
 MAX_GENERATED_TOKENS = 2**30
 
@@ -32,35 +32,6 @@ UNKNOWN_COMPUTE = Note(
     "prefill counts memory traffic only: the GPU's FLOP/s are not known, so the compute "
     "that makes long prompts slower is left out",
 )
-
-
-@record
-class Prefill:
-    """The prompt pass, per GPU, split into the terms that set its time."""
-
-    tokens: int
-    """B x P: every prompt token of the batch."""
-    flops: int
-    """All GPUs together."""
-    bytes: int
-    """Weights streamed once (the experts B x P tokens touch), plus the prompts' KV cache
-    and recurrent state written."""
-    memory_seconds: float
-    compute_seconds: float | None
-    """FLOPs per GPU / peak FLOP/s (None: the GPU's rate is not known)."""
-    comm_seconds: float
-    overhead_seconds: float
-
-    @property
-    def seconds(self) -> float:
-        """max(compute, memory) + communication + overhead: the time to first token."""
-        slowest = max(self.memory_seconds, self.compute_seconds or 0.0)
-        return slowest + self.comm_seconds + self.overhead_seconds
-
-    @property
-    def bound(self) -> str:
-        """Which term sets the pass: "memory" or "compute" (memory when compute is unknown)."""
-        return "compute" if (self.compute_seconds or 0.0) > self.memory_seconds else "memory"
 
 
 @record
@@ -93,36 +64,6 @@ class Generation:
     @property
     def total_seconds(self) -> float:
         return self.prefill.seconds + self.decode_seconds
-
-
-def prefill_flops(scenario: Scenario, prompt_tokens: int) -> int:
-    """All B prompts: 2 x matmul params x P plus causal attention over each prompt."""
-    model = scenario.model
-    attention = sum(m.prefill_attention_flops(prompt_tokens) for m in model.mixers())
-    return scenario.batch * (2 * matmul_params(model) * prompt_tokens + attention)
-
-
-def prefill(step: StepModel, prompt_tokens: int) -> Prefill:
-    """The prompt pass of the scenario behind ``step``. A batch of short prompts reads the
-    weights for a few dozen tokens of arithmetic, as a decode step does: pricing it as
-    compute alone would put it below one weight read. No prompt, no pass: all zero."""
-    s = step.scenario
-    tokens = s.batch * prompt_tokens
-    peak = step.peak_flops_per_s
-    if tokens == 0:
-        return Prefill(0, 0, 0, 0.0, None if peak is None else 0.0, 0.0, 0.0)
-    flops = prefill_flops(s, prompt_tokens)
-    written = step.kv_bytes(prompt_tokens, held=True) + step.state_bytes
-    read = streamed_weight_bytes(s, tokens)
-    return Prefill(
-        tokens=tokens,
-        flops=flops,
-        bytes=read + written,
-        memory_seconds=(read + written) / s.effective_bandwidth_bytes_per_s,
-        compute_seconds=None if peak is None else flops / s.tp / peak,
-        comm_seconds=0.0 if step.comm is None else step.comm.seconds(tokens),
-        overhead_seconds=s.overhead_s,
-    )
 
 
 def _breakpoints(step: StepModel, low: int, high: int) -> list[int]:

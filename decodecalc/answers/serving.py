@@ -26,13 +26,12 @@ from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import Speculation, draft_scenario
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.errors import InputError
-from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
-from decodecalc.step.engine_terms import packed, within_band
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.step import StepModel, engine_terms, streamed_weight_bytes
+from decodecalc.step.passes import mixed_pass_seconds
+from decodecalc.step.step import StepModel
 from decodecalc.units import GB
 
 MAX_TOKENS = 2**24
@@ -209,36 +208,12 @@ class _Steps:
         sharing = max(0.0, sequences * w.prefix_hit_rate - 1) if shared else 0.0
         units = sequences * per_sequence - Fraction(sharing) * shared_units
         units += 2 * chunk * step.kv_units.elements_per_token
-        kv = ceil_bytes(units * step.kv_unit_bytes)
         model = scenario.model
         decode_flops = (
             step_flops(model, batch * queries, first) + step_flops(model, batch * queries, last)
         ) / 2
-        peak = step.peak_flops_per_s
-        per_gpu = 0.0 if peak is None else 1 / scenario.tp / peak
-        decode = decode_flops * per_gpu
-        prefill = chunk * self.prefill_flops_per_token * per_gpu
-        weights = streamed_weight_bytes(scenario, tokens)
-        comm = 0.0 if step.comm is None else step.comm.seconds(tokens)
-        total = weights + kv + step.state_bytes
-        engine = scenario.engine
-        if engine is None or not engine.params:
-            memory = total / scenario.effective_bandwidth_bytes_per_s
-            return max(memory, decode + prefill) + comm + scenario.overhead_s
-        mixed = replace(step, weight_bytes=weights)
-        floor = max(total / scenario.bandwidth_bytes_per_s, decode + prefill) + comm
-        # Each profile's chunk at its own prefill efficiency (decode tokens at peak, as in
-        # a decode step); the centre is their median, as within_band takes it.
-        return median(
-            [
-                within_band(
-                    packed([engine_terms(mixed, p, comm)]),
-                    kv,
-                    decode + prefill / p.prefill_efficiency,
-                    floor,
-                )[0]
-                for p in engine.params
-            ]
+        return mixed_pass_seconds(
+            step, tokens, units, decode_flops, chunk * self.prefill_flops_per_token
         )
 
 

@@ -105,7 +105,7 @@ def roofline_fit(points: list[MeasuredPoint]) -> Fit:
     memory, target = [], []
     for p in points:
         row = StepModel.of(p.scenario).row(p.context_tokens)
-        memory.append(row.total_bytes / p.scenario.bandwidth_bytes_per_s)
+        memory.append(row.memory_seconds)  # at efficiency 1: the bytes at peak bandwidth
         target.append(p.measured_seconds - row.comm_seconds)
     fit = fit_line(memory, target)
     pairs = list(zip(memory, target, strict=True))

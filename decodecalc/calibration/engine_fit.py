@@ -55,7 +55,13 @@ from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import StepCounts, kv_read_factor
+from decodecalc.step.linear import (
+    LinearTerms,
+    allreduce_latency,
+    linear_seconds,
+    linear_terms,
+    streaming_seconds,
+)
 from decodecalc.step.step import StepModel
 
 MEASURED_WEIGHTS: dict[str | None, float] = {
@@ -107,17 +113,8 @@ link's all-reduce latency (the roofline's own assumptions)."""
 class StepTerms:
     """One measured point's step split into the step model's linear terms."""
 
-    weight_s: float
-    """Weight bytes at the GPU's peak bandwidth."""
-    kv_s: tuple[float, float]
-    """KV cache and state at peak bandwidth, read once and read per query head."""
-    counts: StepCounts
-    calls: int
-    """All-reduces per step (2 per layer at TP > 1, else 0)."""
-    link_latency_s: float
-    ring_s: float
-    """Communication less its per-call latency: the bytes on the link."""
-    compute_s: float
+    linear: LinearTerms
+    """The step's terms at the point's context (step/linear.py)."""
     measured_s: float
     """The measured figure less other requests' prefills: the decode step it shows."""
     weight: float
@@ -142,24 +139,10 @@ def step_terms(
     taken off the measured figure so that the decode step is fitted to decode time alone."""
     s = point.scenario
     step = step or StepModel.of(s)
-    row = step.row(point.context_tokens)
-    bandwidth = s.bandwidth_bytes_per_s
-    latency = 0.0 if step.comm is None else step.comm.group_link.latency_s
-    calls = 0 if step.comm is None else step.comm.calls
-    kv = row.kv_bytes
     gpu = s.gpu.id if s.gpu else s.bandwidth_bytes_per_s
     series = (s.model.id, gpu, s.weights.id, s.kv_dtype.id, s.tp)
     return StepTerms(
-        weight_s=step.weight_bytes / bandwidth,
-        kv_s=(
-            (kv + row.state_bytes) / bandwidth,
-            (kv * kv_read_factor(step.scenario) + row.state_bytes) / bandwidth,
-        ),
-        counts=StepCounts.of(s.model, s.batch),
-        calls=calls,
-        link_latency_s=latency,
-        ring_s=max(row.comm_seconds - calls * latency, 0.0),
-        compute_s=row.compute_seconds or 0.0,
+        linear=linear_terms(step, point.context_tokens),
         measured_s=point.measured_seconds - prefill_s,
         weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
         decode_only=point.measured in DECODE_ONLY,
@@ -192,9 +175,8 @@ class StepFit:
 
 
 def predicted_s(t: StepTerms, p: EngineParams) -> float:
-    """The step model on a point's terms (step.step.expected_step on the same inputs)."""
-    fixed = t.counts.fixed_seconds(p)
-    return max(_memory_s(t, p), t.compute_s) + fixed + t.calls * _latency(t, p) + t.ring_s
+    """The step model on a point's terms."""
+    return linear_seconds(t.linear, p)
 
 
 def relative_loss(terms: Sequence[StepTerms], p: EngineParams) -> float:
@@ -221,18 +203,14 @@ def fit_step_model(
 
 
 def _fit_mode(terms: Sequence[StepTerms], prior: EngineParams) -> StepFit:
-    compute_bound = [t.compute_s > _memory_s(t, prior) for t in terms]
+    compute_bound = [t.linear.compute_s > streaming_seconds(t.linear, prior) for t in terms]
     for _ in range(MAX_REFITS):
         fit = _fit_once(terms, prior, compute_bound)
-        again = [t.compute_s > _memory_s(t, fit.params) for t in terms]
+        again = [t.linear.compute_s > streaming_seconds(t.linear, fit.params) for t in terms]
         if again == compute_bound:
             break
         compute_bound = again
     return fit
-
-
-def _memory_s(t: StepTerms, p: EngineParams) -> float:
-    return t.weight_s / p.weight_efficiency + t.kv_s[KV_READS.index(p.kv_read)] / p.kv_efficiency
 
 
 def _fit_once(
@@ -257,7 +235,7 @@ def _fit_once(
             w + kv / ratio for w, kv in zip(columns[WEIGHTS], columns[KV], strict=True)
         ]
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
-    tp_only = all(t.calls for t in terms)
+    tp_only = all(t.linear.calls for t in terms)
     for name in PARAMETERS[2:]:
         if name == "per_step" and tp_only:
             held.append(
@@ -317,14 +295,9 @@ COSTS = {
 def _prior_value(name: str, prior: EngineParams, t: StepTerms) -> float:
     """A cost the points did not identify, as the prior has it."""
     if name == "allreduce_latency":
-        return _latency(t, prior)
+        return allreduce_latency(t.linear, prior)
     value: float = getattr(prior, COSTS[name])
     return value
-
-
-def _latency(t: StepTerms, p: EngineParams) -> float:
-    """Per all-reduce: the engine's, else the link's."""
-    return t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
 
 
 def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[str, float]:
@@ -333,14 +306,14 @@ def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[st
     a compute-bound step, whose memory terms then do not count)."""
     memory = 0.0 if compute_bound else 1.0
     return {
-        WEIGHTS: t.weight_s * memory,
-        KV: t.kv_s[KV_READS.index(prior.kv_read)] * memory,
-        "allreduce_latency": t.calls,
+        WEIGHTS: t.linear.weight_s * memory,
+        KV: t.linear.kv_s[KV_READS.index(prior.kv_read)] * memory,
+        "allreduce_latency": t.linear.calls,
         "per_step": 1.0,
-        "per_layer": t.counts.layers,
-        "per_moe_layer": t.counts.moe_layers,
-        "per_sequence": t.counts.passes,
-        "known": t.ring_s + (t.compute_s if compute_bound else 0.0),
+        "per_layer": t.linear.counts.layers,
+        "per_moe_layer": t.linear.counts.moe_layers,
+        "per_sequence": t.linear.counts.passes,
+        "known": t.linear.ring_s + (t.linear.compute_s if compute_bound else 0.0),
     }
 
 
@@ -357,7 +330,7 @@ def _kv_unidentified(terms: Sequence[StepTerms]) -> str | None:
 
 def _moe_points(terms: Sequence[StepTerms]) -> int:
     """Distinct points of MoE models: a per-MoE-layer cost needs two, beside dense ones."""
-    return len({(t.scenario_key, t.context_tokens) for t in terms if t.counts.moe_layers})
+    return len({(t.scenario_key, t.context_tokens) for t in terms if t.linear.counts.moe_layers})
 
 
 def _batch_varies(terms: Sequence[StepTerms]) -> bool:
@@ -365,7 +338,7 @@ def _batch_varies(terms: Sequence[StepTerms]) -> bool:
     one model's passes differ only with the batch."""
     passes: dict[tuple[object, ...], set[int]] = {}
     for t in terms:
-        passes.setdefault(t.batch_series, set()).add(t.counts.passes)
+        passes.setdefault(t.batch_series, set()).add(t.linear.counts.passes)
     return any(len(p) > 1 for p in passes.values())
 
 
@@ -401,13 +374,13 @@ def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str =
     if name == "allreduce_latency":
         latency = prior.allreduce_latency_s
         value = "the link's" if latency is None else _us(latency)
-        if not any(t.calls for t in terms):
+        if not any(t.linear.calls for t in terms):
             why = "no TP > 1 points"
     else:
         value = _us(getattr(prior, COSTS[name]))
-        if name == "per_moe_layer" and not any(t.counts.moe_layers for t in terms):
+        if name == "per_moe_layer" and not any(t.linear.counts.moe_layers for t in terms):
             why = "no MoE models"
-        layers = {t.counts.layers for t in terms}
+        layers = {t.linear.counts.layers for t in terms}
         if not why and name == "per_layer" and len(layers) == 1:
             why = f"every point has {layers.pop()} layers: the costs fitted before it hold it"
     return f"{name} {value} ({why or 'not separable from the terms fitted before it'})"

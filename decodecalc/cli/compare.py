@@ -33,6 +33,7 @@ from decodecalc.record import replace
 
 if TYPE_CHECKING:
     from decodecalc.notes import Note
+    from decodecalc.scenarios.scenario import Scenario
 
 
 @app.command()
@@ -120,11 +121,11 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
-    from decodecalc.answers.sweep import MAX_SWEEP_ROWS
+    from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
     from decodecalc.loading.resolve import price_lists, resolve_engine
     from decodecalc.notes import many_notes
-    from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
+    from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
         raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl")
@@ -157,53 +158,20 @@ def sweep(
 
     gc.enable()  # a sweep streams without bound; the console script starts with it off
     skipped: list[str] = []
-    notes: list[tuple[str, Sequence[Note]]] = []
+    notes: list[tuple[Scenario, Sequence[Note]]] = []
     labels = CSV_FITS if fmt == "csv" else None
-    scenarios = _sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
+    scenarios = sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
     if output is None:
         write(scenarios, sys.stdout)
     else:
         with output_stream(output) as out, _progress(size) as bar:
             write(scenarios, out, bar)
-    for item in many_notes(notes):
+    for item in many_notes((label(scenario), found) for scenario, found in notes):
         note(item.message)
     if skipped:
         first = skipped[0]
         note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
-
-
-def _sweep_scenarios(
-    specs: list[Any],
-    contexts: tuple[int, ...],
-    catalog: Any,
-    skipped: list[str],
-    notes: "list[tuple[str, Sequence[Note]]]",
-    labels: dict[bool | None, object] | None,
-) -> Iterator[tuple[Any, float | None, Iterator[tuple[object, ...]]]]:
-    """Each valid scenario with its crossover and the stream of its rows, its notes added
-    to ``notes`` (the rows' fits column says what does not fit); combinations that are no
-    valid deployment (a TP that does not split the heads, a weight-only KV format) are
-    listed in ``skipped`` instead."""
-    from decodecalc.answers.notes import context_notes, scenario_notes
-    from decodecalc.answers.sweep import FastStep
-    from decodecalc.loading.resolve import resolve
-    from decodecalc.views.compare import label
-
-    for spec in specs:
-        try:
-            scenario = resolve(spec, catalog)
-            fast = FastStep.of(scenario)
-        except InputError as exc:
-            given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
-            given.update(batch=spec.batch, tp=spec.tp)
-            shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)
-            skipped.append(f"{shown}: {exc}")
-            continue
-        notes.append(
-            (label(scenario), [*scenario_notes(scenario), *context_notes(scenario, contexts)])
-        )
-        yield scenario, fast.crossover, fast.rows(contexts, labels)
 
 
 @contextlib.contextmanager

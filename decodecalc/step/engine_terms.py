@@ -115,9 +115,6 @@ class EngineTerms:
     latency."""
     band: tuple[float, float]
 
-    def seconds(self, kv_bytes: int, compute_s: float) -> float:
-        return max(self.constant_s + kv_bytes * self.per_kv_byte_s, compute_s) + self.added_s
-
 
 Packed = tuple[tuple[float, float, float, float, float], ...]
 """EngineTerms as plain tuples (constant, per KV byte, added, band low, band high)."""
@@ -128,7 +125,7 @@ def packed(terms: Sequence[EngineTerms]) -> Packed:
 
 
 def within_band(
-    terms: Packed, kv_bytes: int, compute_s: float, floor_s: float
+    terms: Packed, kv_bytes: float, compute_s: float, floor_s: float
 ) -> tuple[float, float, float]:
     """(expected, low, high), never below the physics: the roofline at efficiency 1 with
     no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With

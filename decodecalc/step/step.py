@@ -48,6 +48,15 @@ if TYPE_CHECKING:
     from decodecalc.model.layers import Mixer
 
 
+def roofline_seconds(
+    memory_s: float, compute_s: float | None, comm_s: float, overhead_s: float
+) -> float:
+    """The step at the roofline, the one formula every pass is priced by: the slower of
+    streaming and computing (compute None: the GPU's rate is not known, memory alone), then
+    the transfers between GPUs and the fixed overhead, which overlap neither."""
+    return max(memory_s, compute_s or 0.0) + comm_s + overhead_s
+
+
 @record
 class Row:
     """One context of a table: bytes per GPU per step and the resulting speed."""
@@ -207,14 +216,22 @@ class StepModel:
 
     def memory_seconds(self, context_tokens: int) -> float:
         total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes
-        return total / self.scenario.effective_bandwidth_bytes_per_s
+        return self.streaming_seconds(total)
+
+    def streaming_seconds(self, total_bytes: int) -> float:
+        """Bytes one GPU streams / (bandwidth x efficiency)."""
+        return total_bytes / self.scenario.effective_bandwidth_bytes_per_s
+
+    def computing_seconds(self, flops: float) -> float | None:
+        """FLOPs of all GPUs / TP / peak FLOP/s (None: the GPU's rate is not known)."""
+        if self.peak_flops_per_s is None:
+            return None
+        return flops / self.scenario.tp / self.peak_flops_per_s
 
     def compute_seconds(self, context_tokens: int) -> float | None:
         """FLOPs per GPU (TP splits every matmul and attention head) / peak FLOP/s."""
-        if self.peak_flops_per_s is None:
-            return None
         s = self.scenario
-        return step_flops(s.model, s.batch, context_tokens) / s.tp / self.peak_flops_per_s
+        return self.computing_seconds(step_flops(s.model, s.batch, context_tokens))
 
     def kv_bytes(self, context_tokens: int, held: bool = False) -> int:
         """KV bytes one step reads for all B sequences at context T (``held``: that memory
@@ -283,12 +300,12 @@ class StepModel:
     ) -> Row:
         kv = self.kv_bytes(context_tokens)
         total = self.weight_bytes + kv + self.state_bytes
-        memory_s = total / self.scenario.effective_bandwidth_bytes_per_s
+        memory_s = self.streaming_seconds(total)
         compute_s = self.compute_seconds(context_tokens)
         comm = CommSplit() if self.comm is None else self.comm.split(self.scenario.batch)
         comm_s = comm.total_s
         overhead_s = self.scenario.overhead_s
-        seconds = max(memory_s, compute_s or 0.0) + comm_s + overhead_s
+        seconds = roofline_seconds(memory_s, compute_s, comm_s, overhead_s)
         row = Row(
             context_tokens=context_tokens,
             weight_bytes=self.weight_bytes,
@@ -358,8 +375,45 @@ def engine_terms(step: StepModel, params: EngineParams, comm_s: float) -> Engine
 
 def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
     """The step time one engine's parameters give at a row's context."""
+    return engine_step(step, row, params).seconds
+
+
+@record
+class EngineStep:
+    """One engine profile's step at a context, term by term (explain works it through)."""
+
+    weights_s: float
+    """Weights at the engine's e_w."""
+    kv_s: float
+    """The cache as its kernel reads it, and the state, at its e_kv."""
+    kv_read_factor: float
+    """KV elements read per element cached (1, or heads / KV heads per query head)."""
+    counts: StepCounts
+    fixed_s: float
+    """Per layer, per step, per MoE layer and per sequence pass."""
+    comm_s: float
+    """The all-reduces at the engine's latency, and the link's bytes."""
+    seconds: float
+    """max(weights + KV, compute) + fixed + communication: the profile's own step."""
+
+
+def engine_step(step: StepModel, row: Row, params: EngineParams) -> EngineStep:
+    """The step one engine's parameters give at a row's context, with its terms."""
     terms = engine_terms(step, params, row.comm_seconds)
-    return terms.seconds(row.kv_bytes, row.compute_seconds or 0.0)
+    s = step.scenario
+    bandwidth = s.bandwidth_bytes_per_s
+    factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
+    counts = StepCounts.of(s.model, s.batch)
+    fixed = counts.fixed_seconds(params)
+    return EngineStep(
+        weights_s=step.weight_bytes / (bandwidth * params.weight_efficiency),
+        kv_s=(row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency),
+        kv_read_factor=factor,
+        counts=counts,
+        fixed_s=fixed,
+        comm_s=terms.added_s - fixed,
+        seconds=within_band(packed([terms]), row.kv_bytes, row.compute_seconds or 0.0, 0.0)[0],
+    )
 
 
 def expected(step: StepModel, row: Row) -> Expected:

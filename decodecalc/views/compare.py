@@ -8,9 +8,9 @@ from typing import IO, Any
 
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.notes import estimate_notes
-from decodecalc.answers.sweep import ROW_FIELDS
 from decodecalc.notes import many_notes
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.step.fast import ROW_FIELDS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     COST_COLUMNS,

@@ -15,10 +15,10 @@ from decodecalc.model.mla import LatentAttention
 from decodecalc.model.precision import group_dtype
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import StepCounts, kv_read_factor
+from decodecalc.step.engine_terms import StepCounts
 from decodecalc.step.flops import matmul_params, step_flops
 from decodecalc.step.parallelism import held_params
-from decodecalc.step.step import Row, StepModel, expected_step, v_elements
+from decodecalc.step.step import Row, StepModel, engine_step, v_elements
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -223,23 +223,17 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
     names = engine.names or (engine.id,) * len(engine.params)
     for name, params in zip(names, engine.params, strict=True):
-        bandwidth = s.bandwidth_bytes_per_s
-        factor = kv_read_factor(step.scenario) if params.kv_read == "per-query-head" else 1.0
-        weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
-        kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
-        counts = StepCounts.of(s.model, s.batch)
+        t = engine_step(step, row, params)
+        factor = t.kv_read_factor
         read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
-        total = expected_step(step, row, params)
-        fixed = counts.fixed_seconds(params)
-        comm = total - max(weights + kv, row.compute_seconds or 0.0) - fixed
         lines.append(
             f"   {name}: weights / (BW x e_w {params.weight_efficiency:.2f}) = "
-            f"{weights * 1000:.3f} ms; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
-            f"{kv * 1000:.3f} ms; {counts.layers} layers x {params.per_layer_s * 1e6:.0f} us + "
-            f"{params.per_step_s * 1000:.3f} ms per step"
-            + _scaled_costs(counts, params)
-            + (f" + communication {comm * 1000:.3f} ms" if comm > 1e-12 else "")
-            + f" -> {total * 1000:.3f} ms"
+            f"{t.weights_s * 1000:.3f} ms; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
+            f"{t.kv_s * 1000:.3f} ms; {t.counts.layers} layers x "
+            f"{params.per_layer_s * 1e6:.0f} us + {params.per_step_s * 1000:.3f} ms per step"
+            + _scaled_costs(t.counts, params)
+            + (f" + communication {t.comm_s * 1000:.3f} ms" if t.comm_s > 1e-12 else "")
+            + f" -> {t.seconds * 1000:.3f} ms"
         )
         if params.prefill_efficiency != 1 or params.per_request_s:
             lines.append(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from decodecalc.answers.estimate import estimate
-from decodecalc.answers.generate import Generation, Prefill
+from decodecalc.answers.generate import Generation
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.notes import Note, unique
 from decodecalc.record import replace
+from decodecalc.step.passes import Prefill
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import describe_scenario, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes

@@ -1,0 +1,69 @@
+"""A step split into the terms an engine's parameters scale linearly, for fitting them to
+measured points (calibration/engine_fit.py): weights and KV at peak bandwidth (the fit
+solves for 1/e_w and 1/e_kv), the counts the fixed costs multiply, the all-reduce calls
+and what the link's bytes and the compute add. linear_seconds prices the terms with the
+engine step's one formula (engine_terms.within_band), so a fit and an estimate agree."""
+
+from __future__ import annotations
+
+from decodecalc.engine.profile import KV_READS, EngineParams
+from decodecalc.record import record
+from decodecalc.step.engine_terms import StepCounts, kv_read_factor, within_band
+from decodecalc.step.step import StepModel
+
+
+@record
+class LinearTerms:
+    """One step's terms at one context, each in seconds at the GPU's peak or a count."""
+
+    weight_s: float
+    """Weight bytes at the GPU's peak bandwidth."""
+    kv_s: tuple[float, float]
+    """KV cache and state at peak bandwidth, read once and read per query head (KV_READS)."""
+    counts: StepCounts
+    calls: int
+    """All-reduces per step (2 per layer at TP > 1, else 0)."""
+    link_latency_s: float
+    ring_s: float
+    """Communication less its per-call latency: the bytes on the link."""
+    compute_s: float
+
+
+def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
+    """The terms of ``step`` at a context, from the same bytes and FLOPs its rows give."""
+    s = step.scenario
+    row = step.row(context_tokens)
+    bandwidth = s.bandwidth_bytes_per_s
+    latency = 0.0 if step.comm is None else step.comm.group_link.latency_s
+    calls = 0 if step.comm is None else step.comm.calls
+    kv = row.kv_bytes
+    return LinearTerms(
+        weight_s=step.weight_bytes / bandwidth,
+        kv_s=(
+            (kv + row.state_bytes) / bandwidth,
+            (kv * kv_read_factor(s) + row.state_bytes) / bandwidth,
+        ),
+        counts=StepCounts.of(s.model, s.batch),
+        calls=calls,
+        link_latency_s=latency,
+        ring_s=max(row.comm_seconds - calls * latency, 0.0),
+        compute_s=row.compute_seconds or 0.0,
+    )
+
+
+def allreduce_latency(t: LinearTerms, p: EngineParams) -> float:
+    """Per all-reduce: the engine's, else the link's."""
+    return t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
+
+
+def streaming_seconds(t: LinearTerms, p: EngineParams) -> float:
+    """Weights at e_w and the cache (as p's kernel reads it) at e_kv."""
+    return t.weight_s / p.weight_efficiency + t.kv_s[KV_READS.index(p.kv_read)] / p.kv_efficiency
+
+
+def linear_seconds(t: LinearTerms, p: EngineParams) -> float:
+    """The engine's step on these terms: step.step.expected_step on the same inputs."""
+    added = t.counts.fixed_seconds(p) + t.calls * allreduce_latency(t, p) + t.ring_s
+    kv = t.kv_s[KV_READS.index(p.kv_read)]
+    terms = ((t.weight_s / p.weight_efficiency, 1 / p.kv_efficiency, added, 1.0, 1.0),)
+    return within_band(terms, kv, t.compute_s, 0.0)[0]
