@@ -283,13 +283,13 @@ def test_a_huge_argument_is_not_echoed_whole(cli: Run) -> None:
 def test_scenario_commands_share_one_set_of_options(command: str) -> None:
     """Every command that builds a scenario takes every ScenarioSpec field, with the
     spec's own default (compare and sweep as the text of a one-item list)."""
-    from decodecalc.cli.options import SCENARIO_OPTIONS
     from decodecalc.record import field_defaults, field_names
+    from decodecalc.scenarios.fields import SCENARIO_FIELDS
     from decodecalc.scenarios.spec import ScenarioSpec
 
     params = {p.name: p for p in full_command().commands[command].params}
-    assert [o.name for o in SCENARIO_OPTIONS] == list(field_names(ScenarioSpec))
-    axes = {o.name for o in SCENARIO_OPTIONS if o.axis is not None and o.kind is int}
+    assert [o.name for o in SCENARIO_FIELDS] == list(field_names(ScenarioSpec))
+    axes = {o.name for o in SCENARIO_FIELDS if o.axis is not None and o.kind == "count"}
     for name, default in field_defaults(ScenarioSpec).items():
         listed = command in ("compare", "sweep") and name in axes
         assert params[name].default == (str(default) if listed else default), name

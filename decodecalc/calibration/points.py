@@ -11,6 +11,7 @@ it belongs to for leave-one-group-out validation (``group``), what its figure is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
 from decodecalc.loading.resolve import resolve
 from decodecalc.record import record
+from decodecalc.scenarios.fields import SCENARIO_FIELDS
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
@@ -98,17 +100,7 @@ _LABELS = ("engine", "engine_version", "group")
 
 def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     # Fields report their own file position; only preset lookups need this point's added.
-    spec = ScenarioSpec(
-        model=f.text("model"),
-        gpu=f.text("gpu"),
-        weights=f.text("weights"),
-        kv_dtype=f.text("kv_dtype"),
-        batch=f.integer("batch", default=1),
-        tp=f.integer("tp", default=1),
-        pp=f.integer("pp", default=1),
-        overhead=0.0,
-        link=f.text("link", "") or None,
-    )
+    spec = _spec(f)
     excluded = bool(f.text("exclude", ""))
     scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
@@ -130,6 +122,22 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     return MeasuredPoint(
         scenario, context, ms / 1000, source, engine, version, group, measured, gpu_count, serving
     )
+
+
+def _spec(f: Fields) -> ScenarioSpec:
+    """The deployment a point measured: every scenario field points take
+    (scenarios/fields.py), read by its kind; measured at efficiency 1 with no overhead."""
+    readers: dict[str, Callable[[str], object]] = {
+        "text": f.text,
+        "count": f.integer,
+        "flag": lambda name: f.boolean(name, False),
+    }
+    given = {
+        field.name: readers[field.kind](field.name)
+        for field in SCENARIO_FIELDS
+        if field.in_points and (field.required_in_points or f.has(field.name))
+    }
+    return ScenarioSpec(**given, overhead=0.0)  # type: ignore[arg-type]
 
 
 def _serving_load(f: Fields) -> ServingLoad | None:

@@ -46,31 +46,15 @@ from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.record import record, replace
+from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.units import parse_bandwidth, parse_duration
 
 DEPLOYMENT_KEYS = (
     "name",
-    "model",
-    "gpu",
-    "bandwidth",
-    "weights",
-    "kv_dtype",
-    "v_dtype",
-    "batch",
-    "tp",
-    "pp",
-    "ep",
-    "dp_attention",
-    "gpus_per_node",
-    "node_link",
+    *(field.name for field in SCENARIO_FIELDS if field.in_files),
     "context",
-    "efficiency",
-    "memory_utilization",
-    "overhead",
-    "link",
-    "engine",
     "targets",
     "vllm_config",
     "workload",
@@ -144,6 +128,71 @@ def _target(name: str, value: Any) -> Any:
     found = number(value)
     if name == "max_kv_share" and not 0 < found <= 1:
         raise InputError(f"a share is above 0 and at most 1, got {show(value)}")
+    return found
+
+
+KIND_READERS: dict[str, Callable[..., Any]] = {
+    "text": lambda v, what: text(v),
+    "rate": lambda v, what: parse_bandwidth(text(v)),
+    "time": lambda v, what: parse_duration(text(v), what),
+    "count": lambda v, what: whole(v),
+    "flag": lambda v, what: flag(v),
+    "fraction": lambda v, what: number(v),
+    "efficiency": lambda v, what: efficiency_setting(v),
+}
+"""A file's value of each kind of scenario field (scenarios/fields.py KINDS), checked."""
+
+
+def _serve_defaults(
+    given: dict[str, Any], settings: Settings, serve: ServeConfig, problems: Problems
+) -> None:
+    """What a vLLM config implies beyond its settings: vLLM serves it; its decode batch is
+    max-num-seqs when nothing else gives one; a MoE model's data-parallel ranks are
+    data-parallel attention, the experts spread over every rank's GPUs, each rank
+    scheduling its own max-num-seqs (so the group's batch is that many times the ranks)."""
+    given["engine"] = given.get("engine") or VLLM_ENGINE
+    if "batch" not in settings:
+        given["batch"] = serve.default_batch(given.get("gpu"))
+    replicas = settings["data_parallel_size"].value if "data_parallel_size" in settings else None
+    model = given.get("model")
+    if not (isinstance(replicas, int) and replicas > 1 and model is not None and model.moe()):
+        return
+    tp = given.get("tp")
+    if tp is not None and tp > 1:
+        problems.items.append(
+            f"{settings['data_parallel_size'].where}: data-parallel attention with "
+            "tensor-parallel-size > 1 inside each rank is not modelled: give "
+            "tensor-parallel-size 1 (decodecalc's dp_attention has one GPU per rank)"
+        )
+    given["tp"], given["dp_attention"] = replicas, True
+    if given.get("batch") is not None:
+        given["batch"] *= replicas
+
+
+def _missing(
+    where: str,
+    name: str,
+    settings: Settings,
+    targets: Targets,
+    startup_check: bool,
+    earlier: bool,
+) -> list[str]:
+    """What a deployment lacks: a workload for its serving targets, a model, a GPU, and,
+    when nothing else is wrong (``earlier``: problems found already), any target at all
+    (unless it is a vLLM config checked alone, at start-up)."""
+    found = []
+    serving = [t for t in targets.asked() if t in SERVING_TARGETS]
+    if serving and "workload" not in settings:
+        found.append(
+            f"{where}: {name}: {', '.join(serving)} needs a workload: (concurrency or "
+            "request_rate, input_len and output_len)"
+        )
+    if "model" not in settings:
+        found.append(f"{where}: missing model (a preset name or a file)")
+    if "gpu" not in settings and "bandwidth" not in settings:
+        found.append(f"{where}: missing gpu (or bandwidth); vLLM configs take --gpu")
+    if not targets.asked() and not startup_check and not earlier and not found:
+        found.append(f"{where}: {name}: no targets to check")
     return found
 
 
@@ -277,89 +326,30 @@ class DeploymentReader:
         get = self._getter(settings, problems)
         stem = Path(doc.path).stem
         name = get("name", text) or (f"{stem}-{index + 1}" if key_path else stem)
-        model = get("model", lambda v: self.catalog.model(self._model_ref(doc, text(v))))
-        gpu = get("gpu", lambda v: self.catalog.gpu(text(v)))
-        bandwidth = get("bandwidth", lambda v: parse_bandwidth(text(v)))
-        weights = get("weights", lambda v: self.catalog.weights(text(v)))
-        kv = get("kv_dtype", lambda v: self.catalog.dtype(text(v)))
-        v_kv = get("v_dtype", lambda v: self.catalog.dtype(text(v)))
-        batch = get("batch", whole)
-        if serve is not None and "batch" not in settings:
-            batch = serve.default_batch(gpu)
-        tp = get("tp", whole)
-        parallel = {
-            "pp": get("pp", whole),
-            "ep": get("ep", flag),
-            "dp_attention": get("dp_attention", flag),
-            "gpus_per_node": get("gpus_per_node", whole),
-            "node_link": get("node_link", text),
+        given = {
+            field.name: get(field.name, self._reader(doc, field))
+            for field in SCENARIO_FIELDS
+            if field.in_files and field.name in settings
         }
-        given = settings.get("data_parallel_size")  # a vLLM config's, checked where read
-        replicas = given.value if given is not None else None
-        if isinstance(replicas, int) and replicas > 1 and model is not None and model.moe():
-            # vLLM serves a MoE model's data-parallel ranks as data-parallel attention, the
-            # experts spread over every rank's GPUs; each rank schedules its own
-            # max-num-seqs, so the group's batch is that many times the ranks.
-            if tp is not None and tp > 1:
-                problems.items.append(
-                    f"{settings['data_parallel_size'].where}: data-parallel attention with "
-                    "tensor-parallel-size > 1 inside each rank is not modelled: give "
-                    "tensor-parallel-size 1 (decodecalc's dp_attention has one GPU per rank)"
-                )
-            tp, parallel["dp_attention"] = replicas, True
-            batch = None if batch is None else batch * replicas
+        given["engine"] = given.get("engine") or self.engine
+        if serve is not None:
+            _serve_defaults(given, settings, serve, problems)
         contexts = get("context", context_list)
-        efficiency = get("efficiency", efficiency_setting)
-        utilization = get("memory_utilization", number)
-        overhead = get("overhead", lambda v: parse_duration(text(v), "overhead"))
-        link_name = get("link", text)
-        engine = get("engine", text) or self.engine
-        if engine is None and serve is not None:
-            engine = VLLM_ENGINE  # a vLLM serve config is served by vLLM
-        targets = _targets(settings, problems, doc, key_path)
-        targets = self._cli_targets(targets, problems)
+        targets = self._cli_targets(_targets(settings, problems, doc, key_path), problems)
         workload = read_workload(doc, settings, key_path, problems, self.catalog)
         limits = {
             "max_num_batched_tokens": get("max_num_batched_tokens", lambda v: whole(tokens(v))),
             "max_num_seqs": get("max_num_seqs", whole),
-            "memory_utilization": utilization,
+            "memory_utilization": given.get("memory_utilization"),
         }
         if serve is not None and "max_num_seqs" not in settings:
-            limits["max_num_seqs"] = serve.default_batch(gpu)  # as the decode batch above
-        serving = [t for t in targets.asked() if t in SERVING_TARGETS]
-        if serving and "workload" not in settings:
-            problems.items.append(
-                f"{where}: {name}: {', '.join(serving)} needs a workload: (concurrency or "
-                "request_rate, input_len and output_len)"
-            )
-        if model is None and "model" not in settings:
-            problems.items.append(f"{where}: missing model (a preset name or a file)")
-        if (
-            gpu is None
-            and bandwidth is None
-            and "gpu" not in settings
-            and "bandwidth" not in settings
-        ):
-            problems.items.append(f"{where}: missing gpu (or bandwidth); vLLM configs take --gpu")
-        if not targets.asked() and not startup_check and len(problems.items) == before:
-            problems.items.append(f"{where}: {name}: no targets to check")
+            limits["max_num_seqs"] = serve.default_batch(given.get("gpu"))  # as the batch
+        earlier = len(problems.items) > before
+        problems.items.extend(_missing(where, name, settings, targets, startup_check, earlier))
+        model = given.get("model")
         if len(problems.items) > before or model is None:
             return None
-        spec = ScenarioSpec(
-            model=model, gpu=gpu, bandwidth=bandwidth, link=link_name, engine=engine
-        )
-        chosen = {
-            "weights": weights,
-            "kv_dtype": kv,
-            "v_dtype": v_kv,
-            "batch": batch,
-            "tp": tp,
-            **parallel,
-            "efficiency": efficiency,
-            "memory_utilization": utilization,
-            "overhead": overhead,
-        }
-        spec = replace(spec, **{k: v for k, v in chosen.items() if v is not None})
+        spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
         scenario: Scenario | None = problems.attempt(where, lambda: resolve(spec, self.catalog))
         if scenario is None:
             return None
@@ -378,6 +368,20 @@ class DeploymentReader:
             workload=workload,
             limits=server,
         )
+
+    def _reader(self, doc: Document, field: ScenarioField) -> Callable[[Any], Any]:
+        """How a file's value of a scenario field is read: looked up in the catalog where
+        it names a preset (so a misspelt name points at its own line), else by its kind."""
+        lookups: dict[str | None, Callable[[str], Any]] = {
+            "model": lambda v: self.catalog.model(self._model_ref(doc, v)),
+            "gpu": self.catalog.gpu,
+            "weights": self.catalog.weights,
+            "dtype": self.catalog.dtype,
+        }
+        lookup = lookups.get(field.preset)
+        if lookup is not None:
+            return lambda v: lookup(text(v))
+        return partial(KIND_READERS[field.kind], what=field.name)
 
     def _getter(self, settings: Settings, problems: Problems) -> Getter:
         def get(key: str, convert: Callable[[Any], Any]) -> Any:

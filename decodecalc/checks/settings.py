@@ -15,6 +15,7 @@ from decodecalc.context import parse_context, parse_tokens
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.datafile import Document, KeyPath
 from decodecalc.record import field, record
+from decodecalc.scenarios.fields import EFFICIENCY_WORDS
 
 
 @record
@@ -65,9 +66,6 @@ def number(value: Any) -> float:
     if not value > 0 or value == float("inf"):
         raise InputError(f"must be a positive number, got {show(value)}")
     return float(value)
-
-
-EFFICIENCY_WORDS = ("sustained", "calibrated")
 
 
 def efficiency_setting(value: Any) -> float | str:

@@ -175,7 +175,9 @@ def _stdin_text() -> str:
 @app.command()
 def schema(output: OutputOpt = None) -> None:
     """Print the JSON Schema of deployment files (what 'decodecalc check' reads)."""
-    from importlib.resources import files
+    import json
+
+    from decodecalc.checks.schema import deployment_schema
 
     with output_stream(output) as out:
-        out.write(files("decodecalc.checks").joinpath("deployment.schema.json").read_text("utf-8"))
+        out.write(json.dumps(deployment_schema(), indent=2) + "\n")
