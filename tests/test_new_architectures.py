@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.loading.catalog import Catalog
-from decodecalc.model.kvcache import KVCurve, chunk_tokens
+from decodecalc.model.kvcache import KVCurve
+from decodecalc.model.layers import chunk_tokens
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel
