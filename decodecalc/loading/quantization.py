@@ -149,11 +149,19 @@ def _compressed_tensors(q: Fields) -> Scheme:
         size = weights.optional_integer("group_size") if "group" in strategy else None
         block = weights.raw_list("block_structure") if strategy == "block" else ()
         kind, bits = weights.text("type", "int"), weights.integer("num_bits")
-        formats.add(_format(kind, bits, size, block))
+        fmt = _format(kind, bits, size, block)
+        # compressed-tensors stores a zero point per group only for an asymmetric scheme;
+        # symmetric is its default (Kimi-K2-Thinking: 4.5 bits, not 5).
+        if weights.boolean("symmetric", default=True):
+            fmt = SYMMETRIC.get(fmt, fmt)
+        formats.add(fmt)
     if len(formats) != 1:
         raise Unpriced(f"config_groups hold {len(formats)} weight formats; decodecalc prices one")
     return Scheme(formats.pop(), LINEAR_GROUPS, q.texts("ignore"), head=True)
 
+
+SYMMETRIC = {"int4-g32": "int4-g32-sym"}
+"""The dtype of a symmetric scheme where the group's dtype counts a zero point too."""
 
 MODELOPT_FORMATS = {
     "FP8": "fp8",
