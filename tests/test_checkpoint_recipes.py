@@ -165,3 +165,33 @@ def test_deepseek_r1_fp4_hf_quant_config_reads_as_the_recipe(cli: Run, tmp_path:
         },
     }
     assert _stored(cli, "-m", checkpoint_folder(tmp_path / "checkpoint", config, side)) == DS_NVFP4
+
+
+def test_amd_quark_mxfp4_config_reads_as_the_recipe(cli: Run, tmp_path: Path) -> None:
+    """The quantization_config of AMD's MXFP4 DeepSeek checkpoints (quant_method quark):
+    FP4 weights per group of 32 with E8M0 scales, attention, gate, LM head and MTP layer
+    excluded."""
+    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    mx = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}
+    config["quantization_config"] = {
+        "quant_method": "quark",
+        "global_quant_config": {"weight": mx, "input_tensors": {**mx, "is_dynamic": True}},
+        "exclude": ["lm_head", "re:.*mlp.gate$", "re:model.layers.61.*", "re:.*self_attn.*"],
+        "layer_quant_config": {},
+        "layer_type_quant_config": {},
+    }
+    assert _stored(cli, "-m", checkpoint_folder(tmp_path / "checkpoint", config)) == DS_MXFP4
+
+
+def test_quark_per_layer_formats_are_said_not_guessed(cli: Run, tmp_path: Path) -> None:
+    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    config["quantization_config"] = {
+        "quant_method": "quark",
+        "global_quant_config": {
+            "weight": {"dtype": "fp4", "qscheme": "per_group", "group_size": 32}
+        },
+        "layer_quant_config": {"*down_proj": {"weight": {"dtype": "fp8_e4m3"}}},
+    }
+    r = cli("estimate", "-m", checkpoint_folder(tmp_path / "checkpoint", config), "-g", "b300")
+    assert r.code == 2
+    assert "layer_quant_config" in r.err and len(r.err.strip().splitlines()) == 1

@@ -3,11 +3,12 @@
 ``quantization_config`` says which format the quantized tensors take (quant_method, bits,
 group_size, weight_block_size, config_groups, quant_algo) and which modules stay in the
 activations' format (modules_to_not_convert, ignore, exclude_modules); ModelOpt writes the
-same in an ``hf_quant_config.json`` beside the config. Both become a WeightRecipe over
-decodecalc's tensor groups. What every engine leaves unquantized stays in the config's
-torch_dtype: the input embedding, norms and biases, MoE routers and the vision tower (which
-decode never reads). The LM head is quantized only where the method quantizes it (ModelOpt
-and compressed-tensors unless excluded, GPTQ with ``lm_head: true``).
+same in an ``hf_quant_config.json`` beside the config, AMD Quark as a ``global_quant_config``
+and an ``exclude`` list. Each becomes a WeightRecipe over decodecalc's tensor groups.
+What every engine leaves unquantized stays in the config's torch_dtype: the input
+embedding, norms and biases, MoE routers and the vision tower (which decode never reads).
+The LM head is quantized only where the method quantizes it (ModelOpt, compressed-tensors
+and Quark unless excluded, GPTQ with ``lm_head: true``).
 
 An exclusion pattern may name some layers only (ModelOpt checkpoints often keep the first
 or last layers' attention in BF16): the group is then split between the two formats by the
@@ -182,6 +183,30 @@ def _modelopt(q: Fields) -> Scheme:
     return Scheme(MODELOPT_FORMATS[algo], LINEAR_GROUPS, excluded, head=True)
 
 
+QUARK_TYPES = {
+    "fp4": ("float", 4),
+    "fp8_e4m3": ("float", 8),
+    "int8": ("int", 8),
+    "int4": ("int", 4),
+}
+
+
+def _quark(q: Fields) -> Scheme:
+    """AMD Quark (amd/*-MXFP4, *-FP8-KV): one ``global_quant_config`` weight spec for every
+    linear layer and the LM head, less ``exclude``; per-layer specs are not priced."""
+    for per_layer in ("layer_quant_config", "layer_type_quant_config"):
+        if q.has(per_layer) and q.mapping(per_layer).data:
+            raise Unpriced(f"Quark's {per_layer} gives layers formats of their own")
+    weight = q.mapping("global_quant_config").mapping("weight")
+    dtype = weight.text("dtype")
+    if dtype not in QUARK_TYPES:
+        raise Unpriced(f"Quark weight dtype {dtype!r} has no dtype preset")
+    kind, bits = QUARK_TYPES[dtype]
+    group = weight.optional_integer("group_size")
+    size = group if weight.text("qscheme", "") == "per_group" else None
+    return Scheme(_format(kind, bits, size, ()), LINEAR_GROUPS, q.texts("exclude"), head=True)
+
+
 METHODS: dict[str, Callable[[Fields], Scheme]] = {
     "mxfp4": _mxfp4,
     "fp8": _fp8,
@@ -189,6 +214,7 @@ METHODS: dict[str, Callable[[Fields], Scheme]] = {
     "gptq": _int(head_flag=True),
     "compressed-tensors": _compressed_tensors,
     "modelopt": _modelopt,
+    "quark": _quark,
 }
 
 
