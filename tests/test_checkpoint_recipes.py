@@ -195,3 +195,27 @@ def test_quark_per_layer_formats_are_said_not_guessed(cli: Run, tmp_path: Path) 
     r = cli("estimate", "-m", checkpoint_folder(tmp_path / "checkpoint", config), "-g", "b300")
     assert r.code == 2
     assert "layer_quant_config" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_modelopt_mixed_precision_prices_each_module(cli: Run, tmp_path: Path) -> None:
+    """quant_algo MIXED_PRECISION (what ModelOpt exports when layers differ) lists each
+    quantized module with its format; an unlisted one stays BF16. Llama-3.1-8B with FP8
+    attention in layers 0-15, NVFP4 attention in 16-31, NVFP4 MLPs, the LM head unlisted:
+      attention q, o  1,073,741,824 x (1/2 x 1 + 1/2 x 9/16) = 838,860,800
+      attention k, v    268,435,456 x 25/32                 = 209,715,200
+      mlp             5,637,144,576 x 9/16                  = 3,170,893,824
+      LM head, embedding and norms BF16: (2 x 525,336,576 + 266,240) x 2 = 2,101,878,784"""
+    layers: dict[str, dict[str, Any]] = {}
+    for i in range(32):
+        attention = {"quant_algo": "FP8"} if i < 16 else {"quant_algo": "NVFP4", "group_size": 16}
+        for m in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            layers[f"model.layers.{i}.self_attn.{m}"] = attention
+        for m in ("gate_proj", "up_proj", "down_proj"):
+            layers[f"model.layers.{i}.mlp.{m}"] = {"quant_algo": "NVFP4", "group_size": 16}
+    side = {
+        "producer": {"name": "modelopt", "version": "0.37.0"},
+        "quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": layers},
+    }
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    path = checkpoint_folder(tmp_path / "checkpoint", config, side)
+    assert _stored(cli, "-m", path) == 838_860_800 + 209_715_200 + 3_170_893_824 + 2_101_878_784

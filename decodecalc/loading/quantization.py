@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -67,6 +68,9 @@ class Scheme:
     excluded: tuple[str, ...] = ()
     head: bool = False
     """Whether the LM head is quantized unless excluded."""
+    per_module: tuple[tuple[str, str], ...] = ()
+    """ModelOpt's MIXED_PRECISION: each quantized module and its dtype; every module not
+    named stays in the config's torch_dtype (``format`` and ``quantized`` then unused)."""
 
 
 def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
@@ -86,11 +90,14 @@ def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
     except Unpriced as exc:
         return WeightRecipe(CHECKPOINT, name, base, problem=f"{cfg.doc.path}: {exc}")
     covered = _matcher(quant, scheme.excluded)
-    default = base if scheme.quantized == ("routed experts",) else scheme.format
+    modules = dict(scheme.per_module)
+    default = base if modules or scheme.quantized == ("routed experts",) else scheme.format
     overrides: list[tuple[str, Mix]] = []
     for group in GROUP_NAMES:
         mix: Mix = ((base, Fraction(1)),)
-        if group in scheme.quantized or (group == "LM head" and scheme.head):
+        if modules:
+            mix = _module_mix(group, modules, arch, base)
+        elif group in scheme.quantized or (group == "LM head" and scheme.head):
             kept = _covered_share(group, covered, arch)
             mix = tuple((f, s) for f, s in ((scheme.format, 1 - kept), (base, kept)) if s)
         if mix != ((default, Fraction(1)),):
@@ -100,7 +107,10 @@ def read_recipe(cfg: Fields, arch: Architecture) -> WeightRecipe:
         name=name,
         default=default,
         overrides=tuple(overrides),
-        description=f"{scheme.format} for {', '.join(scheme.quantized)}"
+        description=f"per module, {' and '.join(sorted(set(modules.values())))} where "
+        f"quantized_layers names it; {base} for the rest"
+        if modules
+        else f"{scheme.format} for {', '.join(scheme.quantized)}"
         f"{' and the LM head' if scheme.head else ''} unless excluded; {base} for the rest",
         source=cfg.doc.path,
     )
@@ -178,9 +188,20 @@ def _modelopt(q: Fields) -> Scheme:
     inner = q.mapping("quantization") if q.has("quantization") else q
     algo = inner.text("quant_algo").upper()
     excluded = inner.texts("exclude_modules" if inner is not q else "ignore")
-    if algo not in MODELOPT_FORMATS:
+    if algo == "MIXED_PRECISION":
+        layers = inner.mapping("quantized_layers")
+        per_module = tuple(
+            (str(m), _modelopt_format(layers.mapping(str(m)).text("quant_algo")))
+            for m in layers.data
+        )
+        return Scheme("", (), excluded, per_module=per_module)
+    return Scheme(_modelopt_format(algo), LINEAR_GROUPS, excluded, head=True)
+
+
+def _modelopt_format(algo: str) -> str:
+    if algo.upper() not in MODELOPT_FORMATS:
         raise Unpriced(f"ModelOpt quant_algo {algo!r} has no dtype preset")
-    return Scheme(MODELOPT_FORMATS[algo], LINEAR_GROUPS, excluded, head=True)
+    return MODELOPT_FORMATS[algo.upper()]
 
 
 QUARK_TYPES = {
@@ -272,16 +293,46 @@ def _covered_share(group: str, covered: Callable[[str], bool], arch: Architectur
     if group == "LM head":
         return Fraction(any(covered(m) for m in HEAD_MODULES))
     modules = LAYER_MODULES[group]
-    having = [
-        i
-        for i, layer in enumerate(arch.layers)
-        if any(g.name == group for g in layer.tensor_groups(arch.hidden_size))
-    ]
+    having = _layers_having(group, arch)
     hit = sum(
         any(covered(f"{prefix}{i}.{m}") for prefix in LAYER_PREFIXES for m in modules)
         for i in having
     )
     return Fraction(hit, len(having)) if having else Fraction(0)
+
+
+def _layers_having(group: str, arch: Architecture) -> list[int]:
+    """The layers holding a group (DeepSeek's dense MLPs are in its first three only)."""
+    return [
+        i
+        for i, layer in enumerate(arch.layers)
+        if any(g.name == group for g in layer.tensor_groups(arch.hidden_size))
+    ]
+
+
+def _module_mix(group: str, modules: dict[str, str], arch: Architecture, base: str) -> Mix:
+    """A group under MIXED_PRECISION: each layer's share in the format ``quantized_layers``
+    gives the first of the group's modules it names in that layer, else in ``base``."""
+    if group == "LM head":
+        named = [modules[m] for m in HEAD_MODULES if m in modules]
+        return ((named[0] if named else base, Fraction(1)),)
+    if group not in LAYER_MODULES:
+        return ((base, Fraction(1)),)
+    having = _layers_having(group, arch)
+    formats = [
+        next(
+            (
+                modules[name]
+                for prefix in LAYER_PREFIXES
+                for m in LAYER_MODULES[group]
+                if (name := f"{prefix}{i}.{m}") in modules
+            ),
+            base,
+        )
+        for i in having
+    ]
+    counts = Counter(formats)
+    return tuple((f, Fraction(n, len(having))) for f, n in counts.items()) or ((base, Fraction(1)),)
 
 
 def with_side_file(doc: Document, path: Path) -> Document:
