@@ -63,12 +63,12 @@ DATASHEETS: dict[str, tuple[int, dict[str, int], float | None, str | None, str]]
     # an Instinct part, so no Instinct engine profile.
     "ryzen-ai-max-395": (256 * GB, {}, 120, None, "other"),
     # Announced: Rubin 22 TB/s HBM4, 50 PF NVFP4; MI400 series 19.6 TB/s, FP8 20 and FP4 40 PF.
-    "rubin": (22 * TB, {"fp4": 50_000 * T}, None, None, "nvidia-datacenter"),
+    "rubin": (22 * TB, {"fp4": 50_000 * T}, None, "nvlink6-nvl72", "nvidia-datacenter"),
     "mi455x": (
         19_600 * GB,
         {"fp8": 20_000 * T, "fp4": 40_000 * T},
         None,
-        None,
+        "helios-ualink",
         "amd-instinct",
     ),
 }
@@ -101,6 +101,13 @@ def test_mi350_infinity_fabric_is_seven_links_one_way(catalog: Catalog) -> None:
     assert link.bandwidth_bytes_per_s == 537_600_000_000
     assert link.gpus == 8
     assert catalog.gpu("mi355x").link == "infinity-fabric-mi350"
+
+
+@pytest.mark.parametrize("link", ["nvlink6-nvl72", "helios-ualink"])
+def test_announced_racks_join_72_gpus_at_3_6_tb_s(catalog: Catalog, link: str) -> None:
+    # 3.6 TB/s per GPU both directions (Vera Rubin NVL72, Helios): 1.8 TB/s each way.
+    found = catalog.link(link)
+    assert (found.bandwidth_bytes_per_s, found.gpus) == (1800 * GB, 72)
 
 
 def test_mi300x_has_a_public_price(catalog: Catalog) -> None:
