@@ -236,6 +236,18 @@ def test_show(cli: Run) -> None:
     assert doc["params_read_per_step"] == 69_503_033_344
 
 
+def test_show_sets_derived_against_official_with_its_source(cli: Run) -> None:
+    r = cli("show", "kimi-k2")
+    assert r.code == 0, r.err
+    # 1,014,686,023,680 routed-expert + 11,722,208,768 other parameters, each counted by
+    # hand in tests/test_checkpoint_recipes.py; the official count is the safetensors total.
+    assert "1,026,408,232,448 derived vs 1,026,408,232,448 official (+0.000%)" in r.out
+    assert "vs 32,000,000,000 official" in r.out  # the card's "32B activated"
+    assert "official count: Hugging Face safetensors metadata" in r.out
+    doc = json.loads(cli("show", "kimi-k2", "--json").out)
+    assert doc["official_params"] == 1_026_408_232_448 and doc["params_difference"] == 0
+
+
 def test_version(cli: Run) -> None:
     from decodecalc import __version__
 

@@ -19,6 +19,7 @@ from decodecalc.loading.catalog import Catalog, presets_dir
 
 MIB = 2**20
 GIB = 2**30
+GB = 10**9
 
 # preset: (bytes, the figure as the tool printed it, where it was seen).
 # MI300X: 206,141,652,992 B = 196,592 MiB; TPU v6e: 33,550,237,696 B = 31,996 MiB;
@@ -31,6 +32,14 @@ REPORTED: dict[str, tuple[int, str, str]] = {
     ),
     "a100-80gb": (81_920 * MIB, "81920MiB", "nvidia-smi, github.com/allenai/PeerRead/issues/40"),
     "b200": (183_359 * MIB, "183359MiB", "nvidia-smi, github.com/NVIDIA/TensorRT-LLM/issues/10278"),
+    # 275,040 MiB x 1,048,576 = 288,403,783,680 bytes: the "288 GB" of HBM3e.
+    "b300": (275_040 * MIB, "275040 MiB", "nvidia-smi listings of B300 SXM6 AC in public notes"),
+    "h20": (97_871 * MIB, "97871 MiB", "nvidia-smi listings of H20 in public experiment logs"),
+    "rtx-pro-6000": (
+        97_887 * MIB,
+        "97887 MiB",
+        "nvidia-smi listings of RTX PRO 6000 Blackwell Server Edition in public notes",
+    ),
     "gaudi3": (
         131_072 * MIB,
         "131072 MiB",
@@ -95,6 +104,13 @@ REPORTED: dict[str, tuple[int, str, str]] = {
 NOMINAL: dict[str, tuple[int, str]] = {
     "dgx-spark": (128 * GIB, "NVIDIA DGX Spark page; nvidia-smi reports Not Supported"),
     "gb200": (186 * GIB, "NVIDIA GB200 NVL72 datasheet"),
+    "gb300": (288 * GB, "NVIDIA GB300 NVL72 datasheet: 288 GB HBM3e per GPU"),
+    "mi350x": (288 * GIB, "AMD MI350X data sheet"),
+    "mi455x": (432 * GB, "AMD Advancing AI 2025: 432 GB HBM4 (announced)"),
+    "m3-ultra": (512 * GIB, "Apple newsroom: up to 512 GB"),
+    "rubin": (288 * GB, "NVIDIA GTC 2025 / CES 2026: 288 GB HBM4 (announced)"),
+    "ryzen-ai-max-395": (128 * GIB, "AMD product page: up to 128 GB"),
+    "tpu-v7": (192 * GIB, "Google Cloud TPU7x documentation: 192 GiB"),
     "h100-pcie": (80 * GIB, "NVIDIA H100 datasheet"),
     "m2-ultra": (192 * GIB, "Apple newsroom"),
     "m3-max": (128 * GIB, "Apple support page"),

@@ -247,7 +247,7 @@ def test_gpus_without_a_price_are_named(cli: Run) -> None:
     doc = planned(*CASES[0])
     (note,) = [n["message"] for n in doc["notes"] if n["code"] == "plan-unpriced-gpus"]
     assert {r["gpu"] for r in doc["rows"]} <= priced
-    for gpu in ("rtx-4090", "mi300x", "l4"):  # no price list names them
+    for gpu in ("rtx-4090", "mi325x", "l4"):  # no price list names them
         assert gpu not in priced and gpu in note
     given = ["-m", "llama-3.1-8b", "-c", "8K", "--tp", "1", "-w", "fp8", "-k", "fp8"]
     doc = json_of(cli, "plan", *given, "--gpus", "rtx-4090,h100")

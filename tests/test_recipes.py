@@ -82,7 +82,11 @@ def _checkpoint(tmp_path: Path, quantization: dict[str, Any] | None, side: Any =
     config = json.loads(LLAMA_8B.read_text())
     if quantization is not None:
         config["quantization_config"] = quantization
-    folder = tmp_path / "Llama-3.1-8B-quantized"
+    return checkpoint_folder(tmp_path / "Llama-3.1-8B-quantized", config, side)
+
+
+def checkpoint_folder(folder: Path, config: dict[str, Any], side: Any = None) -> str:
+    """A model folder holding a config.json and, when given, an hf_quant_config.json."""
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
     if side is not None:

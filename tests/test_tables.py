@@ -105,7 +105,9 @@ CASES = {
             "KV/token (BF16)": lambda r: h.size(r["kv_bytes_per_token_bf16"]),
             "Max context": lambda r: f"{r['max_context']:,}",
             "Family": lambda r: r["family"],
+            "Aliases": lambda r: ", ".join(r["aliases"]),
         },
+        frozenset({"Aliases"}),
     ),
     "gpus": Case(
         "gpus",
@@ -116,8 +118,10 @@ CASES = {
             "Bandwidth": lambda r: h.bandwidth(r["bandwidth_bytes_per_s"]),
             "Memory": lambda r: h.binary_size(r["memory_bytes"]),
             "Kind": lambda r: r["memory_kind"],
+            "Announced": lambda r: "yes" if r["announced"] else "-",
+            "Aliases": lambda r: ", ".join(r["aliases"]),
         },
-        frozenset({"Name", "Kind"}),
+        frozenset({"Name", "Kind", "Aliases"}),
     ),
     "links": Case(
         "links",

@@ -39,6 +39,14 @@ def scenario_notes(s: Scenario) -> list[Note]:
                 "memory time only, never compute-bound",
             )
         )
+    if s.gpu is not None and s.gpu.announced:
+        notes.append(
+            Note(
+                "announced-gpu",
+                f"{s.gpu.id} is announced, not shipping: its figures are the vendor's "
+                f"announcement ({s.gpu.announced}), not a datasheet of a part one can measure",
+            )
+        )
     if s.link is None and (s.tp > 1 or s.pp > 1):
         notes.append(Note("no-communication", f"not counted (--link none): {_uncounted(s)}"))
     return notes

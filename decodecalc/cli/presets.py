@@ -2,7 +2,7 @@
 config.json as a new preset."""
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,31 +20,59 @@ from decodecalc.cli import (
 from decodecalc.errors import InputError
 
 
+def _filter_option(help_text: str) -> Any:
+    return typer.Option(help=help_text, metavar="NAME")
+
+
 @app.command()
 def models(
+    family: Annotated[
+        str | None,
+        _filter_option("Only models of this family (the config.json model_type: deepseek_v3)."),
+    ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
-    """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
+    """List model presets: parameters, attention shape, KV bytes per token, maximum context,
+    aliases.
+
+    Example: decodecalc models --family qwen3_moe
+    """
+    from decodecalc.loading.catalog import matching
     from decodecalc.views.listings import models_report
 
     catalog = load_catalog(presets)
-    emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json, False, output)
+    found = matching(catalog.models(), family, lambda m: m.family, "family")
+    emit(models_report(found, catalog.dtype("bf16")), fmt, as_json, False, output)
 
 
 @app.command()
 def gpus(
+    vendor: Annotated[str | None, _filter_option("Only GPUs of this vendor (NVIDIA, AMD).")] = None,
+    family: Annotated[
+        str | None,
+        _filter_option("Only GPUs of this engine-profile family (nvidia-datacenter, apple)."),
+    ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
     presets: PresetsOpt = None,
 ) -> None:
-    """List GPU presets: peak memory bandwidth and capacity."""
+    """List GPU presets: peak memory bandwidth and capacity, aliases, and which are only
+    announced.
+
+    Example: decodecalc gpus --vendor amd
+    """
+    from decodecalc.engine.profile import gpu_family
+    from decodecalc.loading.catalog import matching
     from decodecalc.views.listings import gpus_report
 
-    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json, False, output)
+    every = load_catalog(presets).gpus()
+    families = {g.id for g in matching(every, family, gpu_family, "family")}
+    found = [g for g in matching(every, vendor, lambda g: g.vendor, "vendor") if g.id in families]
+    emit(gpus_report(found), fmt, as_json, False, output)
 
 
 @app.command()

@@ -9,7 +9,7 @@ Files are loaded on demand: a query reads the few files it names, not the whole 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -262,3 +262,17 @@ class Catalog:
                 return item, {}
             names.update((s.lower(), item.id) for s in spellings)
         return None, names
+
+
+def matching(items: Sequence[T], value: str | None, key: Callable[[T], str], what: str) -> list[T]:
+    """The presets whose ``key`` is ``value`` (any case; all of them for None). A value no
+    preset has is an error naming the closest ones: an empty listing would look like a
+    catalog without such presets, not like a typo."""
+    if value is None:
+        return list(items)
+    known = {key(item).lower(): key(item) for item in items}
+    wanted = value.strip().lower()
+    if wanted not in known:
+        hint = suggest(wanted, known) or f"; known: {', '.join(sorted(set(known.values())))}"
+        raise InputError(f"no preset has {what} {value!r}{hint}")
+    return [item for item in items if key(item).lower() == wanted]

@@ -129,6 +129,7 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         family=_family(top),
         power_w=_power(top),
         power_source=top.text("power_source", ""),
+        announced=top.text("announced", ""),
     )
     top.finish()
     return gpu

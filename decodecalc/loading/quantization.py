@@ -3,11 +3,12 @@
 ``quantization_config`` says which format the quantized tensors take (quant_method, bits,
 group_size, weight_block_size, config_groups, quant_algo) and which modules stay in the
 activations' format (modules_to_not_convert, ignore, exclude_modules); ModelOpt writes the
-same in an ``hf_quant_config.json`` beside the config. Both become a WeightRecipe over
-decodecalc's tensor groups. What every engine leaves unquantized stays in the config's
-torch_dtype: the input embedding, norms and biases, MoE routers and the vision tower (which
-decode never reads). The LM head is quantized only where the method quantizes it (ModelOpt
-and compressed-tensors unless excluded, GPTQ with ``lm_head: true``).
+same in an ``hf_quant_config.json`` beside the config, AMD Quark as a ``global_quant_config``
+and an ``exclude`` list. Each becomes a WeightRecipe over decodecalc's tensor groups.
+What every engine leaves unquantized stays in the config's torch_dtype: the input
+embedding, norms and biases, MoE routers and the vision tower (which decode never reads).
+The LM head is quantized only where the method quantizes it (ModelOpt, compressed-tensors
+and Quark unless excluded, GPTQ with ``lm_head: true``).
 
 An exclusion pattern may name some layers only (ModelOpt checkpoints often keep the first
 or last layers' attention in BF16): the group is then split between the two formats by the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -68,6 +70,9 @@ class Scheme:
     excluded: tuple[str, ...] = ()
     head: bool = False
     """Whether the LM head is quantized unless excluded."""
+    per_module: tuple[tuple[str, str], ...] = ()
+    """ModelOpt's MIXED_PRECISION: each quantized module and its dtype; every module not
+    named stays in the config's torch_dtype (``format`` and ``quantized`` then unused)."""
 
 
 def read_recipe(cfg: Fields, layers: Sequence[Layer], hidden_size: int) -> WeightRecipe:
@@ -87,11 +92,14 @@ def read_recipe(cfg: Fields, layers: Sequence[Layer], hidden_size: int) -> Weigh
     except Unpriced as exc:
         return WeightRecipe(CHECKPOINT, name, base, problem=f"{cfg.doc.path}: {exc}")
     covered = _matcher(quant, scheme.excluded)
-    default = base if scheme.quantized == ("routed experts",) else scheme.format
+    modules = dict(scheme.per_module)
+    default = base if modules or scheme.quantized == ("routed experts",) else scheme.format
     overrides: list[tuple[str, Mix]] = []
     for group in GROUP_NAMES:
         mix: Mix = ((base, Fraction(1)),)
-        if group in scheme.quantized or (group == "LM head" and scheme.head):
+        if modules:
+            mix = _module_mix(group, modules, layers, hidden_size, base)
+        elif group in scheme.quantized or (group == "LM head" and scheme.head):
             kept = _covered_share(group, covered, layers, hidden_size)
             mix = tuple((f, s) for f, s in ((scheme.format, 1 - kept), (base, kept)) if s)
         if mix != ((default, Fraction(1)),):
@@ -101,7 +109,10 @@ def read_recipe(cfg: Fields, layers: Sequence[Layer], hidden_size: int) -> Weigh
         name=name,
         default=default,
         overrides=tuple(overrides),
-        description=f"{scheme.format} for {', '.join(scheme.quantized)}"
+        description=f"per module, {' and '.join(sorted(set(modules.values())))} where "
+        f"quantized_layers names it; {base} for the rest"
+        if modules
+        else f"{scheme.format} for {', '.join(scheme.quantized)}"
         f"{' and the LM head' if scheme.head else ''} unless excluded; {base} for the rest",
         source=cfg.doc.path,
     )
@@ -151,11 +162,19 @@ def _compressed_tensors(q: Fields) -> Scheme:
         size = weights.optional_integer("group_size") if "group" in strategy else None
         block = weights.raw_list("block_structure") if strategy == "block" else ()
         kind, bits = weights.text("type", "int"), weights.integer("num_bits")
-        formats.add(_format(kind, bits, size, block))
+        fmt = _format(kind, bits, size, block)
+        # compressed-tensors stores a zero point per group only for an asymmetric scheme;
+        # symmetric is its default (Kimi-K2-Thinking: 4.5 bits, not 5).
+        if weights.boolean("symmetric", default=True):
+            fmt = SYMMETRIC.get(fmt, fmt)
+        formats.add(fmt)
     if len(formats) != 1:
         raise Unpriced(f"config_groups hold {len(formats)} weight formats; decodecalc prices one")
     return Scheme(formats.pop(), LINEAR_GROUPS, q.texts("ignore"), head=True)
 
+
+SYMMETRIC = {"int4-g32": "int4-g32-sym"}
+"""The dtype of a symmetric scheme where the group's dtype counts a zero point too."""
 
 MODELOPT_FORMATS = {
     "FP8": "fp8",
@@ -171,9 +190,44 @@ def _modelopt(q: Fields) -> Scheme:
     inner = q.mapping("quantization") if q.has("quantization") else q
     algo = inner.text("quant_algo").upper()
     excluded = inner.texts("exclude_modules" if inner is not q else "ignore")
-    if algo not in MODELOPT_FORMATS:
+    if algo == "MIXED_PRECISION":
+        layers = inner.mapping("quantized_layers")
+        per_module = tuple(
+            (str(m), _modelopt_format(layers.mapping(str(m)).text("quant_algo")))
+            for m in layers.data
+        )
+        return Scheme("", (), excluded, per_module=per_module)
+    return Scheme(_modelopt_format(algo), LINEAR_GROUPS, excluded, head=True)
+
+
+def _modelopt_format(algo: str) -> str:
+    if algo.upper() not in MODELOPT_FORMATS:
         raise Unpriced(f"ModelOpt quant_algo {algo!r} has no dtype preset")
-    return Scheme(MODELOPT_FORMATS[algo], LINEAR_GROUPS, excluded, head=True)
+    return MODELOPT_FORMATS[algo.upper()]
+
+
+QUARK_TYPES = {
+    "fp4": ("float", 4),
+    "fp8_e4m3": ("float", 8),
+    "int8": ("int", 8),
+    "int4": ("int", 4),
+}
+
+
+def _quark(q: Fields) -> Scheme:
+    """AMD Quark (amd/*-MXFP4, *-FP8-KV): one ``global_quant_config`` weight spec for every
+    linear layer and the LM head, less ``exclude``; per-layer specs are not priced."""
+    for per_layer in ("layer_quant_config", "layer_type_quant_config"):
+        if q.has(per_layer) and q.mapping(per_layer).data:
+            raise Unpriced(f"Quark's {per_layer} gives layers formats of their own")
+    weight = q.mapping("global_quant_config").mapping("weight")
+    dtype = weight.text("dtype")
+    if dtype not in QUARK_TYPES:
+        raise Unpriced(f"Quark weight dtype {dtype!r} has no dtype preset")
+    kind, bits = QUARK_TYPES[dtype]
+    group = weight.optional_integer("group_size")
+    size = group if weight.text("qscheme", "") == "per_group" else None
+    return Scheme(_format(kind, bits, size, ()), LINEAR_GROUPS, q.texts("exclude"), head=True)
 
 
 METHODS: dict[str, Callable[[Fields], Scheme]] = {
@@ -183,6 +237,7 @@ METHODS: dict[str, Callable[[Fields], Scheme]] = {
     "gptq": _int(head_flag=True),
     "compressed-tensors": _compressed_tensors,
     "modelopt": _modelopt,
+    "quark": _quark,
 }
 
 
@@ -242,16 +297,48 @@ def _covered_share(
     if group == "LM head":
         return Fraction(any(covered(m) for m in HEAD_MODULES))
     modules = LAYER_MODULES[group]
-    having = [
-        i
-        for i, layer in enumerate(layers)
-        if any(g.name == group for g in layer.tensor_groups(hidden_size))
-    ]
+    having = _layers_having(group, layers, hidden_size)
     hit = sum(
         any(covered(f"{prefix}{i}.{m}") for prefix in LAYER_PREFIXES for m in modules)
         for i in having
     )
     return Fraction(hit, len(having)) if having else Fraction(0)
+
+
+def _layers_having(group: str, layers: Sequence[Layer], hidden_size: int) -> list[int]:
+    """The layers holding a group (DeepSeek's dense MLPs are in its first three only)."""
+    return [
+        i
+        for i, layer in enumerate(layers)
+        if any(g.name == group for g in layer.tensor_groups(hidden_size))
+    ]
+
+
+def _module_mix(
+    group: str, modules: dict[str, str], layers: Sequence[Layer], hidden_size: int, base: str
+) -> Mix:
+    """A group under MIXED_PRECISION: each layer's share in the format ``quantized_layers``
+    gives the first of the group's modules it names in that layer, else in ``base``."""
+    if group == "LM head":
+        named = [modules[m] for m in HEAD_MODULES if m in modules]
+        return ((named[0] if named else base, Fraction(1)),)
+    if group not in LAYER_MODULES:
+        return ((base, Fraction(1)),)
+    having = _layers_having(group, layers, hidden_size)
+    formats = [
+        next(
+            (
+                modules[name]
+                for prefix in LAYER_PREFIXES
+                for m in LAYER_MODULES[group]
+                if (name := f"{prefix}{i}.{m}") in modules
+            ),
+            base,
+        )
+        for i in having
+    ]
+    counts = Counter(formats)
+    return tuple((f, Fraction(n, len(having))) for f, n in counts.items()) or ((base, Fraction(1)),)
 
 
 def with_side_file(doc: Document, path: Path) -> Document:

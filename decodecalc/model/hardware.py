@@ -36,6 +36,9 @@ class GpuSpec:
     power_w: float | None = None
     """Board power (TDP) in watts from the datasheet: an upper bound on what decode draws."""
     power_source: str = ""
+    announced: str = ""
+    """Where an announced, not yet shipping part was announced (empty: in service): its
+    figures are the vendor's announcement, not a datasheet of a product one can measure."""
 
     def peak_flops(self, matmul: str) -> tuple[str, int] | None:
         """The rate for a matmul class, falling back to a wider class the chip has

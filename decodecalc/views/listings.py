@@ -79,8 +79,13 @@ def models_report(models: list[Model], bf16: DType) -> Report:
         Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
         Column("max_context", "Max context", h.tokens),
         Column("family", "Family", numeric=False, drop=2),
+        Column("aliases", "Aliases", _joined, numeric=False, drop=5),
     )
     return Report(document(models=list(records)), columns, records)
+
+
+def _joined(names: list[str]) -> str:
+    return ", ".join(names)
 
 
 def gpu_record(g: GpuSpec) -> dict[str, Any]:
@@ -95,6 +100,7 @@ def gpu_record(g: GpuSpec) -> dict[str, Any]:
         "aliases": list(g.aliases),
         "notes": g.notes,
         "source": g.source,
+        "announced": g.announced or None,
     }
 
 
@@ -106,6 +112,8 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
         Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
         Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
         Column("memory_kind", "Kind", numeric=False, drop=2),
+        Column("announced", "Announced", lambda v: "yes", numeric=False, drop=3),
+        Column("aliases", "Aliases", _joined, numeric=False, drop=4),
     )
     return Report(document(gpus=list(records)), columns, records)
 
