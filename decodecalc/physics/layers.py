@@ -167,10 +167,19 @@ class Layer:
 
 
 if TYPE_CHECKING:
-    from decodecalc.physics.linear_attention import LinearAttention
+    from decodecalc.physics.linear_attention import LightningAttention, LinearAttention
     from decodecalc.physics.mamba import Mamba1, Mamba2
     from decodecalc.physics.mla import LatentAttention
     from decodecalc.physics.moe import MoE
+    from decodecalc.physics.short_conv import ShortConv
 
-    Mixer: TypeAlias = Attention | LatentAttention | LinearAttention | Mamba2 | Mamba1
+    Mixer: TypeAlias = (
+        Attention
+        | LatentAttention
+        | LinearAttention
+        | Mamba2
+        | Mamba1
+        | LightningAttention
+        | ShortConv
+    )
     FFN: TypeAlias = DenseMLP | MoE
