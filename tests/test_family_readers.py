@@ -175,6 +175,32 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 65536,
         "tie_word_embeddings": False,
     },
+    # transformers' Gemma3nTextConfig defaults ("gemma3n_text-E4B style"; checkpoint
+    # google/gemma-3n-E4B), src/transformers/models/gemma3n/configuration_gemma3n.py, under
+    # text_config as https://huggingface.co/google/gemma-3n-E4B-it/blob/main/config.json has it
+    "gemma-3n-e4b": {
+        "model_type": "gemma3n",
+        "text_config": {
+            "model_type": "gemma3n_text",
+            "vocab_size": 262400,
+            "hidden_size": 2048,
+            "intermediate_size": [16384] * 35,
+            "num_hidden_layers": 35,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 2,
+            "head_dim": 256,
+            "max_position_embeddings": 32768,
+            "sliding_window": 512,
+            "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7,
+            "vocab_size_per_layer_input": 262144,
+            "hidden_size_per_layer_input": 256,
+            "altup_num_inputs": 4,
+            "num_kv_shared_layers": 15,
+            "laurel_rank": 64,
+        },
+        "vision_config": {"architecture": "mobilenetv5_300m_enc", "hidden_size": 2048},
+        "audio_config": {"hidden_size": 1536, "conf_num_hidden_layers": 12},
+    },
 }
 CONFIGS["olmo-3-7b"]["layer_types"] *= 8
 
@@ -248,6 +274,16 @@ def step(catalog: Catalog, model: Model, batch: int = 1) -> StepModel:
         # = 6,979,592,192; + 2 x 131,072 x 4,096 = 1,073,741,824 + 4,096
         # = 8,053,338,112 (8.05B).
         ("apertus-8b", 8_053_338_112, 8.05e9, 0.01e9),
+        # Text decoder only (the towers are not counted). Layer: q, o 2 x 2,048^2 + k, v
+        # 2 x 2,048 x 512 = 10,485,760, QK norms 2 x 256; MLP 3 x 2,048 x 16,384
+        # = 100,663,296; 8 hidden-size vectors 16,384; AltUp 4^2 + 4^3 + 2,048 x 4 = 8,272,
+        # LAuReL 2 x 2,048 x 64 = 262,144, per-layer input 2 x 2,048 x 256 = 1,048,576:
+        # 112,484,944 x 35 = 3,936,973,040. Tied embedding 262,400 x 2,048 = 537,395,200;
+        # per-layer embeddings 262,144 x 35 x 256 = 2,348,810,240; per-layer projection
+        # 2,048 x 8,960 = 18,350,080 + norm 256; AltUp projections 6 x 2,048^2
+        # = 25,165,824; final norm 2,048. Total 6,866,696,688, exactly (no card figure
+        # for the text decoder alone: the card's 8B holds the towers too).
+        ("gemma-3n-e4b", 6_866_696_688, 6_866_696_688, 1),
     ],
 )
 def test_parameters_by_hand_and_against_the_card(
@@ -291,6 +327,12 @@ def test_parameters_by_hand_and_against_the_card(
         ("seed-oss-36b", 1_000, 262_144_000, 0),
         # 32 x 2 x 8 x 128 x 2 = 131,072 a token.
         ("apertus-8b", 1_000, 131_072_000, 0),
+        # Gemma 3n E4B: 2 x 2 KV heads x 256 x 2 bytes = 2,048 a layer and token. Full
+        # layers at 4, 9, ..., 34; layers 20-34 share the caches of 18 (sliding) and 19
+        # (full). Read at 1,000: 28 sliding layers x 512 (the window) + 7 full x 1,000
+        # = (14,336 + 7,000) x 2,048 = 43,696,128; held: 16 x 512 + 4 x 1,000 = 12,192
+        # tokens x 2,048 = 24,969,216 (tested below).
+        ("gemma-3n-e4b", 1_000, 43_696_128, 0),
     ],
 )
 def test_cache_and_state_by_hand(
@@ -299,6 +341,41 @@ def test_cache_and_state_by_hand(
     s = step(catalog, read(tmp_path, CONFIGS[name]))
     assert s.kv_bytes(context) == kv_bytes
     assert s.state_bytes == state_bytes
+
+
+def test_gemma_3n_shared_layers_hold_no_cache_but_read_one(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The 15 KV-shared layers of Gemma 3n E4B add to what a step reads, not to what memory
+    holds. Below the window (100 tokens): held 20 layers x 100 x 2,048 = 4,096,000 bytes;
+    read 35 x 100 x 2,048 = 7,168,000. At 1,000: held 24,969,216 (the comment above)."""
+    m = read(tmp_path, CONFIGS["gemma-3n-e4b"])
+    s = step(catalog, m)
+    assert (s.kv_bytes(100, held=True), s.kv_bytes(100)) == (4_096_000, 7_168_000)
+    assert s.kv_bytes(1_000, held=True) == 24_969_216
+    shared = [i for i, layer in enumerate(m.layers) if layer.mixer.kv_elements_per_token(1) == 0]
+    assert shared == list(range(20, 35))
+
+
+def test_gemma_3n_per_layer_embeddings_are_held_not_streamed(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """A step reads every weight but the per-layer embedding table (262,144 x 35 x 256
+    = 2,348,810,240) and the tied embedding's input side, which the LM head reads anyway:
+    6,866,696,688 - 2,348,810,240 = 4,517,886,448 parameters, x 2 bytes = 9,035,772,896;
+    that is also what a token uses (the "effective" count)."""
+    m = read(tmp_path, CONFIGS["gemma-3n-e4b"])
+    assert step(catalog, m).weight_bytes == 9_035_772_896
+    assert m.active_params() == 4_517_886_448
+
+
+def test_gemma_3n_refuses_a_cache_no_earlier_layer_holds(cli: Run, tmp_path: Path) -> None:
+    text = {**CONFIGS["gemma-3n-e4b"]["text_config"], "num_kv_shared_layers": 35}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3n", "text_config": text}))
+    r = cli("show", str(path))
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "num_kv_shared_layers: shares a cache no earlier layer of its kind holds" in r.err
 
 
 def test_ernie_moe_layers_follow_start_and_interval(tmp_path: Path) -> None:
@@ -370,7 +447,10 @@ def test_keys_a_reader_ignores_change_nothing(tmp_path: Path, name: str) -> None
     the model as it was: the reader really never reads it."""
     cfg = CONFIGS[name]
     ignored = READER_IGNORES[cfg["model_type"]]
-    with_keys = {**cfg, **{key: "not read" for key in ignored}}
+    keys = {key: "not read" for key in ignored}
+    with_keys = {**cfg, **keys}
+    if "text_config" in cfg:  # a wrapper: the text model's keys sit under text_config
+        with_keys["text_config"] = {**cfg["text_config"], **keys}
     assert read(tmp_path, with_keys) == read(tmp_path, cfg)
 
 

@@ -783,6 +783,74 @@ def _minimax_m1(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, layers)
 
 
+def _gemma3n_widths(text: Fields, count: int) -> list[int]:
+    """Gemma 3n's MLP widths: one ``intermediate_size`` for all layers or one per layer
+    (MatFormer slices give layers different widths)."""
+    if not isinstance(text.data.get("intermediate_size"), list):
+        return [text.integer("intermediate_size")] * count
+    widths = list(text.raw_list("intermediate_size"))
+    if len(widths) != count or min(widths) < 1:
+        raise text.error("intermediate_size", f"expected {count} positive widths, one a layer")
+    return widths
+
+
+def _gemma3n(cfg: Fields, model_type: str) -> Architecture:
+    """Gemma 3n's text decoder (under ``text_config`` in gemma3n): Gemma's four norms, QK
+    norms (the V norm has no weights), four ``sliding_window`` layers to one global
+    (``layer_types``). The last ``num_kv_shared_layers`` layers compute no K and V: each
+    reads the cache of the last earlier layer of its kind, so they hold no cache but read
+    one (their k and v projections ship all the same). Beside every layer AltUp
+    (``altup_num_inputs`` streams: a router, its norm, two coefficient maps, an output
+    scale), LAuReL (rank ``laurel_rank``, a norm) and the per-layer input (gate and
+    projection of ``hidden_size_per_layer_input``, a norm), all read every step, as are the
+    AltUp projections into and out of the streams and the per-layer input projection.
+    The per-layer embeddings (``vocab_size_per_layer_input`` rows of layers x per-layer
+    width) are a table a step gathers one row of per token: held, not streamed. The vision
+    (MobileNetV5, defined in timm) and audio towers are not counted: config.json does not
+    give their sizes."""
+    text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+    count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    kinds = _layer_kinds(
+        text, count, lambda i: "full_attention" if (i + 1) % 5 == 0 else "sliding_attention"
+    )
+    shared_from = count - text.integer("num_kv_shared_layers", default=0, minimum=0)
+    if shared_from < 0 or (
+        shared_from < count and not set(kinds[shared_from:]) <= set(kinds[:shared_from])
+    ):
+        raise text.error(
+            "num_kv_shared_layers", "shares a cache no earlier layer of its kind holds"
+        )
+    _same_as(text, "attention_bias", False, "biased attention projections")
+    mixers: dict[str, Mixer] = {
+        "sliding_attention": _gqa(text, text.integer("sliding_window"), qk_norm=True),
+        "full_attention": _gqa(text, None, qk_norm=True),
+    }
+    hidden = text.integer("hidden_size")
+    streams = text.integer("altup_num_inputs", default=4)
+    rank = text.integer("laurel_rank", default=64)
+    per_layer = text.integer("hidden_size_per_layer_input", default=256)
+    side = streams**2 + streams**3 + hidden * streams + 2 * hidden * rank + 2 * hidden * per_layer
+    # Hidden-size vectors: four norms around the blocks, AltUp's router norm and output
+    # scale, LAuReL's norm and the per-layer input's.
+    layers = [
+        Layer(
+            replace(_kind(text, mixers, kind), kv_shared=i >= shared_from),
+            DenseMLP(width),
+            norms=8,
+            side_params=side,
+        )
+        for i, (kind, width) in enumerate(zip(kinds, _gemma3n_widths(text, count), strict=True))
+    ]
+    arch = _common(text, layers, True, 262_400, 32_768)
+    table = text.integer("vocab_size_per_layer_input", default=262_144) * count * per_layer
+    projections = hidden * count * per_layer + per_layer + 2 * (streams - 1) * hidden * hidden
+    extra = (
+        TensorGroup("per-layer embeddings", table, False, Sharding.SPLIT),
+        TensorGroup("side blocks", projections, True, Sharding.REPLICATED),
+    )
+    return Architecture(**{**arch.__dict__, "extra_groups": extra})
+
+
 READER_IGNORES: dict[str, dict[str, str]] = {
     # Keys each reader above leaves unread on purpose, with why they move no decode bytes
     # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
@@ -828,6 +896,18 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "block_use_xavier_init": "initialisation",
         "block_norm_eps": "an epsilon",
         "theta": "RoPE base",
+    },
+    "gemma3n": {
+        "vision_config": "the MobileNetV5 tower: its size is not in config.json, not counted",
+        "audio_config": "the audio encoder: not counted",
+        "activation_sparsity_pattern": "sparse activations in early MLPs: weights read whole",
+        "altup_active_idx": "which stream is computed",
+        "altup_coef_clip": "a training clamp",
+        "altup_correct_scale": "the scale is counted either way",
+        "final_logit_softcapping": "a scalar",
+        "hidden_activation": "GELU",
+        "rope_local_base_freq": "RoPE base",
+        "query_pre_attn_scalar": "a scalar",
     },
     "minimax_m1": {
         "rotary_dim": "RoPE on part of each head: no bytes",
@@ -886,6 +966,8 @@ FAMILIES: dict[str, Reader] = {
     "ernie4_5_moe": _ernie,
     "lfm2": _lfm2,
     "minimax_m1": _minimax_m1,
+    "gemma3n": _gemma3n,
+    "gemma3n_text": _gemma3n,
 }
 
 

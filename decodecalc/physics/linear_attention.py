@@ -21,6 +21,9 @@ class ConstantState:
     def kv_elements_per_token(self, tp: int) -> int:
         return 0
 
+    def kv_reread_elements_per_token(self, tp: int) -> int:
+        return 0
+
     def kv_replicated(self, tp: int) -> bool:
         return False
 
