@@ -201,6 +201,28 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "vision_config": {"architecture": "mobilenetv5_300m_enc", "hidden_size": 2048},
         "audio_config": {"hidden_size": 1536, "conf_num_hidden_layers": 12},
     },
+    # https://huggingface.co/tencent/Hunyuan-A13B-Instruct/blob/main/config.json (per-layer
+    # lists as published, one value for every layer)
+    "hunyuan-a13b": {
+        "model_type": "hunyuan_v1_moe",
+        "hidden_size": 4096,
+        "intermediate_size": 3072,
+        "moe_intermediate_size": [3072] * 32,
+        "num_experts": 64,
+        "moe_topk": [8] * 32,
+        "num_shared_expert": [1] * 32,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "attention_head_dim": 128,
+        "vocab_size": 128167,
+        "tie_word_embeddings": True,
+        "max_position_embeddings": 32768,
+        "use_qk_norm": True,
+        "use_cla": False,
+        "use_mixed_mlp_moe": True,
+    },
 }
 CONFIGS["olmo-3-7b"]["layer_types"] *= 8
 
@@ -284,6 +306,11 @@ def step(catalog: Catalog, model: Model, batch: int = 1) -> StepModel:
         # = 25,165,824; final norm 2,048. Total 6,866,696,688, exactly (no card figure
         # for the text decoder alone: the card's 8B holds the towers too).
         ("gemma-3n-e4b", 6_866_696_688, 6_866_696_688, 1),
+        # Attention 2 x 4,096^2 + 2 x 4,096 x 1,024 = 41,943,040, QK norms 256; MoE 64 x 3 x
+        # 4,096 x 3,072 = 2,415,919,104, router 262,144, shared 3 x 4,096 x 3,072
+        # = 37,748,736; norms 8,192: 2,495,881,472 x 32 = 79,868,207,104; tied embedding
+        # 128,167 x 4,096 = 524,972,032 + 4,096 = 80,393,183,232 (card: 80B).
+        ("hunyuan-a13b", 80_393_183_232, 80e9, 1e9),
     ],
 )
 def test_parameters_by_hand_and_against_the_card(
@@ -333,6 +360,8 @@ def test_parameters_by_hand_and_against_the_card(
         # = (14,336 + 7,000) x 2,048 = 43,696,128; held: 16 x 512 + 4 x 1,000 = 12,192
         # tokens x 2,048 = 24,969,216 (tested below).
         ("gemma-3n-e4b", 1_000, 43_696_128, 0),
+        # 32 x 2 x 8 x 128 x 2 = 131,072 a token.
+        ("hunyuan-a13b", 1_000, 131_072_000, 0),
     ],
 )
 def test_cache_and_state_by_hand(
@@ -378,6 +407,15 @@ def test_gemma_3n_refuses_a_cache_no_earlier_layer_holds(cli: Run, tmp_path: Pat
     assert "num_kv_shared_layers: shares a cache no earlier layer of its kind holds" in r.err
 
 
+def test_hunyuan_dense_is_llama_with_qk_norms(tmp_path: Path) -> None:
+    """The dense HunYuan V1 reader on A13B's attention with a 14,336-wide MLP: per layer
+    41,943,040 + QK norms 256 + 3 x 4,096 x 14,336 = 176,160,768 + norms 8,192
+    = 218,112,256, x 32 = 6,979,592,192; + 524,972,032 + 4,096 = 7,504,568,320."""
+    cfg = {k: v for k, v in CONFIGS["hunyuan-a13b"].items() if "exper" not in k and "moe" not in k}
+    m = read(tmp_path, cfg | {"model_type": "hunyuan_v1_dense", "intermediate_size": 14336})
+    assert m.total_params() == 7_504_568_320
+
+
 def test_ernie_moe_layers_follow_start_and_interval(tmp_path: Path) -> None:
     """Start 3, end 53, every layer between (ERNIE-4.5-300B-A47B's schedule): layers 0-2
     dense, 3-53 MoE; interval 2 from 1 makes only the odd ones MoE."""
@@ -411,6 +449,8 @@ def test_granite_micro_has_only_the_shared_mlp(tmp_path: Path) -> None:
         ("command-a", "use_qk_norm", True, "use_qk_norm: true is not modelled"),
         ("minimax-m1", "shared_intermediate_size", 512, "a shared expert is not modelled"),
         ("minimax-m1", "attn_type_list", [0, 1], "expected 80 entries"),
+        ("hunyuan-a13b", "use_cla", True, "use_cla: true is not modelled"),
+        ("hunyuan-a13b", "moe_topk", [8] * 31 + [2], "differs from layer to layer"),
         ("olmo-3-7b", "layer_types", ["chunked_attention"] * 32, "unknown layer type"),
     ],
 )

@@ -851,6 +851,50 @@ def _gemma3n(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**arch.__dict__, "extra_groups": extra})
 
 
+def _per_layer_constant(cfg: Fields, name: str, default: int) -> int:
+    """A field HunYuan gives as one number or as a list of one number a layer: decodecalc
+    reads a list only when every layer has the same value."""
+    if not isinstance(cfg.data.get(name), list):
+        return cfg.integer(name, default=default)
+    values = set(cfg.raw_list(name))
+    if len(values) != 1 or min(values) < 1:
+        raise cfg.error(name, "differs from layer to layer, which is not modelled")
+    return values.pop()
+
+
+def _hunyuan(cfg: Fields, model_type: str) -> Architecture:
+    """HunYuan V1 dense and MoE (Hunyuan-A13B): Llama's attention with QK norms per head
+    applied after RoPE; in the MoE every layer has ``moe_topk`` of ``num_experts`` experts of
+    ``moe_intermediate_size`` (``intermediate_size`` where absent) beside a shared MLP of
+    ``num_shared_expert`` x ``intermediate_size`` (as vLLM builds it). Cross-layer KV
+    sharing (``use_cla``) is refused."""
+    from decodecalc.physics.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _same_as(cfg, "use_cla", False, "cross-layer attention sharing K and V between layers")
+    _same_as(cfg, "mlp_bias", False, "biased MLP projections")
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias, qk_norm=True)
+    if cfg.integer("attention_head_dim", default=attention.head_dim) != attention.head_dim:
+        raise cfg.error("attention_head_dim", f"differs from the head_dim {attention.head_dim}")
+    inner = cfg.integer("intermediate_size")
+    if model_type == "hunyuan_v1_dense":
+        return _common(cfg, [Layer(attention, DenseMLP(inner))] * count)
+    moe = MoE(
+        num_experts=_per_layer_constant(cfg, "num_experts", 1),
+        experts_per_token=_per_layer_constant(cfg, "moe_topk", 1),
+        expert_intermediate_size=_per_layer_constant(cfg, "moe_intermediate_size", inner),
+        shared_intermediate_size=inner * _per_layer_constant(cfg, "num_shared_expert", 1),
+    )
+    return _common(cfg, [Layer(attention, moe)] * count)
+
+
+_HUNYUAN_IGNORES = {
+    "use_qk_norm": "always on in HunYuan V1",
+    "use_rotary_pos_emb": "RoPE: no bytes",
+    "pretraining_tp": "how the original training split matrices",
+    "cla_share_factor": "applies only with use_cla, refused",
+}
 READER_IGNORES: dict[str, dict[str, str]] = {
     # Keys each reader above leaves unread on purpose, with why they move no decode bytes
     # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
@@ -908,6 +952,13 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "hidden_activation": "GELU",
         "rope_local_base_freq": "RoPE base",
         "query_pre_attn_scalar": "a scalar",
+    },
+    "hunyuan_v1_dense": _HUNYUAN_IGNORES,
+    "hunyuan_v1_moe": {
+        **_HUNYUAN_IGNORES,
+        "use_mixed_mlp_moe": "the shared MLP beside the experts, as counted",
+        "moe_drop_tokens": "training-time capacity",
+        "moe_random_routing_dropped_token": "training-time capacity",
     },
     "minimax_m1": {
         "rotary_dim": "RoPE on part of each head: no bytes",
@@ -968,6 +1019,8 @@ FAMILIES: dict[str, Reader] = {
     "minimax_m1": _minimax_m1,
     "gemma3n": _gemma3n,
     "gemma3n_text": _gemma3n,
+    "hunyuan_v1_dense": _hunyuan,
+    "hunyuan_v1_moe": _hunyuan,
 }
 
 
