@@ -223,6 +223,33 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "use_cla": False,
         "use_mixed_mlp_moe": True,
     },
+    # https://huggingface.co/allenai/OLMo-2-1124-7B/blob/main/config.json
+    "olmo-2-7b": {
+        "model_type": "olmo2",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 100352,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+    },
+    # https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT/blob/main/config.json
+    "ernie-4.5-0.3b": {
+        "model_type": "ernie4_5",
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 18,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "vocab_size": 103424,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": True,
+        "use_bias": False,
+    },
 }
 CONFIGS["olmo-3-7b"]["layer_types"] *= 8
 
@@ -311,6 +338,14 @@ def step(catalog: Catalog, model: Model, batch: int = 1) -> StepModel:
         # = 37,748,736; norms 8,192: 2,495,881,472 x 32 = 79,868,207,104; tied embedding
         # 128,167 x 4,096 = 524,972,032 + 4,096 = 80,393,183,232 (card: 80B).
         ("hunyuan-a13b", 80_393_183_232, 80e9, 1e9),
+        # OLMo 3 7B's layer (202,391,552) x 32 = 6,476,529,664 + 2 x 100,352 x 4,096
+        # = 822,083,584 + 4,096 = 7,298,617,344 (Hugging Face: 7.30B).
+        ("olmo-2-7b", 7_298_617_344, 7.30e9, 0.01e9),
+        # Heads wider than the hidden size: q 1,024 x 16 x 128 = 2,097,152, o the same, k, v
+        # 2 x 1,024 x 256 = 524,288; MLP 3 x 1,024 x 3,072 = 9,437,184; norms 2,048:
+        # 14,157,824 x 18 = 254,840,832; tied embedding 103,424 x 1,024 = 105,906,176
+        # + 1,024 = 360,748,032 (card: 0.36B).
+        ("ernie-4.5-0.3b", 360_748_032, 0.36e9, 0.01e9),
     ],
 )
 def test_parameters_by_hand_and_against_the_card(
@@ -362,6 +397,10 @@ def test_parameters_by_hand_and_against_the_card(
         ("gemma-3n-e4b", 1_000, 43_696_128, 0),
         # 32 x 2 x 8 x 128 x 2 = 131,072 a token.
         ("hunyuan-a13b", 1_000, 131_072_000, 0),
+        # No window in OLMo 2: 32 x 2 x 32 x 128 x 2 = 524,288 a token at any context.
+        ("olmo-2-7b", 4_096, 2_147_483_648, 0),
+        # 18 x 2 x 2 x 128 x 2 = 18,432 a token.
+        ("ernie-4.5-0.3b", 1_000, 18_432_000, 0),
     ],
 )
 def test_cache_and_state_by_hand(
