@@ -425,6 +425,21 @@ def test_gemma_3n_shared_layers_hold_no_cache_but_read_one(
     assert shared == list(range(20, 35))
 
 
+def test_explain_says_which_layers_read_a_shared_cache(cli: Run, tmp_path: Path) -> None:
+    """12 sliding and 3 full KV-shared layers, each reading 2 x 2 x 256 = 1,024 elements a
+    token of a cache an earlier layer holds."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["gemma-3n-e4b"]))
+    r = cli("explain", "-m", str(path), "-g", "h200", "-c", "8192")
+    assert r.code == 0, r.err
+    shared = ", read from an earlier layer's cache (held there)"
+    assert "12 layers of attention: 2 (K,V) x 2 KV heads x 256, window 512 = 1,024 " in r.out
+    assert (
+        f"3 layers of attention: 2 (K,V) x 2 KV heads x 256 = 1,024 elements per token{shared}"
+        in r.out
+    )
+
+
 def test_gemma_3n_per_layer_embeddings_are_held_not_streamed(
     catalog: Catalog, tmp_path: Path
 ) -> None:
