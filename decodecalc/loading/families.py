@@ -533,6 +533,448 @@ def _siglip(vision: Fields, text_hidden: int) -> TensorGroup:
     return TensorGroup("vision encoder", tower + projector, False, Sharding.REPLICATED)
 
 
+def _same_as(cfg: Fields, name: str, modelled: bool, why: str) -> None:
+    """Read a flag whose other value changes the weights in a way decodecalc does not model:
+    refuse it in one line rather than count the model wrong."""
+    if cfg.boolean(name, default=modelled) != modelled:
+        raise cfg.error(name, f"{str(not modelled).lower()} is not modelled ({why})")
+
+
+def _stack(cfg: Fields, mixers: dict[str, Mixer], kinds: list[str], ffn: FFN) -> list[Layer]:
+    return [Layer(_kind(cfg, mixers, kind), ffn) for kind in kinds]
+
+
+def _olmo(cfg: Fields, model_type: str) -> Architecture:
+    """OLMo 2 and OLMo 3: QK norms over the whole q and k projections, a norm after each
+    sub-block (two a layer, none before); OLMo 3 gives each layer a kind in ``layer_types``,
+    three ``sliding_window`` layers to one full by default."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    bias = cfg.boolean("attention_bias", default=False)
+    flags = {"qkv_bias": bias, "o_bias": bias, "qk_norm": True, "qk_norm_whole": True}
+    mixers: dict[str, Mixer] = {"full_attention": _gqa(cfg, None, **flags)}
+    if model_type == "olmo3":
+        mixers["sliding_attention"] = _gqa(cfg, cfg.integer("sliding_window"), **flags)
+        kinds = _layer_kinds(
+            cfg, count, lambda i: "full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
+        )
+    else:
+        kinds = ["full_attention"] * count
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    return _common(cfg, _stack(cfg, mixers, kinds, mlp))
+
+
+def _nope_rule(cfg: Fields, count: int) -> tuple[int, ...]:
+    """SmolLM3's ``no_rope_layers`` (1: RoPE, 0: NoPE), or every
+    ``no_rope_layer_interval``-th layer NoPE. Positions move no bytes; the list is checked
+    so that a malformed one is not passed over."""
+    interval = cfg.integer("no_rope_layer_interval", default=4)
+    rope = cfg.raw_list("no_rope_layers") or tuple(
+        int((i + 1) % interval != 0) for i in range(count)
+    )
+    if len(rope) < count:
+        raise cfg.error("no_rope_layers", f"has {len(rope)} entries for {count} layers")
+    return rope
+
+
+def _smollm3(cfg: Fields, model_type: str) -> Architecture:
+    """SmolLM3: Llama's dense block, a NoPE layer every fourth (``no_rope_layers``), tied
+    embeddings; a sliding window only where ``use_sliding_window`` turns it on, and then
+    on the NoPE layers (``layer_types`` says so where given)."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    rope = _nope_rule(cfg, count)
+    window = _window(cfg, needs_flag=True)
+    _same_as(cfg, "mlp_bias", False, "biased MLP projections")
+    bias = cfg.boolean("attention_bias", default=False)
+    mixers: dict[str, Mixer] = {
+        "full_attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
+        "sliding_attention": _gqa(cfg, window, qkv_bias=bias, o_bias=bias),
+    }
+    kinds = _layer_kinds(
+        cfg,
+        count,
+        lambda i: "sliding_attention" if window and not rope[i] else "full_attention",
+    )
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    return _common(cfg, _stack(cfg, mixers, kinds, mlp), tie_default=True)
+
+
+def _seed_oss(cfg: Fields, model_type: str) -> Architecture:
+    """Seed-OSS: Llama's dense block with q/k/v biases (``attention_bias``, on by default)
+    and an o_proj bias only where ``attention_out_bias`` says so."""
+    _same_as(cfg, "mlp_bias", False, "biased MLP projections")
+    attention = _gqa(
+        cfg,
+        None,
+        qkv_bias=cfg.boolean("attention_bias", default=True),
+        o_bias=cfg.boolean("attention_out_bias", default=False),
+    )
+    layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
+    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+
+
+def _apertus(cfg: Fields, model_type: str) -> Architecture:
+    """Apertus: QK norms per head and a plain (not gated) MLP, up and down, with the xIELU
+    activation; norms before attention and before the MLP."""
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias, qk_norm=True)
+    layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size"), gated=False))
+    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+
+
+def _cohere2(cfg: Fields, model_type: str) -> Architecture:
+    """Cohere2 (Command R7B, Command A): attention and the MLP side by side behind one
+    LayerNorm (weights, no bias), so one norm a layer; sliding-window RoPE layers with a
+    global NoPE layer every ``sliding_window_pattern``-th (``layer_types`` where given);
+    tied embeddings. The original Cohere switches that transformers does not follow are
+    read so that a config asking for another graph is refused."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _same_as(cfg, "use_parallel_block", True, "attention and MLP one after the other")
+    _same_as(cfg, "use_qk_norm", False, "QK norms")
+    _same_as(cfg, "use_gated_activation", True, "a plain MLP")
+    pattern = cfg.integer("sliding_window_pattern", default=4)
+    kinds = _layer_kinds(
+        cfg, count, lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+    )
+    bias = cfg.boolean("attention_bias", default=False)
+    mixers: dict[str, Mixer] = {
+        "sliding_attention": _gqa(cfg, cfg.integer("sliding_window"), qkv_bias=bias, o_bias=bias),
+        "full_attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
+    }
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    layers = [Layer(_kind(cfg, mixers, k), mlp, norms=1) for k in kinds]
+    tie = cfg.boolean("use_embedding_sharing", default=True)
+    return _common(cfg, layers, tie_default=tie)
+
+
+def _granite_hybrid(cfg: Fields, model_type: str) -> Architecture:
+    """Granite 4.0-H (granitemoehybrid): Mamba-2 and attention layers as ``layer_types``
+    lists them (attention without positions, ``position_embedding_type`` nope), each
+    followed by a MoE of ``num_local_experts`` experts with a shared expert of
+    ``shared_intermediate_size``; without experts (H-Micro) the shared MLP alone. The Mamba-2
+    width is ``mamba_expand`` x hidden."""
+    from decodecalc.model.mamba import Mamba2
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    kinds = _layer_kinds(cfg, count, lambda i: "attention")
+    bias = cfg.boolean("attention_bias", default=False)
+    mixers: dict[str, Mixer] = {"attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias)}
+    if "mamba" in kinds:
+        mixers["mamba"] = Mamba2(
+            num_heads=cfg.integer("mamba_n_heads"),
+            head_dim=cfg.integer("mamba_d_head"),
+            state_size=cfg.integer("mamba_d_state"),
+            n_groups=cfg.integer("mamba_n_groups", default=1),
+            conv_kernel=cfg.integer("mamba_d_conv", default=4),
+            d_inner=cfg.integer("mamba_expand", default=2) * cfg.integer("hidden_size"),
+            proj_bias=cfg.boolean("mamba_proj_bias", default=False),
+            conv_bias=cfg.boolean("mamba_conv_bias", default=True),
+        )
+    shared = cfg.integer("shared_intermediate_size", default=0, minimum=0)
+    experts = cfg.integer("num_local_experts", default=0, minimum=0)
+    ffn: FFN
+    if experts:
+        ffn = MoE(
+            num_experts=experts,
+            experts_per_token=cfg.integer("num_experts_per_tok"),
+            expert_intermediate_size=cfg.integer("intermediate_size"),
+            shared_intermediate_size=shared,
+        )
+    elif shared:
+        ffn = DenseMLP(shared)
+    else:
+        raise cfg.error(None, "neither experts (num_local_experts) nor shared_intermediate_size")
+    return _common(cfg, _stack(cfg, mixers, kinds, ffn), tie_default=True)
+
+
+def _ernie(cfg: Fields, model_type: str) -> Architecture:
+    """ERNIE 4.5, dense and MoE: Llama's block; in ernie4_5_moe a MoE at every
+    ``moe_layer_interval``-th layer from ``moe_layer_start_index`` to
+    ``moe_layer_end_index``, ``moe_k`` of ``moe_num_experts`` experts with a router
+    correction bias, and ``moe_num_shared_experts`` shared experts of the expert size. The
+    MTP layer (``num_nextn_predict_layers``) ships in the checkpoint but plain decode never
+    reads it, so it is not counted."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _same_as(cfg, "use_bias", False, "biased projections")
+    attention = _gqa(cfg, None)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    if model_type == "ernie4_5":
+        return _common(cfg, [Layer(attention, dense)] * count, tie_default=True)
+    expert = cfg.integer("moe_intermediate_size")
+    moe = MoE(
+        num_experts=cfg.integer("moe_num_experts"),
+        experts_per_token=cfg.integer("moe_k"),
+        expert_intermediate_size=expert,
+        shared_intermediate_size=expert
+        * cfg.integer("moe_num_shared_experts", default=0, minimum=0),
+        router_bias=True,
+    )
+    start = cfg.integer("moe_layer_start_index", default=0, minimum=0)
+    end = cfg.integer("moe_layer_end_index", default=-1, minimum=-1)
+    end = count - 1 if end == -1 else end  # -1: to the last layer
+    interval = cfg.integer("moe_layer_interval", default=1)
+    layers = [
+        Layer(attention, moe if start <= i <= end and (i + 1) % interval == 0 else dense)
+        for i in range(count)
+    ]
+    return _common(cfg, layers, tie_default=True)
+
+
+def _lfm2_ffn_size(cfg: Fields) -> int:
+    """LFM2's MLP width: ``block_ff_dim`` (or ``intermediate_size``), cut to two thirds,
+    scaled by ``block_ffn_dim_multiplier`` and rounded up to ``block_multiple_of`` when
+    ``block_auto_adjust_ff_dim`` (HF Lfm2MLP)."""
+    size = _first_integer(cfg, "block_ff_dim", "intermediate_size")
+    if not cfg.boolean("block_auto_adjust_ff_dim", default=True):
+        return size
+    size = 2 * size // 3
+    if not cfg.has("block_ffn_dim_multiplier"):
+        return size
+    size = int(cfg.fraction("block_ffn_dim_multiplier", maximum=1_000) * size)
+    multiple = cfg.integer("block_multiple_of", default=256)
+    return -(-size // multiple) * multiple
+
+
+def _lfm2(cfg: Fields, model_type: str) -> Architecture:
+    """LFM2: gated short-convolution layers and GQA layers with QK norms (``layer_types``,
+    or the attention layers listed in ``full_attn_idxs``), each followed by a gated MLP;
+    tied embeddings (``tie_embedding`` in the original configs)."""
+    from decodecalc.model.short_conv import ShortConv
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention_at = set(cfg.raw_list("full_attn_idxs"))
+    kinds = _layer_kinds(cfg, count, lambda i: "full_attention" if i in attention_at else "conv")
+    mixers: dict[str, Mixer] = {
+        "full_attention": _gqa(cfg, None, qk_norm=True),
+        "conv": ShortConv(
+            width=cfg.integer("hidden_size"),
+            kernel=cfg.integer("conv_L_cache", default=3),
+            bias=cfg.boolean("conv_bias", default=False),
+        ),
+    }
+    mlp = DenseMLP(_lfm2_ffn_size(cfg))
+    tie = cfg.boolean("tie_embedding", default=True)
+    return _common(cfg, _stack(cfg, mixers, kinds, mlp), tie_default=tie)
+
+
+def _minimax_m1(cfg: Fields, model_type: str) -> Architecture:
+    """MiniMax-M1 (and MiniMax-Text-01): lightning (linear) attention where
+    ``attn_type_list`` says 0, full GQA softmax attention where it says 1 (one layer in
+    eight); every layer a MoE of ``num_local_experts`` experts of ``intermediate_size``."""
+    from decodecalc.model.linear_attention import LightningAttention
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    types = cfg.raw_list("attn_type_list")
+    if len(types) != count or not set(types) <= {0, 1}:
+        raise cfg.error("attn_type_list", f"expected {count} entries of 0 (lightning) or 1 (full)")
+    if cfg.integer("shared_intermediate_size", default=0, minimum=0):
+        raise cfg.error("shared_intermediate_size", "a shared expert is not modelled for MiniMax")
+    full = _gqa(cfg, None)
+    lightning = LightningAttention(full.num_heads, full.head_dim)
+    moe = MoE(
+        num_experts=cfg.integer("num_local_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("intermediate_size"),
+    )
+    layers = [Layer(full if t else lightning, moe) for t in types]
+    return _common(cfg, layers)
+
+
+def _gemma3n_widths(text: Fields, count: int) -> list[int]:
+    """Gemma 3n's MLP widths: one ``intermediate_size`` for all layers or one per layer
+    (MatFormer slices give layers different widths)."""
+    if not isinstance(text.data.get("intermediate_size"), list):
+        return [text.integer("intermediate_size")] * count
+    widths = list(text.raw_list("intermediate_size"))
+    if len(widths) != count or min(widths) < 1:
+        raise text.error("intermediate_size", f"expected {count} positive widths, one a layer")
+    return widths
+
+
+def _gemma3n(cfg: Fields, model_type: str) -> Architecture:
+    """Gemma 3n's text decoder (under ``text_config`` in gemma3n): Gemma's four norms, QK
+    norms (the V norm has no weights), four ``sliding_window`` layers to one global
+    (``layer_types``). The last ``num_kv_shared_layers`` layers compute no K and V: each
+    reads the cache of the last earlier layer of its kind, so they hold no cache but read
+    one (their k and v projections ship all the same). Beside every layer AltUp
+    (``altup_num_inputs`` streams: a router, its norm, two coefficient maps, an output
+    scale), LAuReL (rank ``laurel_rank``, a norm) and the per-layer input (gate and
+    projection of ``hidden_size_per_layer_input``, a norm), all read every step, as are the
+    AltUp projections into and out of the streams and the per-layer input projection.
+    The per-layer embeddings (``vocab_size_per_layer_input`` rows of layers x per-layer
+    width) are a table a step gathers one row of per token: held, not streamed. The vision
+    (MobileNetV5, defined in timm) and audio towers are not counted: config.json does not
+    give their sizes."""
+    text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+    count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    kinds = _layer_kinds(
+        text, count, lambda i: "full_attention" if (i + 1) % 5 == 0 else "sliding_attention"
+    )
+    shared_from = count - text.integer("num_kv_shared_layers", default=0, minimum=0)
+    if shared_from < 0 or (
+        shared_from < count and not set(kinds[shared_from:]) <= set(kinds[:shared_from])
+    ):
+        raise text.error(
+            "num_kv_shared_layers", "shares a cache no earlier layer of its kind holds"
+        )
+    _same_as(text, "attention_bias", False, "biased attention projections")
+    mixers: dict[str, Mixer] = {
+        "sliding_attention": _gqa(text, text.integer("sliding_window"), qk_norm=True),
+        "full_attention": _gqa(text, None, qk_norm=True),
+    }
+    hidden = text.integer("hidden_size")
+    streams = text.integer("altup_num_inputs", default=4)
+    rank = text.integer("laurel_rank", default=64)
+    per_layer = text.integer("hidden_size_per_layer_input", default=256)
+    side = streams**2 + streams**3 + hidden * streams + 2 * hidden * rank + 2 * hidden * per_layer
+    # Hidden-size vectors: four norms around the blocks, AltUp's router norm and output
+    # scale, LAuReL's norm and the per-layer input's.
+    layers = [
+        Layer(
+            replace(_kind(text, mixers, kind), kv_shared=i >= shared_from),
+            DenseMLP(width),
+            norms=8,
+            side_params=side,
+        )
+        for i, (kind, width) in enumerate(zip(kinds, _gemma3n_widths(text, count), strict=True))
+    ]
+    arch = _common(text, layers, True, 262_400, 32_768)
+    table = text.integer("vocab_size_per_layer_input", default=262_144) * count * per_layer
+    projections = hidden * count * per_layer + per_layer + 2 * (streams - 1) * hidden * hidden
+    extra = (
+        TensorGroup("per-layer embeddings", table, False, Sharding.SPLIT),
+        TensorGroup("side blocks", projections, True, Sharding.REPLICATED),
+    )
+    return Architecture(**{**arch.__dict__, "extra_groups": extra})
+
+
+def _per_layer_constant(cfg: Fields, name: str, default: int) -> int:
+    """A field HunYuan gives as one number or as a list of one number a layer: decodecalc
+    reads a list only when every layer has the same value."""
+    if not isinstance(cfg.data.get(name), list):
+        return cfg.integer(name, default=default)
+    values = set(cfg.raw_list(name))
+    if len(values) != 1 or min(values) < 1:
+        raise cfg.error(name, "differs from layer to layer, which is not modelled")
+    return values.pop()
+
+
+def _hunyuan(cfg: Fields, model_type: str) -> Architecture:
+    """HunYuan V1 dense and MoE (Hunyuan-A13B): Llama's attention with QK norms per head
+    applied after RoPE; in the MoE every layer has ``moe_topk`` of ``num_experts`` experts of
+    ``moe_intermediate_size`` (``intermediate_size`` where absent) beside a shared MLP of
+    ``num_shared_expert`` x ``intermediate_size`` (as vLLM builds it). Cross-layer KV
+    sharing (``use_cla``) is refused."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _same_as(cfg, "use_cla", False, "cross-layer attention sharing K and V between layers")
+    _same_as(cfg, "mlp_bias", False, "biased MLP projections")
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias, qk_norm=True)
+    if cfg.integer("attention_head_dim", default=attention.head_dim) != attention.head_dim:
+        raise cfg.error("attention_head_dim", f"differs from the head_dim {attention.head_dim}")
+    inner = cfg.integer("intermediate_size")
+    if model_type == "hunyuan_v1_dense":
+        return _common(cfg, [Layer(attention, DenseMLP(inner))] * count)
+    moe = MoE(
+        num_experts=_per_layer_constant(cfg, "num_experts", 1),
+        experts_per_token=_per_layer_constant(cfg, "moe_topk", 1),
+        expert_intermediate_size=_per_layer_constant(cfg, "moe_intermediate_size", inner),
+        shared_intermediate_size=inner * _per_layer_constant(cfg, "num_shared_expert", 1),
+    )
+    return _common(cfg, [Layer(attention, moe)] * count)
+
+
+_HUNYUAN_IGNORES = {
+    "use_qk_norm": "always on in HunYuan V1",
+    "use_rotary_pos_emb": "RoPE: no bytes",
+    "pretraining_tp": "how the original training split matrices",
+    "cla_share_factor": "applies only with use_cla, refused",
+}
+READER_IGNORES: dict[str, dict[str, str]] = {
+    # Keys each reader above leaves unread on purpose, with why they move no decode bytes
+    # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
+    # dropout, initialisation, cache switches). A key in none of these lists is unknown.
+    "olmo2": {"rope_scaling": "RoPE frequencies: no weights, no cache"},
+    "olmo3": {"rope_scaling": "YaRN on the full layers: no weights, no cache"},
+    "seed_oss": {"residual_dropout": "training only"},
+    "apertus": {"hidden_act": "xIELU: two learned scalars a layer (alpha_p, alpha_n), not counted"},
+    "cohere2": {
+        "logit_scale": "a scalar on the logits",
+        "rotary_pct": "part of each head rotated: no bytes",
+        "position_embedding_type": "RoPE layout",
+        "use_parallel_embedding": "how the original code sharded the embedding",
+        "layer_switch": "original Cohere key that transformers does not read",
+        "order_of_interleaved_layers": "the same pattern as sliding_window_pattern",
+    },
+    "granitemoehybrid": {
+        "position_embedding_type": "nope: attention without positions moves no other bytes",
+        "embedding_multiplier": "a scalar",
+        "attention_multiplier": "a scalar",
+        "residual_multiplier": "a scalar",
+        "logits_scaling": "a scalar",
+        "mamba_chunk_size": "prefill chunking of the scan",
+        "normalization_function": "rmsnorm, one weight a channel as counted",
+        "time_step_limit": "a clamp on dt",
+    },
+    "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
+    "ernie4_5_moe": {
+        "num_nextn_predict_layers": "the MTP layer: stored, read only by speculative decoding",
+        "moe_capacity": "training-time capacity factors",
+        "moe_gate": "routing rule",
+        "moe_use_aux_free": "the correction bias is counted either way",
+        "moe_norm_min": "a clamp in routing",
+        "use_rmsnorm": "RMSNorm, as counted",
+        "weight_share_add_bias": "original training switch",
+    },
+    "lfm2": {
+        "block_dim": "the hidden size again",
+        "num_heads": "num_attention_heads again",
+        "block_mlp_init_scale": "initialisation",
+        "block_out_init_scale": "initialisation",
+        "block_use_swiglu": "SwiGLU, as counted",
+        "block_use_xavier_init": "initialisation",
+        "block_norm_eps": "an epsilon",
+        "theta": "RoPE base",
+    },
+    "gemma3n": {
+        "vision_config": "the MobileNetV5 tower: its size is not in config.json, not counted",
+        "audio_config": "the audio encoder: not counted",
+        "activation_sparsity_pattern": "sparse activations in early MLPs: weights read whole",
+        "altup_active_idx": "which stream is computed",
+        "altup_coef_clip": "a training clamp",
+        "altup_correct_scale": "the scale is counted either way",
+        "final_logit_softcapping": "a scalar",
+        "hidden_activation": "GELU",
+        "rope_local_base_freq": "RoPE base",
+        "query_pre_attn_scalar": "a scalar",
+    },
+    "hunyuan_v1_dense": _HUNYUAN_IGNORES,
+    "hunyuan_v1_moe": {
+        **_HUNYUAN_IGNORES,
+        "use_mixed_mlp_moe": "the shared MLP beside the experts, as counted",
+        "moe_drop_tokens": "training-time capacity",
+        "moe_random_routing_dropped_token": "training-time capacity",
+    },
+    "minimax_m1": {
+        "rotary_dim": "RoPE on part of each head: no bytes",
+        "postnorm": "where the residual is taken: no bytes",
+        "layernorm_full_attention_alpha": "a residual scale",
+        "layernorm_full_attention_beta": "a residual scale",
+        "layernorm_linear_attention_alpha": "a residual scale",
+        "layernorm_linear_attention_beta": "a residual scale",
+        "layernorm_mlp_alpha": "a residual scale",
+        "layernorm_mlp_beta": "a residual scale",
+        "shared_moe_mode": "applies only with a shared expert, refused",
+        "sliding_window": "null in M1, and MiniMax's layers have no window",
+    },
+}
+
+
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -564,6 +1006,21 @@ FAMILIES: dict[str, Reader] = {
     "gemma2": _gemma(qk_norm=False, pattern_default=2, vocab=256_000, context=8_192),
     "gemma3": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
     "gemma3_text": _gemma(qk_norm=True, pattern_default=6, vocab=262_208, context=131_072),
+    "olmo2": _olmo,
+    "olmo3": _olmo,
+    "smollm3": _smollm3,
+    "seed_oss": _seed_oss,
+    "apertus": _apertus,
+    "cohere2": _cohere2,
+    "granitemoehybrid": _granite_hybrid,
+    "ernie4_5": _ernie,
+    "ernie4_5_moe": _ernie,
+    "lfm2": _lfm2,
+    "minimax_m1": _minimax_m1,
+    "gemma3n": _gemma3n,
+    "gemma3n_text": _gemma3n,
+    "hunyuan_v1_dense": _hunyuan,
+    "hunyuan_v1_moe": _hunyuan,
 }
 
 

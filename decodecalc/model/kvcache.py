@@ -11,8 +11,9 @@ per sequence at context T are
 
 and what memory holds is the same sum with each chunk counted as a window of c (the
 tokens of one chunk, what vLLM's hybrid KV cache allocates for such a layer) and each top-k
-layer as global. Without chunks or top-k the two curves are one, piecewise linear and
-non-decreasing. With chunks the read curve is not monotone: 36 chunked layers dropping by
+layer as global; a layer that reads another layer's cache (Gemma 3n's last layers) adds
+to what is read and holds nothing. Without any of these the two curves are one, piecewise
+linear and non-decreasing. With chunks the read curve is not monotone: 36 chunked layers dropping by
 c - 1 tokens each outweigh 12 global layers gaining one, so solve() looks for the first
 context that reaches a target, not the only one.
 """
@@ -80,6 +81,9 @@ class KVCurve:
             else:
                 _add(read, window or mixer.kv_read_limit, elements)
                 _add(held, window, elements)
+            reread = mixer.kv_reread_elements_per_token(tp)
+            if reread:  # another layer's cache, read again: read, never held twice
+                _add(read, window, reread if weigh is None else weigh(mixer, reread))
             fixed = mixer.fixed_kv_bytes_per_token
             if fixed and units_per_byte is not None:
                 units = fixed * units_per_byte

@@ -54,6 +54,9 @@ class Attention:
     attention_chunk: int | None = None
     """Llama 4's chunked local attention: a layer reads only the tokens of the current
     chunk of this many tokens (kvcache.chunk_tokens), a sawtooth in the context."""
+    kv_shared: bool = False
+    """Gemma 3n's last layers: K and V come from the cache of an earlier layer of the same
+    kind, so the layer caches nothing of its own yet reads that cache again each step."""
 
     kind = "attention"
     kv_read_limit = None
@@ -101,7 +104,15 @@ class Attention:
         return math.ceil(self.num_kv_heads / tp)
 
     def kv_elements_per_token(self, tp: int) -> int:
-        """Cached elements per token on one GPU: 2 (K and V) * kv heads * head_dim."""
+        """Cached elements per token on one GPU: 2 (K and V) * kv heads * head_dim (none for
+        a layer that reads another layer's cache)."""
+        return 0 if self.kv_shared else self._kv_width(tp)
+
+    def kv_reread_elements_per_token(self, tp: int) -> int:
+        """Elements per token a step reads from a cache another layer holds."""
+        return self._kv_width(tp) if self.kv_shared else 0
+
+    def _kv_width(self, tp: int) -> int:
         return 2 * self.kv_heads_per_gpu(tp) * self.head_dim
 
     def kv_replicated(self, tp: int) -> bool:
@@ -162,12 +173,18 @@ class Layer:
     mixer: Mixer
     ffn: FFN
     norms: int = 2
+    side_params: int = 0
+    """Weights of side blocks read every step beside the mixer and the MLP (Gemma 3n's
+    AltUp router and coefficients, LAuReL's low-rank path, the per-layer input gate and
+    projection); small, so every GPU holds them whole."""
 
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        side = (TensorGroup("side blocks", self.side_params, True, REPLICATED),)
         return (
             *self.mixer.tensor_groups(hidden),
             *self.ffn.tensor_groups(hidden),
             TensorGroup("norms and biases", self.norms * hidden, True, REPLICATED),
+            *(side if self.side_params else ()),
         )
 
     def describe(self) -> str:
@@ -175,10 +192,19 @@ class Layer:
 
 
 if TYPE_CHECKING:
-    from decodecalc.model.linear_attention import LinearAttention
+    from decodecalc.model.linear_attention import LightningAttention, LinearAttention
     from decodecalc.model.mamba import Mamba1, Mamba2
     from decodecalc.model.mla import LatentAttention
     from decodecalc.model.moe import MoE
+    from decodecalc.model.short_conv import ShortConv
 
-    Mixer: TypeAlias = Attention | LatentAttention | LinearAttention | Mamba2 | Mamba1
+    Mixer: TypeAlias = (
+        Attention
+        | LatentAttention
+        | LinearAttention
+        | Mamba2
+        | Mamba1
+        | LightningAttention
+        | ShortConv
+    )
     FFN: TypeAlias = DenseMLP | MoE

@@ -21,6 +21,9 @@ class ConstantState:
     def kv_elements_per_token(self, tp: int) -> int:
         return 0
 
+    def kv_reread_elements_per_token(self, tp: int) -> int:
+        return 0
+
     def kv_replicated(self, tp: int) -> bool:
         return False
 
@@ -80,3 +83,39 @@ class LinearAttention(ConstantState):
         recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
         conv = self._conv_dim * (self.conv_kernel - 1)
         return (recurrent + conv) // tp
+
+
+@record
+class LightningAttention(ConstantState):
+    """MiniMax-01/M1's lightning attention: linear attention with a fixed per-head decay and
+    no convolution. Per sequence a state of heads x head_dim x head_dim (the running sum of
+    k v^T), read and written every step, never growing with context. Weights: one fused
+    q/k/v projection, a sigmoid output gate from the layer input, an RMSNorm over all
+    heads' outputs, and out_proj."""
+
+    num_heads: int
+    head_dim: int
+
+    kind = "lightning attention"
+
+    def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
+        inner = self.num_heads * self.head_dim
+        projections = hidden * 3 * inner + hidden * inner + inner * hidden  # qkv, gate, out
+        return (
+            TensorGroup("linear attention", projections, True, SPLIT),
+            TensorGroup("norms and biases", inner, True, REPLICATED),
+        )
+
+    def describe(self) -> str:
+        return f"lightning attention {self.num_heads} heads x {self.head_dim}, constant state"
+
+    def tp_ok(self, tp: int) -> bool:
+        return self.num_heads % tp == 0
+
+    def attention_flops(self, context_tokens: int) -> int:
+        """The decayed state update and its read: about 4 x heads x head_dim^2."""
+        return 4 * self.num_heads * self.head_dim * self.head_dim
+
+    def state_elements(self, tp: int) -> int:
+        """Per sequence on one GPU: heads/N x head_dim x head_dim."""
+        return self.num_heads // tp * self.head_dim * self.head_dim

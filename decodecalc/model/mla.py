@@ -92,6 +92,9 @@ class LatentAttention:
         """kv_lora_rank + qk_rope_head_dim, the same on every GPU whatever the TP."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
+    def kv_reread_elements_per_token(self, tp: int) -> int:
+        return 0
+
     def kv_replicated(self, tp: int) -> bool:
         return tp > 1
 

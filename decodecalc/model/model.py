@@ -41,8 +41,10 @@ class Model:
     official_active_params: int | None = None
     official_active_params_source: str = ""
     extra_groups: tuple[TensorGroup, ...] = ()
-    """Weights outside the decoder stack that memory holds but decode never reads
-    (Gemma 3's vision encoder)."""
+    """Weights outside the decoder stack: those memory holds but decode never reads
+    (Gemma 3's vision encoder, Gemma 3n's per-layer embeddings, of which a step gathers a
+    row), and those it reads every step though no layer owns them (Gemma 3n's AltUp
+    projections)."""
     default_weights: WeightRecipe | None = None
     """How the checkpoint stores its weights, from its config.json's quantization_config
     (or the hf_quant_config.json beside it): used when no --weights is given. None: the
@@ -90,7 +92,8 @@ class Model:
             for g in self.tensor_groups()
             if g.experts
         )
-        return self.total_params() - unused - sum(g.params for g in self.extra_groups)
+        unread = sum(g.params for g in self.extra_groups if not g.streamed)
+        return self.total_params() - unused - unread
 
     def streamed_params_per_gpu(self, tp: int = 1, batch: int = 1) -> Fraction:
         """Parameters one GPU reads per decode step (docs/physics.md section 2); routed experts

@@ -71,10 +71,13 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
         if isinstance(m, Attention):
             window = f", window {m.sliding_window:,}" if m.sliding_window else ""
             window += f", chunks of {m.attention_chunk:,}" if m.attention_chunk else ""
+            cached = m.kv_elements_per_token(s.attention_tp)
+            shared = m.kv_reread_elements_per_token(s.attention_tp)
             key = (
                 f"attention: 2 (K,V) x {m.kv_heads_per_gpu(s.attention_tp)} KV heads x "
                 f"{m.head_dim}{window}"
-                f" = {m.kv_elements_per_token(s.attention_tp):,} elements per token"
+                f" = {cached or shared:,} elements per token"
+                + (", read from an earlier layer's cache (held there)" if shared else "")
             )
         elif isinstance(m, LatentAttention):
             key = (
