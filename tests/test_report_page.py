@@ -97,6 +97,28 @@ class TestThePageFile:
         assert "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json" in text
         assert "nvidia-tensor-core-gpu-datasheet" in text
 
+    def test_the_worked_step_lists_the_bytes_of_each_tensor_group(
+        self, cli: Run, pages: dict[str, tuple[Path, dict[str, Any]]]
+    ) -> None:
+        """Llama-3.1-70B in FP8 (1 byte a parameter): LM head 8,192 x 128,256; attention q
+        and o 80 x 2 x 8,192 x 8,192; k and v 80 x 2 x 8,192 x 1,024; MLP 80 x 3 x 8,192 x
+        28,672; norms 1,318,912. Their sum is the step's 69,503,033,344 weight bytes."""
+        hand = {
+            "LM head": 8_192 * 128_256,
+            "attention q, o": 80 * 2 * 8_192 * 8_192,
+            "attention k, v": 80 * 2 * 8_192 * 1_024,
+            "mlp": 80 * 3 * 8_192 * 28_672,
+            "norms and biases": 1_318_912,
+            "embedding": 0,  # a step gathers rows: not read
+        }
+        args = ("explain", *PAGES["estimate"][1:-2], "-c", "1M", "--json")
+        groups = json.loads(cli(*args).out)["weight_groups"]
+        assert {g["group"]: g["read_bytes"] for g in groups} == hand
+        assert sum(hand.values()) == 69_503_033_344
+        text = pages["estimate"][0].read_text(encoding="utf-8")
+        for group, read in hand.items():
+            assert f"<td>{group}</td>" in text and f'<td class="num">{read:,}</td>' in text
+
     def test_the_report_command_draws_what_the_option_draws(
         self, cli: Run, pages: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
     ) -> None:
@@ -293,3 +315,29 @@ class TestInTheBrowser:
         finally:
             browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         assert toolbar == "none" and chart > 100
+
+    @pytest.mark.parametrize(
+        ("kind", "marks"),
+        [
+            ("serving", lambda d: [f"knee {d['knee_concurrency']:g}", "KV pool full 295.5"]),
+            ("plan", lambda d: [f"latency target {d['targets']['max_ms_per_token']:g} ms"]),
+        ],
+        ids=["serving: knee and KV pool", "plan: latency target"],
+    )
+    def test_the_limits_are_drawn(
+        self,
+        browser: Browser,
+        pages: dict[str, tuple[Path, dict[str, Any]]],
+        kind: str,
+        marks: Any,
+    ) -> None:
+        """serving: the knee at the concurrency --json names, and the KV pool's limit at
+        max_concurrency_kv (295.46 requests of 1,500 tokens, to 4 digits); plan: the
+        latency target."""
+        path, doc = pages[kind]
+        if kind == "serving":
+            assert f"{doc['max_concurrency_kv']:.4g}" == "295.5"
+        browser.open(path)
+        text = browser.script("return document.getElementById('chart-0').textContent")
+        for mark in marks(doc):
+            assert mark in text

@@ -268,8 +268,10 @@ def serving_figure(doc: dict[str, Any]) -> Figure:
         hovermode="x",
     )
     limit = doc["max_concurrency_kv"] if closed else doc["saturation_rate_per_s"]
+    # The knee's row, found by its concurrency (an open loop's is the rate's running mean).
+    knee = next((r[key] for r in rows if r["concurrency"] == doc["knee_concurrency"]), None)
     marks = [
-        (doc["knee_concurrency"] if closed else None, "knee", "dot"),
+        (knee, "knee", "dot"),
         (limit, "KV pool full" if closed else "saturation", "dash"),
     ]
     for index, (field, title, hover) in enumerate(SERVING_PANELS):
@@ -297,6 +299,7 @@ def serving_figure(doc: dict[str, Any]) -> Figure:
             "type": "log" if log else "linear",
             "anchor": f"y{row}",
             **({"matches": "x"} if row else {}),
+            **({"tickvals": xs, "ticktext": [f"{x:g}" for x in xs]} if len(xs) <= 16 else {}),
             "title": {"text": key.replace("_", " ") if index == panels - 1 else ""},
         }
         for x, text, dash in marks:

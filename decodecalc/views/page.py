@@ -203,12 +203,27 @@ def result_table(report: Report) -> Table:
     )
 
 
-def step_sections(step: Report) -> tuple[Section, Section]:
-    """explain's worked step as a table: each numbered part of the text in a row, after
-    the step's figures as the JSON document gives them."""
-    row = step.document["rows"][0]
+def step_sections(step: Report) -> tuple[Section, ...]:
+    """explain's worked step as tables: the bytes each tensor group reads, the step's
+    figures (bytes, memory, compute and communication times) as the JSON document gives
+    them, then each numbered part of the worked text in a row."""
+    doc, row = step.document, step.document["rows"][0]
+    groups = Table(
+        ("tensor group", "params per GPU", "share read", "format", "bytes read"),
+        tuple(
+            (
+                g["group"],
+                f"{g['params']:,}",
+                f"{g['read_share']:.4g}",
+                f"{g['dtype']} ({g['bits_per_value']:g} bits)",
+                f"{g['read_bytes']:,}",
+            )
+            for g in doc["weight_groups"]
+        ),
+        (False, True, True, False, True),
+    )
     figures = Table(
-        ("at " + h.tokens(row["context"]) + " tokens", "value"),
+        (f"at {h.tokens(row['context'])} tokens", "value"),
         tuple((key, _cell(row[key])) for key in STEP_FIELDS if key in row),
         (False, True),
     )
@@ -220,7 +235,8 @@ def step_sections(step: Report) -> tuple[Section, Section]:
             parts.append([])
     worked = tuple((p[0], "\n".join(p[1:])) for p in parts if p)
     return (
-        Section("One step worked through (decodecalc explain)", (step.title[0],), table=figures),
+        Section("One step worked through (decodecalc explain)", (step.title[0],), table=groups),
+        Section("", table=figures),
         Section("", table=Table(("part", "working"), worked, preformatted=True)),
     )
 
