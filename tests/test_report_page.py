@@ -54,7 +54,7 @@ def figures_of(page: Path) -> dict[str, Any]:
     text = page.read_text(encoding="utf-8")
     found = re.search(r'<script type="application/json" id="figures">(.*?)</script>', text)
     assert found
-    figures: dict[str, Any] = json.loads(found.group(1).replace("<\\/", "</"))
+    figures: dict[str, Any] = json.loads(found.group(1))
     return figures
 
 
@@ -118,6 +118,29 @@ class TestThePageFile:
         text = pages["estimate"][0].read_text(encoding="utf-8")
         for group, read in hand.items():
             assert f"<td>{group}</td>" in text and f'<td class="num">{read:,}</td>' in text
+
+    def test_a_scenario_without_a_gpu_cites_its_engine_profiles(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        """With a bare bandwidth the typical band spans every profile on every family it
+        was measured on ("gpt-fast (nvidia-datacenter)"): each is cited by its preset."""
+        path = tmp_path / "bandwidth.html"
+        r = cli("estimate", "-m", "llama-3.1-8b", "-b", "1TB/s", "--report", str(path))
+        assert r.code == 0, r.err
+        text = path.read_text(encoding="utf-8")
+        assert "<td>engine</td><td>gpt-fast</td>" in text
+
+    def test_text_in_the_figures_cannot_end_their_script(self) -> None:
+        from decodecalc.views.figures import Figure
+        from decodecalc.views.html import page_html
+        from decodecalc.views.page import Page, Section
+
+        hostile = "</script><script>alert(1)</script><!--"
+        figure = Figure(({"type": "scatter", "name": hostile, "x": [1], "y": [2]},), {})
+        text = page_html(Page("estimate", "t", (Section("", figure=figure),), "c", "0"))
+        found = re.search(r'id="figures">(.*?)</script>', text)
+        assert found and "alert" in found.group(1)
+        assert json.loads(found.group(1))["chart-0"]["data"][0]["name"] == hostile
 
     def test_the_report_command_draws_what_the_option_draws(
         self, cli: Run, pages: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path

@@ -31,7 +31,10 @@ PAGES = ("estimate", "compare", "serving", "plan")
 """The commands that draw a page; a report with none named draws estimate's."""
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[estimate|compare|serving|plan] ARGS... -o FILE.html",
+)
 def report(
     ctx: typer.Context,
     output: Annotated[

@@ -140,10 +140,10 @@ def page_html(page: Page) -> str:
             f"<style>{STYLE}</style>",
             "</head><body>",
             *body,
-            # "</" closes a script element wherever it stands: JSON escapes it as "<\/".
             f'<script type="application/gzip;base64" id="plotly">{plotly_script()}</script>',
+            # "</" or "<!--" would end or confuse the script element: "<" goes as \u003c.
             '<script type="application/json" id="figures">'
-            + data.replace("</", "<\\/")
+            + data.replace("<", "\\u003c")
             + "</script>",
             f"<script>{DRAW}</script>",
             "</body></html>",

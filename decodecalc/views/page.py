@@ -86,7 +86,8 @@ def sources_of(catalog: Any, scenarios: Iterable[Any]) -> tuple[Source, ...]:
                 add("link", link.id, link.name, link.source)
         if s.engine is not None and s.engine.params:
             for name in s.engine.names or (s.engine.id,):
-                profile = catalog.engine(name)
+                # a profile's id, or "id (family)" for one measured on another family
+                profile = catalog.engine(name.split(" (")[0])
                 add("engine", profile.id, profile.name, profile.source)
         price = s.rates.price_source
         if price and price != "given":
