@@ -36,6 +36,7 @@ table { border-collapse: collapse; font-size: 0.86em; margin: 0.4em 0; }
 th, td { padding: 3px 8px; border-bottom: 1px solid var(--rule); text-align: left;
   vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.figures td { white-space: nowrap; }
 tr.mark td { font-weight: 600; background: #fff6d5; }
 td pre { margin: 0; font-size: 0.95em; white-space: pre-wrap; }
 footer { margin-top: 2em; color: var(--muted); font-size: 0.85em; }
@@ -174,8 +175,11 @@ def _table(table: Table) -> str:
             cells.append(f'<td class="num">{text}</td>' if figure else f"<td>{text}</td>")
         mark = ' class="mark"' if index in table.highlight else ""
         rows.append(f"<tr{mark}>{''.join(cells)}</tr>")
+    # A table of figures keeps each row on one line (ids such as a100-80gb unbroken); its
+    # box scrolls sideways on a narrow screen.
+    kind = ' class="figures"' if table.numeric else ""
     return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f'<div class="scroll"><table{kind}><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
