@@ -40,6 +40,7 @@ DATA_COMMANDS = {
         *("-m", "llama-3.1-8b", "--gpus", "h100", "-c", "8K"),
         *("--max-ms-per-token", "20", "--json"),
     ],
+    "report": ["-m", "llama-3.1-8b", "-g", "h100", "-c", "1K,64K"],
 }
 
 
@@ -53,7 +54,8 @@ def test_every_data_command_takes_output(command: str) -> None:
     assert any("--output" in p.opts and "-o" in p.opts for p in params), command
 
 
-@pytest.mark.parametrize("command", sorted(set(DATA_COMMANDS) - {"check"}))
+# report writes only to its file (its page names the command, --output and all).
+@pytest.mark.parametrize("command", sorted(set(DATA_COMMANDS) - {"check", "report"}))
 def test_output_file_holds_what_stdout_would(cli: Run, tmp_path: Path, command: str) -> None:
     args = [command, *DATA_COMMANDS[command]]
     printed = cli(*args)

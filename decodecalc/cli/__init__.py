@@ -38,6 +38,7 @@ COMMANDS = {
     "compare": "compare",
     "sweep": "compare",
     "plan": "plan",
+    "report": "report",
     "check": "check",
     "schema": "check",
     "calibrate": "calibrate",
@@ -245,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         args = ["--help"]  # a bare `decodecalc` is a request for help, not an error
     command = _command(args)
     try:
-        result = command.main(args=args, prog_name="decodecalc", standalone_mode=False)
+        # obj: the arguments as given, for the report page that names its command.
+        result = command.main(
+            args=args, prog_name="decodecalc", standalone_mode=False, obj=tuple(args)
+        )
     except InputErrors as exc:
         return _errors(exc.problems)
     except InputError as exc:

@@ -24,6 +24,7 @@ from decodecalc.cli.options import (
     ChartOpt,
     ContextOpt,
     PlotOpt,
+    ReportOpt,
     contexts_for,
     scenario_options,
     specs_of,
@@ -46,6 +47,7 @@ def compare(
     output: OutputOpt = None,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
+    page: ReportOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """Scenarios side by side: every combination of the comma lists, at each context.
@@ -72,6 +74,10 @@ def compare(
     ]
     emit(compare_report(estimates, contexts), fmt, as_json, False, output)
     draw([series_of(label(e.scenario), e) for e in estimates], chart, plot)
+    if page:
+        from decodecalc.cli.report import compare_page
+
+        compare_page(ctx, page, estimates, contexts)
 
 
 def _check_size(scenarios: int, contexts: int) -> None:

@@ -37,6 +37,16 @@ PlotOpt = Annotated[
         metavar="FILE",
     ),
 ]
+ReportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        help="Also write the answer as one self-contained HTML page: interactive charts, "
+        "the scenario with its presets' sources, the tables and notes (needs "
+        "decodecalc[report]).",
+        metavar="FILE.html",
+    ),
+]
 
 
 F = TypeVar("F", bound=Callable[..., Any])

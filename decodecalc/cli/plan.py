@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, emit, load_catalog, note
-from decodecalc.cli.options import scenario_options, spec_of, split_list
+from decodecalc.cli.options import ReportOpt, scenario_options, spec_of, split_list
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ def plan(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    page: ReportOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
@@ -185,6 +186,10 @@ def plan(
     shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
     options = run_plan(candidates, targets)
     emit(plan_report(options, targets, shown, notes), fmt, as_json, False, output)
+    if page:
+        from decodecalc.cli.report import plan_page
+
+        plan_page(ctx, page, options, targets, shown, notes)
     if skipped:
         note(
             f"left out {len(skipped)} combinations that are no valid deployment; "

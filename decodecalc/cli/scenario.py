@@ -11,6 +11,7 @@ from decodecalc.cli.options import (
     ChartOpt,
     ContextOpt,
     PlotOpt,
+    ReportOpt,
     contexts_for,
     scenario_of,
     scenario_options,
@@ -39,6 +40,7 @@ def estimate(
     ] = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
+    page: ReportOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """Per-token decode latency across a range of contexts, with the crossover point.
@@ -63,6 +65,10 @@ def estimate(
         from decodecalc.views.charts import series_of
 
         draw([series_of(scenario.model.id, result)], chart, plot)
+    if page:
+        from decodecalc.cli.report import estimate_page
+
+        estimate_page(ctx, page, result)
 
 
 @app.command()

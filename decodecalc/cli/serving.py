@@ -9,6 +9,7 @@ from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emi
 from decodecalc.cli.options import (
     ChartOpt,
     PlotOpt,
+    ReportOpt,
     _whole_numbers,
     scenario_of,
     scenario_options,
@@ -120,6 +121,7 @@ def serving(
     output: OutputOpt = None,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
+    page: ReportOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """TTFT, TPOT, ITL and throughput of a continuously batched server under a workload.
@@ -187,6 +189,10 @@ def serving(
     emit(report, fmt, as_json, False, output)
     if chart or plot:
         draw([serving_series(scenario.model.id, results)], chart, plot, SERVING_AXES)
+    if page:
+        from decodecalc.cli.report import serving_page
+
+        serving_page(ctx, page, results)
 
 
 def _rates(text: str) -> list[float]:

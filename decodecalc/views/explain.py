@@ -4,6 +4,7 @@ people learning why long-context decode slows down."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.engine.profile import EngineParams
@@ -27,35 +28,55 @@ def _n(value: int | float | Fraction) -> str:
     return f"{float(value):,.0f}" if float(value).is_integer() else f"{float(value):,.2f}"
 
 
+def weight_groups(step: StepModel) -> list[dict[str, Any]]:
+    """Each tensor group a step touches: its parameters per GPU, the share a step reads
+    (experts: those touched), its format and the bytes read, rounded up per group so the
+    groups add up to the total. explain's text and its JSON (``weight_groups``) both say it."""
+    s = step.scenario
+    groups = []
+    for g in s.model.tensor_groups():
+        share = g.read_fraction(s.batch)
+        per_gpu = held_params(g, s.tp, s.dp_attention)
+        dtype = group_dtype(g.name, s.weights, s.weight_overrides)
+        groups.append(
+            {
+                "group": g.name,
+                "params": per_gpu,
+                "read_share": float(share),
+                "experts": g.experts,
+                "dtype": dtype.id,
+                "bits_per_value": float(dtype.bits_per_value),
+                "read_bytes": ceil_bytes(dtype.bytes_for(per_gpu * share)) if share else 0,
+            }
+        )
+    return groups
+
+
 def _weight_lines(step: StepModel) -> list[str]:
-    """Each tensor group with the share a step reads, its format and its bytes (rounded up
-    per group, so the lines add up to the total)."""
+    """Each tensor group with the share a step reads, its format and its bytes."""
     s = step.scenario
     if s.weight_overrides:
         heading = f"{s.weights_recipe}: {s.weights.id} unless a group says otherwise"
     else:
         heading = f"{s.weights.id} = {h_bits(s.weights.bits_per_value)} bits per value"
     lines = [f"1. Weights read per step (per GPU, {heading}):"]
-    for g in s.model.tensor_groups():
-        share = g.read_fraction(s.batch)
-        per_gpu = held_params(g, s.tp, s.dp_attention)
-        if share == 0:
-            lines.append(f"   {g.name:28s} {per_gpu:>17,} params  not read (a step gathers rows)")
+    for g in weight_groups(step):
+        name, per_gpu = g["group"], g["params"]
+        if g["read_share"] == 0:
+            lines.append(f"   {name:28s} {per_gpu:>17,} params  not read (a step gathers rows)")
             continue
         note = ""
-        if g.experts:
-            note = f"  x {float(share):.4f} (experts touched: E(1-(1-k/E)^B) / E)"
-        dtype = group_dtype(g.name, s.weights, s.weight_overrides)
-        read = ceil_bytes(dtype.bytes_for(per_gpu * share))
+        if g["experts"]:
+            note = f"  x {g['read_share']:.4f} (experts touched: E(1-(1-k/E)^B) / E)"
         lines.append(
-            f"   {g.name:28s} {per_gpu:>17,} params{note} x {h_bits(dtype.bits_per_value)} bits"
-            f" ({dtype.id}) -> {read:,} bytes"
+            f"   {name:28s} {per_gpu:>17,} params{note} x {h_bits(g['bits_per_value'])} bits"
+            f" ({g['dtype']}) -> {g['read_bytes']:,} bytes"
         )
     lines.append(f"   total: {step.weight_bytes:,} bytes ({h.size(step.weight_bytes)})")
     return lines
 
 
-def h_bits(bits: Fraction) -> str:
+def h_bits(bits: Fraction | float) -> str:
     return f"{float(bits):g}"
 
 
@@ -130,10 +151,11 @@ def explain_report(scenario: Scenario, context: int) -> Report:
     from decodecalc.views.estimate import estimate_report
 
     report = estimate_report(estimate(scenario, [context], crossover_row=False))
-    lines = explain_text(StepModel.of(scenario), context)
+    step = StepModel.of(scenario)
+    lines = explain_text(step, context)
     return replace(
         report,
-        document={**report.document, "explanation": lines},
+        document={**report.document, "explanation": lines, "weight_groups": weight_groups(step)},
         title=tuple(lines),
     )
 

@@ -1,0 +1,148 @@
+"""The HTML report page: ``decodecalc report COMMAND ARGS -o FILE.html``, and the
+``--report FILE.html`` hook of estimate, compare, serving and plan.
+
+Each hook takes the result its command computed, builds the same reports the other
+formats print (views/page.py reads their documents) and writes one page. Nothing here is
+imported unless a page is asked for, so a plain query starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from decodecalc.cli import app, load_catalog, note
+from decodecalc.errors import InputError
+
+if TYPE_CHECKING:
+    from decodecalc.answers.estimate import Estimate
+    from decodecalc.answers.plan import Option, Targets
+    from decodecalc.answers.serving import ServingResult
+    from decodecalc.notes import Note
+    from decodecalc.views.page import Page
+    from decodecalc.views.plan import Shown
+
+PAGES = ("estimate", "compare", "serving", "plan")
+"""The commands that draw a page; a report with none named draws estimate's."""
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[estimate|compare|serving|plan] ARGS... -o FILE.html",
+)
+def report(
+    ctx: typer.Context,
+    output: Annotated[
+        str,
+        typer.Option("--output", "-o", help="The HTML file to write.", metavar="FILE.html"),
+    ],
+) -> None:
+    """One self-contained HTML page of an answer: interactive charts, the scenario with
+    its presets' sources, the tables, the worked step and the notes (needs
+    decodecalc[report]). The same as the command's --report FILE.html, without its table.
+
+    ARGS are those of estimate (the default), compare, serving or plan, named first.
+
+    Examples:
+
+      decodecalc report -m llama-3.1-70b -g h100-sxm -w fp8 -k fp8 -o llama.html
+
+      decodecalc report serving -m llama-3.1-8b -g h100-sxm --input-len 1000
+      --output-len 500 --concurrency 1,8,32,128 -o serving.html
+    """
+    from decodecalc.cli import _command
+
+    args = list(ctx.args)
+    if not args or args[0] not in PAGES:
+        if args and not args[0].startswith("-"):
+            raise InputError(
+                f"report draws a page of {', '.join(PAGES)}, not {args[0]!r} (name the "
+                "command first, or give estimate's options alone)"
+            )
+        args = ["estimate", *args]
+    # The command runs as it would, its table going nowhere: the page is the output.
+    with contextlib.redirect_stdout(io.StringIO()):
+        _command(args).main(
+            args=[*args, "--report", output],
+            prog_name="decodecalc",
+            standalone_mode=False,
+            obj=ctx.obj,
+        )
+
+
+def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:
+    """estimate's page, its worked step at the longest context shown."""
+    from decodecalc.views.estimate import estimate_report, human_view
+    from decodecalc.views.explain import explain_report
+    from decodecalc.views.page import estimate_page as page_of
+
+    s = result.scenario
+    step = explain_report(s, result.rows[-1].context_tokens)
+    report = human_view(estimate_report(result), s.batch)
+    _write(ctx, path, page_of(report, step, _sources(ctx, [s]), command_line(ctx)))
+
+
+def compare_page(
+    ctx: typer.Context, path: str, estimates: Sequence[Estimate], contexts: Sequence[int]
+) -> None:
+    """compare's page, the first scenario's step worked at the longest context."""
+    from decodecalc.views.compare import compare_report
+    from decodecalc.views.explain import explain_report
+    from decodecalc.views.page import compare_page as page_of
+
+    step = explain_report(estimates[0].scenario, max(contexts))
+    report = compare_report(estimates, contexts)
+    scenarios = [e.scenario for e in estimates]
+    _write(ctx, path, page_of(report, step, _sources(ctx, scenarios), command_line(ctx)))
+
+
+def serving_page(ctx: typer.Context, path: str, results: Sequence[ServingResult]) -> None:
+    from decodecalc.views.page import serving_page as page_of
+    from decodecalc.views.serving import human_view, serving_report
+
+    report = human_view(serving_report(results))
+    sources = _sources(ctx, [results[0].scenario])
+    _write(ctx, path, page_of(report, sources, command_line(ctx)))
+
+
+def plan_page(
+    ctx: typer.Context,
+    path: str,
+    options: Sequence[Option],
+    targets: Targets,
+    shown: Shown | None,
+    notes: Sequence[Note],
+) -> None:
+    """plan's page: every option on the chart, the table as the command's (its best ten
+    for a machine format, which has no table of its own)."""
+    from decodecalc.views.page import plan_page as page_of
+    from decodecalc.views.plan import Shown, plan_report
+
+    report = plan_report(options, targets, shown or Shown(top=10), notes)
+    sources = _sources(ctx, [o.scenario for o in options])
+    _write(ctx, path, page_of(report, sources, command_line(ctx)))
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The command as typed (main passes its arguments down as the context's obj)."""
+    given = ctx.obj if isinstance(ctx.obj, tuple) else (ctx.info_name or "",)
+    return shlex.join(["decodecalc", *given])
+
+
+def _sources(ctx: typer.Context, scenarios: Sequence[Any]) -> Any:
+    from decodecalc.views.page import sources_of
+
+    return sources_of(load_catalog(ctx.params.get("presets")), scenarios)
+
+
+def _write(ctx: typer.Context, path: str, page: Page) -> None:
+    from decodecalc.paths import expand_user
+    from decodecalc.views.html import write_page
+
+    write_page(page, expand_user(path))
+    note(f"wrote {path}")
