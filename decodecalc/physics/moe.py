@@ -10,8 +10,10 @@ SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 @record
 class MoE:
-    """A mixture of experts: a router picks ``experts_per_token`` of ``num_experts`` gated
-    experts per token; shared experts (one MLP of ``shared_intermediate_size``) always run."""
+    """A mixture of experts: a router picks ``experts_per_token`` of ``num_experts`` experts
+    per token; shared experts (one MLP of ``shared_intermediate_size``) always run. Experts
+    are gated MLPs (gate, up, down) unless ``gated`` is False (up, down: Nemotron 3's
+    squared-ReLU experts)."""
 
     num_experts: int
     experts_per_token: int
@@ -21,6 +23,7 @@ class MoE:
     expert_bias: bool = False
     shared_gate: bool = False
     """Qwen3-Next scales the shared expert by a learned sigmoid gate (hidden -> 1)."""
+    gated: bool = True
 
     routed = True
 
@@ -33,8 +36,13 @@ class MoE:
                 "a token uses between 1 and all of them"
             )
 
+    @property
+    def matrices(self) -> int:
+        """Weight matrices per expert: gate, up and down, or up and down."""
+        return 3 if self.gated else 2
+
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
-        per_expert = 3 * hidden * self.expert_intermediate_size
+        per_expert = self.matrices * hidden * self.expert_intermediate_size
         if self.expert_bias:
             per_expert += 2 * self.expert_intermediate_size + hidden
         router = hidden * self.num_experts + (self.num_experts if self.router_bias else 0)
@@ -51,7 +59,7 @@ class MoE:
             TensorGroup("router", router, True, REPLICATED),
         ]
         if self.shared_intermediate_size:
-            shared = 3 * hidden * self.shared_intermediate_size
+            shared = self.matrices * hidden * self.shared_intermediate_size
             groups.append(TensorGroup("shared experts", shared, True, SPLIT))
         return tuple(groups)
 
@@ -61,5 +69,5 @@ class MoE:
         )
         return (
             f"MoE {self.experts_per_token} of {self.num_experts} experts x "
-            f"{self.expert_intermediate_size:,}{shared}"
+            f"{self.expert_intermediate_size:,}{shared}" + ("" if self.gated else " (not gated)")
         )
