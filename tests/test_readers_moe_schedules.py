@@ -153,3 +153,33 @@ def test_qwen3_moe_num_local_experts(catalog: Catalog, tmp_path: Path) -> None:
     config["num_local_experts"] = config.pop("num_experts")
     shipped = catalog.model(str(CONFIGS / "qwen3-30b-a3b.json"))
     assert from_dict(catalog, tmp_path, config).layers == shipped.layers
+
+
+class TestLongCatFlash:
+    """LongCat-Flash (transformers' LongcatFlashConfig defaults): 28 layers of two MLA
+    blocks (64 heads, q latent 1,536, kv latent 512 + rope 64), two dense MLPs of 12,288
+    and a MoE of 512 experts x 2,048 plus 256 zero-compute ones, 12 choices per token."""
+
+    def test_parameters_by_hand(self, catalog: Catalog) -> None:
+        # MLA: q_a 6,144 x 1,536 + 1,536 = 9,438,720; q_b 1,536 x 64 x 192 = 18,874,368;
+        # kv_a 6,144 x 576 + 512 = 3,539,456; kv_b 512 x 64 x 256 = 8,388,608; o 64 x 128
+        # x 6,144 = 50,331,648: 90,572,800, two a layer 181,145,600. Dense MLPs 2 x 3 x
+        # 6,144 x 12,288 = 452,984,832. Experts 512 x 3 x 6,144 x 2,048 = 19,327,352,832;
+        # router over 768 choices 6,144 x 768 + 768 = 4,719,360. Norms 4 x 6,144 = 24,576.
+        # 28 x 19,966,227,200 = 559,054,361,600; embeddings 2 x 131,072 x 6,144 =
+        # 1,610,612,736; final norm 6,144. Total 560,664,980,480 (+0.12% from 560B).
+        m = catalog.model(str(CONFIGS / "longcat-flash.json"))
+        assert m.total_params() == 560_664_980_480
+
+    def test_zero_compute_experts_read_nothing(self, catalog: Catalog) -> None:
+        # A token picks 12 of 768 choices; 512/768 of them have weights: 8 real experts
+        # on average, 8 x 37,748,736 = 301,989,888 expert parameters a layer at batch 1.
+        m = catalog.model(str(CONFIGS / "longcat-flash.json"))
+        moe = m.moe()
+        assert moe is not None and moe.touched(1) == 8
+        # Read at batch 1: everything but the input embedding (805,306,368) and the
+        # unread experts 28 x (19,327,352,832 - 301,989,888) = 532,710,162,432:
+        # 560,664,980,480 - 805,306,368 - 532,710,162,432 = 27,149,511,680
+        assert step(catalog, m).weight_bytes == 2 * 27_149_511_680
+        # KV: 56 MLA blocks x 576 x 2 bytes = 64,512 per token
+        assert step(catalog, m).kv_bytes(1) == 64_512

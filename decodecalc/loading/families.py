@@ -22,6 +22,7 @@ from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.physics.layers import FFN, Mixer
+    from decodecalc.physics.mla import LatentAttention
     from decodecalc.physics.moe import MoE
     from decodecalc.physics.precision import WeightRecipe
 
@@ -233,18 +234,10 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
     everywhere (V3.2's and GLM-5's sparse, with an indexer); dense layers first, then MoE
     with shared experts (``_sparse_layers``). GLM-5's ``indexer_types`` may let a layer
     reuse the previous layer's top k ("shared": no indexer of its own, no indexer cache)."""
-    from decodecalc.physics.mla import LatentAttention
     from decodecalc.physics.moe import MoE
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    mla = LatentAttention(
-        num_heads=cfg.integer("num_attention_heads"),
-        kv_lora_rank=cfg.integer("kv_lora_rank"),
-        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
-        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
-        v_head_dim=cfg.integer("v_head_dim"),
-        q_lora_rank=cfg.optional_integer("q_lora_rank"),
-    )
+    mla = _mla(cfg)
     glm = model_type in GLM_MLA
     if model_type in SPARSE_MLA:  # sparse attention: a lightning indexer picks the top k
         # transformers' GlmMoeDsaConfig defaults (zai-org/GLM-5) where a GLM-5 config is silent
@@ -254,9 +247,7 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
             index_heads=cfg.integer("index_n_heads", default=32 if glm else None),
             index_head_dim=cfg.integer("index_head_dim", default=128 if glm else None),
         )
-    _unbiased(cfg, "attention_bias", "mlp_bias")
-    cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
-    cfg.optional_integer("head_dim")  # transformers 5 repeats qk_rope_head_dim here
+    _unbiased(cfg, "mlp_bias")
     sparse_layers = _sparse_layers(cfg, count, 1 if model_type == "glm4_moe_lite" else 0)
     attention = _indexer_schedule(cfg, mla, count)
     expert = cfg.integer("moe_intermediate_size")
@@ -274,6 +265,58 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
         for mixer, sparse in zip(attention, sparse_layers, strict=True)
     ]
     return _common(cfg, layers)
+
+
+def _mla(cfg: Fields) -> LatentAttention:
+    """Multi-head latent attention as DeepSeek-V2/V3 configs give it."""
+    from decodecalc.physics.mla import LatentAttention
+
+    _unbiased(cfg, "attention_bias")
+    cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
+    cfg.optional_integer("head_dim")  # transformers 5 repeats qk_rope_head_dim here
+    return LatentAttention(
+        num_heads=cfg.integer("num_attention_heads"),
+        kv_lora_rank=cfg.integer("kv_lora_rank"),
+        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
+        v_head_dim=cfg.integer("v_head_dim"),
+        q_lora_rank=cfg.optional_integer("q_lora_rank"),
+    )
+
+
+def _longcat_flash(cfg: Fields, model_type: str) -> Architecture:
+    """LongCat-Flash: each of ``num_layers`` layers holds two MLA blocks, two dense MLPs of
+    ``ffn_hidden_size`` and one MoE beside them (shortcut-connected) of
+    ``n_routed_experts`` experts of ``expert_ffn_hidden_size`` plus ``zero_expert_num``
+    zero-compute (identity) experts that read nothing; ``moe_topk`` choices per token,
+    so a token reads k x E / (E + Z) real experts on average. Here each layer is two: the
+    first MLA with a dense MLP, the second MLA with the MoE, whose shared expert is the
+    second dense MLP (the same weights, read every step). Four norms either way."""
+    from decodecalc.physics.moe import MoE
+
+    count = cfg.integer("num_layers", maximum=MAX_LAYERS)
+    if cfg.integer("num_hidden_layers", default=2 * count) != 2 * count:
+        raise cfg.error("num_hidden_layers", f"must be twice num_layers ({2 * count})")
+    if cfg.text("attention_method", "mla") != "mla":
+        raise cfg.error("attention_method", "only MLA is modelled")
+    if cfg.text("zero_expert_type", "identity") != "identity":
+        raise cfg.error("zero_expert_type", "only identity zero-compute experts are modelled")
+    for scale in ("mla_scale_q_lora", "mla_scale_kv_lora"):  # scalars: no bytes
+        cfg.boolean(scale, default=False)
+    _unbiased(cfg, "router_bias")
+    cfg.optional_integer("qk_head_dim")  # qk_nope_head_dim + qk_rope_head_dim, said again
+    mla = _mla(cfg)
+    dense = cfg.integer("ffn_hidden_size")
+    moe = MoE(
+        num_experts=cfg.integer("n_routed_experts"),
+        experts_per_token=cfg.integer("moe_topk"),
+        expert_intermediate_size=cfg.integer("expert_ffn_hidden_size"),
+        shared_intermediate_size=dense,
+        router_bias=True,  # its score-correction bias, one per choice
+        zero_experts=cfg.integer("zero_expert_num", default=0, minimum=0),
+    )
+    pair = [Layer(mla, DenseMLP(dense)), Layer(mla, moe)]
+    return _common(cfg, pair * count)
 
 
 SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")
@@ -620,6 +663,7 @@ FAMILIES: dict[str, Reader] = {
     "kimi_k2": _deepseek,
     "glm4_moe_lite": _deepseek,
     "glm_moe_dsa": _deepseek,
+    "longcat_flash": _longcat_flash,
     "gpt_oss": _gpt_oss,
     "glm4_moe": _glm4_moe,
     "minimax_m2": _minimax_m2,
@@ -646,9 +690,10 @@ WRAPPERS: dict[str, str] = {
 own model_type (this one when it names none); the vision tower is loading/vision.py's."""
 
 REFUSED: dict[str, str] = {
-    "deepseek_v4": "DeepSeek-V4's compressed sparse attention is not modelled",
-    "mimo_v2_flash": "MiMo-V2-Flash's attention is not modelled",
-    "longcat_flash": "LongCat-Flash's zero-compute experts are not modelled",
+    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
+    "ratios) is not modelled",
+    "mimo_v2_flash": "MiMo-V2-Flash's attention is not modelled (value heads narrower than "
+    "key heads, sliding-window layers with head counts of their own)",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

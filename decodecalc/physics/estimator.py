@@ -36,7 +36,7 @@ from decodecalc.physics.parallelism import (
     stage_layer_counts,
 )
 from decodecalc.physics.precision import weight_bytes
-from decodecalc.physics.tensors import TensorGroup, expected_experts
+from decodecalc.physics.tensors import TensorGroup
 from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
@@ -524,9 +524,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         crossover_context=None if crossover is None else float(crossover),
         rows=rows,
         state_bytes_per_step=step.state_bytes,
-        experts_touched=None
-        if moe is None
-        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
+        experts_touched=None if moe is None else float(moe.touched(scenario.batch)),
         kv_bytes_per_token_past_windows=ceil_bytes(
             step.kv_units.growing_elements_per_token * step.kv_unit_bytes
         ),
@@ -537,8 +535,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         stages=step.stages,
         experts_touched_per_gpu=None
         if moe is None or not scenario.ep
-        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch))
-        / scenario.tp,
+        else float(moe.touched(scenario.batch)) / scenario.tp,
     )
 
 
