@@ -96,6 +96,8 @@ def configs() -> dict[str, dict[str, Any]]:
         "glm4_moe_lite": preset("glm-4.7-flash"),
         "glm_moe_dsa": fixture("glm-5"),
         "longcat_flash": fixture("longcat-flash"),
+        "mimo_v2_flash": fixture("mimo-v2-flash"),
+        "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
         "gpt_oss": fixture("gpt-oss-20b"),
         "glm4_moe": preset("glm-4.5"),
         "minimax_m2": preset("minimax-m2"),
@@ -185,7 +187,6 @@ def test_a_value_a_reader_cannot_honour_stops_it(
     ("model_type", "what"),
     [
         ("deepseek_v4", "DeepSeek-V4's compressed sparse attention"),
-        ("mimo_v2_flash", "MiMo-V2-Flash's attention is not modelled"),
     ],
 )
 def test_known_but_unmodelled_families_are_refused_in_one_line(

@@ -183,3 +183,37 @@ class TestLongCatFlash:
         assert step(catalog, m).weight_bytes == 2 * 27_149_511_680
         # KV: 56 MLA blocks x 576 x 2 bytes = 64,512 per token
         assert step(catalog, m).kv_bytes(1) == 64_512
+
+
+class TestMiMoV2Flash:
+    """MiMo-V2-Flash: 48 layers of width 4,096; 9 full-attention layers (64/4 heads) and 39
+    sliding-window ones (64/8 heads, 128 tokens, sinks); keys 192 and values 128 wide; a
+    dense first layer, then 8 of 256 experts x 2,048."""
+
+    def test_parameters_by_hand(self, catalog: Catalog) -> None:
+        # Full attention: q 4,096 x 64 x 192 = 50,331,648; k 4,096 x 4 x 192 = 3,145,728;
+        # v 4,096 x 4 x 128 = 2,097,152; o 64 x 128 x 4,096 = 33,554,432: 89,128,960.
+        # Sliding: k 6,291,456 and v 4,194,304 for 8 KV heads, sinks 64: 94,371,904.
+        # Dense MLP 3 x 4,096 x 16,384 = 201,326,592. MoE 256 x 25,165,824 =
+        # 6,442,450,944 + router 4,096 x 256 + 256 = 6,443,499,776. Norms 8,192 a layer.
+        # Layer 0: 290,463,744; 8 full MoE layers x 6,532,636,928 = 52,261,095,424; 39
+        # sliding x 6,537,879,872 = 254,977,315,008; embeddings 2 x 152,576 x 4,096 =
+        # 1,249,902,592; final norm 4,096. Total 308,778,780,864 (-0.07% from 309B).
+        m = catalog.model(str(CONFIGS / "mimo-v2-flash.json"))
+        assert m.total_params() == 308_778_780_864
+        assert abs(m.total_params() - 309e9) <= 0.001 * 309e9
+
+    def test_kv_with_narrow_values_and_windows(self, catalog: Catalog) -> None:
+        # Per token in BF16: full layers 4 KV heads x (192 + 128) x 2 bytes = 2,560, sliding
+        # 8 x 320 x 2 = 5,120. T = 100: 100 x (9 x 2,560 + 39 x 5,120) = 22,272,000.
+        # T = 1,000: 9 x 1,000 x 2,560 + 39 x 128 x 5,120 = 23,040,000 + 25,559,040.
+        m = catalog.model(str(CONFIGS / "mimo-v2-flash.json"))
+        s = step(catalog, m)
+        assert s.kv_bytes(100) == 22_272_000
+        assert s.kv_bytes(1000) == 48_599_040
+        # An FP8 key cache with BF16 values: K 192 of every 320 elements at 1 byte, V 128
+        # at 2: full layers 4 x (192 + 256) = 1,792 bytes, sliding 3,584; T = 100:
+        # 100 x (9 x 1,792 + 39 x 3,584) = 15,590,400
+        bf16, fp8 = catalog.dtype("bf16"), catalog.dtype("fp8")
+        split = StepModel.of(Scenario(m, bf16, fp8, H200, v_dtype=bf16))
+        assert split.kv_bytes(100) == 15_590_400

@@ -608,6 +608,67 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(_kind(cfg, mixers, k), moe) for k in kinds])
 
 
+def _mimo_v2_flash(cfg: Fields, model_type: str) -> Architecture:
+    """MiMo-V2-Flash: 192-wide keys with 128-wide values; full attention in the layers
+    ``hybrid_layer_pattern`` marks 0 (or ``layer_types`` calls full), sliding-window
+    attention with heads of its own (``swa_*``) and attention sinks in the rest; a dense
+    first layer (``moe_layer_freq`` 0, or ``mlp_layer_types`` dense), then MoE with a
+    score-correction bias on the router."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _unbiased(cfg, "attention_bias")
+    sizes = {cfg.optional_integer(n) for n in ("sliding_window", "sliding_window_size")}
+    window = max((w for w in sizes if w), default=None)
+    if window is None or len(sizes - {None}) > 1:
+        raise cfg.error("sliding_window", "one window size is needed (sliding_window_size)")
+
+    def attention(prefix: str, sinks: str, window: int | None) -> Attention:
+        heads = cfg.integer(f"{prefix}num_attention_heads")
+        kv = cfg.integer(f"{prefix}num_key_value_heads")
+        if heads % kv:
+            raise cfg.error(f"{prefix}num_key_value_heads", f"{kv} does not divide {heads}")
+        return Attention(
+            num_heads=heads,
+            num_kv_heads=kv,
+            head_dim=cfg.integer(f"{prefix}head_dim"),
+            v_head_dim=cfg.integer(f"{prefix}v_head_dim"),
+            sliding_window=window,
+            sinks=cfg.boolean(sinks, default=False),
+        )
+
+    mixers: dict[str, Mixer] = {
+        "full_attention": attention("", "add_full_attention_sink_bias", None),
+        "sliding_attention": attention("swa_", "add_swa_attention_sink_bias", window),
+    }
+    if cfg.has("hybrid_layer_pattern"):
+        pattern = cfg.raw_list("hybrid_layer_pattern")
+        if len(pattern) != count or not set(pattern) <= {0, 1}:
+            raise cfg.error("hybrid_layer_pattern", f"needs {count} entries, each 0 or 1")
+        kinds = ["sliding_attention" if p else "full_attention" for p in pattern]
+    else:  # transformers' MiMoV2FlashConfig: full attention first and every 6th layer
+        kinds = _layer_kinds(
+            cfg,
+            count,
+            lambda i: "full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention",
+        )
+    if cfg.has("moe_layer_freq"):  # the released config lists it per layer
+        freq = cfg.raw_list("moe_layer_freq")
+        if len(freq) != count or not set(freq) <= {0, 1}:
+            raise cfg.error("moe_layer_freq", f"needs {count} entries, each 0 or 1")
+        sparse = [bool(f) for f in freq]
+    else:
+        sparse = _sparse_layers(cfg, count, 1)
+    expert = cfg.integer("moe_intermediate_size")
+    shared = cfg.integer("n_shared_experts", default=0, minimum=0) * expert
+    cfg.text("topk_method", "noaux_tc")  # its router keeps a score-correction bias either way
+    moe = _routed(cfg, "n_routed_experts", "moe_intermediate_size", shared)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    layers = [
+        Layer(_kind(cfg, mixers, kind), moe if s else dense)
+        for kind, s in zip(kinds, sparse, strict=True)
+    ]
+    return _common(cfg, layers)
+
+
 def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Reader:
     """Gemma 2 (local and global layers alternate) and Gemma 3 (five local to one global,
     ``sliding_window_pattern``): four norms per layer, tied embeddings. Gemma 3's published
@@ -664,6 +725,8 @@ FAMILIES: dict[str, Reader] = {
     "glm4_moe_lite": _deepseek,
     "glm_moe_dsa": _deepseek,
     "longcat_flash": _longcat_flash,
+    "mimo_v2_flash": _mimo_v2_flash,
+    "mimo_v2": _mimo_v2_flash,
     "gpt_oss": _gpt_oss,
     "glm4_moe": _glm4_moe,
     "minimax_m2": _minimax_m2,
@@ -692,8 +755,6 @@ own model_type (this one when it names none); the vision tower is loading/vision
 REFUSED: dict[str, str] = {
     "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
     "ratios) is not modelled",
-    "mimo_v2_flash": "MiMo-V2-Flash's attention is not modelled (value heads narrower than "
-    "key heads, sliding-window layers with head counts of their own)",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

@@ -58,6 +58,7 @@ COMMON = frozenset(
         "layer_norm_eps",
         "layer_norm_epsilon",
         "norm_eps",
+        "layernorm_epsilon",
         "hidden_act",
         "hidden_activation",
         "attention_dropout",
@@ -134,6 +135,15 @@ MAMBA = frozenset(
     }
 )
 
+MIMO = frozenset(
+    {
+        "swa_rope_theta",  # the sliding layers' RoPE base
+        "attention_value_scale",  # a constant on the values
+        "attention_projection_layout",  # q, k, v fused or apart: the same weights
+        "moe_router_dtype",
+    }
+)
+
 LLAMA4 = frozenset(
     {
         # Llama 4's attention temperature tuning for long contexts, router noise in training.
@@ -162,6 +172,8 @@ BY_FAMILY: dict[str, frozenset[str]] = {
     "jamba": MAMBA,
     "llama4": LLAMA4,
     "llama4_text": LLAMA4,
+    "mimo_v2_flash": MIMO,
+    "mimo_v2": MIMO,
 }
 """Fields harmless in one family only, by model_type (a wrapper's and its text model's)."""
 
