@@ -115,10 +115,22 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
             qk_norm=qk_norm,
         )
         _unbiased(cfg, "mlp_bias")
-        layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
-        return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+        mlp = DenseMLP(cfg.integer("intermediate_size"))
+        count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+        return _common(cfg, [Layer(m, mlp) for m in _alike(cfg, attention, count)])
 
     return read
+
+
+def _alike(cfg: Fields, attention: Attention, count: int) -> list[Mixer]:
+    """Each layer's attention in a model whose layers are alike. transformers 5 writes
+    ``layer_types`` for these too: "full_attention", or "sliding_attention" where a window
+    is set (Qwen2's first ``max_window_layers`` full); any other kind stops the read."""
+    kind = "sliding_attention" if attention.sliding_window else "full_attention"
+    mixers: dict[str, Mixer] = {kind: attention}
+    if attention.sliding_window:
+        mixers["full_attention"] = replace(attention, sliding_window=None)
+    return [_kind(cfg, mixers, k) for k in _layer_kinds(cfg, count, lambda i: kind)]
 
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
@@ -129,8 +141,9 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
         experts_per_token=cfg.integer("num_experts_per_tok"),
         expert_intermediate_size=cfg.integer("intermediate_size"),
     )
-    layer = Layer(_gqa(cfg, _window(cfg, False)), moe)
-    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
+    return _common(cfg, [Layer(m, moe) for m in attention])
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -161,8 +174,8 @@ def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
     attention = _gqa(
         cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
     )
-    layers = [Layer(attention, _qwen_moe_ffn(cfg, i, count)) for i in range(count)]
-    return _common(cfg, layers)
+    mixers = _alike(cfg, attention, count)
+    return _common(cfg, [Layer(m, _qwen_moe_ffn(cfg, i, count)) for i, m in enumerate(mixers)])
 
 
 def _gated_deltanet(cfg: Fields, model_type: str) -> Architecture:
@@ -415,7 +428,10 @@ def _glm4_moe(cfg: Fields, model_type: str) -> Architecture:
     )
     dense = DenseMLP(cfg.integer("intermediate_size"))
     sparse = _sparse_layers(cfg, count, 0)
-    return _common(cfg, [Layer(attention, moe if s else dense) for s in sparse])
+    mixers = _alike(cfg, attention, count)
+    return _common(
+        cfg, [Layer(m, moe if s else dense) for m, s in zip(mixers, sparse, strict=True)]
+    )
 
 
 def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
@@ -427,7 +443,7 @@ def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
     whole = norm and cfg.text("qk_norm_type", "per_layer") == "per_layer"
     attention = _gqa(cfg, None, qk_norm=norm, qk_norm_whole=whole)
     moe = _routed(cfg, "num_local_experts", "intermediate_size")
-    return _common(cfg, [Layer(attention, moe)] * count)
+    return _common(cfg, [Layer(m, moe) for m in _alike(cfg, attention, count)])
 
 
 def _first_integer(cfg: Fields, *names: str) -> int:
