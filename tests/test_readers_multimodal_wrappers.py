@@ -171,3 +171,16 @@ def test_qwen3_5_dense_kv_and_state(catalog: Catalog) -> None:
     # embeddings 2 x 248,320 x 5,120 = 2,542,796,800. Total 26,895,998,464 (the card's
     # 27B counts the vision tower too).
     assert m.total_params() == 26_895_998_464
+
+
+def test_mistral3_around_a_deepseek_v3_text_model(catalog: Catalog, tmp_path: Path) -> None:
+    """Mistral Large 3 ships DeepSeek-V3's text architecture under the mistral3 wrapper:
+    the text model is read by its own model_type's reader (no Mistral Large 3 config.json
+    was at hand, so DeepSeek-V3's stands in)."""
+    text = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mistral3", "text_config": text}))
+    wrapped = catalog.model(str(path))
+    v3 = catalog.model(str(CONFIGS / "deepseek-v3.json"))
+    assert wrapped.layers == v3.layers
+    assert wrapped.total_params() == v3.total_params()
