@@ -211,9 +211,9 @@ def json_keys(run: Run) -> str:
 
 def families(run: Run) -> str:
     """The config.json families (``model_type``) a model preset may name."""
-    from decodecalc.loading.families import FAMILIES
+    from decodecalc.loading.families import FAMILIES, WRAPPERS
 
-    return ", ".join(f"`{name}`" for name in sorted(FAMILIES)) + ".\n"
+    return ", ".join(f"`{name}`" for name in sorted({*FAMILIES, *WRAPPERS})) + ".\n"
 
 
 def calibration_summary(run: Run) -> str:

@@ -19,7 +19,8 @@ import pytest
 
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_json
-from decodecalc.loading.families import FAMILIES, READER_IGNORES
+from decodecalc.loading.families import FAMILIES
+from decodecalc.loading.ignored_keys import READER_IGNORES
 from decodecalc.loading.presets import model_from_config
 from decodecalc.model.model import Model
 from decodecalc.scenarios.scenario import Scenario

@@ -196,6 +196,9 @@ SWEEP_MODELS = [
     "deepseek-v3.2",
     "nemotron-nano-9b-v2",
     "jamba-mini-1.5",
+    "mimo-v2-flash",
+    "longcat-flash-chat",
+    "qwen3.5-35b-a3b",
 ]
 
 

@@ -10,7 +10,6 @@ from fractions import Fraction
 from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.model.kvcache import KVCurve
-from decodecalc.model.tensors import expected_experts
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.memory import MemoryFit
@@ -75,9 +74,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         crossover_context=None if crossover is None else float(crossover),
         rows=rows,
         state_bytes_per_step=step.state_bytes,
-        experts_touched=None
-        if moe is None
-        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch)),
+        experts_touched=None if moe is None else float(moe.touched(scenario.batch)),
         kv_bytes_per_token_past_windows=ceil_bytes(
             step.kv_units.growing_elements_per_token * step.kv_unit_bytes
         ),
@@ -88,6 +85,5 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         stages=step.stages,
         experts_touched_per_gpu=None
         if moe is None or not scenario.ep
-        else float(expected_experts(moe.num_experts, moe.experts_per_token, scenario.batch))
-        / scenario.tp,
+        else float(moe.touched(scenario.batch)) / scenario.tp,
     )

@@ -214,6 +214,7 @@ def _ffn_width(ffn: FFN, hidden: int, tp: int) -> int:
     from decodecalc.model.moe import MoE
 
     if isinstance(ffn, MoE):
-        routed = ffn.experts_per_token * (3 * ffn.expert_intermediate_size // tp + hidden)
-        return max(routed, 3 * ffn.shared_intermediate_size // tp)
+        width = ffn.matrices
+        routed = ffn.experts_per_token * (width * ffn.expert_intermediate_size // tp + hidden)
+        return max(routed, width * ffn.shared_intermediate_size // tp)
     return (3 if ffn.gated else 2) * ffn.intermediate_size // tp

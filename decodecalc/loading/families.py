@@ -5,7 +5,9 @@ reads the file itself: both come here. Interleavings are data (``layer_types``,
 ``sliding_window_pattern``, ``first_k_dense_replace``, ``full_attention_interval``,
 ``no_rope_layers``, ``hybrid_override_pattern``, Jamba's layer periods); what a
 family leaves implicit (Qwen2's q/k/v biases, Gemma's extra norms) is stated here once.
-An architecture not listed is refused, never guessed.
+A multimodal wrapper's ``text_config`` is read by its text model's reader, its vision
+tower counted in loading/vision.py. An architecture not listed is refused, never guessed,
+and so is a field a reader neither reads nor knows to be harmless (loading/ignored_keys.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.model.layers import FFN, Mixer
+    from decodecalc.model.mla import LatentAttention
     from decodecalc.model.moe import MoE
     from decodecalc.model.precision import WeightRecipe
 
@@ -84,9 +87,18 @@ def _common(
     )
 
 
+def _unbiased(cfg: Fields, *names: str) -> None:
+    """Fields that, true, would add biases a reader does not count: refused."""
+    for name in names:
+        if cfg.boolean(name, default=False):
+            raise cfg.error(name, "biases here are not modelled")
+
+
 def _window(cfg: Fields, needs_flag: bool) -> int | None:
     window = cfg.optional_integer("sliding_window")
     enabled = cfg.boolean("use_sliding_window", default=not needs_flag)
+    if not enabled:  # Qwen's first layers without a window: moot while no layer has one
+        cfg.optional_integer("max_window_layers", minimum=0)
     return window if enabled else None
 
 
@@ -102,10 +114,23 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
             o_bias=bias and not qkv_bias,
             qk_norm=qk_norm,
         )
-        layer = Layer(attention, DenseMLP(cfg.integer("intermediate_size")))
-        return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+        _unbiased(cfg, "mlp_bias")
+        mlp = DenseMLP(cfg.integer("intermediate_size"))
+        count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+        return _common(cfg, [Layer(m, mlp) for m in _alike(cfg, attention, count)])
 
     return read
+
+
+def _alike(cfg: Fields, attention: Attention, count: int) -> list[Mixer]:
+    """Each layer's attention in a model whose layers are alike. transformers 5 writes
+    ``layer_types`` for these too: "full_attention", or "sliding_attention" where a window
+    is set (Qwen2's first ``max_window_layers`` full); any other kind stops the read."""
+    kind = "sliding_attention" if attention.sliding_window else "full_attention"
+    mixers: dict[str, Mixer] = {kind: attention}
+    if attention.sliding_window:
+        mixers["full_attention"] = replace(attention, sliding_window=None)
+    return [_kind(cfg, mixers, k) for k in _layer_kinds(cfg, count, lambda i: kind)]
 
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
@@ -116,8 +141,9 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
         experts_per_token=cfg.integer("num_experts_per_tok"),
         expert_intermediate_size=cfg.integer("intermediate_size"),
     )
-    layer = Layer(_gqa(cfg, _window(cfg, False)), moe)
-    return _common(cfg, [layer] * cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
+    return _common(cfg, [Layer(m, moe) for m in attention])
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -134,7 +160,8 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
         return DenseMLP(dense_size)
     shared = cfg.integer("shared_expert_intermediate_size", default=0, minimum=0)
     return MoE(
-        num_experts=cfg.integer("num_experts"),
+        # transformers 5 saves Qwen3-MoE's num_experts as num_local_experts
+        num_experts=_first_integer(cfg, "num_local_experts", "num_experts"),
         experts_per_token=cfg.integer("num_experts_per_tok"),
         expert_intermediate_size=cfg.integer("moe_intermediate_size"),
         shared_intermediate_size=shared,
@@ -147,13 +174,17 @@ def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
     attention = _gqa(
         cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
     )
-    layers = [Layer(attention, _qwen_moe_ffn(cfg, i, count)) for i in range(count)]
-    return _common(cfg, layers)
+    mixers = _alike(cfg, attention, count)
+    return _common(cfg, [Layer(m, _qwen_moe_ffn(cfg, i, count)) for i, m in enumerate(mixers)])
 
 
-def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
-    """Qwen3-Next: Gated DeltaNet linear attention, with full (gated-output) attention every
-    ``full_attention_interval`` layers."""
+def _gated_deltanet(cfg: Fields, model_type: str) -> Architecture:
+    """Qwen3-Next and Qwen3.5: Gated DeltaNet linear attention, with full attention (its
+    output gated, ``attn_output_gate``) every ``full_attention_interval`` layers (or as
+    ``layer_types`` says); MoE layers as Qwen3-MoE's, or in Qwen3.5's dense sizes a gated
+    MLP of ``intermediate_size`` everywhere. Qwen3.5 splits the linear attention's input
+    projections (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) where Qwen3-Next fuses
+    them (in_proj_qkvz, in_proj_ba): the same weights."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     interval = cfg.integer("full_attention_interval", default=4)
     kinds = _layer_kinds(
@@ -161,7 +192,9 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
     )
     from decodecalc.model.linear_attention import LinearAttention
 
-    full = _gqa(cfg, None, qk_norm=True, output_gate=True)
+    _unbiased(cfg, "attention_bias", "use_sliding_window")
+    gate = cfg.boolean("attn_output_gate", default=True)
+    full = _gqa(cfg, None, qk_norm=True, output_gate=gate)
     linear = LinearAttention(
         num_key_heads=cfg.integer("linear_num_key_heads"),
         num_value_heads=cfg.integer("linear_num_value_heads"),
@@ -170,21 +203,91 @@ def _qwen3_next(cfg: Fields, model_type: str) -> Architecture:
         conv_kernel=cfg.integer("linear_conv_kernel_dim"),
     )
     mixers: dict[str, Mixer] = {"full_attention": full, "linear_attention": linear}
+    if model_type in DENSE_QWEN3_5:
+        mlp = DenseMLP(cfg.integer("intermediate_size"))
+        ffns: list[FFN] = [mlp] * count
+    else:
+        ffns = [_qwen_moe_ffn(cfg, i, count) for i in range(count)]
+    layers = [Layer(_kind(cfg, mixers, k), ffn) for k, ffn in zip(kinds, ffns, strict=True)]
+    return _common(cfg, layers)
+
+
+DENSE_QWEN3_5 = ("qwen3_5", "qwen3_5_text")
+"""Qwen3.5's dense sizes (0.8B to 27B): a gated MLP in every layer."""
+
+
+def _sparse_layers(cfg: Fields, count: int, dense_first: int) -> list[bool]:
+    """Which layers hold a MoE block. transformers 5 lists it per layer (``mlp_layer_types``,
+    "dense" or "sparse"); earlier configs give the dense layers first
+    (``first_k_dense_replace``, ``dense_first`` when absent), then MoE every
+    ``moe_layer_freq`` layers."""
+    if cfg.has("mlp_layer_types"):
+        kinds = _layer_kinds_named(cfg, "mlp_layer_types", count, ("dense", "sparse"))
+        return [kind == "sparse" for kind in kinds]
+    first = cfg.integer("first_k_dense_replace", default=dense_first, minimum=0)
+    frequency = cfg.integer("moe_layer_freq", default=1)
+    return [i >= first and i % frequency == 0 for i in range(count)]
+
+
+def _layer_kinds_named(
+    cfg: Fields, name: str, count: int, known: tuple[str, ...]
+) -> tuple[str, ...]:
+    """A per-layer list of kinds, each one of ``known``, one per layer."""
+    kinds = cfg.texts(name)
+    if len(kinds) != count:
+        raise cfg.error(name, f"has {len(kinds)} entries for {count} layers")
+    for kind in kinds:
+        if kind not in known:
+            raise cfg.error(name, f"unknown kind {kind!r}; known: {', '.join(known)}")
+    return kinds
+
+
+def _deepseek(cfg: Fields, model_type: str) -> Architecture:
+    """DeepSeek-V2/V3/V3.2, Kimi-K2, Mistral Large 3, GLM-4.7-Flash and GLM-5: MLA
+    everywhere (V3.2's and GLM-5's sparse, with an indexer); dense layers first, then MoE
+    with shared experts (``_sparse_layers``). GLM-5's ``indexer_types`` may let a layer
+    reuse the previous layer's top k ("shared": no indexer of its own, no indexer cache)."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    mla = _mla(cfg)
+    glm = model_type in GLM_MLA
+    if model_type in SPARSE_MLA:  # sparse attention: a lightning indexer picks the top k
+        # transformers' GlmMoeDsaConfig defaults (zai-org/GLM-5) where a GLM-5 config is silent
+        mla = replace(
+            mla,
+            index_topk=cfg.integer("index_topk", default=2048 if glm else None),
+            index_heads=cfg.integer("index_n_heads", default=32 if glm else None),
+            index_head_dim=cfg.integer("index_head_dim", default=128 if glm else None),
+        )
+    _unbiased(cfg, "mlp_bias")
+    sparse_layers = _sparse_layers(cfg, count, 1 if model_type == "glm4_moe_lite" else 0)
+    attention = _indexer_schedule(cfg, mla, count)
+    expert = cfg.integer("moe_intermediate_size")
+    moe = MoE(
+        num_experts=_first_integer(cfg, "num_local_experts", "n_routed_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=expert,
+        shared_intermediate_size=expert * cfg.integer("n_shared_experts", default=0, minimum=0),
+        # V3's noaux_tc routing adds a per-expert score-correction bias; GLM's always has it.
+        router_bias=glm or cfg.text("topk_method", "greedy") == "noaux_tc",
+    )
+    dense = DenseMLP(cfg.integer("intermediate_size"))
     layers = [
-        Layer(_kind(cfg, mixers, k), _qwen_moe_ffn(cfg, i, count)) for i, k in enumerate(kinds)
+        Layer(mixer, moe if sparse else dense)
+        for mixer, sparse in zip(attention, sparse_layers, strict=True)
     ]
     return _common(cfg, layers)
 
 
-def _deepseek(cfg: Fields, model_type: str) -> Architecture:
-    """DeepSeek-V2/V3/V3.2 and Kimi-K2: MLA everywhere (V3.2's sparse, with its indexer);
-    the first ``first_k_dense_replace`` layers dense, then MoE every ``moe_layer_freq``
-    layers with shared experts."""
+def _mla(cfg: Fields) -> LatentAttention:
+    """Multi-head latent attention as DeepSeek-V2/V3 configs give it."""
     from decodecalc.model.mla import LatentAttention
-    from decodecalc.model.moe import MoE
 
-    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    mla = LatentAttention(
+    _unbiased(cfg, "attention_bias")
+    cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
+    cfg.optional_integer("head_dim")  # transformers 5 repeats qk_rope_head_dim here
+    return LatentAttention(
         num_heads=cfg.integer("num_attention_heads"),
         kv_lora_rank=cfg.integer("kv_lora_rank"),
         qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
@@ -192,40 +295,66 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
         v_head_dim=cfg.integer("v_head_dim"),
         q_lora_rank=cfg.optional_integer("q_lora_rank"),
     )
-    if model_type == "deepseek_v32":  # sparse attention: a lightning indexer picks the top k
-        mla = replace(
-            mla,
-            index_topk=cfg.integer("index_topk"),
-            index_heads=cfg.integer("index_n_heads"),
-            index_head_dim=cfg.integer("index_head_dim"),
-        )
-    cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
-    dense_first = cfg.integer("first_k_dense_replace", default=0, minimum=0)
-    frequency = cfg.integer("moe_layer_freq", default=1)
-    expert = cfg.integer("moe_intermediate_size")
+
+
+def _longcat_flash(cfg: Fields, model_type: str) -> Architecture:
+    """LongCat-Flash: each of ``num_layers`` layers holds two MLA blocks, two dense MLPs of
+    ``ffn_hidden_size`` and one MoE beside them (shortcut-connected) of
+    ``n_routed_experts`` experts of ``expert_ffn_hidden_size`` plus ``zero_expert_num``
+    zero-compute (identity) experts that read nothing; ``moe_topk`` choices per token,
+    so a token reads k x E / (E + Z) real experts on average. Here each layer is two: the
+    first MLA with a dense MLP, the second MLA with the MoE, whose shared expert is the
+    second dense MLP (the same weights, read every step). Four norms either way."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_layers", maximum=MAX_LAYERS)
+    if cfg.integer("num_hidden_layers", default=2 * count) != 2 * count:
+        raise cfg.error("num_hidden_layers", f"must be twice num_layers ({2 * count})")
+    if cfg.text("attention_method", "mla") != "mla":
+        raise cfg.error("attention_method", "only MLA is modelled")
+    if cfg.text("zero_expert_type", "identity") != "identity":
+        raise cfg.error("zero_expert_type", "only identity zero-compute experts are modelled")
+    for scale in ("mla_scale_q_lora", "mla_scale_kv_lora"):  # scalars: no bytes
+        cfg.boolean(scale, default=False)
+    _unbiased(cfg, "router_bias")
+    cfg.optional_integer("qk_head_dim")  # qk_nope_head_dim + qk_rope_head_dim, said again
+    mla = _mla(cfg)
+    dense = cfg.integer("ffn_hidden_size")
     moe = MoE(
         num_experts=cfg.integer("n_routed_experts"),
-        experts_per_token=cfg.integer("num_experts_per_tok"),
-        expert_intermediate_size=expert,
-        shared_intermediate_size=expert * cfg.integer("n_shared_experts", default=0, minimum=0),
-        # V3's noaux_tc routing adds a per-expert score-correction bias.
-        router_bias=cfg.text("topk_method", "greedy") == "noaux_tc",
+        experts_per_token=cfg.integer("moe_topk"),
+        expert_intermediate_size=cfg.integer("expert_ffn_hidden_size"),
+        shared_intermediate_size=dense,
+        router_bias=True,  # its score-correction bias, one per choice
+        zero_experts=cfg.integer("zero_expert_num", default=0, minimum=0),
     )
-    dense = DenseMLP(cfg.integer("intermediate_size"))
-    layers = [
-        Layer(mla, moe if i >= dense_first and i % frequency == 0 else dense) for i in range(count)
-    ]
-    return _common(cfg, layers)
+    pair = [Layer(mla, DenseMLP(dense)), Layer(mla, moe)]
+    return _common(cfg, pair * count)
 
 
-def _llama4(cfg: Fields, model_type: str) -> Architecture:
+SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")
+GLM_MLA = ("glm4_moe_lite", "glm_moe_dsa")
+
+
+def _indexer_schedule(cfg: Fields, mla: Mixer, count: int) -> list[Mixer]:
+    """Each layer's MLA: GLM-5's ``indexer_types`` "shared" layers keep the top k but
+    have no indexer of their own (no indexer weights, no indexer keys cached)."""
+    if not cfg.has("indexer_types"):
+        return [mla] * count
+    kinds = _layer_kinds_named(cfg, "indexer_types", count, ("full", "shared"))
+    shared = replace(mla, index_heads=0, index_head_dim=0)
+    return [mla if kind == "full" else shared for kind in kinds]
+
+
+def _llama4(text: Fields, model_type: str) -> Architecture:
     """Llama 4 Scout and Maverick: RoPE layers attend within chunks of
     ``attention_chunk_size`` tokens, every ``no_rope_layer_interval``-th layer (the zeros of
     ``no_rope_layers``) is global and NoPE (``layer_types``, where given, says so instead);
     MoE with one shared expert in the ``moe_layers`` (every ``interleave_moe_layer_step``-th),
     dense MLPs of ``intermediate_size_mlp`` elsewhere. Its L2 QK norm has no weights. The
-    vision encoder of a full checkpoint is held in memory, never read by text decode."""
-    text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+    vision encoder of a full checkpoint is held in memory, never read by text decode
+    (loading/vision.py)."""
+    text.boolean("use_qk_norm", default=True)  # an L2 norm without weights: no bytes
     count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
     interval = text.integer("no_rope_layer_interval", default=4)
     rope = text.raw_list("no_rope_layers") or tuple(
@@ -261,37 +390,7 @@ def _llama4(cfg: Fields, model_type: str) -> Architecture:
         Layer(_kind(text, mixers, kind), moe if i in moe_layers else dense)
         for i, kind in enumerate(kinds)
     ]
-    arch = _common(text, layers)
-    if text is cfg:
-        return arch
-    vision = _llama4_vision(cfg.mapping("vision_config"), arch.hidden_size)
-    return Architecture(**{**arch.__dict__, "extra_groups": (vision,)})
-
-
-def _llama4_vision(vision: Fields, text_hidden: int) -> TensorGroup:
-    """Llama 4's vision encoder, pixel-shuffle adapter and projector into the text model:
-    ViT layers with biased attention and MLP and two LayerNorms each, a bias-free patch
-    embedding, a class token and learned positions; held in memory, never read by text
-    decode."""
-    h = vision.integer("hidden_size")
-    inner = vision.integer("intermediate_size")
-    patch = vision.integer("patch_size")
-    patches = (vision.integer("image_size") // patch) ** 2
-    channels = vision.integer("num_channels", default=3)
-    layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 4 * h
-    embeddings = channels * patch * patch * h + h + (patches + 1) * h + 4 * h  # and 2 LayerNorms
-    ratio = vision.fraction("pixel_shuffle_ratio", maximum=1)
-    shuffled = h / (ratio * ratio)
-    if shuffled.denominator != 1:
-        raise vision.error("pixel_shuffle_ratio", f"{ratio} does not shuffle {h} channels evenly")
-    adapter_in, adapter_out = (
-        vision.integer("projector_input_dim"),
-        vision.integer("projector_output_dim"),
-    )
-    adapter = int(shuffled) * adapter_in + adapter_out * adapter_out
-    projector = vision.integer("vision_output_dim") * text_hidden
-    tower = vision.integer("num_hidden_layers") * layer + embeddings
-    return TensorGroup("vision encoder", tower + adapter + projector, False, Sharding.REPLICATED)
+    return _common(text, layers)
 
 
 def _routed(cfg: Fields, experts: str, per_expert: str, shared: int = 0) -> MoE:
@@ -310,8 +409,8 @@ def _routed(cfg: Fields, experts: str, per_expert: str, shared: int = 0) -> MoE:
 
 def _glm4_moe(cfg: Fields, model_type: str) -> Architecture:
     """GLM-4.5 and GLM-4.5-Air: GQA with q/k/v biases (``attention_bias``) and, in GLM-4.5,
-    QK norms (``use_qk_norm``); RoPE on ``partial_rotary_factor`` of each head, which moves
-    no bytes; the first ``first_k_dense_replace`` layers dense, the rest MoE with
+    QK norms (``use_qk_norm``); RoPE on ``partial_rotary_factor`` of each head moves no
+    bytes (an ignored field); the first ``first_k_dense_replace`` layers dense, the rest MoE with
     ``n_shared_experts`` shared experts of ``moe_intermediate_size``."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     attention = _gqa(
@@ -320,19 +419,19 @@ def _glm4_moe(cfg: Fields, model_type: str) -> Architecture:
         qkv_bias=cfg.boolean("attention_bias", default=False),
         qk_norm=cfg.boolean("use_qk_norm", default=False),
     )
-    if cfg.has("partial_rotary_factor"):  # RoPE on part of each head: no bytes change
-        cfg.fraction("partial_rotary_factor", maximum=1)
     expert = cfg.integer("moe_intermediate_size")
     moe = _routed(
         cfg,
-        "n_routed_experts",
+        "num_local_experts" if cfg.has("num_local_experts") else "n_routed_experts",
         "moe_intermediate_size",
         expert * cfg.integer("n_shared_experts", default=0, minimum=0),
     )
     dense = DenseMLP(cfg.integer("intermediate_size"))
-    dense_first = cfg.integer("first_k_dense_replace", default=0, minimum=0)
-    layers = [Layer(attention, dense if i < dense_first else moe) for i in range(count)]
-    return _common(cfg, layers)
+    sparse = _sparse_layers(cfg, count, 0)
+    mixers = _alike(cfg, attention, count)
+    return _common(
+        cfg, [Layer(m, moe if s else dense) for m, s in zip(mixers, sparse, strict=True)]
+    )
 
 
 def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
@@ -344,7 +443,7 @@ def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
     whole = norm and cfg.text("qk_norm_type", "per_layer") == "per_layer"
     attention = _gqa(cfg, None, qk_norm=norm, qk_norm_whole=whole)
     moe = _routed(cfg, "num_local_experts", "intermediate_size")
-    return _common(cfg, [Layer(attention, moe)] * count)
+    return _common(cfg, [Layer(m, moe) for m in _alike(cfg, attention, count)])
 
 
 def _first_integer(cfg: Fields, *names: str) -> int:
@@ -355,18 +454,42 @@ def _first_integer(cfg: Fields, *names: str) -> int:
     return cfg.integer(names[-1])
 
 
-def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
-    """Nemotron-H: ``hybrid_override_pattern`` gives each block one op, M (Mamba-2), *
-    (attention) or - (a squared-ReLU MLP of ``intermediate_size``), each behind its own
-    norm. A mixer and the MLP after it make one layer here (two norms); a mixer followed by
-    another mixer is a layer without an MLP (one norm)."""
-    from decodecalc.model.mamba import Mamba2
+BLOCK_NAMES = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*"}
+BLOCK_NAMES |= {"mlp": "-", "moe": "E"}
+"""transformers 5's names for Nemotron-H's blocks (``layers_block_type``), old and new."""
 
-    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    pattern = cfg.text("hybrid_override_pattern")
+
+def _nemotron_blocks(cfg: Fields) -> tuple[str, str]:
+    """The block string and the field it came from: ``hybrid_override_pattern``, or the
+    list ``layers_block_type`` that transformers 5 saves instead."""
+    if not cfg.has("layers_block_type"):
+        return cfg.text("hybrid_override_pattern"), "hybrid_override_pattern"
+    names = cfg.texts("layers_block_type")
+    unknown = sorted({n for n in names if n not in BLOCK_NAMES})
+    if unknown:
+        raise cfg.error(
+            "layers_block_type",
+            f"unknown block {unknown[0]!r}; known: {', '.join(sorted(BLOCK_NAMES))}",
+        )
+    return "".join(BLOCK_NAMES[n] for n in names), "layers_block_type"
+
+
+def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
+    """Nemotron-H and Nemotron 3: each block is one op, M (Mamba-2), * (attention), -
+    (a squared-ReLU MLP of ``intermediate_size``) or E (Nemotron 3's MoE: squared-ReLU
+    experts, one shared expert of ``moe_shared_expert_intermediate_size``, a router with
+    a score-correction bias), each behind its own norm. A mixer and the MLP or MoE after
+    it make one layer here (two norms); a mixer followed by another mixer is a layer
+    without an MLP (one norm)."""
+    from decodecalc.model.mamba import Mamba2
+    from decodecalc.model.moe import MoE
+
+    pattern, field = _nemotron_blocks(cfg)
+    count = cfg.integer("num_hidden_layers", default=len(pattern), maximum=MAX_LAYERS)
     if len(pattern) != count:
-        raise cfg.error("hybrid_override_pattern", f"has {len(pattern)} blocks for {count} layers")
+        raise cfg.error(field, f"has {len(pattern)} blocks for {count} layers")
     bias = cfg.boolean("attention_bias", default=False)
+    _unbiased(cfg, "mlp_bias", "mamba_proj_bias")  # use_bias gives the Mamba projections'
     mixers: dict[str, Mixer] = {
         "M": Mamba2(
             num_heads=cfg.integer("mamba_num_heads"),
@@ -379,18 +502,29 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
         ),
         "*": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
     }
-    mlp = DenseMLP(cfg.integer("intermediate_size"), gated=False)
+    ffns: dict[str, FFN] = {"-": DenseMLP(cfg.integer("intermediate_size"), gated=False)}
+    if "E" in pattern:
+        if cfg.integer("n_shared_experts", default=1, minimum=0) > 1:
+            raise cfg.error("n_shared_experts", "more than one shared expert is not modelled")
+        ffns["E"] = MoE(
+            num_experts=_first_integer(cfg, "num_local_experts", "n_routed_experts"),
+            experts_per_token=cfg.integer("num_experts_per_tok"),
+            expert_intermediate_size=cfg.integer("moe_intermediate_size"),
+            shared_intermediate_size=cfg.integer("moe_shared_expert_intermediate_size"),
+            router_bias=True,
+            gated=False,
+        )
     layers: list[Layer] = []
     for i, block in enumerate(pattern):
         if block in mixers:
             layers.append(Layer(mixers[block], DenseMLP(0), norms=1))
-        elif block == "-" and layers and layers[-1].ffn == DenseMLP(0):
-            layers[-1] = Layer(layers[-1].mixer, mlp)
+        elif block in ffns and layers and layers[-1].ffn == DenseMLP(0):
+            layers[-1] = Layer(layers[-1].mixer, ffns[block])
         else:
             raise cfg.error(
-                "hybrid_override_pattern",
+                field,
                 f"block {i} is {block!r}: decodecalc reads M (Mamba-2) and * (attention), "
-                "each followed by at most one - (MLP)",
+                "each followed by at most one - (MLP) or E (MoE)",
             )
     return _common(cfg, layers)
 
@@ -477,14 +611,78 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.model.moe import MoE
 
     cfg.boolean("attention_bias", default=True)
+    per_token = cfg.integer("num_experts_per_tok")
+    if cfg.integer("experts_per_token", default=per_token) != per_token:  # gpt-oss says it twice
+        raise cfg.error("experts_per_token", f"differs from num_experts_per_tok {per_token}")
     moe = MoE(
         num_experts=cfg.integer("num_local_experts"),
-        experts_per_token=cfg.integer("num_experts_per_tok"),
+        experts_per_token=per_token,
         expert_intermediate_size=cfg.integer("intermediate_size"),
         router_bias=True,
         expert_bias=True,
     )
     return _common(cfg, [Layer(_kind(cfg, mixers, k), moe) for k in kinds])
+
+
+def _mimo_v2_flash(cfg: Fields, model_type: str) -> Architecture:
+    """MiMo-V2-Flash: 192-wide keys with 128-wide values; full attention in the layers
+    ``hybrid_layer_pattern`` marks 0 (or ``layer_types`` calls full), sliding-window
+    attention with heads of its own (``swa_*``) and attention sinks in the rest; a dense
+    first layer (``moe_layer_freq`` 0, or ``mlp_layer_types`` dense), then MoE with a
+    score-correction bias on the router."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _unbiased(cfg, "attention_bias")
+    sizes = {cfg.optional_integer(n) for n in ("sliding_window", "sliding_window_size")}
+    window = max((w for w in sizes if w), default=None)
+    if window is None or len(sizes - {None}) > 1:
+        raise cfg.error("sliding_window", "one window size is needed (sliding_window_size)")
+
+    def attention(prefix: str, sinks: str, window: int | None) -> Attention:
+        heads = cfg.integer(f"{prefix}num_attention_heads")
+        kv = cfg.integer(f"{prefix}num_key_value_heads")
+        if heads % kv:
+            raise cfg.error(f"{prefix}num_key_value_heads", f"{kv} does not divide {heads}")
+        return Attention(
+            num_heads=heads,
+            num_kv_heads=kv,
+            head_dim=cfg.integer(f"{prefix}head_dim"),
+            v_head_dim=cfg.integer(f"{prefix}v_head_dim"),
+            sliding_window=window,
+            sinks=cfg.boolean(sinks, default=False),
+        )
+
+    mixers: dict[str, Mixer] = {
+        "full_attention": attention("", "add_full_attention_sink_bias", None),
+        "sliding_attention": attention("swa_", "add_swa_attention_sink_bias", window),
+    }
+    if cfg.has("hybrid_layer_pattern"):
+        pattern = cfg.raw_list("hybrid_layer_pattern")
+        if len(pattern) != count or not set(pattern) <= {0, 1}:
+            raise cfg.error("hybrid_layer_pattern", f"needs {count} entries, each 0 or 1")
+        kinds = ["sliding_attention" if p else "full_attention" for p in pattern]
+    else:  # transformers' MiMoV2FlashConfig: full attention first and every 6th layer
+        kinds = _layer_kinds(
+            cfg,
+            count,
+            lambda i: "full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention",
+        )
+    if cfg.has("moe_layer_freq"):  # the released config lists it per layer
+        freq = cfg.raw_list("moe_layer_freq")
+        if len(freq) != count or not set(freq) <= {0, 1}:
+            raise cfg.error("moe_layer_freq", f"needs {count} entries, each 0 or 1")
+        sparse = [bool(f) for f in freq]
+    else:
+        sparse = _sparse_layers(cfg, count, 1)
+    expert = cfg.integer("moe_intermediate_size")
+    shared = cfg.integer("n_shared_experts", default=0, minimum=0) * expert
+    cfg.text("topk_method", "noaux_tc")  # its router keeps a score-correction bias either way
+    moe = _routed(cfg, "n_routed_experts", "moe_intermediate_size", shared)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    layers = [
+        Layer(_kind(cfg, mixers, kind), moe if s else dense)
+        for kind, s in zip(kinds, sparse, strict=True)
+    ]
+    return _common(cfg, layers)
 
 
 def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Reader:
@@ -493,8 +691,7 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
     config.json leaves vocabulary, context and pattern to the transformers defaults, which
     are the fallbacks here."""
 
-    def read(cfg: Fields, model_type: str) -> Architecture:
-        text = cfg.mapping("text_config") if cfg.has("text_config") else cfg
+    def read(text: Fields, model_type: str) -> Architecture:
         count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
         pattern = text.integer("sliding_window_pattern", default=pattern_default)
         kinds = _layer_kinds(
@@ -503,34 +700,18 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
             lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention",
         )
         window = text.integer("sliding_window")
+        if text.integer("sliding_window_size", default=window) != window:  # Gemma 2 says it twice
+            raise text.error("sliding_window_size", f"differs from sliding_window {window}")
         mixers: dict[str, Mixer] = {
             "sliding_attention": _gqa(text, window, qk_norm=qk_norm),
             "full_attention": _gqa(text, None, qk_norm=qk_norm),
         }
+        _unbiased(text, "attention_bias")
         mlp = DenseMLP(text.integer("intermediate_size"))
         layers = [Layer(_kind(text, mixers, k), mlp, norms=4) for k in kinds]
-        arch = _common(text, layers, True, vocab, context)
-        if text is cfg:
-            return arch
-        vision = _siglip(cfg.mapping("vision_config"), arch.hidden_size)
-        return Architecture(**{**arch.__dict__, "extra_groups": (vision,)})
+        return _common(text, layers, True, vocab, context)
 
     return read
-
-
-def _siglip(vision: Fields, text_hidden: int) -> TensorGroup:
-    """Gemma 3's SigLIP vision tower and its projection into the text model: held in memory,
-    never read by text decode."""
-    h = vision.integer("hidden_size")
-    inner = vision.integer("intermediate_size")
-    patch = vision.integer("patch_size")
-    patches = (vision.integer("image_size") // patch) ** 2
-    channels = vision.integer("num_channels", default=3)
-    layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 4 * h  # attention, MLP, 2 LayerNorms
-    embeddings = channels * patch * patch * h + h + patches * h
-    tower = vision.integer("num_hidden_layers") * layer + embeddings + 2 * h
-    projector = h * text_hidden + h
-    return TensorGroup("vision encoder", tower + projector, False, Sharding.REPLICATED)
 
 
 def _same_as(cfg: Fields, name: str, modelled: bool, why: str) -> None:
@@ -681,6 +862,8 @@ def _granite_hybrid(cfg: Fields, model_type: str) -> Architecture:
             shared_intermediate_size=shared,
         )
     elif shared:
+        cfg.optional_integer("intermediate_size")  # the experts' width, with none to size
+        cfg.optional_integer("num_experts_per_tok")
         ffn = DenseMLP(shared)
     else:
         raise cfg.error(None, "neither experts (num_local_experts) nor shared_intermediate_size")
@@ -889,92 +1072,6 @@ def _hunyuan(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(attention, moe)] * count)
 
 
-_HUNYUAN_IGNORES = {
-    "use_qk_norm": "always on in HunYuan V1",
-    "use_rotary_pos_emb": "RoPE: no bytes",
-    "pretraining_tp": "how the original training split matrices",
-    "cla_share_factor": "applies only with use_cla, refused",
-}
-READER_IGNORES: dict[str, dict[str, str]] = {
-    # Keys each reader above leaves unread on purpose, with why they move no decode bytes
-    # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
-    # dropout, initialisation, cache switches). A key in none of these lists is unknown.
-    "olmo2": {"rope_scaling": "RoPE frequencies: no weights, no cache"},
-    "olmo3": {"rope_scaling": "YaRN on the full layers: no weights, no cache"},
-    "seed_oss": {"residual_dropout": "training only"},
-    "apertus": {"hidden_act": "xIELU: two learned scalars a layer (alpha_p, alpha_n), not counted"},
-    "cohere2": {
-        "logit_scale": "a scalar on the logits",
-        "rotary_pct": "part of each head rotated: no bytes",
-        "position_embedding_type": "RoPE layout",
-        "use_parallel_embedding": "how the original code sharded the embedding",
-        "layer_switch": "original Cohere key that transformers does not read",
-        "order_of_interleaved_layers": "the same pattern as sliding_window_pattern",
-    },
-    "granitemoehybrid": {
-        "position_embedding_type": "nope: attention without positions moves no other bytes",
-        "embedding_multiplier": "a scalar",
-        "attention_multiplier": "a scalar",
-        "residual_multiplier": "a scalar",
-        "logits_scaling": "a scalar",
-        "mamba_chunk_size": "prefill chunking of the scan",
-        "normalization_function": "rmsnorm, one weight a channel as counted",
-        "time_step_limit": "a clamp on dt",
-    },
-    "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
-    "ernie4_5_moe": {
-        "num_nextn_predict_layers": "the MTP layer: stored, read only by speculative decoding",
-        "moe_capacity": "training-time capacity factors",
-        "moe_gate": "routing rule",
-        "moe_use_aux_free": "the correction bias is counted either way",
-        "moe_norm_min": "a clamp in routing",
-        "use_rmsnorm": "RMSNorm, as counted",
-        "weight_share_add_bias": "original training switch",
-    },
-    "lfm2": {
-        "block_dim": "the hidden size again",
-        "num_heads": "num_attention_heads again",
-        "block_mlp_init_scale": "initialisation",
-        "block_out_init_scale": "initialisation",
-        "block_use_swiglu": "SwiGLU, as counted",
-        "block_use_xavier_init": "initialisation",
-        "block_norm_eps": "an epsilon",
-        "theta": "RoPE base",
-    },
-    "gemma3n": {
-        "vision_config": "the MobileNetV5 tower: its size is not in config.json, not counted",
-        "audio_config": "the audio encoder: not counted",
-        "activation_sparsity_pattern": "sparse activations in early MLPs: weights read whole",
-        "altup_active_idx": "which stream is computed",
-        "altup_coef_clip": "a training clamp",
-        "altup_correct_scale": "the scale is counted either way",
-        "final_logit_softcapping": "a scalar",
-        "hidden_activation": "GELU",
-        "rope_local_base_freq": "RoPE base",
-        "query_pre_attn_scalar": "a scalar",
-    },
-    "hunyuan_v1_dense": _HUNYUAN_IGNORES,
-    "hunyuan_v1_moe": {
-        **_HUNYUAN_IGNORES,
-        "use_mixed_mlp_moe": "the shared MLP beside the experts, as counted",
-        "moe_drop_tokens": "training-time capacity",
-        "moe_random_routing_dropped_token": "training-time capacity",
-    },
-    "minimax_m1": {
-        "rotary_dim": "RoPE on part of each head: no bytes",
-        "postnorm": "where the residual is taken: no bytes",
-        "layernorm_full_attention_alpha": "a residual scale",
-        "layernorm_full_attention_beta": "a residual scale",
-        "layernorm_linear_attention_alpha": "a residual scale",
-        "layernorm_linear_attention_beta": "a residual scale",
-        "layernorm_mlp_alpha": "a residual scale",
-        "layernorm_mlp_beta": "a residual scale",
-        "shared_moe_mode": "applies only with a shared expert, refused",
-        "sliding_window": "null in M1, and MiniMax's layers have no window",
-    },
-}
-
-
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -984,16 +1081,26 @@ def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
 FAMILIES: dict[str, Reader] = {
     "llama": _llama_like(),
     "mistral": _llama_like(),
+    "ministral3": _llama_like(),  # Ministral 3, Devstral 2: Mistral's text model, YaRN RoPE
     "phi3": _llama_like(),
     "qwen2": _llama_like(qkv_bias=True, window_flag=True),
     "qwen3": _llama_like(qk_norm=True, window_flag=True),
     "mixtral": _mixtral,
     "qwen3_moe": _qwen3_moe,
-    "qwen3_next": _qwen3_next,
+    "qwen3_next": _gated_deltanet,
+    "qwen3_5": _gated_deltanet,
+    "qwen3_5_text": _gated_deltanet,
+    "qwen3_5_moe": _gated_deltanet,
+    "qwen3_5_moe_text": _gated_deltanet,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
     "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,
+    "glm4_moe_lite": _deepseek,
+    "glm_moe_dsa": _deepseek,
+    "longcat_flash": _longcat_flash,
+    "mimo_v2_flash": _mimo_v2_flash,
+    "mimo_v2": _mimo_v2_flash,
     "gpt_oss": _gpt_oss,
     "glm4_moe": _glm4_moe,
     "minimax_m2": _minimax_m2,
@@ -1023,11 +1130,30 @@ FAMILIES: dict[str, Reader] = {
     "hunyuan_v1_moe": _hunyuan,
 }
 
+WRAPPERS: dict[str, str] = {
+    "llama4": "llama4_text",
+    "gemma3": "gemma3_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "mistral3": "mistral",
+    "kimi_k25": "kimi_k2",
+    "gemma3n": "gemma3n_text",
+}
+"""Multimodal wrappers: the text model under ``text_config`` is read by the reader of its
+own model_type (this one when it names none); the vision tower is loading/vision.py's."""
 
-def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
-    """The family named by ``model_type`` reads the rest; unknown families are refused. A
-    quantization_config gives the checkpoint's weight recipe (loading/quantization.py)."""
-    model_type = cfg.text("model_type")
+REFUSED: dict[str, str] = {
+    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
+    "ratios) is not modelled",
+}
+"""Families whose config is known but whose decode-relevant novelty is not modelled: one
+line saying so, rather than the list of families decodecalc reads."""
+
+
+def _reader(cfg: Fields, model_type: str) -> Reader:
+    """The family's reader, or one line naming what decodecalc cannot read."""
+    if model_type in REFUSED:
+        raise cfg.error("model_type", f"{model_type!r}: {REFUSED[model_type]}")
     reader = FAMILIES.get(model_type)
     if reader is None:
         architectures = cfg.texts("architectures")
@@ -1035,12 +1161,46 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
         raise cfg.error(
             "model_type",
             f"unknown model_type {model_type!r}{named}; decodecalc reads: "
-            + ", ".join(sorted(FAMILIES)),
+            + ", ".join(sorted({*FAMILIES, *WRAPPERS})),
         )
-    arch = reader(cfg, model_type)
-    if cfg.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
+    return reader
+
+
+def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
+    """The family named by ``model_type`` reads the rest (a wrapper's text model reads
+    ``text_config``); unknown families are refused, and so is a field the reader neither
+    reads nor ignores. A quantization_config gives the checkpoint's weight recipe
+    (loading/quantization.py)."""
+    model_type = cfg.text("model_type")
+    text, text_type = cfg, model_type
+    if model_type in WRAPPERS and cfg.has("text_config"):
+        text = cfg.mapping("text_config")
+        text_type = text.text("model_type", WRAPPERS[model_type])
+    arch = _reader(text, text_type)(text, text_type)
+    if text is not cfg:
+        arch = _wrapped(cfg, text, model_type, arch)
+    held = cfg if cfg.has("quantization_config") or text is cfg else text
+    if held.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
         from decodecalc.loading.quantization import read_recipe
 
-        recipe = read_recipe(cfg, arch.layers, arch.hidden_size)
+        recipe = read_recipe(held, arch.layers, arch.hidden_size)
         arch = Architecture(**{**arch.__dict__, "default_weights": recipe})
+    from decodecalc.loading.ignored_keys import ignored
+
+    who = f"decodecalc's {text_type} reader"
+    cfg.refuse_unread(ignored(model_type, text_type), ("quantization_config", "vision_config"), who)
     return model_type, arch
+
+
+def _wrapped(cfg: Fields, text: Fields, model_type: str, arch: Architecture) -> Architecture:
+    """A text model read from a wrapper's ``text_config``: the wrapper may say whether the
+    embeddings are tied, and its vision tower (with the projector) is held in memory and
+    never read by text decode (counted where config.json sizes it)."""
+    from decodecalc.loading.vision import TOWERS
+
+    said = cfg.boolean("tie_word_embeddings", default=arch.tie_word_embeddings)
+    tied = arch.tie_word_embeddings if text.has("tie_word_embeddings") else said
+    tower = TOWERS.get(model_type)  # (Gemma 3n's MobileNetV5: config.json gives no size)
+    towers = (tower(cfg, arch.hidden_size),) if tower and cfg.has("vision_config") else ()
+    extra = (*arch.extra_groups, *towers)
+    return Architecture(**{**arch.__dict__, "tie_word_embeddings": tied, "extra_groups": extra})

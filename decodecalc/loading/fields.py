@@ -8,6 +8,7 @@ the type it must have catches both instead of passing them on.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from fractions import Fraction
 from typing import Any
 
@@ -168,6 +169,25 @@ class Fields:
         child = Fields(self.doc, (*self.key_path, name), self.data[name])
         self.children[name] = child
         return child
+
+    def refuse_unread(self, ignored: Collection[str], skip: Collection[str], who: str) -> None:
+        """Refuse the first field that nobody read and ``ignored`` does not name, here and in
+        the nested mappings read (but those named in ``skip``, which are checked where they
+        are read, or hold no decode bytes). A config.json reader reads
+        what changes decode bytes and ignores what does not (loading/ignored_keys.py); a
+        field it does neither may change the bytes, so the read stops rather than guess."""
+        for name, child in self.children.items():
+            if name not in skip:
+                child.refuse_unread(ignored, skip, who)
+        for key in self.data:
+            known = key in self.read or key in ignored or key in skip
+            if not known and self.data[key] is not None:
+                raise self.error(
+                    str(key),
+                    f"not a field {who} understands, and it may change what decode reads; "
+                    "decodecalc stops rather than guess (remove the field if it changes "
+                    "nothing)",
+                )
 
     def finish(self) -> None:
         """Refuse keys nobody read, here and in nested mappings: a misspelt field must not

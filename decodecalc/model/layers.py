@@ -57,6 +57,9 @@ class Attention:
     kv_shared: bool = False
     """Gemma 3n's last layers: K and V come from the cache of an earlier layer of the same
     kind, so the layer caches nothing of its own yet reads that cache again each step."""
+    v_head_dim: int = 0
+    """Width of each value head when it differs from the key's (MiMo-V2-Flash: 192-wide
+    keys, 128-wide values); 0: ``head_dim``."""
 
     kind = "attention"
     kv_read_limit = None
@@ -64,12 +67,22 @@ class Attention:
     fixed_kv_bytes_per_token = 0
     """Cache bytes per token in a fixed format, whatever the KV dtype (an indexer's keys)."""
 
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Cached elements per KV head per token: a key and a value."""
+        return self.head_dim + self.v_dim
+
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
         q_out = self.num_heads * self.head_dim
         kv_out = self.num_kv_heads * self.head_dim
         q_params = hidden * q_out * (2 if self.output_gate else 1) + (q_out if self.qkv_bias else 0)
-        o_params = q_out * hidden
-        kv_params = 2 * hidden * kv_out + (2 * kv_out if self.qkv_bias else 0)
+        o_params = self.num_heads * self.v_dim * hidden
+        kv_width = self.num_kv_heads * self.kv_dim
+        kv_params = hidden * kv_width + (kv_width if self.qkv_bias else 0)
         groups = [
             TensorGroup("attention q, o", q_params + o_params, True, SPLIT),
             TensorGroup("attention k, v", kv_params, True, KV_HEADS, self.num_kv_heads),
@@ -93,7 +106,9 @@ class Attention:
         window = f", sliding window {self.sliding_window:,}" if self.sliding_window else ""
         if self.attention_chunk:
             window = f", chunked local (chunks of {self.attention_chunk:,})"
-        return f"{shape} {self.num_heads}/{self.num_kv_heads} heads x {self.head_dim}{window}"
+        values = f" (values {self.v_dim})" if self.v_dim != self.head_dim else ""
+        shape = f"{shape} {self.num_heads}/{self.num_kv_heads} heads x {self.head_dim}{values}"
+        return f"{shape}{window}"
 
     def tp_ok(self, tp: int) -> bool:
         kv = self.num_kv_heads
@@ -104,8 +119,8 @@ class Attention:
         return math.ceil(self.num_kv_heads / tp)
 
     def kv_elements_per_token(self, tp: int) -> int:
-        """Cached elements per token on one GPU: 2 (K and V) * kv heads * head_dim (none for
-        a layer that reads another layer's cache)."""
+        """Cached elements per token on one GPU: kv heads x (K and V widths), 2 x head_dim
+        where they are equal (none for a layer that reads another layer's cache)."""
         return 0 if self.kv_shared else self._kv_width(tp)
 
     def kv_reread_elements_per_token(self, tp: int) -> int:
@@ -113,19 +128,20 @@ class Attention:
         return self._kv_width(tp) if self.kv_shared else 0
 
     def _kv_width(self, tp: int) -> int:
-        return 2 * self.kv_heads_per_gpu(tp) * self.head_dim
+        return self.kv_heads_per_gpu(tp) * self.kv_dim
 
     def kv_replicated(self, tp: int) -> bool:
         return tp > self.num_kv_heads
 
     def attention_flops(self, context_tokens: int) -> int:
         """One token's scores and weighted sum over the tokens it reads: 4 x T x heads x
-        head_dim, T capped by the window or cut back to the current chunk."""
+        head_dim (scores over the keys, the sum over the values: 2 x T x heads x (K + V
+        widths)), T capped by the window or cut back to the current chunk."""
         if self.attention_chunk:
             tokens = int(chunk_tokens(context_tokens, self.attention_chunk))
         else:
             tokens = min(context_tokens, self.sliding_window or context_tokens)
-        return 4 * tokens * self.num_heads * self.head_dim
+        return 2 * tokens * self.num_heads * self.kv_dim
 
     def prefill_attention_flops(self, prompt_tokens: int) -> int:
         """Causal attention over a prompt: token t attends to min(t, window) earlier ones,
@@ -136,7 +152,7 @@ class Attention:
             pairs = full * (c * (c - 1) // 2) + rest * (rest - 1) // 2
         else:
             pairs = causal_pairs(prompt_tokens, self.sliding_window)
-        return 4 * self.num_heads * self.head_dim * pairs
+        return 2 * self.num_heads * self.kv_dim * pairs
 
     def state_elements(self, tp: int) -> int:
         return 0

@@ -50,7 +50,7 @@ def kv_read_factor(s: Scenario) -> float:
         elements = m.kv_elements_per_token(s.tp)
         cached += elements
         if isinstance(m, Attention):
-            read += 2 * m.head_dim * math.ceil(m.num_heads / s.tp)
+            read += m.kv_dim * math.ceil(m.num_heads / s.tp)
         else:
             read += elements
     return read / cached if cached else 1.0

@@ -135,8 +135,11 @@ def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int 
 
 
 def v_elements(mixer: Mixer, elements: int) -> int:
-    """The V half of an attention layer's cache; MLA's latent and anything else is all K."""
-    return elements // 2 if isinstance(mixer, Attention) else 0
+    """The V share of an attention layer's cache (half, unless values are narrower than
+    keys); MLA's latent and anything else is all K."""
+    if not isinstance(mixer, Attention):
+        return 0
+    return elements * mixer.v_dim // mixer.kv_dim
 
 
 def kv_units_for(

@@ -13,7 +13,7 @@ from decodecalc.model.linear_attention import LinearAttention
 from decodecalc.model.mla import LatentAttention
 from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, group_dtype, mix_text
-from decodecalc.model.tensors import Sharding, expected_experts
+from decodecalc.model.tensors import Sharding
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document
 
@@ -279,10 +279,7 @@ def _experts_touched(m: Model) -> dict[str, float] | None:
     moe = m.moe()
     if moe is None:
         return None
-    return {
-        str(b): float(expected_experts(moe.num_experts, moe.experts_per_token, b))
-        for b in TOUCHED_BATCHES
-    }
+    return {str(b): float(moe.touched(b)) for b in TOUCHED_BATCHES}
 
 
 def _experts_line(m: Model) -> tuple[str, ...]:
@@ -291,8 +288,13 @@ def _experts_line(m: Model) -> tuple[str, ...]:
     if touched is None or moe is None:
         return ()
     figures = ", ".join(f"{v:.1f} at B={b}" for b, v in touched.items())
+    if moe.zero_experts:  # zero-compute experts are choices that read nothing
+        z = moe.zero_experts
+        formula = f"(E+Z)(1-(1-k/(E+Z))^B) x E/(E+Z) with Z={z} zero-compute,"
+    else:
+        formula = "E(1-(1-k/E)^B) with"
     return (
-        f"experts read per MoE layer, E(1-(1-k/E)^B) with k={moe.experts_per_token}, "
+        f"experts read per MoE layer, {formula} k={moe.experts_per_token}, "
         f"E={moe.num_experts}: {figures}",
     )
 
