@@ -17,3 +17,9 @@ class InputErrors(InputError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class PresetError(InputErrors):
+    """A broken preset or engine profile, found while reading another file (measured
+    points, a deployment): its problems name the preset file and line already, and the
+    reader of the other file passes them on as they are, so the blame falls on the preset."""

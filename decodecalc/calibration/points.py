@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decodecalc.errors import InputError
+from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
@@ -153,6 +153,8 @@ def _serving_load(f: Fields) -> ServingLoad | None:
 def _resolved(f: Fields, spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     try:
         return resolve(spec, catalog)
+    except PresetError:
+        raise  # the preset file is to blame, and its problem says where
     except InputError as exc:
         raise f.error(None, str(exc)) from None
 

@@ -8,10 +8,12 @@ import typer
 
 from decodecalc.cli import (
     EXIT_VIOLATION,
+    ForceOpt,
     Format,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
     output_stream,
@@ -30,6 +32,7 @@ class CheckFormat(str, Enum):
 
 @app.command()
 def check(
+    ctx: typer.Context,
     files: Annotated[
         list[str], typer.Argument(help="Deployment files or vLLM serve configs.", metavar="FILE...")
     ],
@@ -46,6 +49,7 @@ def check(
             metavar="FILE",
         ),
     ] = None,
+    force: ForceOpt = False,
     gpu: Annotated[
         str | None,
         typer.Option(
@@ -126,7 +130,7 @@ def check(
         raise InputErrors(problems)
     report = check_report(checked)
     if output is not None:
-        with output_stream(str(expand_user(output))) as out:
+        with output_stream(destination(ctx)) as out:
             if fmt is CheckFormat.junit:
                 to_junit(checked, out, outcome)
             else:
@@ -173,9 +177,9 @@ def _stdin_text() -> str:
 
 
 @app.command()
-def schema(output: OutputOpt = None) -> None:
+def schema(ctx: typer.Context, output: OutputOpt = None, force: ForceOpt = False) -> None:
     """Print the JSON Schema of deployment files (what 'decodecalc check' reads)."""
     from importlib.resources import files
 
-    with output_stream(output) as out:
+    with output_stream(destination(ctx)) as out:
         out.write(files("decodecalc.checks").joinpath("deployment.schema.json").read_text("utf-8"))

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     app,
+    destination,
     draw,
     emit,
     load_catalog,
@@ -43,6 +45,7 @@ def compare(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     **scenario_flags: Any,
@@ -69,8 +72,8 @@ def compare(
         run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
         for s in specs
     ]
-    emit(compare_report(estimates, contexts), fmt, as_json, False, output)
-    draw([series_of(label(e.scenario), e) for e in estimates], chart, plot)
+    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
+    draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
 
 
 def _check_size(scenarios: int, contexts: int) -> None:
@@ -109,6 +112,7 @@ def sweep(
         str | None,
         typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
     ] = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """Stream one row per combination of every axis and context, for pandas or a spreadsheet.
@@ -164,7 +168,7 @@ def sweep(
     if output is None:
         write(scenarios, sys.stdout)
     else:
-        with output_stream(output) as out, _progress(size) as bar:
+        with output_stream(destination(ctx)) as out, _progress(size) as bar:
             write(scenarios, out, bar)
     for item in many_notes(notes):
         note(item.message)

@@ -5,7 +5,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, emit, load_catalog, note
+from decodecalc.cli import (
+    ForceOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    app,
+    destination,
+    emit,
+    load_catalog,
+    note,
+)
 from decodecalc.cli.options import scenario_options, spec_of, split_list
 from decodecalc.errors import InputError
 
@@ -129,6 +140,7 @@ def plan(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
@@ -184,7 +196,7 @@ def plan(
     machine = as_json or fmt in (Format.json, Format.csv)
     shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
     options = run_plan(candidates, targets)
-    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, output)
+    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, destination(ctx))
     if skipped:
         note(
             f"left out {len(skipped)} combinations that are no valid deployment; "

@@ -1,86 +1,104 @@
 """Commands about the presets themselves: listings, one model in detail, and importing a
 config.json as a new preset."""
 
-import sys
 from typing import Annotated
 
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
     note,
+    output_stream,
 )
 from decodecalc.errors import InputError
 
 
 @app.command()
 def models(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context."""
     from decodecalc.views.listings import models_report
 
     catalog = load_catalog(presets)
-    emit(models_report(catalog.models(), catalog.dtype("bf16")), fmt, as_json, False, output)
+    emit(
+        models_report(catalog.models(), catalog.dtype("bf16")),
+        fmt,
+        as_json,
+        False,
+        destination(ctx),
+    )
 
 
 @app.command()
 def gpus(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity."""
     from decodecalc.views.listings import gpus_report
 
-    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json, False, output)
+    emit(gpus_report(load_catalog(presets).gpus()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def dtypes(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
     from decodecalc.views.listings import dtypes_report
 
-    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, output)
+    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def recipes(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List weight recipes: how real checkpoints store each tensor group (--weights NAME)."""
     from decodecalc.views.listings import recipes_report
 
-    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, output)
+    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def show(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL")
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """A model's architecture, its derived vs official parameter count, its weights by tensor
@@ -94,11 +112,12 @@ def show(
     catalog = load_catalog(presets)
     found = catalog.model(model)
     weights = resolve_weights(catalog, None, found)
-    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, output)
+    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, destination(ctx))
 
 
 @app.command("import")
 def import_config(
+    ctx: typer.Context,
     config: Annotated[
         str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
     ],
@@ -109,6 +128,7 @@ def import_config(
             "--output", "-o", help="Write the preset here (default: stdout).", metavar="FILE"
         ),
     ] = None,
+    force: ForceOpt = False,
     source: Annotated[
         str | None,
         typer.Option("--source", help="Where the config came from (a URL).", metavar="URL"),
@@ -145,38 +165,38 @@ def import_config(
     import yaml
 
     text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        expand_user(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
-    note(f"wrote {output}")
+    with output_stream(destination(ctx)) as out:
+        out.write(text)
+    if output is not None:
+        note(f"wrote {output}")
 
 
 @app.command()
 def engines(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List engine profiles: per GPU family, the efficiencies and fixed costs fitted on
     published measurements, the band of their errors and how many points they rest on."""
     from decodecalc.views.listings import engines_report
 
-    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, output)
+    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def links(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List interconnect presets for tensor-parallel all-reduces."""
     from decodecalc.views.listings import links_report
 
-    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, output)
+    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, destination(ctx))

@@ -5,7 +5,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emit, load_catalog
+from decodecalc.cli import (
+    ForceOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    app,
+    destination,
+    draw,
+    emit,
+    load_catalog,
+)
 from decodecalc.cli.options import (
     ChartOpt,
     PlotOpt,
@@ -118,6 +129,7 @@ def serving(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     **scenario_flags: Any,
@@ -184,9 +196,14 @@ def serving(
     report = serving_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report)
-    emit(report, fmt, as_json, False, output)
+    emit(report, fmt, as_json, False, destination(ctx))
     if chart or plot:
-        draw([serving_series(scenario.model.id, results)], chart, plot, SERVING_AXES)
+        draw(
+            [serving_series(scenario.model.id, results)],
+            chart,
+            destination(ctx, "plot"),
+            SERVING_AXES,
+        )
 
 
 def _rates(text: str) -> list[float]:

@@ -116,6 +116,15 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def is_dir(path: Path) -> bool:
+    """Path.is_dir, answering False for names the OS refuses (a component over 255
+    characters, a NUL byte)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_text(path: Path) -> str:
     import stat
 

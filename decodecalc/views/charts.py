@@ -3,7 +3,7 @@ matplotlib (the optional `plot` extra). Both take the same series."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import IO
 
 from decodecalc.errors import InputError
 from decodecalc.physics.estimator import Estimate
@@ -95,10 +95,16 @@ def _tokens_label(value: float, _: object) -> str:
     return f"{value:g}"
 
 
-def plot_file(series: list[Series], path: Path, axes: Axes = DECODE) -> None:
-    """A publication-quality SVG or PNG (by the file's suffix)."""
-    if path.suffix.lower() not in (".svg", ".png"):
-        raise InputError(f"--plot {str(path)!r}: the file must end in .svg or .png")
+def plot_format(name: str) -> str:
+    """The chart file's format, from its name: svg or png."""
+    suffix = name.rpartition(".")[2].lower() if "." in name else ""
+    if suffix not in ("svg", "png"):
+        raise InputError(f"--plot {name!r}: the file must end in .svg or .png")
+    return suffix
+
+
+def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECODE) -> None:
+    """A publication-quality SVG or PNG (``kind``, from plot_format) written to ``out``."""
     try:
         import matplotlib
 
@@ -140,8 +146,6 @@ def plot_file(series: list[Series], path: Path, axes: Axes = DECODE) -> None:
     plot.legend(fontsize=8)
     figure.tight_layout()
     try:
-        figure.savefig(path)
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+        figure.savefig(out, format=kind)
     finally:
         pyplot.close(figure)
