@@ -30,7 +30,7 @@ from decodecalc.cli.options import (
     scenario_options,
     specs_of,
 )
-from decodecalc.errors import InputError
+from decodecalc.errors import Conflict, InputError
 from decodecalc.record import replace
 
 if TYPE_CHECKING:
@@ -118,8 +118,9 @@ def sweep(
     """Stream one row per combination of every axis and context, for pandas or a spreadsheet.
 
     Rows stream as they are computed: a grid of millions keeps memory flat. Combinations
-    that are no valid deployment (a TP that does not split the heads) are skipped and
-    counted on stderr.
+    of valid values that are no valid deployment (a TP that does not split the heads) are
+    skipped and counted on stderr; a bad value, or a grid with no valid combination, is an
+    error.
 
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
@@ -127,7 +128,7 @@ def sweep(
     from decodecalc.context import parse_context
     from decodecalc.notes import many_notes
     from decodecalc.physics.sweep import MAX_SWEEP_ROWS
-    from decodecalc.scenarios import price_lists, resolve_engine
+    from decodecalc.scenarios import check_values, price_lists, resolve_engine
     from decodecalc.views.compare import CSV_FITS, write_sweep_csv, write_sweep_jsonl
 
     if fmt not in ("csv", "jsonl"):
@@ -142,7 +143,8 @@ def sweep(
             f"the grid has {size:,} rows; at most {MAX_SWEEP_ROWS:,} are allowed (fewer values)"
         )
     catalog = load_catalog(ctx.params["presets"])
-    for spec in specs:  # unknown names fail before any row is written
+    for spec in specs:  # bad values and unknown names fail before any row is written
+        check_values(spec, catalog)
         for name in ("model", "gpu", "weights", "kv_dtype", "v_dtype", "engine", "price"):
             value = getattr(spec, name)
             if isinstance(value, str):
@@ -158,12 +160,17 @@ def sweep(
                 lookups[name](value)
 
     import gc
+    import itertools
 
     gc.enable()  # a sweep streams without bound; the console script starts with it off
     skipped: list[str] = []
     notes: list[tuple[str, Sequence[Note]]] = []
     labels = CSV_FITS if fmt == "csv" else None
     scenarios = _sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
+    head = next(scenarios, None)  # before the header: a grid of no deployment is an error
+    if head is None:
+        raise InputError(f"no combination is a valid deployment; the first: {skipped[0]}")
+    scenarios = itertools.chain([head], scenarios)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
     if output is None:
         write(scenarios, sys.stdout)
@@ -198,7 +205,7 @@ def _sweep_scenarios(
         try:
             scenario = resolve(spec, catalog)
             fast = FastStep.of(scenario)
-        except InputError as exc:
+        except Conflict as exc:  # any other error is a bad value: the sweep stops on it
             given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
             given.update(batch=spec.batch, tp=spec.tp)
             shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)

@@ -18,7 +18,7 @@ from decodecalc.cli import (
     note,
 )
 from decodecalc.cli.options import scenario_options, spec_of, split_list
-from decodecalc.errors import InputError
+from decodecalc.errors import Conflict, InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -260,7 +260,7 @@ def _candidates(
         )
         try:
             scenario = resolve(spec, catalog)
-        except InputError as exc:
+        except Conflict as exc:  # a bad value (a --link typo) is no layout to leave out
             skipped.append(f"{_describe(spec)}: {exc}")
             continue
         key = (gpu, tp, pp, ep, *_formats(scenario))
