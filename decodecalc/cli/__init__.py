@@ -12,6 +12,7 @@ option declarations themselves take time to create, so a query pays for its own 
 import contextlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
@@ -196,6 +197,29 @@ def draw(series: list[Any], chart: bool, plot: Destination, axes: Any = None) ->
         with output_stream(plot, binary=True) as out:
             plot_file(series, out, kind, axes)
         note(f"wrote {plot.path}")
+
+
+def whole_number(text: str | int) -> int:
+    """An integer option's value in ASCII digits. Python's int() also reads full-width
+    digits and other scripts' (U+FF11 U+FF12 is 12) and underscores ('1_0'), which nobody
+    types on purpose. (Defaults arrive as numbers already.)"""
+    if isinstance(text, int):
+        return text
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+        raise typer.BadParameter(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def real_number(text: str | float) -> float:
+    """A number option's value in ASCII: float() reads other scripts' digits too."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    try:
+        if not text.isascii() or "_" in text:
+            raise ValueError
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
 
 
 def load_catalog(presets: list[str] | None) -> "Catalog":

@@ -98,6 +98,7 @@ def check(
     from decodecalc.checks.deployments import DeploymentReader
     from decodecalc.checks.run import check_deployment
     from decodecalc.paths import expand_user
+    from decodecalc.scenarios import resolve_engine
     from decodecalc.views.check import check_report, to_junit
     from decodecalc.views.render import RENDERERS
 
@@ -107,7 +108,12 @@ def check(
         if not sep or not name.strip() or not value.strip():
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
-    reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides, engine=engine)
+    catalog = load_catalog(presets)
+    if gpu is not None:  # a typo is an error even when every file names its own GPU
+        catalog.gpu(gpu)
+    if engine is not None:
+        resolve_engine(catalog, engine, None)
+    reader = DeploymentReader(catalog, gpu=gpu, targets=overrides, engine=engine)
     outcome: dict[str, list[str]] = {}  # each file as its deployments name it: its problems
     checked = []
     for file in files:

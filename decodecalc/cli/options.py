@@ -7,7 +7,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from decodecalc.cli import PresetsOpt, completer, load_catalog
+from decodecalc.cli import PresetsOpt, completer, load_catalog, real_number, whole_number
 from decodecalc.errors import InputError
 from decodecalc.record import field_defaults, record
 from decodecalc.scenario_spec import ScenarioSpec
@@ -223,6 +223,9 @@ SCENARIO_OPTIONS = (
 """Every option that describes one deployment, in the order help lists them; the defaults
 are ScenarioSpec's, so no command can drift from another."""
 
+NUMBERS: dict[type, Callable[[str], Any]] = {int: whole_number, float: real_number}
+"""How a number option's text is read: ASCII only (cli/__init__.py)."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -237,6 +240,7 @@ def _parameter(option: ScenarioOption, as_list: bool) -> inspect.Parameter:
         if listed
         else option.metavar or None,
         autocompletion=None if option.complete is None else completer(option.complete),
+        parser=None if listed else NUMBERS.get(option.kind),
     )
     if listed and default not in (None, inspect.Parameter.empty):
         default = str(default)
@@ -320,8 +324,8 @@ def split_list(text: str, what: str) -> list[str]:
 
 def _whole_numbers(values: list[str], what: str) -> list[int]:
     try:
-        return [int(v) for v in values]
-    except ValueError:
+        return [whole_number(v) for v in values]
+    except typer.BadParameter:
         raise InputError(
             f"{what} {','.join(values)!r}: expected whole numbers separated by commas"
         ) from None

@@ -16,6 +16,8 @@ from decodecalc.cli import (
     emit,
     load_catalog,
     note,
+    real_number,
+    whole_number,
 )
 from decodecalc.cli.options import scenario_options, spec_of, split_list
 from decodecalc.errors import Conflict, InputError
@@ -95,6 +97,7 @@ def plan(
         typer.Option(
             "--max-ms-per-token",
             help="Latency target: the expected ms per output token per sequence at the context.",
+            parser=real_number,
             metavar="MS",
         ),
     ] = None,
@@ -103,18 +106,25 @@ def plan(
         typer.Option(
             "--min-throughput",
             help="Throughput target: output tokens per second over all replicas.",
+            parser=real_number,
             metavar="TOK/S",
         ),
     ] = None,
     max_gpus: Annotated[
         int,
-        typer.Option("--max-gpus", help="The most GPUs in all (TP x PP x replicas).", metavar="N"),
+        typer.Option(
+            "--max-gpus",
+            help="The most GPUs in all (TP x PP x replicas).",
+            parser=whole_number,
+            metavar="N",
+        ),
     ] = 64,
     max_batch: Annotated[
         int,
         typer.Option(
             "--max-batch",
             help="The most sequences per step when plan chooses the batch (no --batch).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = 256,
@@ -123,6 +133,7 @@ def plan(
         typer.Option(
             "--top",
             help="The best answers a table shows (0: every one). JSON and CSV hold every option.",
+            parser=whole_number,
             metavar="N",
         ),
     ] = 10,

@@ -18,6 +18,7 @@ from decodecalc.cli import (
     load_catalog,
     note,
     output_stream,
+    whole_number,
 )
 from decodecalc.errors import InputError
 
@@ -138,6 +139,7 @@ def import_config(
         typer.Option(
             "--official-params",
             help="The model card's parameter count, to check against.",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -150,12 +152,14 @@ def import_config(
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
     from decodecalc.loading.datafile import is_file, read_json
-    from decodecalc.loading.presets import preset_from_config
+    from decodecalc.loading.presets import MAX_PARAMS, preset_from_config
     from decodecalc.loading.quantization import with_side_file
     from decodecalc.paths import expand_user
 
-    if official_params is not None and official_params < 1:
-        raise InputError(f"--official-params {official_params} must be a positive count")
+    if official_params is not None and not 1 <= official_params <= MAX_PARAMS:
+        raise InputError(
+            f"--official-params {official_params} must be a count from 1 to {MAX_PARAMS:,}"
+        )
     path = expand_user(config)
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")

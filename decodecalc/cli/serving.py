@@ -16,6 +16,8 @@ from decodecalc.cli import (
     draw,
     emit,
     load_catalog,
+    real_number,
+    whole_number,
 )
 from decodecalc.cli.options import (
     ChartOpt,
@@ -70,6 +72,7 @@ def serving(
         typer.Option(
             "--max-num-batched-tokens",
             help="Tokens one step may carry, the chunked-prefill budget (default: the engine's).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -78,6 +81,7 @@ def serving(
         typer.Option(
             "--max-num-seqs",
             help="Requests one step may carry (default: the engine's).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -94,6 +98,7 @@ def serving(
         typer.Option(
             "--prefix-hit-rate",
             help="Share of requests finding the shared prefix in the prefix cache.",
+            parser=real_number,
             metavar="FRACTION",
         ),
     ] = 1.0,
@@ -115,7 +120,12 @@ def serving(
     ] = None,
     num_speculative_tokens: Annotated[
         int,
-        typer.Option("--num-speculative-tokens", help="Tokens proposed per step (k).", metavar="K"),
+        typer.Option(
+            "--num-speculative-tokens",
+            help="Tokens proposed per step (k).",
+            parser=whole_number,
+            metavar="K",
+        ),
     ] = 3,
     acceptance: Annotated[
         str | None,
