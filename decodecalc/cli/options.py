@@ -306,7 +306,7 @@ def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
             values.append([given])
             continue
         items = split_list(given, option.flags[0])
-        values.append(items if option.kind is str else _whole_numbers(items, option.flags[0]))
+        values.append(items if option.kind is str else whole_numbers(items, option.flags[0]))
     names = [o.name for o in SCENARIO_OPTIONS]
     return [
         ScenarioSpec(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)
@@ -322,7 +322,7 @@ def split_list(text: str, what: str) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _whole_numbers(values: list[str], what: str) -> list[int]:
+def whole_numbers(values: list[str], what: str) -> list[int]:
     try:
         return [whole_number(v) for v in values]
     except typer.BadParameter:

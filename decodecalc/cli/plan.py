@@ -19,7 +19,7 @@ from decodecalc.cli import (
     real_number,
     whole_number,
 )
-from decodecalc.cli.options import scenario_options, spec_of, split_list
+from decodecalc.cli.options import scenario_options, spec_of, split_list, whole_numbers
 from decodecalc.errors import Conflict, InputError
 
 if TYPE_CHECKING:
@@ -379,8 +379,10 @@ def _listed(value: Any, flag: str) -> list[str | None]:
 
 
 def _numbers(value: Any, flag: str) -> list[int]:
-    try:
-        numbers = [int(v) for v in split_list(str(value), flag)]
-    except ValueError:
-        raise InputError(f"{flag} {value!r}: expected whole numbers separated by commas") from None
+    """--tp or --pp: whole numbers, each in range whatever --max-gpus leaves out."""
+    from decodecalc.physics.estimator import MAX_TP, check_count
+
+    numbers = whole_numbers(split_list(str(value), flag), flag)
+    for number in numbers:
+        check_count(flag.lstrip("-"), number, MAX_TP)
     return numbers

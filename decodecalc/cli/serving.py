@@ -22,10 +22,10 @@ from decodecalc.cli import (
 from decodecalc.cli.options import (
     ChartOpt,
     PlotOpt,
-    _whole_numbers,
     scenario_of,
     scenario_options,
     split_list,
+    whole_numbers,
 )
 from decodecalc.errors import InputError
 
@@ -182,7 +182,7 @@ def serving(
     spec = _speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance)
     loads: list[tuple[int | None, float | None]]
     if concurrency is not None:
-        counts = _whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
+        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
         loads = [(count, None) for count in sorted(counts)]  # a sweep: the curve in order
     else:
         loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
