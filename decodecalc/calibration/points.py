@@ -11,6 +11,7 @@ it belongs to for leave-one-group-out validation (``group``), what its figure is
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 from decodecalc.errors import InputError, PresetError
@@ -23,6 +24,9 @@ from decodecalc.scenario_spec import ScenarioSpec
 from decodecalc.scenarios import resolve
 
 MAX_MS_PER_TOKEN = 3_600_000
+MIN_MS = Fraction(1, 1000)
+"""A microsecond: no step or first token is shorter (a kernel launch takes several), and a
+subnormal time such as 1e-320 ms would turn the fit's squared errors into NaN."""
 """An hour per token: anything slower is a typo, not a measurement."""
 
 MEASURED_KINDS: dict[str, str] = {
@@ -108,7 +112,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     excluded = bool(f.text("exclude", ""))
     scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
-    ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN))
+    ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN, MIN_MS))
     source = f.text("source", "")
     f.text("notes", "")
     engine, version, group = (f.text(name, "") or None for name in _LABELS)
@@ -132,7 +136,7 @@ def _serving_load(f: Fields) -> ServingLoad | None:
     """A serving point's workload (input_len, output_len, concurrency, optionally
     ttft_ms and ttft_exclude): the first three all or none."""
     sizes = [f.optional_integer(name) for name in ("input_len", "output_len", "concurrency")]
-    ttft = f.fraction("ttft_ms", MAX_MS_PER_TOKEN) if f.has("ttft_ms") else None
+    ttft = f.fraction("ttft_ms", MAX_MS_PER_TOKEN, MIN_MS) if f.has("ttft_ms") else None
     unfitted = bool(f.text("ttft_exclude", ""))
     if unfitted and ttft is None:
         raise f.error("ttft_exclude", "says why a TTFT is not fitted, but there is no ttft_ms")

@@ -120,26 +120,26 @@ class Destination:
 def destination(ctx: typer.Context, option: str = "output") -> Destination:
     """The file ``option`` names in this command's parameters, with --force and the
     command's inputs: every file or directory its other arguments name (each item of a
-    comma list too) and the presets directories of $DECODECALC_PRESETS. Read from the
-    parameters, so that no command can forget an input."""
-    from decodecalc.loading.catalog import user_dirs
+    comma list too), and the preset folders (DIR/models/, ...) of --presets and
+    $DECODECALC_PRESETS. Read from the parameters, so that no command can forget an input."""
+    from decodecalc.loading.catalog import KINDS, user_dirs
     from decodecalc.paths import expand_user
 
     texts: list[str] = []
     for key, value in ctx.params.items():
-        if key in OUTPUTS:
+        if key in (*OUTPUTS, "presets"):
             continue
         for item in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(item, str):
                 texts += [item, *item.split(",")]
-    inputs = []
+    inputs = [d / kind for d in user_dirs(ctx.params.get("presets") or ()) for kind in KINDS]
     for text in dict.fromkeys(texts):
         path = expand_user(text)
         with contextlib.suppress(OSError, ValueError):
             if path.exists():
                 inputs.append(path)
     named = ctx.params.get(option)
-    return Destination(named, bool(ctx.params.get("force")), (*inputs, *user_dirs()))
+    return Destination(named, bool(ctx.params.get("force")), tuple(inputs))
 
 
 OUTPUTS = ("output", "plot", "save_to")

@@ -28,12 +28,25 @@ ContextOpt = Annotated[
 ChartOpt = Annotated[
     bool, typer.Option("--chart", help="Draw latency against context in the terminal.")
 ]
+
+
+def _plot_file(name: str | None) -> str | None:
+    """--plot is checked as it is parsed, so that a wrong suffix or a missing matplotlib
+    is refused before any output, never after the table was printed."""
+    if name is not None:
+        from decodecalc.views.charts import plot_format
+
+        plot_format(name)
+    return name
+
+
 PlotOpt = Annotated[
     str | None,
     typer.Option(
         "--plot",
         help="Write the chart to FILE.svg or FILE.png (needs decodecalc[plot]).",
         metavar="FILE",
+        callback=_plot_file,
     ),
 ]
 

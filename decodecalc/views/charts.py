@@ -96,11 +96,21 @@ def _tokens_label(value: float, _: object) -> str:
 
 
 def plot_format(name: str) -> str:
-    """The chart file's format, from its name: svg or png."""
+    """The chart file's format, from its name (svg or png), once matplotlib is known to
+    be there to draw it."""
+    import importlib.util
+
     suffix = name.rpartition(".")[2].lower() if "." in name else ""
     if suffix not in ("svg", "png"):
         raise InputError(f"--plot {name!r}: the file must end in .svg or .png")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError(MISSING_MATPLOTLIB)
     return suffix
+
+
+MISSING_MATPLOTLIB = (
+    "--plot needs matplotlib: pip install 'decodecalc[plot]' (or pip install matplotlib)"
+)
 
 
 def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECODE) -> None:
@@ -111,9 +121,7 @@ def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECO
         matplotlib.use("Agg")
         import matplotlib.pyplot as pyplot
     except ImportError:
-        raise InputError(
-            "--plot needs matplotlib: pip install 'decodecalc[plot]' (or pip install matplotlib)"
-        ) from None
+        raise InputError(MISSING_MATPLOTLIB) from None
     from matplotlib.ticker import FuncFormatter
 
     figure, plot = pyplot.subplots(figsize=(8, 4.8), dpi=150)
