@@ -64,6 +64,17 @@ class TestWholeOrAbsent:
         assert target.read_text() == "new"
         assert target.stat().st_mode & 0o777 == 0o640
 
+    def test_a_new_file_gets_the_usual_permissions(self, tmp_path: Path) -> None:
+        """0666 less the umask, like any file a program creates (a temporary file from
+        tempfile would be 0600, and stay so after the rename)."""
+        umask = os.umask(0o022)
+        try:
+            with write_file(tmp_path / "new.txt") as out:
+                out.write("new")
+        finally:
+            os.umask(umask)
+        assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o644
+
     def test_a_symlink_keeps_pointing_at_the_replaced_file(self, tmp_path: Path) -> None:
         real = tmp_path / "real.txt"
         real.write_text("old")
