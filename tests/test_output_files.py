@@ -94,7 +94,9 @@ class TestWholeOrAbsent:
         assert r.code == 2 and "is a directory" in r.err
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
+    @pytest.mark.parametrize(
+        "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=["kill", "ctrl-c", "term"]
+    )
     def test_a_sweep_stopped_mid_write_leaves_the_previous_file(
         self, here: Path, how: signal.Signals
     ) -> None:
@@ -122,9 +124,9 @@ class TestWholeOrAbsent:
         finally:
             running.kill()
         assert (here / "grid.csv").read_bytes() == before
-        if how == signal.SIGINT:
-            assert code == 130
-            assert leftovers(here) == []  # Ctrl-C cleans up; a kill cannot
+        if how != signal.SIGKILL:
+            assert code == (130 if how == signal.SIGINT else 143)
+            assert leftovers(here) == []  # Ctrl-C and SIGTERM clean up; a kill cannot
 
 
 class TestInputsAreNeverReplaced:
