@@ -84,6 +84,7 @@ def test_plan_refuses_a_bad_link_instead_of_dropping_every_tp(
 
 
 ONE_GPU = "estimate -m llama-3.1-8b -g h100 -c 1K"
+SERVING = "serving -m llama-3.1-8b -g h100 --input-len 100 --output-len 10"
 
 
 @pytest.mark.parametrize(
@@ -98,6 +99,12 @@ ONE_GPU = "estimate -m llama-3.1-8b -g h100 -c 1K"
         (f"{ONE_GPU} --memory-utilization ０.５", "'０.５' is not a number"),
         ("compare -m llama-3.1-8b -g h100 -c 1K --tp １,2", "expected whole numbers"),
         ("plan -m llama-3.1-8b -c 1K --max-gpus ８", "'８' is not a whole number"),
+        (f"{SERVING} --request-rate ０.５", "--request-rate '０.５': expected numbers"),
+        (
+            f"{SERVING} --concurrency 2 --speculative eagle --acceptance ０.５",
+            "--acceptance '０.５': expected numbers",
+        ),
+        (f"check {CHAT} -t max_ms_per_token=４0", "expected a number, got '４0'"),
         (
             f"import {CONFIG} --name x --official-params 18446744073709551616",
             "--official-params 18446744073709551616 must be a count from 1 to 1,000,000,000,000,0",

@@ -212,12 +212,12 @@ def whole_number(text: str | int) -> int:
 
 def real_number(text: str | float) -> float:
     """A number option's value in ASCII: float() reads other scripts' digits too."""
+    from decodecalc.units import ascii_float
+
     if isinstance(text, (int, float)):
         return float(text)
     try:
-        if not text.isascii() or "_" in text:
-            raise ValueError
-        return float(text)
+        return ascii_float(text)
     except ValueError:
         raise typer.BadParameter(f"{text!r} is not a number") from None
 

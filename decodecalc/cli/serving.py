@@ -218,8 +218,10 @@ def serving(
 
 def _rates(text: str) -> list[float]:
     """--request-rate's comma list as numbers (Workload checks each is a usable rate)."""
+    from decodecalc.units import ascii_float
+
     try:
-        return [float(v) for v in split_list(text, "--request-rate")]
+        return [ascii_float(v) for v in split_list(text, "--request-rate")]
     except ValueError:
         raise InputError(
             f"--request-rate {text!r}: expected numbers of requests per second separated by commas"
@@ -235,6 +237,7 @@ def _speculation(
 ) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
     from decodecalc.physics.speculative import METHODS, Speculation
+    from decodecalc.units import ascii_float
 
     if method is None:
         if acceptance is not None:
@@ -246,7 +249,7 @@ def _speculation(
             "(one rate, or one per position as vLLM logs them)"
         )
     try:
-        rates = tuple(float(v) for v in split_list(acceptance, "--acceptance"))
+        rates = tuple(ascii_float(v) for v in split_list(acceptance, "--acceptance"))
     except ValueError:
         raise InputError(
             f"--acceptance {acceptance!r}: expected numbers separated by commas"
