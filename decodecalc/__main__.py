@@ -9,12 +9,14 @@ and turn it back on; at exit every surviving object is frozen out of the final c
 Finalization still runs (atexit handlers, file flushing), so nothing is skipped that could
 lose output.
 
-Exit status: 0 done, 1 a target missed (``check``), 2 bad input, 130 interrupted, and
+Exit status: 0 done, 1 a target missed (``check``), 2 bad input, 130 interrupted (143 by
+SIGTERM), and
 EXIT_CLOSED_PIPE (141) when the reader of the output went away first.
 """
 
 import gc
 import os
+import signal
 import sys
 from typing import Any, TextIO, cast
 
@@ -60,11 +62,22 @@ def _guarded(stream: TextIO | None) -> TextIO:
     return cast(TextIO, _PipeGuard(stream))
 
 
+EXIT_TERMINATED = 143
+"""128 + SIGTERM, what a shell reports for a process SIGTERM ends."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (``timeout``, a CI job cancelled) ends the run as Ctrl-C does: unwinding, so
+    that an output file being written is dropped and the previous one stays as it was."""
+    sys.exit(EXIT_TERMINATED)
+
+
 def run() -> None:
     """Console-script entry point."""
     gc.disable()
     from decodecalc.cli import main
 
+    signal.signal(signal.SIGTERM, _terminated)
     sys.stdout, sys.stderr = _guarded(sys.stdout), _guarded(sys.stderr)
     try:
         code = main()

@@ -42,6 +42,19 @@ def is_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def ascii_float(text: str) -> float:
+    """float(text) for a number typed in ASCII: float() also reads other scripts' digits
+    (full-width, Devanagari...) and underscores ('1_0'), which nobody types on purpose.
+    Raises ValueError for those as for anything else that is no number.
+
+    >>> ascii_float("0.5"), ascii_float("1e-3")
+    (0.5, 0.001)
+    """
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"not a number: {text!r}")
+    return float(text)
+
+
 def exact_number(text: str) -> Fraction:
     """A decimal literal such as ``3.35``, ``-.5`` or ``1e-3``, exactly.
 

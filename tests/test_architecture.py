@@ -120,7 +120,7 @@ FLOORS = (
     ("decodecalc.engine",),
     ("decodecalc.scenarios",),
     ("decodecalc.step",),
-    ("decodecalc.loading",),
+    ("decodecalc.loading", "decodecalc.writing"),
     ("decodecalc.answers",),
     ("decodecalc.calibration", "decodecalc.checks"),
     ("decodecalc.views",),

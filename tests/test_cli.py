@@ -177,7 +177,7 @@ def test_context_beyond_model_maximum_is_a_note_on_stderr(cli: Run) -> None:
         (("-m", "llama-3.1-8b", "-g", "h100", "-c", "1..1M:1"), "at most 10,000"),
         (("-m", "llama-3.1-8b", "-g", "h100", "--batch", "0"), "batch 0 must be"),
         (("-m", "llama-3.1-8b", "-g", "h100", "--batch", "-4"), "batch -4 must be"),
-        (("-m", "llama-3.1-8b", "-g", "h100", "--batch", "two"), "'two' is not a valid int"),
+        (("-m", "llama-3.1-8b", "-g", "h100", "--batch", "two"), "'two' is not a whole number"),
         (("-m", "llama-3.1-8b", "-g", "h100", "--tp", "0"), "tp 0 must be"),
         (("-m", "llama-3.1-8b", "-g", "h100", "--tp", "3"), "valid: 1, 2, 4, 8, 16, 32"),
         (("-m", "llama-3.1-8b", "-g", "h100", "-e", "1.5"), "from 0.001 to 1"),

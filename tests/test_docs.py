@@ -461,6 +461,14 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -g h100 -c 1..1M:1", "expands to 1,048,576 points; at most 10,000"),
     ("estimate -m llama-3.1-8b -g h100 --batch 2000000", "from 1 to 1,000,000"),
     ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
+    (
+        "estimate -m llama-3.1-8b -g h100 --pp 2000",
+        "pp 2000 must be a whole number from 1 to 1,024",
+    ),
+    (
+        f"check {Path(__file__).parent / 'fuzz_corpus' / 'huge-integer.yaml'}",
+        "a number of 5,000 digits; no decodecalc value has more than a few dozen",
+    ),
     ("estimate -m llama-3.1-8b -g h100 -e 0.0001", "must be from 0.001 to 1 (1 is the roofline)"),
     ("generate -m llama-3.1-8b -g h100 -p 1K -n 2G", "--tokens '2G' is above the limit"),
     ("generate -m llama-3.1-8b -g h100 -p 1G -n 1", "reach a context of 1,073,741,825 tokens"),

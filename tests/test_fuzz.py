@@ -69,47 +69,67 @@ values = st.one_of(
     st.integers(-(10**16), 10**16).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )
-FLAGS = [
-    "--model",
-    "--gpu",
-    "--bandwidth",
-    "--weights",
-    "--kv-dtype",
-    "--context",
-    "--batch",
-    "--tp",
-    "--efficiency",
-    "--memory-utilization",
-    "--overhead",
-    "--link",
-    "--link-bandwidth",
-    "--prompt",
-    "--tokens",
-    "--target",
-    "--format",
-    "--output",
-    "--presets",
-    "--bogus",
-]
-COMMANDS = [
-    "estimate",
-    "compare",
-    "generate",
-    "explain",
-    "show",
-    "check",
-    "sweep",
-    "calibrate",
-    "models",
-    "gpus",
-    "dtypes",
-    "links",
-    "schema",
-    "import",
-    "nonsense",
-    "",
-]
 BASE = ["-m", "llama-3.1-8b", "-g", "h100"]
+ROOT = Path(__file__).parents[1]
+TWO_POINTS = "points:\n" + "".join(
+    f"- {{model: llama-3.1-8b, gpu: h100, weights: bf16, kv_dtype: bf16, batch: 1, tp: 1, "
+    f"context: {context}, ms_per_token: {ms}, source: x}}\n"
+    for context, ms in ((1000, 8.5), (64000, 10.1))
+)
+VALID = {  # the least each command needs to run: the fuzzer's options come on top
+    "estimate": [*BASE, "-c", "1K"],
+    "generate": [*BASE, "-p", "1K", "-n", "16"],
+    "explain": BASE,
+    "serving": [*BASE, "--input-len", "100", "--output-len", "10", "--concurrency", "2"],
+    "compare": [*BASE, "-c", "1K"],
+    "sweep": [*BASE, "-c", "1K"],
+    "plan": ["-m", "llama-3.1-8b", "-c", "1K", "--gpus", "h100"],
+    "check": [str(ROOT / "examples" / "chat-h100.yaml")],
+    "calibrate": ["points.yaml"],
+    "validate": ["points.yaml"],
+    "show": ["llama-3.1-8b"],
+    "import": [str(ROOT / "tests" / "fixtures" / "configs" / "qwen3-next-80b-a3b.json")],
+}
+WRITTEN = ("--output", "--plot", "--save-to")
+"""Options naming a file the command writes: the fuzzer gives them names in a scratch
+folder only (a generated absolute path could be anywhere)."""
+
+
+def _options() -> dict[str, list[tuple[str, bool]]]:
+    """Every option of every command, as its help declares it: (flag, takes no value)."""
+    from decodecalc.cli import full_command
+
+    group = full_command()
+    return {
+        name: [
+            (param.opts[0], bool(getattr(param, "is_flag", False)))
+            for param in command.params
+            if param.param_type_name == "option" and param.opts[0] != "--help"
+        ]
+        for name, command in group.commands.items()
+    }
+
+
+OPTIONS = _options()
+written_names = st.text(alphabet="abc.-_", min_size=1, max_size=8).map(lambda n: f"out/{n}")
+
+
+@st.composite
+def invocations(draw: st.DrawFn) -> list[str]:
+    """A command, its valid minimum (or not), and up to four of its options with nasty
+    values: each option of each command can be drawn."""
+    command = draw(st.sampled_from(sorted(OPTIONS)))
+    argv = [command]
+    if draw(st.integers(0, 3)):  # mostly valid, so the options are reached
+        argv += VALID.get(command, [])
+    for flag, bare in draw(st.lists(st.sampled_from(OPTIONS[command]), max_size=4)):
+        if bare:
+            argv.append(flag)
+        elif flag in WRITTEN:
+            argv += [flag, draw(st.one_of(written_names, written_names.map(lambda n: n + ".svg")))]
+        else:
+            argv += [flag, draw(values)]
+    return argv
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -123,11 +143,15 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-def assert_sane(argv: list[str], code: int, out: str, err: str) -> None:
+def assert_sane(argv: list[str], code: int, out: str, err: str, one_line: bool = False) -> None:
+    """0 (1: a target missed), or 2 with every line on stderr an error (``one_line``: just
+    one) and nothing on stdout; never a traceback, never NaN in JSON."""
     assert code in (0, 1, 2), (argv, code, err)
     assert "Traceback" not in err and "Traceback" not in out, (argv, err)
     if code == 2:
-        assert err.startswith("decodecalc: error: "), (argv, err)
+        lines = err.splitlines()
+        assert lines and all(line.startswith("decodecalc: error: ") for line in lines), (argv, err)
+        assert not one_line or len(lines) == 1, (argv, err)
         assert out == "", (argv, out[:200])
     if out.lstrip().startswith(("{", "[")) and code != 2:
         json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in JSON for {argv}"))
@@ -135,32 +159,28 @@ def assert_sane(argv: list[str], code: int, out: str, err: str) -> None:
 
 @pytest.mark.slow
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    st.sampled_from(COMMANDS),
-    st.lists(st.tuples(st.sampled_from(FLAGS), values), max_size=4),
-    st.booleans(),
-    st.booleans(),
-)
-def test_cli_arguments(
+@given(invocations())
+def test_every_option_of_every_command(
     capsys: pytest.CaptureFixture[str],
-    command: str,
-    options: list[tuple[str, str]],
-    base: bool,
-    as_json: bool,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
 ) -> None:
-    argv = [command] if command else []
-    if base and command in ("estimate", "compare", "generate", "explain"):
-        argv += BASE
-    for flag, value in options:
-        if flag == "--output":
-            continue  # never write files from generated names
-        argv += [flag, value]
-    if as_json and command in ("estimate", "compare", "generate", "models", "gpus", "dtypes"):
-        argv.append("--json")
+    """Exit 0 with output (on stdout, or in the file -o names), 1 for a check whose target
+    is missed, or 2 with exactly one line on stderr; offline, in under 20 s."""
+    folder = tmp_path_factory.mktemp("cli")
+    (folder / "out").mkdir()
+    (folder / "points.yaml").write_text(TWO_POINTS)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("DECODECALC_CALIBRATION", str(folder / "calibration.json"))
     code, out, err = run(argv, capsys)
-    assert_sane(argv, code, out, err)
+    assert_sane(argv, code, out, err, one_line=True)
+    if code == 0 and "--help" not in argv:
+        wrote = [p for p in (folder / "out").iterdir() if not p.name.endswith(".tmp")]
+        assert out or wrote or (folder / "engines").exists(), (argv, err)
+    assert not [p.name for p in (folder / "out").iterdir() if p.name.endswith(".tmp")]
 
 
 @pytest.mark.slow
@@ -328,6 +348,12 @@ PRESETS = {  # one real preset of each kind, and a query that loads it from a us
     "gpus": ("h100-sxm", ["estimate", "-m", "llama-3.1-8b", "-g", "mine", "--tp", "2"]),
     "dtypes": ("nvfp4", ["estimate", "-m", "llama-3.1-8b", "-g", "b200", "-w", "mine"]),
     "links": ("nvlink4", ["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--tp", "2"]),
+    "engines": ("vllm", ["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--engine", "mine"]),
+    "recipes": (
+        "fp8-block128",
+        ["estimate", "-m", "llama-3.1-8b", "-g", "b200", "-w", "mine"],
+    ),
+    "prices": ("lambda", ["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--price", "mine"]),
 }
 
 
@@ -354,6 +380,38 @@ def test_one_bad_field_in_a_real_preset(
     (folder / kind / f"{stem}.yaml").write_text(yaml.safe_dump(preset))
     full = [*argv, "--presets", str(folder), "--json"]
     assert_sane(full, *run(full, capsys))
+
+
+VLLM_CONFIG = yaml.safe_load((ROOT / "examples" / "vllm-serve.yaml").read_text())
+VLLM_MORE = [  # keys decodecalc reads that the example leaves out
+    "pipeline-parallel-size",
+    "enable-expert-parallel",
+    "max-num-batched-tokens",
+    "data-parallel-size",
+    "quantization",
+    "speculative-config",
+    "enforce-eager",
+]
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from([*sorted(VLLM_CONFIG), *VLLM_MORE]),
+    scalars,
+)
+def test_one_bad_field_in_a_vllm_config(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: object,
+) -> None:
+    path = tmp_path_factory.mktemp("vllm") / "serve.yaml"
+    path.write_text(yaml.safe_dump({**VLLM_CONFIG, key: value}))
+    argv = ["check", str(path), "--gpu", "h100", "-t", "max_ms_per_token=40", "-f", "json"]
+    assert_sane(argv, *run(argv, capsys))
 
 
 MEASURED_POINT = {
@@ -383,8 +441,8 @@ def test_one_bad_field_in_measured_points(
     points = [MEASURED_POINT, {**MEASURED_POINT, "context": 64000, key: value}]
     path = tmp_path_factory.mktemp("points") / "points.yaml"
     path.write_text(yaml.safe_dump({"points": points}))
-    argv = ["calibrate", str(path), "--json"]
-    assert_sane(argv, *run(argv, capsys))
+    for argv in (["calibrate", str(path), "--json"], ["validate", str(path), "--json"]):
+        assert_sane(argv, *run(argv, capsys))
 
 
 CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".json"))

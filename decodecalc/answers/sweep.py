@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from decodecalc.answers.notes import context_notes, scenario_notes
-from decodecalc.errors import InputError
+from decodecalc.errors import Conflict
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
@@ -36,7 +36,7 @@ def sweep_scenarios(
         try:
             scenario = resolve(spec, catalog)
             fast = FastStep.of(scenario)
-        except InputError as exc:
+        except Conflict as exc:  # any other error is a bad value: the sweep stops on it
             given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
             given.update(batch=spec.batch, tp=spec.tp)
             shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-from decodecalc.errors import InputError
+from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
@@ -26,10 +26,10 @@ from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
 MAX_MS_PER_TOKEN = 3_600_000
+MIN_MS = Fraction(1, 1000)
+"""A microsecond: no step or first token is shorter (a kernel launch takes several), and a
+subnormal time such as 1e-320 ms would turn the fit's squared errors into NaN."""
 """An hour per token: anything slower is a typo, not a measurement."""
-MIN_MS_PER_TOKEN = Fraction(1, 1000)
-"""A microsecond per token: nothing decodes faster, and a figure far below it (1e-320)
-would overflow the fit's arithmetic to infinities."""
 
 MEASURED_KINDS: dict[str, str] = {
     "step": "decode steps alone, timed or averaged over the generated tokens (llama-bench tg)",
@@ -104,7 +104,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     excluded = bool(f.text("exclude", ""))
     scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
-    ms = float(_measured_ms(f, "ms_per_token"))
+    ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN, MIN_MS))
     source = f.text("source", "")
     f.text("notes", "")
     engine, version, group = (f.text(name, "") or None for name in _LABELS)
@@ -144,7 +144,7 @@ def _serving_load(f: Fields) -> ServingLoad | None:
     """A serving point's workload (input_len, output_len, concurrency, optionally
     ttft_ms and ttft_exclude): the first three all or none."""
     sizes = [f.optional_integer(name) for name in ("input_len", "output_len", "concurrency")]
-    ttft = _measured_ms(f, "ttft_ms") if f.has("ttft_ms") else None
+    ttft = f.fraction("ttft_ms", MAX_MS_PER_TOKEN, MIN_MS) if f.has("ttft_ms") else None
     unfitted = bool(f.text("ttft_exclude", ""))
     if unfitted and ttft is None:
         raise f.error("ttft_exclude", "says why a TTFT is not fitted, but there is no ttft_ms")
@@ -165,6 +165,8 @@ def _serving_load(f: Fields) -> ServingLoad | None:
 def _resolved(f: Fields, spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     try:
         return resolve(spec, catalog)
+    except PresetError:
+        raise  # the preset file is to blame, and its problem says where
     except InputError as exc:
         raise f.error(None, str(exc)) from None
 
@@ -175,11 +177,3 @@ def _measured_kind(f: Fields) -> str | None:
         hint = suggest(kind, list(MEASURED_KINDS)) or "; known: " + ", ".join(MEASURED_KINDS)
         raise f.error("measured", f"unknown kind {kind!r}{hint}")
     return kind or None
-
-
-def _measured_ms(f: Fields, name: str) -> Fraction:
-    """A measured time in milliseconds, from a microsecond to an hour."""
-    ms = f.fraction(name, MAX_MS_PER_TOKEN)
-    if ms < MIN_MS_PER_TOKEN:
-        raise f.error(name, f"must be at least {float(MIN_MS_PER_TOKEN)} ms, got {float(ms):g}")
-    return ms

@@ -49,7 +49,7 @@ from decodecalc.record import record, replace
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.units import parse_bandwidth, parse_duration
+from decodecalc.units import ascii_float, parse_bandwidth, parse_duration
 
 DEPLOYMENT_KEYS = (
     "name",
@@ -211,6 +211,10 @@ class DeploymentReader:
         self.cli_targets = targets or {}
         self.engine = engine
         """--engine: for deployments that name none (a vLLM config implies vllm)."""
+        problems = Problems()  # a bad --target is said once, not once per deployment
+        self._cli_targets(Targets(), problems)
+        if problems.items:
+            raise InputErrors(problems.items)
 
     def read(self, path: Path) -> list[Deployment]:
         """Every deployment in a file, or InputErrors listing every problem in it."""
@@ -437,6 +441,6 @@ def _parse_cli_value(name: str, given: str) -> Any:
     if name == "min_crossover_context":
         return given
     try:
-        return float(given)
+        return ascii_float(given)
     except ValueError:
         raise InputError(f"expected a number, got {given!r}") from None

@@ -26,6 +26,7 @@ from decodecalc.checks.settings import (
     Settings,
     flag,
     locate,
+    show,
     text,
     tokens,
     whole,
@@ -458,9 +459,25 @@ def _given(doc: Document, problems: Problems) -> Given:
             )
             continue
         written[same] = key
-        if not (negated or value is None or value is False):  # vLLM leaves those flags out
+        if _is_switch(name) and not isinstance(value, bool):
+            problems.items.append(f"{at}: a switch: expected true or false, got {_shown(value)}")
+            continue
+        if not (negated or value is False):  # vLLM leaves a false switch out
             given[name] = (key, value)
     return given
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None else show(value)
+
+
+def _is_switch(name: str) -> bool:
+    """An argument vLLM takes as a bare --flag: true writes it, false leaves it out, and
+    anything else (0.5, null) becomes a word after it that vllm serve refuses."""
+    return name.startswith(("enable-", "disable-")) or name in (
+        "enforce-eager",
+        "trust-remote-code",
+    )
 
 
 def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
@@ -470,6 +487,9 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
         if name in given:
             key, value = given[name]
             at = locate(doc, (key,))
+            if value is None:  # vLLM passes the text 'None', which no setting read here takes
+                problems.items.append(f"{at}: null: give a value, or leave the key out")
+                return
             converted = problems.attempt(at, lambda: convert(value))
             if converted is not None:
                 settings[field] = Setting(converted, at)
@@ -479,8 +499,9 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
     take("pipeline-parallel-size", "pp")
     take("enable-expert-parallel", "ep", flag)
     take("data-parallel-size", "data_parallel_size")  # checked in _decoding; see deployments
-    take("max-num-seqs", "batch")
-    take("max-num-seqs", "max_num_seqs")  # the serving targets' scheduler limit too
+    take("max-num-seqs", "batch", whole)
+    if "batch" in settings:  # the serving targets' scheduler limit too
+        settings["max_num_seqs"] = settings["batch"]
     take("max-num-batched-tokens", "max_num_batched_tokens", lambda v: whole(tokens(v)))
     speculative = vllm_speculative(doc, problems)
     if speculative is not None:
@@ -506,7 +527,7 @@ def _decoding(doc: Document, given: Given, problems: Problems) -> tuple[Note, ..
                 continue
             counts[name] = count
         refused = _REFUSED.get(name)
-        if refused is not None and value not in refused[0]:
+        if refused is not None and value is not None and value not in refused[0]:
             problems.items.append(f"{at}: {refused[1]}")
     if "max-num-batched-tokens" in given:
         _batched_tokens(doc, given, problems)

@@ -12,6 +12,7 @@ option declarations themselves take time to create, so a query pays for its own 
 import contextlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
@@ -21,8 +22,11 @@ import typer
 
 from decodecalc import __version__
 from decodecalc.errors import InputError, InputErrors
+from decodecalc.record import record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from decodecalc.loading.catalog import Catalog
     from decodecalc.views.report import Report
 
@@ -94,44 +98,92 @@ OutputOpt = Annotated[
         "--output", "-o", help="Write the output to FILE instead of stdout.", metavar="FILE"
     ),
 ]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file that decodecalc did not write, or that was "
+        "changed since (an input of the command is never replaced).",
+    ),
+]
+
+
+@record
+class Destination:
+    """Where a command writes: the file an option names (None: stdout), whether --force was
+    given, and the command's inputs, which it never replaces (decodecalc/writing.py)."""
+
+    path: str | None = None
+    force: bool = False
+    inputs: tuple["Path", ...] = ()
+
+
+def destination(ctx: typer.Context, option: str = "output") -> Destination:
+    """The file ``option`` names in this command's parameters, with --force and the
+    command's inputs: every file or directory its other arguments name (each item of a
+    comma list too), and the preset folders (DIR/models/, ...) of --presets and
+    $DECODECALC_PRESETS. Read from the parameters, so that no command can forget an input."""
+    from decodecalc.loading.catalog import KINDS, user_dirs
+    from decodecalc.paths import expand_user
+
+    texts: list[str] = []
+    for key, value in ctx.params.items():
+        if key in (*OUTPUTS, "presets"):
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str):
+                texts += [item, *item.split(",")]
+    inputs = [d / kind for d in user_dirs(ctx.params.get("presets") or ()) for kind in KINDS]
+    for text in dict.fromkeys(texts):
+        path = expand_user(text)
+        with contextlib.suppress(OSError, ValueError):
+            if path.exists():
+                inputs.append(path)
+    named = ctx.params.get(option)
+    return Destination(named, bool(ctx.params.get("force")), tuple(inputs))
+
+
+OUTPUTS = ("output", "plot", "save_to")
+"""The parameters that name files a command writes, not files it reads."""
+
+STDOUT = Destination()
 
 
 def emit(
-    report: "Report", fmt: Format, as_json: bool, exact: bool = False, output: str | None = None
+    report: "Report", fmt: Format, as_json: bool, exact: bool = False, to: Destination = STDOUT
 ) -> None:
     """Write a report in its format to stdout or --output. Machine formats repeat the
     report's notes on stderr: JSON carries them too, CSV has no place for them."""
     from decodecalc.views.render import RENDERERS
 
     name = "json" if as_json else fmt.value
-    with output_stream(output) as out:
+    with output_stream(to) as out:
         RENDERERS[name](report, out, exact)
     notes = report.document.get("notes")  # (show's is the model's own note text, a string)
-    if (name in ("json", "csv") or output is not None) and isinstance(notes, list):
+    if (name in ("json", "csv") or to.path is not None) and isinstance(notes, list):
         for item in notes:
             note(item["message"])
 
 
 @contextlib.contextmanager
-def output_stream(output: str | None) -> Iterator[IO[str]]:
-    """stdout, or the --output file (an unwritable one is an input error)."""
-    if output is None:
-        yield sys.stdout
+def output_stream(to: Destination, binary: bool = False) -> Iterator[IO[Any]]:
+    """stdout, or the file, written whole or not at all and never over an input, nor
+    without --force over a file decodecalc did not write (decodecalc/writing.py)."""
+    if to.path is None:
+        yield sys.stdout.buffer if binary else sys.stdout
         return
     from decodecalc.paths import expand_user
+    from decodecalc.writing import write_file
 
-    try:
-        with open(expand_user(output), "w", encoding="utf-8", newline="") as out:
-            yield out
-    except OSError as exc:
-        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+    target = expand_user(to.path)
+    with write_file(target, force=to.force, inputs=to.inputs, binary=binary, shown=to.path) as out:
+        yield out
 
 
-def draw(series: list[Any], chart: bool, plot: str | None, axes: Any = None) -> None:
+def draw(series: list[Any], chart: bool, plot: Destination, axes: Any = None) -> None:
     """The terminal chart (--chart) and the chart file (--plot) of estimate, compare and
     serving (``axes``: views/charts.py Axes; None: latency against context)."""
-    from decodecalc.paths import expand_user
-    from decodecalc.views.charts import DECODE, plot_file, terminal_chart
+    from decodecalc.views.charts import DECODE, plot_file, plot_format, terminal_chart
 
     axes = axes or DECODE
 
@@ -141,9 +193,34 @@ def draw(series: list[Any], chart: bool, plot: str | None, axes: Any = None) -> 
         width = min(shutil.get_terminal_size((100, 24)).columns, 120)
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         sys.stdout.write(terminal_chart(series, width=width, color=color, axes=axes) + "\n")
-    if plot:
-        plot_file(series, expand_user(plot), axes)
-        note(f"wrote {plot}")
+    if plot.path:
+        kind = plot_format(plot.path)  # before any file is touched
+        with output_stream(plot, binary=True) as out:
+            plot_file(series, out, kind, axes)
+        note(f"wrote {plot.path}")
+
+
+def whole_number(text: str | int) -> int:
+    """An integer option's value in ASCII digits. Python's int() also reads full-width
+    digits and other scripts' (U+FF11 U+FF12 is 12) and underscores ('1_0'), which nobody
+    types on purpose. (Defaults arrive as numbers already.)"""
+    if isinstance(text, int):
+        return text
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+        raise typer.BadParameter(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def real_number(text: str | float) -> float:
+    """A number option's value in ASCII: float() reads other scripts' digits too."""
+    from decodecalc.units import ascii_float
+
+    if isinstance(text, (int, float)):
+        return float(text)
+    try:
+        return ascii_float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
 
 
 def load_catalog(presets: list[str] | None) -> "Catalog":

@@ -5,12 +5,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
 )
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def calibrate(
+    ctx: typer.Context,
     points: Annotated[
         str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
     ],
@@ -65,6 +68,7 @@ def calibrate(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """Fit the engine step model to measured decode speeds.
@@ -96,15 +100,26 @@ def calibrate(
     prefills = [prefill_share(p, catalog) for p in measured]
     result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
-    if save_engine is not None:
-        engine_saved = str(_save_engine(result, save_engine, presets, str(path)))
+    if save_engine is not None:  # into a presets directory this run read: only points count
+        saved_engine = _save_engine(result, save_engine, presets, str(path), force, [path])
+        engine_saved = str(saved_engine)
     saved, roofline = None, None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
         gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in measured if p.scenario.gpu))
         roofline = roofline_fit(measured)
-        saved = str(save_calibration(roofline, str(path), target, gpus))
-    emit(calibration_report(result, saved, roofline, engine_saved), fmt, as_json, False, output)
+        saved = str(
+            save_calibration(
+                roofline, str(path), target, gpus, force=force, inputs=destination(ctx).inputs
+            )
+        )
+    emit(
+        calibration_report(result, saved, roofline, engine_saved),
+        fmt,
+        as_json,
+        False,
+        destination(ctx),
+    )
 
 
 def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":
@@ -125,7 +140,12 @@ RESERVED = ("typical", "roofline")
 
 
 def _save_engine(
-    result: "Calibration", name: str, presets: list[str] | None, source: str
+    result: "Calibration",
+    name: str,
+    presets: list[str] | None,
+    source: str,
+    force: bool,
+    inputs: "list[Path]",
 ) -> "Path":
     """Write the fit as a user engine profile where the catalog reads user presets."""
     import re
@@ -146,4 +166,5 @@ def _save_engine(
             f"--save-engine needs a presets directory to write into: give --presets DIR or "
             f"set ${ENV_VAR}"
         )
-    return save_engine_profile(dirs[0], engine_id, profile_text(result, name, source))
+    text = profile_text(result, name, source)
+    return save_engine_profile(dirs[0], engine_id, text, force=force, inputs=inputs)

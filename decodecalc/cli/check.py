@@ -8,10 +8,12 @@ import typer
 
 from decodecalc.cli import (
     EXIT_VIOLATION,
+    ForceOpt,
     Format,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
     output_stream,
@@ -30,6 +32,7 @@ class CheckFormat(str, Enum):
 
 @app.command()
 def check(
+    ctx: typer.Context,
     files: Annotated[
         list[str], typer.Argument(help="Deployment files or vLLM serve configs.", metavar="FILE...")
     ],
@@ -46,6 +49,7 @@ def check(
             metavar="FILE",
         ),
     ] = None,
+    force: ForceOpt = False,
     gpu: Annotated[
         str | None,
         typer.Option(
@@ -93,6 +97,7 @@ def check(
     """
     from decodecalc.checks.deployments import DeploymentReader
     from decodecalc.checks.run import check_deployment
+    from decodecalc.loading.resolve import resolve_engine
     from decodecalc.paths import expand_user
     from decodecalc.views.check import check_report, to_junit
     from decodecalc.views.render import RENDERERS
@@ -103,7 +108,12 @@ def check(
         if not sep or not name.strip() or not value.strip():
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
-    reader = DeploymentReader(load_catalog(presets), gpu=gpu, targets=overrides, engine=engine)
+    catalog = load_catalog(presets)
+    if gpu is not None:  # a typo is an error even when every file names its own GPU
+        catalog.gpu(gpu)
+    if engine is not None:
+        resolve_engine(catalog, engine, None)
+    reader = DeploymentReader(catalog, gpu=gpu, targets=overrides, engine=engine)
     outcome: dict[str, list[str]] = {}  # each file as its deployments name it: its problems
     checked = []
     for file in files:
@@ -126,7 +136,7 @@ def check(
         raise InputErrors(problems)
     report = check_report(checked)
     if output is not None:
-        with output_stream(str(expand_user(output))) as out:
+        with output_stream(destination(ctx)) as out:
             if fmt is CheckFormat.junit:
                 to_junit(checked, out, outcome)
             else:
@@ -173,11 +183,11 @@ def _stdin_text() -> str:
 
 
 @app.command()
-def schema(output: OutputOpt = None) -> None:
+def schema(ctx: typer.Context, output: OutputOpt = None, force: ForceOpt = False) -> None:
     """Print the JSON Schema of deployment files (what 'decodecalc check' reads)."""
     import json
 
     from decodecalc.checks.schema import deployment_schema
 
-    with output_stream(output) as out:
+    with output_stream(destination(ctx)) as out:
         out.write(json.dumps(deployment_schema(), indent=2) + "\n")

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     app,
+    destination,
     draw,
     emit,
     load_catalog,
@@ -45,6 +47,7 @@ def compare(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     page: ReportOpt = None,
@@ -72,8 +75,8 @@ def compare(
         run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
         for s in specs
     ]
-    emit(compare_report(estimates, contexts), fmt, as_json, False, output)
-    draw([series_of(label(e.scenario), e) for e in estimates], chart, plot)
+    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
+    draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
     if page:
         from decodecalc.cli.report import compare_page
 
@@ -116,20 +119,22 @@ def sweep(
         str | None,
         typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
     ] = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """Stream one row per combination of every axis and context, for pandas or a spreadsheet.
 
     Rows stream as they are computed: a grid of millions keeps memory flat. Combinations
-    that are no valid deployment (a TP that does not split the heads) are skipped and
-    counted on stderr.
+    of valid values that are no valid deployment (a TP that does not split the heads) are
+    skipped and counted on stderr; a bad value, or a grid with no valid combination, is an
+    error.
 
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
     from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
-    from decodecalc.loading.resolve import price_lists, resolve_engine
+    from decodecalc.loading.resolve import check_values, price_lists, resolve_engine
     from decodecalc.notes import many_notes
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
@@ -145,7 +150,8 @@ def sweep(
             f"the grid has {size:,} rows; at most {MAX_SWEEP_ROWS:,} are allowed (fewer values)"
         )
     catalog = load_catalog(ctx.params["presets"])
-    for spec in specs:  # unknown names fail before any row is written
+    for spec in specs:  # bad values and unknown names fail before any row is written
+        check_values(spec, catalog)
         for name in ("model", "gpu", "weights", "kv_dtype", "v_dtype", "engine", "price"):
             value = getattr(spec, name)
             if isinstance(value, str):
@@ -161,17 +167,22 @@ def sweep(
                 lookups[name](value)
 
     import gc
+    import itertools
 
     gc.enable()  # a sweep streams without bound; the console script starts with it off
     skipped: list[str] = []
     notes: list[tuple[Scenario, Sequence[Note]]] = []
     labels = CSV_FITS if fmt == "csv" else None
     scenarios = sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
+    head = next(scenarios, None)  # before the header: a grid of no deployment is an error
+    if head is None:
+        raise InputError(f"no combination is a valid deployment; the first: {skipped[0]}")
+    scenarios = itertools.chain([head], scenarios)
     write = write_sweep_csv if fmt == "csv" else write_sweep_jsonl
     if output is None:
         write(scenarios, sys.stdout)
     else:
-        with output_stream(output) as out, _progress(size) as bar:
+        with output_stream(destination(ctx)) as out, _progress(size) as bar:
             write(scenarios, out, bar)
     for item in many_notes((label(scenario), found) for scenario, found in notes):
         note(item.message)

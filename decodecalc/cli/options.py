@@ -7,7 +7,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from decodecalc.cli import PresetsOpt, completer, load_catalog
+from decodecalc.cli import PresetsOpt, completer, load_catalog, real_number, whole_number
 from decodecalc.errors import InputError
 from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
@@ -29,12 +29,25 @@ ContextOpt = Annotated[
 ChartOpt = Annotated[
     bool, typer.Option("--chart", help="Draw latency against context in the terminal.")
 ]
+
+
+def _plot_file(name: str | None) -> str | None:
+    """--plot is checked as it is parsed, so that a wrong suffix or a missing matplotlib
+    is refused before any output, never after the table was printed."""
+    if name is not None:
+        from decodecalc.views.charts import plot_format
+
+        plot_format(name)
+    return name
+
+
 PlotOpt = Annotated[
     str | None,
     typer.Option(
         "--plot",
         help="Write the chart to FILE.svg or FILE.png (needs decodecalc[plot]).",
         metavar="FILE",
+        callback=_plot_file,
     ),
 ]
 ReportOpt = Annotated[
@@ -48,6 +61,9 @@ ReportOpt = Annotated[
     ),
 ]
 
+
+NUMBERS: dict[str, Callable[[str], Any]] = {"count": whole_number, "fraction": real_number}
+"""How a number option's text is read: ASCII only (cli/__init__.py)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +91,7 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
         if listed
         else option.metavar or None,
         autocompletion=None if option.complete is None else completer(option.complete),
+        parser=None if listed else NUMBERS.get(option.kind),
     )
     if listed and default not in (None, inspect.Parameter.empty):
         default = str(default)
@@ -140,7 +157,7 @@ def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
             values.append([given])
             continue
         items = split_list(given, option.flags[0])
-        values.append(items if option.kind != "count" else _whole_numbers(items, option.flags[0]))
+        values.append(items if option.kind != "count" else whole_numbers(items, option.flags[0]))
     names = [o.name for o in SCENARIO_FIELDS]
     return [
         ScenarioSpec(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)
@@ -156,10 +173,10 @@ def split_list(text: str, what: str) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _whole_numbers(values: list[str], what: str) -> list[int]:
+def whole_numbers(values: list[str], what: str) -> list[int]:
     try:
-        return [int(v) for v in values]
-    except ValueError:
+        return [whole_number(v) for v in values]
+    except typer.BadParameter:
         raise InputError(
             f"{what} {','.join(values)!r}: expected whole numbers separated by commas"
         ) from None

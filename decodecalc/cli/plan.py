@@ -5,9 +5,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, emit, load_catalog, note
-from decodecalc.cli.options import ReportOpt, scenario_options, spec_of, split_list
-from decodecalc.errors import InputError
+from decodecalc.cli import (
+    ForceOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    app,
+    destination,
+    emit,
+    load_catalog,
+    note,
+    real_number,
+    whole_number,
+)
+from decodecalc.cli.options import ReportOpt, scenario_options, spec_of, split_list, whole_numbers
+from decodecalc.errors import Conflict, InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,6 +97,7 @@ def plan(
         typer.Option(
             "--max-ms-per-token",
             help="Latency target: the expected ms per output token per sequence at the context.",
+            parser=real_number,
             metavar="MS",
         ),
     ] = None,
@@ -92,18 +106,25 @@ def plan(
         typer.Option(
             "--min-throughput",
             help="Throughput target: output tokens per second over all replicas.",
+            parser=real_number,
             metavar="TOK/S",
         ),
     ] = None,
     max_gpus: Annotated[
         int,
-        typer.Option("--max-gpus", help="The most GPUs in all (TP x PP x replicas).", metavar="N"),
+        typer.Option(
+            "--max-gpus",
+            help="The most GPUs in all (TP x PP x replicas).",
+            parser=whole_number,
+            metavar="N",
+        ),
     ] = 64,
     max_batch: Annotated[
         int,
         typer.Option(
             "--max-batch",
             help="The most sequences per step when plan chooses the batch (no --batch).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = 256,
@@ -112,6 +133,7 @@ def plan(
         typer.Option(
             "--top",
             help="The best answers a table shows (0: every one). JSON and CSV hold every option.",
+            parser=whole_number,
             metavar="N",
         ),
     ] = 10,
@@ -130,6 +152,7 @@ def plan(
     as_json: JsonOpt = False,
     output: OutputOpt = None,
     page: ReportOpt = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
@@ -185,7 +208,7 @@ def plan(
     machine = as_json or fmt in (Format.json, Format.csv)
     shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
     options = run_plan(candidates, targets)
-    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, output)
+    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, destination(ctx))
     if page:
         from decodecalc.cli.report import plan_page
 
@@ -253,7 +276,7 @@ def _candidates(
         )
         try:
             scenario = resolve(spec, catalog)
-        except InputError as exc:
+        except Conflict as exc:  # a bad value (a --link typo) is no layout to leave out
             skipped.append(f"{_describe(spec)}: {exc}")
             continue
         key = (gpu, tp, pp, ep, *_formats(scenario))
@@ -361,8 +384,10 @@ def _listed(value: Any, flag: str) -> list[str | None]:
 
 
 def _numbers(value: Any, flag: str) -> list[int]:
-    try:
-        numbers = [int(v) for v in split_list(str(value), flag)]
-    except ValueError:
-        raise InputError(f"{flag} {value!r}: expected whole numbers separated by commas") from None
+    """--tp or --pp: whole numbers, each in range whatever --max-gpus leaves out."""
+    from decodecalc.scenarios.scenario import MAX_TP, check_count
+
+    numbers = whole_numbers(split_list(str(value), flag), flag)
+    for number in numbers:
+        check_count(flag.lstrip("-"), number, MAX_TP)
     return numbers

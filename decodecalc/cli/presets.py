@@ -1,21 +1,24 @@
 """Commands about the presets themselves: listings, one model in detail, and importing a
 config.json as a new preset."""
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
     note,
+    output_stream,
+    whole_number,
 )
 from decodecalc.errors import InputError
 
@@ -26,6 +29,7 @@ def _filter_option(help_text: str) -> Any:
 
 @app.command()
 def models(
+    ctx: typer.Context,
     family: Annotated[
         str | None,
         _filter_option("Only models of this family (the config.json model_type: deepseek_v3)."),
@@ -33,6 +37,7 @@ def models(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context,
@@ -45,11 +50,12 @@ def models(
 
     catalog = load_catalog(presets)
     found = matching(catalog.models(), family, lambda m: m.family, "family")
-    emit(models_report(found, catalog.dtype("bf16")), fmt, as_json, False, output)
+    emit(models_report(found, catalog.dtype("bf16")), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def gpus(
+    ctx: typer.Context,
     vendor: Annotated[str | None, _filter_option("Only GPUs of this vendor (NVIDIA, AMD).")] = None,
     family: Annotated[
         str | None,
@@ -58,6 +64,7 @@ def gpus(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity, aliases, and which are only
@@ -72,43 +79,49 @@ def gpus(
     every = load_catalog(presets).gpus()
     families = {g.id for g in matching(every, family, gpu_family, "family")}
     found = [g for g in matching(every, vendor, lambda g: g.vendor, "vendor") if g.id in families]
-    emit(gpus_report(found), fmt, as_json, False, output)
+    emit(gpus_report(found), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def dtypes(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List weight and KV-cache formats with their bits per value, block scales included."""
     from decodecalc.views.listings import dtypes_report
 
-    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, output)
+    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def recipes(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List weight recipes: how real checkpoints store each tensor group (--weights NAME)."""
     from decodecalc.views.listings import recipes_report
 
-    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, output)
+    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def show(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL")
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """A model's architecture, its derived vs official parameter count, its weights by tensor
@@ -122,11 +135,12 @@ def show(
     catalog = load_catalog(presets)
     found = catalog.model(model)
     weights = resolve_weights(catalog, None, found)
-    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, output)
+    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, destination(ctx))
 
 
 @app.command("import")
 def import_config(
+    ctx: typer.Context,
     config: Annotated[
         str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
     ],
@@ -137,6 +151,7 @@ def import_config(
             "--output", "-o", help="Write the preset here (default: stdout).", metavar="FILE"
         ),
     ] = None,
+    force: ForceOpt = False,
     source: Annotated[
         str | None,
         typer.Option("--source", help="Where the config came from (a URL).", metavar="URL"),
@@ -146,6 +161,7 @@ def import_config(
         typer.Option(
             "--official-params",
             help="The model card's parameter count, to check against.",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -158,12 +174,14 @@ def import_config(
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
     from decodecalc.loading.datafile import is_file, read_json
-    from decodecalc.loading.presets import preset_from_config
+    from decodecalc.loading.presets import MAX_PARAMS, preset_from_config
     from decodecalc.loading.quantization import with_side_file
     from decodecalc.paths import expand_user
 
-    if official_params is not None and official_params < 1:
-        raise InputError(f"--official-params {official_params} must be a positive count")
+    if official_params is not None and not 1 <= official_params <= MAX_PARAMS:
+        raise InputError(
+            f"--official-params {official_params} must be a count from 1 to {MAX_PARAMS:,}"
+        )
     path = expand_user(config)
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
@@ -173,38 +191,38 @@ def import_config(
     import yaml
 
     text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        expand_user(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output!r}: {exc.strerror or exc}") from None
-    note(f"wrote {output}")
+    with output_stream(destination(ctx)) as out:
+        out.write(text)
+    if output is not None:
+        note(f"wrote {output}")
 
 
 @app.command()
 def engines(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List engine profiles: per GPU family, the efficiencies and fixed costs fitted on
     published measurements, the band of their errors and how many points they rest on."""
     from decodecalc.views.listings import engines_report
 
-    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, output)
+    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, destination(ctx))
 
 
 @app.command()
 def links(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """List interconnect presets for tensor-parallel all-reduces."""
     from decodecalc.views.listings import links_report
 
-    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, output)
+    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, destination(ctx))

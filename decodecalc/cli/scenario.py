@@ -6,7 +6,18 @@ from typing import Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emit, output_stream
+from decodecalc.cli import (
+    ForceOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    app,
+    destination,
+    draw,
+    emit,
+    output_stream,
+)
 from decodecalc.cli.options import (
     ChartOpt,
     ContextOpt,
@@ -35,6 +46,7 @@ def estimate(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     exact: Annotated[
         bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
     ] = False,
@@ -60,11 +72,11 @@ def estimate(
     report = estimate_report(result)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
-    emit(report, fmt, as_json, exact, output)
+    emit(report, fmt, as_json, exact, destination(ctx))
     if chart or plot:
         from decodecalc.views.charts import series_of
 
-        draw([series_of(scenario.model.id, result)], chart, plot)
+        draw([series_of(scenario.model.id, result)], chart, destination(ctx, "plot"))
     if page:
         from decodecalc.cli.report import estimate_page
 
@@ -84,6 +96,7 @@ def generate(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """How long a whole answer takes: prefill (time to first token) and N decode steps.
@@ -109,7 +122,7 @@ def generate(
     report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
     if fmt is Format.csv and not as_json:
         report = generation_rows(report)
-    emit(report, fmt, as_json, False, output)
+    emit(report, fmt, as_json, False, destination(ctx))
 
 
 class ExplainFormat(str, Enum):
@@ -138,6 +151,7 @@ def explain(
     ] = ExplainFormat.text,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
     """Work one decode step through, step by step, with the numbers substituted.
@@ -150,7 +164,7 @@ def explain(
     scenario = scenario_of(ctx)
     report = explain_report(scenario, parse_tokens(context))
     if as_json or fmt is ExplainFormat.json:
-        emit(report, Format.json, True, False, output)
+        emit(report, Format.json, True, False, destination(ctx))
         return
-    with output_stream(output) as out:
+    with output_stream(destination(ctx)) as out:
         out.write("\n".join([*report.title, *report.footer]) + "\n")

@@ -5,15 +5,28 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import Format, FormatOpt, JsonOpt, OutputOpt, app, draw, emit, load_catalog
+from decodecalc.cli import (
+    ForceOpt,
+    Format,
+    FormatOpt,
+    JsonOpt,
+    OutputOpt,
+    app,
+    destination,
+    draw,
+    emit,
+    load_catalog,
+    real_number,
+    whole_number,
+)
 from decodecalc.cli.options import (
     ChartOpt,
     PlotOpt,
     ReportOpt,
-    _whole_numbers,
     scenario_of,
     scenario_options,
     split_list,
+    whole_numbers,
 )
 from decodecalc.errors import InputError
 
@@ -60,6 +73,7 @@ def serving(
         typer.Option(
             "--max-num-batched-tokens",
             help="Tokens one step may carry, the chunked-prefill budget (default: the engine's).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -68,6 +82,7 @@ def serving(
         typer.Option(
             "--max-num-seqs",
             help="Requests one step may carry (default: the engine's).",
+            parser=whole_number,
             metavar="N",
         ),
     ] = None,
@@ -84,6 +99,7 @@ def serving(
         typer.Option(
             "--prefix-hit-rate",
             help="Share of requests finding the shared prefix in the prefix cache.",
+            parser=real_number,
             metavar="FRACTION",
         ),
     ] = 1.0,
@@ -105,7 +121,12 @@ def serving(
     ] = None,
     num_speculative_tokens: Annotated[
         int,
-        typer.Option("--num-speculative-tokens", help="Tokens proposed per step (k).", metavar="K"),
+        typer.Option(
+            "--num-speculative-tokens",
+            help="Tokens proposed per step (k).",
+            parser=whole_number,
+            metavar="K",
+        ),
     ] = 3,
     acceptance: Annotated[
         str | None,
@@ -119,6 +140,7 @@ def serving(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     page: ReportOpt = None,
@@ -162,7 +184,7 @@ def serving(
     spec = _speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance)
     loads: list[tuple[int | None, float | None]]
     if concurrency is not None:
-        counts = _whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
+        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
         loads = [(count, None) for count in sorted(counts)]  # a sweep: the curve in order
     else:
         loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
@@ -186,9 +208,14 @@ def serving(
     report = serving_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report)
-    emit(report, fmt, as_json, False, output)
+    emit(report, fmt, as_json, False, destination(ctx))
     if chart or plot:
-        draw([serving_series(scenario.model.id, results)], chart, plot, SERVING_AXES)
+        draw(
+            [serving_series(scenario.model.id, results)],
+            chart,
+            destination(ctx, "plot"),
+            SERVING_AXES,
+        )
     if page:
         from decodecalc.cli.report import serving_page
 
@@ -197,8 +224,10 @@ def serving(
 
 def _rates(text: str) -> list[float]:
     """--request-rate's comma list as numbers (Workload checks each is a usable rate)."""
+    from decodecalc.units import ascii_float
+
     try:
-        return [float(v) for v in split_list(text, "--request-rate")]
+        return [ascii_float(v) for v in split_list(text, "--request-rate")]
     except ValueError:
         raise InputError(
             f"--request-rate {text!r}: expected numbers of requests per second separated by commas"
@@ -214,6 +243,7 @@ def _speculation(
 ) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
     from decodecalc.answers.speculative import METHODS, Speculation
+    from decodecalc.units import ascii_float
 
     if method is None:
         if acceptance is not None:
@@ -225,7 +255,7 @@ def _speculation(
             "(one rate, or one per position as vLLM logs them)"
         )
     try:
-        rates = tuple(float(v) for v in split_list(acceptance, "--acceptance"))
+        rates = tuple(ascii_float(v) for v in split_list(acceptance, "--acceptance"))
     except ValueError:
         raise InputError(
             f"--acceptance {acceptance!r}: expected numbers separated by commas"

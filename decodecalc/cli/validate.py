@@ -5,12 +5,14 @@ from typing import Annotated
 import typer
 
 from decodecalc.cli import (
+    ForceOpt,
     Format,
     FormatOpt,
     JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
+    destination,
     emit,
     load_catalog,
 )
@@ -19,12 +21,14 @@ from decodecalc.errors import InputError
 
 @app.command()
 def validate(
+    ctx: typer.Context,
     points: Annotated[
         str, typer.Argument(help="Measured points, as calibrate reads them.", metavar="POINTS")
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """Predict every measured point with its engine's profile; the error per engine+GPU group.
@@ -58,4 +62,4 @@ def validate(
     serving = validate_serving(measured, catalog)
     if serving.checks:
         report = with_serving_validation(report, serving)
-    emit(report, fmt, as_json, False, output)
+    emit(report, fmt, as_json, False, destination(ctx))

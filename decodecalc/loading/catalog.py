@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from decodecalc.errors import InputError
+from decodecalc.errors import InputError, InputErrors, PresetError
 from decodecalc.loading import cache
-from decodecalc.loading.datafile import Document, is_file, read_json, read_yaml
+from decodecalc.loading.datafile import Document, is_dir, is_file, read_json, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.model.dtypes import DType
@@ -90,10 +90,10 @@ class Catalog:
         """The catalog a command uses. Every directory named must exist: a typo would
         otherwise fall back to the built-in presets without a word."""
         for d in extra:
-            if not expand_user(d).is_dir():
+            if not is_dir(expand_user(d)):
                 raise InputError(f"presets directory {str(d)!r} does not exist")
         for d in user_dirs():  # with no arguments: the directories in the variable
-            if not d.is_dir():
+            if not is_dir(d):
                 raise InputError(f"presets directory {str(d)!r} (from ${ENV_VAR}) does not exist")
         return cls((*user_dirs(extra), presets_dir()))
 
@@ -199,7 +199,7 @@ class Catalog:
         seen: set[str] = set()
         for directory in self.dirs:
             folder = directory / kind
-            if not folder.is_dir():
+            if not is_dir(folder):
                 continue
             for path in sorted(folder.glob("*.y*ml")):
                 stem = preset_id_of(path)
@@ -224,8 +224,13 @@ class Catalog:
                 return load(Document(str(path), cached), preset_id_of(path))
             except InputError:
                 pass  # the rules changed under the cache: read the file itself
-        doc = read_yaml(path)
-        preset = load(doc, preset_id_of(path))
+        try:
+            doc = read_yaml(path)
+            preset = load(doc, preset_id_of(path))
+        except InputErrors as exc:
+            raise PresetError(exc.problems) from None
+        except InputError as exc:
+            raise PresetError([str(exc)]) from None
         cache.store(path, doc.data)
         return preset
 

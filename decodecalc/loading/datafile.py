@@ -75,6 +75,18 @@ def _walk(
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*key_path, index), marks, path, duplicates, seen_nodes)
+    elif node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_DIGITS:
+        mark = node.start_mark
+        raise InputError(f"{path}:{mark.line + 1}:{mark.column + 1}: {_too_long(node.value)}")
+
+
+MAX_DIGITS = 4300
+"""Python turns at most this many digits into an integer (sys.get_int_max_str_digits), and
+no decodecalc value needs a thousandth of them."""
+
+
+def _too_long(digits: str) -> str:
+    return f"a number of {len(digits):,} digits; no decodecalc value has more than a few dozen"
 
 
 def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
@@ -116,6 +128,15 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def is_dir(path: Path) -> bool:
+    """Path.is_dir, answering False for names the OS refuses (a component over 255
+    characters, a NUL byte)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_text(path: Path) -> str:
     import stat
 
@@ -153,8 +174,13 @@ def read_json(path: Path) -> Document:
             found[key] = value
         return found
 
+    def whole(digits: str) -> int:
+        if len(digits) > MAX_DIGITS:
+            raise InputError(f"{path}: {_too_long(digits)}")
+        return int(digits)
+
     try:
-        data = json.loads(_read_text(path), object_pairs_hook=unique)
+        data = json.loads(_read_text(path), object_pairs_hook=unique, parse_int=whole)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except RecursionError:

@@ -146,9 +146,10 @@ class Fields:
             if k in self.read
         }
 
-    def fraction(self, name: str, maximum: int) -> Fraction:
-        """A positive number up to ``maximum``, read exactly (4.84 stays 4.84, not a binary
-        float). The bound keeps later float arithmetic finite."""
+    def fraction(self, name: str, maximum: int, minimum: Fraction | None = None) -> Fraction:
+        """A positive number up to ``maximum`` (and from ``minimum``, where one is given),
+        read exactly (4.84 stays 4.84, not a binary float). The bounds keep later float
+        arithmetic finite."""
         value = self._get(name, True)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.error(name, f"expected a number, got {_kind(value)}")
@@ -162,6 +163,8 @@ class Fields:
             raise self.error(name, f"must be greater than zero, got {value}")
         if number > maximum:
             raise self.error(name, f"must be at most {maximum:,}, got {value}")
+        if minimum is not None and number < minimum:
+            raise self.error(name, f"must be at least {float(minimum):g}, got {value}")
         return number
 
     def mapping(self, name: str) -> Fields:

@@ -22,8 +22,16 @@ from decodecalc.paths import expand_user
 if TYPE_CHECKING:
     from decodecalc.model.model import Model
 
-_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
-"""``org/name`` as the Hub spells repository ids (one slash, no leading dot or dash)."""
+_REPO_ID = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
+)
+"""``org/name`` as the Hub spells repository ids (huggingface_hub's validate_repo_id): one
+slash, each side at most 96 letters, digits, '.', '_' or '-', starting and ending with a
+letter or digit, no '--' or '..' anywhere (checked apart)."""
+
+_RATE = re.compile(r"(?i)[+-]?(nan|inf\w*|[0-9.]+(e[+-]?[0-9]*)?)\s*[a-z]*/(s|h)")
+"""A quantity per second or per hour (3.35TB/s, nanTB/s, 2.49USD/h): an option's value in
+the wrong place, never a model, so never a question for the Hub."""
 
 CONFIG = "config.json"
 QUANT_CONFIG = "hf_quant_config.json"
@@ -33,7 +41,7 @@ INSTALL = "pip install 'decodecalc[hub]'"
 def is_repo_id(name: str) -> bool:
     """Whether a model name can only mean a Hub repository: ``org/name``, not a path here."""
     text = name.strip()
-    if not _REPO_ID.fullmatch(text) or ".." in text:
+    if not _REPO_ID.fullmatch(text) or ".." in text or "--" in text or _RATE.fullmatch(text):
         return False
     try:
         return not expand_user(text).exists()

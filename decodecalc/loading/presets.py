@@ -37,6 +37,11 @@ def _parsed(fields: Fields, name: str, parse: Callable[[str], T]) -> T:
         raise fields.error(name, str(exc)) from None
 
 
+MAX_PARAMS = 10**15
+"""Most parameters a model card may claim: 500 times the largest published model (about
+2 trillion), and far below what a 64-bit counter wraps to (2^64 is a typo's favourite)."""
+
+
 def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
     return fields.text("name"), fields.texts("aliases"), fields.text("source")
 
@@ -45,7 +50,7 @@ def load_model(doc: Document, preset_id: str) -> Model:
     """A model preset: metadata, and the model's config.json fields under ``config:``."""
     top = Fields(doc)
     name, aliases, source = _common(top)
-    official = top.integer("official_params", default=0, minimum=0)
+    official = top.integer("official_params", default=0, minimum=0, maximum=MAX_PARAMS)
     official_source = top.text("official_params_source", "")
     official_active = top.optional_integer("official_active_params")
     official_active_source = top.text("official_active_params_source", "")

@@ -9,7 +9,7 @@ import math
 
 from decodecalc.engine.profile import Engine, gpu_family
 from decodecalc.engine.select import engine_for, measured_on, typical
-from decodecalc.errors import InputError
+from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
@@ -25,7 +25,15 @@ from decodecalc.scenarios.rates import (
     parse_power,
     parse_price,
 )
-from decodecalc.scenarios.scenario import MAX_TP, Scenario
+from decodecalc.scenarios.scenario import (
+    MAX_BATCH,
+    MAX_PP,
+    MAX_TP,
+    Scenario,
+    check_count,
+    check_efficiency,
+    check_fraction,
+)
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.parallelism import handoff_crosses_nodes
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -59,7 +67,7 @@ def resolve_link(
         what = "tp > 1 needs an interconnect for its all-reduces"
         if tp == 1:
             what = "pp > 1 needs an interconnect for its hand-offs"
-        raise InputError(
+        raise Conflict(
             f"{what}: give --link (nvlink4, pcie5, ... 'decodecalc links' lists them) or "
             "--link none to leave it out"
         )
@@ -179,7 +187,7 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
     if word == "sustained":
         if gpu is None or gpu.sustained_bandwidth_bytes_per_s is None:
             name = gpu.id if gpu else "a bandwidth given alone"
-            raise InputError(
+            raise Conflict(
                 f"no sustained bandwidth is known for {name}; give --efficiency as a fraction "
                 "or fit one with 'decodecalc calibrate'"
             )
@@ -209,10 +217,39 @@ def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
         ) from None
 
 
+def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
+    """Every value of a spec that is wrong whatever the others hold: a count out of range,
+    a text that is no rate, time, fraction or wattage, an unknown link. Checked first, so
+    that a value no scenario uses (a link at TP 1) is still refused, a count too large for
+    a float never reaches one, and a grid refuses a bad value instead of skipping the
+    combinations it is in (those raise Conflict)."""
+    check_count("batch", spec.batch, MAX_BATCH)
+    check_count("tp", spec.tp, MAX_TP)
+    check_count("pp", spec.pp, MAX_PP)
+    if spec.gpus_per_node is not None:
+        check_count("gpus per node", spec.gpus_per_node, MAX_TP)
+    for rate in (spec.bandwidth, spec.link_bandwidth):
+        if rate is not None:
+            _rate(rate)
+    if isinstance(spec.overhead, str):
+        parse_duration(spec.overhead, "overhead")
+    check_fraction("memory utilization", spec.memory_utilization)
+    if str(spec.efficiency).strip().lower() not in ("sustained", "calibrated"):
+        check_efficiency(resolve_efficiency(str(spec.efficiency), None).fraction)
+    for link in (spec.link, spec.node_link):
+        if isinstance(link, str) and link.strip().lower() != "none":
+            catalog.link(link)
+    if spec.power is not None:
+        resolve_rates(catalog, None, spec.power, None)
+    if isinstance(spec.price, str):
+        price_lists(catalog, spec.price)
+
+
 def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     """The Scenario a spec describes, every name looked up and every text parsed."""
     from decodecalc.loading.numbers import numbers_notes  # a preset query never needs it
 
+    check_values(spec, catalog)
     model = catalog.model(spec.model) if isinstance(spec.model, str) else spec.model
     gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
     if spec.bandwidth is not None:
@@ -393,7 +430,7 @@ def _price(
         where = (
             f"{lists[0].id} gives no price" if len(lists) == 1 else "no price list gives a price"
         )
-        raise InputError(
+        raise Conflict(
             f"{where} for {gpu.id}: give --price in dollars per GPU-hour, e.g. --price 2.49"
         )
     return min(quoted, key=lambda q: q[0])

@@ -16,6 +16,7 @@ from decodecalc.engine.profile import EngineParams
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
 from decodecalc.record import record
+from decodecalc.writing import write_file
 
 
 @record
@@ -49,30 +50,38 @@ class SavedFit:
 
 
 def save_calibration(
-    fit: Fit, source: str, path: Path | None = None, gpus: tuple[str, ...] = ()
+    fit: Fit,
+    source: str,
+    path: Path | None = None,
+    gpus: tuple[str, ...] = (),
+    *,
+    force: bool = False,
+    inputs: Sequence[Path] = (),
 ) -> Path:
+    """Keep a fit where --efficiency calibrated finds it (or at ``path``), replacing a
+    file there only as decodecalc/writing.py allows (``force``, never one of ``inputs``)."""
     target = path or calibration_path()
+    text = json.dumps(
+        {
+            "schema_version": 1,
+            "efficiency": fit.efficiency,
+            "overhead_ms": fit.overhead_s * 1000,
+            "fitted_from": source,
+            "gpus": list(gpus),
+        },
+        indent=2,
+    )
+    _save(target, text + "\n", "the calibration", force, inputs)
+    return target
+
+
+def _save(target: Path, text: str, what: str, force: bool, inputs: Sequence[Path]) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            json.dumps(
-                {
-                    "schema_version": 1,
-                    "efficiency": fit.efficiency,
-                    "overhead_ms": fit.overhead_s * 1000,
-                    "fitted_from": source,
-                    "gpus": list(gpus),
-                },
-                indent=2,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
     except OSError as exc:
-        raise InputError(
-            f"cannot save the calibration to {target}: {exc.strerror or exc}"
-        ) from None
-    return target
+        raise InputError(f"cannot save {what} to {target}: {exc.strerror or exc}") from None
+    with write_file(target, force=force, inputs=inputs) as out:
+        out.write(text)
 
 
 def load_calibration(path: Path | None = None) -> SavedFit:
@@ -158,14 +167,17 @@ def _microseconds(seconds: float, digits: int = 2) -> str:
     return f"{seconds * 1e6:.{digits}f}us"
 
 
-def save_engine_profile(directory: Path, engine_id: str, text: str) -> Path:
-    """Write a profile as DIRECTORY/engines/ENGINE_ID.yaml, where the catalog finds it."""
+def save_engine_profile(
+    directory: Path,
+    engine_id: str,
+    text: str,
+    *,
+    force: bool = False,
+    inputs: Sequence[Path] = (),
+) -> Path:
+    """Write a profile as DIRECTORY/engines/ENGINE_ID.yaml, where the catalog finds it; a
+    profile there is replaced only as decodecalc/writing.py allows (one edited by hand
+    needs ``force``)."""
     target = directory / "engines" / f"{engine_id}.yaml"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"cannot save the engine profile to {target}: {exc.strerror or exc}"
-        ) from None
+    _save(target, text, "the engine profile", force, inputs)
     return target

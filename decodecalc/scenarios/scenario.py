@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from decodecalc.engine.profile import Engine
-from decodecalc.errors import InputError
+from decodecalc.errors import Conflict, InputError
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
@@ -18,6 +18,26 @@ MAX_BATCH = 1_000_000
 MIN_FRACTION = 0.001
 """Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
 MAX_TP = 1024
+MAX_PP = 1024
+"""More stages than any model has layers: past it a value is no pipeline, whatever the model."""
+
+
+def check_count(name: str, value: int, most: int) -> None:
+    """A whole number from 1 to ``most``, checked before anything divides by it (a TP of
+    400 digits overflows a float) and before it meets a model (a bad value is no
+    Conflict)."""
+    if not 1 <= value <= most:
+        raise InputError(f"{name} {value} must be a whole number from 1 to {most:,}")
+
+
+def check_efficiency(value: float) -> None:
+    check_fraction("efficiency", value, " (1 is the roofline)")
+
+
+def check_fraction(name: str, value: float, meaning: str = "") -> None:
+    """A share from MIN_FRACTION to 1 (efficiency, memory utilization); NaN is none."""
+    if not (MIN_FRACTION <= value <= 1) or math.isnan(value):
+        raise InputError(f"{name} {value} must be from {MIN_FRACTION} to 1{meaning}")
 
 
 @record
@@ -43,7 +63,7 @@ class Scenario:
     """What resolving the inputs found a reader must know (a calibration from another GPU)."""
     weight_overrides: tuple[tuple[str, DType], ...] = ()
     """Tensor groups (by name) stored in another format than ``weights``: a mixed-precision
-    checkpoint (model/precision.py). Compute keeps the default format's matmul class."""
+    checkpoint (physics/precision.py). Compute keeps the default format's matmul class."""
     weights_recipe: str | None = None
     """The recipe the formats came from (None: one format everywhere), for reports."""
     engine: Engine | None = None
@@ -53,9 +73,9 @@ class Scenario:
     cache K and V, half their elements each; MLA's latent is one tensor with no separate
     V, so kv_dtype covers all of it, as it does linear attention's state."""
     rates: Rates = Rates()
-    """Price per GPU-hour and board power, for cost and energy per token (answers/cost.py)."""
+    """Price per GPU-hour and board power, for cost and energy per token (physics/cost.py)."""
     pp: int = 1
-    """Pipeline stages, each of ``tp`` GPUs (step/parallelism.py)."""
+    """Pipeline stages, each of ``tp`` GPUs (physics/parallelism.py)."""
     ep: bool = False
     """Routed experts placed whole on the group's GPUs instead of each split over them."""
     dp_attention: bool = False
@@ -67,26 +87,17 @@ class Scenario:
     """The network between nodes, for groups and hand-offs that leave a node."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch <= MAX_BATCH:
-            raise InputError(f"batch {self.batch} must be a whole number from 1 to {MAX_BATCH:,}")
-        if not 1 <= self.tp <= MAX_TP:
-            raise InputError(f"tp {self.tp} must be a whole number from 1 to {MAX_TP}")
+        check_count("batch", self.batch, MAX_BATCH)
+        check_count("tp", self.tp, MAX_TP)
+        check_count("pp", self.pp, MAX_PP)
         if not self.model.supports_tp(self.tp):
             valid = ", ".join(str(n) for n in self.model.valid_tp())
-            raise InputError(
+            raise Conflict(
                 f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "
                 f"valid: {valid}"
             )
-        if not (MIN_FRACTION <= self.efficiency <= 1) or math.isnan(self.efficiency):
-            raise InputError(
-                f"efficiency {self.efficiency} must be from {MIN_FRACTION} to 1 (1 is the roofline)"
-            )
-        if not (MIN_FRACTION <= self.memory_utilization <= 1) or math.isnan(
-            self.memory_utilization
-        ):
-            raise InputError(
-                f"memory utilization {self.memory_utilization} must be from {MIN_FRACTION} to 1"
-            )
+        check_efficiency(self.efficiency)
+        check_fraction("memory utilization", self.memory_utilization)
         if not (0 <= self.overhead_s < 3600) or math.isnan(self.overhead_s):
             raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
         if self.bandwidth_bytes_per_s <= 0:
@@ -102,23 +113,23 @@ class Scenario:
     def _check_parallelism(self) -> None:
         layers, moe = len(self.model.layers), self.model.moe()
         if not 1 <= self.pp <= layers:
-            raise InputError(
+            raise Conflict(
                 f"pp {self.pp} must be a whole number from 1 to {layers}: each pipeline stage "
                 f"needs at least one of {self.model.id}'s {layers} layers"
             )
         if (self.ep or self.dp_attention) and moe is None:
             what = "--ep spreads experts" if self.ep else "--dp-attention serves experts"
-            raise InputError(
+            raise Conflict(
                 f"{what} over GPUs, and {self.model.id} has no experts (a dense model's data "
                 "parallelism is independent replicas: estimate one)"
             )
         if self.ep and moe is not None and moe.num_experts % self.tp:
-            raise InputError(
+            raise Conflict(
                 f"--ep places whole experts: {moe.num_experts} experts do not divide evenly "
                 f"over {self.tp} GPUs"
             )
         if self.dp_attention and self.tp == 1:
-            raise InputError("--dp-attention splits sequences over the group's GPUs: give --tp > 1")
+            raise Conflict("--dp-attention splits sequences over the group's GPUs: give --tp > 1")
         if self.gpus_per_node is not None and not 1 <= self.gpus_per_node <= MAX_TP:
             raise InputError(
                 f"gpus per node {self.gpus_per_node} must be a whole number from 1 to {MAX_TP}"

@@ -3,7 +3,7 @@ matplotlib (the optional `plot` extra). Both take the same series."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import IO
 
 from decodecalc.answers.estimate import Estimate
 from decodecalc.errors import InputError
@@ -95,19 +95,33 @@ def _tokens_label(value: float, _: object) -> str:
     return f"{value:g}"
 
 
-def plot_file(series: list[Series], path: Path, axes: Axes = DECODE) -> None:
-    """A publication-quality SVG or PNG (by the file's suffix)."""
-    if path.suffix.lower() not in (".svg", ".png"):
-        raise InputError(f"--plot {str(path)!r}: the file must end in .svg or .png")
+def plot_format(name: str) -> str:
+    """The chart file's format, from its name (svg or png), once matplotlib is known to
+    be there to draw it."""
+    import importlib.util
+
+    suffix = name.rpartition(".")[2].lower() if "." in name else ""
+    if suffix not in ("svg", "png"):
+        raise InputError(f"--plot {name!r}: the file must end in .svg or .png")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError(MISSING_MATPLOTLIB)
+    return suffix
+
+
+MISSING_MATPLOTLIB = (
+    "--plot needs matplotlib: pip install 'decodecalc[plot]' (or pip install matplotlib)"
+)
+
+
+def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECODE) -> None:
+    """A publication-quality SVG or PNG (``kind``, from plot_format) written to ``out``."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as pyplot
     except ImportError:
-        raise InputError(
-            "--plot needs matplotlib: pip install 'decodecalc[plot]' (or pip install matplotlib)"
-        ) from None
+        raise InputError(MISSING_MATPLOTLIB) from None
     from matplotlib.ticker import FuncFormatter
 
     figure, plot = pyplot.subplots(figsize=(8, 4.8), dpi=150)
@@ -140,8 +154,6 @@ def plot_file(series: list[Series], path: Path, axes: Axes = DECODE) -> None:
     plot.legend(fontsize=8)
     figure.tight_layout()
     try:
-        figure.savefig(path)
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+        figure.savefig(out, format=kind)
     finally:
         pyplot.close(figure)
