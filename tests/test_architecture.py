@@ -203,3 +203,17 @@ def test_the_step_formula_check_sees_a_step_time() -> None:
         "s = max(memory_s, compute_s or 0.0) + comm_s\n"
     )
     assert len(_step_time_formulas(ast.parse(written))) == 2
+
+
+def test_no_function_is_more_complex_than_c() -> None:
+    """Radon's grade C (complexity 20) at most: a function past it does several things and
+    should be several functions (the house style: small pieces)."""
+    from radon.complexity import cc_visit
+
+    over = [
+        f"{path.relative_to(PACKAGE)}: {block.fullname} ({block.complexity})"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for block in cc_visit(path.read_text())
+        if block.complexity > 20
+    ]
+    assert not over, "\n".join(over)

@@ -169,6 +169,21 @@ def _serve_defaults(
         given["batch"] *= replicas
 
 
+def _limits(
+    get: Getter, given: dict[str, Any], settings: Settings, serve: ServeConfig | None
+) -> dict[str, Any]:
+    """The scheduler limits a file sets; a vLLM config's max-num-seqs defaults as its
+    decode batch does."""
+    limits = {
+        "max_num_batched_tokens": get("max_num_batched_tokens", lambda v: whole(tokens(v))),
+        "max_num_seqs": get("max_num_seqs", whole),
+        "memory_utilization": given.get("memory_utilization"),
+    }
+    if serve is not None and "max_num_seqs" not in settings:
+        limits["max_num_seqs"] = serve.default_batch(given.get("gpu"))
+    return limits
+
+
 def _missing(
     where: str,
     name: str,
@@ -341,28 +356,16 @@ class DeploymentReader:
         contexts = get("context", context_list)
         targets = self._cli_targets(_targets(settings, problems, doc, key_path), problems)
         workload = read_workload(doc, settings, key_path, problems, self.catalog)
-        limits = {
-            "max_num_batched_tokens": get("max_num_batched_tokens", lambda v: whole(tokens(v))),
-            "max_num_seqs": get("max_num_seqs", whole),
-            "memory_utilization": given.get("memory_utilization"),
-        }
-        if serve is not None and "max_num_seqs" not in settings:
-            limits["max_num_seqs"] = serve.default_batch(given.get("gpu"))  # as the batch
+        limits = _limits(get, given, settings, serve)
         earlier = len(problems.items) > before
         problems.items.extend(_missing(where, name, settings, targets, startup_check, earlier))
         model = given.get("model")
         if len(problems.items) > before or model is None:
             return None
-        spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
-        scenario: Scenario | None = problems.attempt(where, lambda: resolve(spec, self.catalog))
-        if scenario is None:
+        found = self._resolved(where, given, limits, problems)
+        if found is None:
             return None
-        given_limits = {k: v for k, v in limits.items() if v is not None}
-        server: SchedulerLimits | None = problems.attempt(
-            where, lambda: scheduler_limits(scenario.engine, scenario.gpu, **given_limits)
-        )
-        if server is None:
-            return None
+        scenario, server = found
         return Deployment(
             file=doc.path,
             name=name,
@@ -372,6 +375,21 @@ class DeploymentReader:
             workload=workload,
             limits=server,
         )
+
+    def _resolved(
+        self, where: str, given: dict[str, Any], limits: dict[str, Any], problems: Problems
+    ) -> tuple[Scenario, SchedulerLimits] | None:
+        """The scenario the settings describe and the server's scheduler limits, or None
+        with the problem kept."""
+        spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
+        scenario: Scenario | None = problems.attempt(where, lambda: resolve(spec, self.catalog))
+        if scenario is None:
+            return None
+        given_limits = {k: v for k, v in limits.items() if v is not None}
+        server: SchedulerLimits | None = problems.attempt(
+            where, lambda: scheduler_limits(scenario.engine, scenario.gpu, **given_limits)
+        )
+        return None if server is None else (scenario, server)
 
     def _reader(self, doc: Document, field: ScenarioField) -> Callable[[Any], Any]:
         """How a file's value of a scenario field is read: looked up in the catalog where

@@ -1145,6 +1145,12 @@ own model_type (this one when it names none); the vision tower is loading/vision
 REFUSED: dict[str, str] = {
     "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
     "ratios) is not modelled",
+    "gemma4": "Gemma 4's config (transformers 5) has not been checked against a published "
+    "checkpoint: its layer schedule and cache sharing are not modelled yet",
+    "gemma4_text": "Gemma 4's config (transformers 5) has not been checked against a published "
+    "checkpoint: its layer schedule and cache sharing are not modelled yet",
+    "kimi_linear": "Kimi Linear's Kimi Delta Attention (its per-channel gated state) is not "
+    "modelled",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

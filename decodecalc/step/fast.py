@@ -121,12 +121,17 @@ class FastStep:
         self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
     ) -> Iterator[tuple[object, ...]]:
         """ROW_FIELDS at each context; with ``fits_labels`` the last field is its label (a
-        writer's text for true, false and unknown). The constants are bound to locals once:
-        this loop is what a million-row sweep spends its time in."""
+        writer's text for true, false and unknown)."""
         labels = fits_labels or {True: True, False: False, None: None}
         if self.general is not None:
-            yield from _general_rows(self.general, contexts, labels)
-            return
+            return _general_rows(self.general, contexts, labels)
+        return self._fast_rows(contexts, labels)
+
+    def _fast_rows(
+        self, contexts: Iterable[int], labels: dict[bool | None, object]
+    ) -> Iterator[tuple[object, ...]]:
+        """The step written out on numbers bound to locals once: this loop is what a
+        million-row sweep spends its time in."""
         weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
         windowed = [(w, e) for w, e in self.kv_segments if w is not None]
         growing = sum(e for w, e in self.kv_segments if w is None)
