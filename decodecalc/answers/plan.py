@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.record import record, replace
+from decodecalc.record import record
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
 from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import StepModel
@@ -94,7 +94,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
     """A candidate against the targets: its batch, replicas, cost and what it misses."""
     context, limit = targets.context, targets.max_seconds_per_token
     # The batch search and the answer ask for the same batches' steps: build each once.
-    step_at = functools.cache(lambda batch: StepModel.of(replace(scenario, batch=batch)))
+    step_at = functools.cache(lambda batch: StepModel.at(scenario, batch))
     max_batch = largest_batch(step_at, context, limit)
     batch = targets.batch or max(1, min(max_batch, targets.max_batch))
     step = step_at(batch)

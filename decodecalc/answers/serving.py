@@ -168,8 +168,8 @@ class _Steps:
     shared_prefix: bool
     prefill_flops_per_token: float
     draft: Scenario | None
-    built: dict[tuple[int, int], StepModel] = field(default_factory=dict)
-    """Step models by (id of the scenario, batch): a server prices the same few batches
+    built: dict[tuple[bool, int], StepModel] = field(default_factory=dict)
+    """Step models by (the drafter's or not, batch): a server prices the same few batches
     at every operating point, and building one is most of a step's cost."""
 
     def seconds(self, batch: float, chunk: int) -> float:
@@ -197,10 +197,10 @@ class _Steps:
         back; FLOPs are the decode's plus the chunk's at the GPU's peak."""
         w = self.workload
         tokens = batch * queries + chunk
-        key = (id(scenario), batch)  # scenario is this record's own or its draft: held here
+        key = (scenario is self.draft, batch)  # the target's steps, or its drafter's
         step = self.built.get(key)
         if step is None:
-            step = self.built[key] = StepModel.of(replace(scenario, batch=batch))
+            step = self.built[key] = StepModel.at(scenario, batch)
         first, last = w.input_len, w.input_len + w.output_len - 1
         per_sequence = Fraction(step.kv_units.elements(first) + step.kv_units.elements(last), 2)
         shared_units = step.kv_units.elements(w.prefix_len) if shared else 0

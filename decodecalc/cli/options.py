@@ -105,14 +105,15 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
     )
 
 
-def scenario_options(*, axes: bool = False) -> Callable[[F], F]:
+def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Give a command the scenario options first, its own after them, and --presets last;
     it takes them as ``**scenario`` and reads them back with spec_of / specs_of.
 
     One declaration for every command that builds a scenario, the way sqlite-utils shares
     its output options: Typer builds options from the signature, so they join the
     signature (keyword-only, which is how Typer passes them). With ``axes`` the options
-    that may vary take comma lists (compare, sweep).
+    that may vary take comma lists (compare, sweep); ``omit`` names fields the command sets
+    itself (serving's batch is its running requests), which it then does not offer.
     """
 
     def decorate(command: F) -> F:
@@ -124,7 +125,7 @@ def scenario_options(*, axes: bool = False) -> Callable[[F], F]:
         ]
         first = [p for p in own if p.name == "ctx"]
         rest = [p for p in own if p.name != "ctx"]
-        shared = [_parameter(o, axes) for o in SCENARIO_FIELDS]
+        shared = [_parameter(o, axes) for o in SCENARIO_FIELDS if o.name not in omit]
         presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
         parameters = [*first, *shared, *rest, presets]
         setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
@@ -135,7 +136,9 @@ def scenario_options(*, axes: bool = False) -> Callable[[F], F]:
 
 def spec_of(ctx: typer.Context) -> ScenarioSpec:
     """The scenario a command's options describe, unresolved."""
-    return ScenarioSpec(**{o.name: ctx.params[o.name] for o in SCENARIO_FIELDS})
+    return ScenarioSpec(
+        **{o.name: ctx.params[o.name] for o in SCENARIO_FIELDS if o.name in ctx.params}
+    )
 
 
 def scenario_of(ctx: typer.Context) -> Any:

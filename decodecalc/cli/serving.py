@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 @app.command()
-@scenario_options()
+@scenario_options(omit=("batch",))
 def serving(
     ctx: typer.Context,
     input_len: Annotated[
@@ -150,7 +150,7 @@ def serving(
 
     The steady state of a server like vLLM or SGLang: prefill chunks share decode steps,
     the KV pool caps the running requests, Little's law ties latency to throughput. The
-    scenario's --batch is not used: the workload sets it.
+    workload sets the batch (the running requests), so serving takes no --batch.
 
     Examples:
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.record import replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
 from decodecalc.step.flops import step_flops
 from decodecalc.step.step import StepModel
@@ -27,7 +26,7 @@ def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
     """For MoE weights, which grow with the batch: doubling, then bisection."""
 
     def compute_bound(batch: int) -> bool:
-        step = StepModel.of(replace(scenario, batch=batch))
+        step = StepModel.at(scenario, batch)
         compute = step.compute_seconds(context_tokens) or 0.0
         return compute >= step.memory_seconds(context_tokens)
 
@@ -46,7 +45,7 @@ def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
 def _dense_ridge(scenario: Scenario, context_tokens: int, peak_flops_per_s: int) -> int | None:
     """With weights that do not grow with the batch, memory time is W + B x (KV + state)
     and compute time B x FLOPs per sequence, so the crossing batch is one division."""
-    one = StepModel.of(replace(scenario, batch=1))
+    one = StepModel.at(scenario, 1)
     bandwidth = scenario.effective_bandwidth_bytes_per_s
     per_sequence_memory = (one.kv_bytes(context_tokens) + one.state_bytes) / bandwidth
     per_sequence_compute = (

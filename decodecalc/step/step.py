@@ -194,6 +194,12 @@ class StepModel:
     """Each pipeline stage's share; the step's bytes are theirs added up."""
 
     @classmethod
+    def at(cls, scenario: Scenario, batch: int) -> StepModel:
+        """The scenario's step at another batch: a server's running requests, a plan's
+        largest batch, the ridge search (the deployment is the same; only B differs)."""
+        return cls.of(replace(scenario, batch=batch))
+
+    @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
         model, batch = scenario.model, scenario.batch
         units, unit_bytes = kv_units_for(scenario)
