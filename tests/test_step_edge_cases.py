@@ -1,8 +1,6 @@
-"""Bugs the rest of the suite once let through, each pinned by a hand-worked number.
-
-Each test here fails on a deliberately broken copy of the code that passed every other
-test: attention FLOPs that ignore sliding windows (estimator and sweep), a sweep that
-rounds fractional KV bytes down, and a recurrent state that TP does not split.
+"""The step's edges, each pinned by a hand-worked number: attention FLOPs stop at a sliding
+window (estimator and sweep alike), a sweep rounds fractional KV bytes up, and TP splits a
+recurrent state. Each test fails on a copy of the code broken just there.
 """
 
 from __future__ import annotations

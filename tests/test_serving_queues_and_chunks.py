@@ -1,5 +1,6 @@
-"""`decodecalc serving` as a user sizing a server reads it: the bugs a review found, each
-with its figures worked by hand."""
+"""`decodecalc serving` as a user sizing a server reads it: prompt chunks, admission waits,
+open-loop queues, request-rate sweeps and the notes on them, each with its figures worked
+by hand."""
 
 from __future__ import annotations
 
