@@ -59,3 +59,21 @@ def test_points_take_their_rows_and_refuse_the_others(tmp_path: Path) -> None:
     path.write_text(point.replace("source: x", "source: x, efficiency: 0.8"))
     with pytest.raises(Exception, match="efficiency"):
         read_points(path, Catalog())
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "kind"),
+    [
+        ("roofline", "h100-sxm", "roofline"),
+        ("typical", "h100-sxm", "typical"),
+        ("vllm", "h100-sxm", "profile"),
+        ("llama.cpp-metal", "h100-sxm", "fallback"),  # measured on Apple only
+    ],
+)
+def test_an_engine_says_how_it_was_chosen(engine: str, gpu: str, kind: str) -> None:
+    """Engine.kind names the choice (engine/select.py); only the roofline expects nothing."""
+    from decodecalc.loading.resolve import resolve
+
+    s = resolve(ScenarioSpec(model="llama-3.1-8b", gpu=gpu, engine=engine), Catalog())
+    assert s.engine is not None and s.engine.kind == kind
+    assert s.engine.expects == (kind != "roofline")

@@ -303,7 +303,7 @@ class _Server:
             )
         self.per_request_s = (
             0.0
-            if engine is None or not engine.params
+            if engine is None or not engine.expects
             else median([p.per_request_s for p in engine.params])
         )
         """c_req: the profiles' median; outside the steps, so in TTFT and e2e only."""

@@ -74,7 +74,8 @@ class EngineParams:
 @record
 class Engine:
     """The engine a scenario's expected figures are for: a profile's parameters for the
-    scenario's GPU family, several profiles' (``typical``), or none (``roofline``)."""
+    scenario's GPU family, several profiles' (``typical``, or a ``fallback`` where the
+    profile has no data on the family), or none (``roofline``)."""
 
     id: str
     params: tuple[EngineParams, ...] = ()
@@ -83,6 +84,26 @@ class Engine:
     """The profile each of ``params`` comes from, for people reading a typical band."""
     serving: ServingDefaults | None = None
     """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
+    kind: str = "profile"
+    """One of ENGINE_KINDS: how the parameters were chosen (engine/select.py)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENGINE_KINDS:
+            raise ValueError(f"engine kind {self.kind!r} is none of {ENGINE_KINDS}")
+        if self.kind == "roofline" and self.params:
+            raise ValueError("the roofline has no engine parameters")
+
+    @property
+    def expects(self) -> bool:
+        """Whether figures carry this engine's expected step (the roofline's do not, nor
+        those of an engine left with no parameters, such as a refit with no points)."""
+        return self.kind != "roofline" and bool(self.params)
+
+
+ENGINE_KINDS = ("roofline", "profile", "typical", "fallback")
+"""The roofline (physics alone), one profile fitted on the GPU's family, the band across
+every profile measured on it, or a profile without data on it standing with those that
+have (engine/select.py engine_for)."""
 
 
 @record

@@ -29,7 +29,9 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
         for measured, params in p.families
         if params.points
     ]
-    return Engine("typical", tuple(f for _, f in chosen), family, tuple(name for name, _ in chosen))
+    names = tuple(name for name, _ in chosen)
+    kind = "typical" if chosen else "roofline"  # (no profile measured anywhere)
+    return Engine("typical", tuple(f for _, f in chosen), family, names, kind=kind)
 
 
 def engine_for(
@@ -58,6 +60,7 @@ def engine_for(
             family,
             (f"{profile.id} ({fitted})", *(name for name, _ in others)),
             profile.serving,
+            kind="fallback",
         ),
         fitted,
     )

@@ -322,7 +322,7 @@ def resolve_engine(
         )
     word = (name or "typical").strip().lower()
     if word == "roofline":
-        return Engine("roofline", (), family), ()
+        return Engine("roofline", (), family, kind="roofline"), ()
     if word == "typical":
         profiles = catalog.engines()
         engine = typical(profiles, family)

@@ -217,7 +217,7 @@ class StepModel:
             stages=stages,
         )
         engine = scenario.engine
-        if engine is None or not engine.params:
+        if engine is None or not engine.expects:
             return step
         comm = 0.0 if step.comm is None else step.comm.seconds(batch)
         terms = packed([engine_terms(step, p, comm) for p in engine.params])
