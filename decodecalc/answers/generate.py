@@ -17,8 +17,10 @@ import math
 from collections.abc import Callable
 from itertools import pairwise
 
+from decodecalc.answers.estimate import estimate
+from decodecalc.answers.notes import estimate_notes
 from decodecalc.errors import InputError
-from decodecalc.notes import Note
+from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.passes import Prefill, prefill
@@ -44,7 +46,8 @@ class Generation:
     last_step_seconds: float
     prefill: Prefill
     notes: tuple[Note, ...] = ()
-    """What a reader must know to read the figures right (compute left out of prefill)."""
+    """What a reader must know to read the figures right: the last step's (whether it
+    fits, whether it is past the model's maximum context) and the prefill's own."""
     expected_decode_seconds: tuple[float, ...] = ()
     """The whole decode as the scenario's engine would take it: (expected, low, high)."""
 
@@ -162,6 +165,14 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
         first_step_seconds=step.row(prompt_tokens).seconds_per_token,
         last_step_seconds=step.row(prompt_tokens + new_tokens - 1).seconds_per_token,
         prefill=prompt,
-        notes=(UNKNOWN_COMPUTE,) if prompt.tokens and prompt.compute_seconds is None else (),
+        notes=_notes(scenario, prompt, prompt_tokens + new_tokens - 1),
         expected_decode_seconds=expected_decode(step, prompt_tokens, new_tokens),
     )
+
+
+def _notes(scenario: Scenario, prompt: Prefill, last_context: int) -> tuple[Note, ...]:
+    """The notes of the last decode step's estimate (the longest context: whether it fits,
+    whether it is past the model's maximum) and the prefill's own."""
+    last = estimate(scenario, [last_context], crossover_row=False)
+    own = (UNKNOWN_COMPUTE,) if prompt.tokens and prompt.compute_seconds is None else ()
+    return unique([*estimate_notes(last), *own])

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from decodecalc.answers.estimate import estimate
 from decodecalc.answers.generate import Generation
-from decodecalc.answers.notes import estimate_notes
-from decodecalc.notes import Note, unique
 from decodecalc.record import replace
 from decodecalc.step.passes import Prefill
 from decodecalc.views import humanize as h
@@ -51,7 +48,7 @@ def generation_report(g: Generation) -> Report:
     ]
     records = tuple({"quantity": q, "value": v} for q, v in rows)
     report = Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
-    return with_notes(report, generation_notes(g))
+    return with_notes(report, g.notes)
 
 
 def generation_rows(report: Report) -> Report:
@@ -67,18 +64,11 @@ def generation_rows(report: Report) -> Report:
 def _expected_rows(g: Generation) -> list[tuple[str, str]]:
     """The decode as the engine would take it, when the scenario names one."""
     engine = g.scenario.engine
-    if engine is None or not engine.params:
+    if engine is None or not engine.expects:
         return []
     middle, low, high = g.expected_decode_seconds
-    who = "typical engine" if engine.id == "typical" else engine.id
+    who = "typical engine" if engine.kind == "typical" else engine.id
     return [(f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})")]
-
-
-def generation_notes(g: Generation) -> tuple[Note, ...]:
-    """The notes of the last decode step's estimate (the longest context: whether it fits,
-    whether it is past the model's maximum) and the prefill's own."""
-    last = estimate(g.scenario, [g.prompt_tokens + g.new_tokens - 1], crossover_row=False)
-    return unique([*estimate_notes(last), *g.notes])
 
 
 def _prefill_terms(p: Prefill) -> str:
