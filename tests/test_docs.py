@@ -296,6 +296,27 @@ def layout(run: Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scenario_fields(run: Run) -> str:
+    """The one table of scenario fields (scenarios/fields.py) as every door spells it."""
+    from decodecalc.scenarios.fields import SCENARIO_FIELDS
+
+    lines = [
+        "| field | command line | deployment files | measured points | kind |",
+        "|---|---|---|---|---|",
+    ]
+    for f in SCENARIO_FIELDS:
+        points = (
+            ("`" + f.name + "`" + (" (required)" if f.required_in_points else ""))
+            if (f.in_points)
+            else ""
+        )
+        lines.append(
+            f"| `{f.name}` | {', '.join(f'`{flag}`' for flag in f.flags)} | "
+            f"{'`' + f.name + '`' if f.in_files else ''} | {points} | {f.kind} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 GENERATED: dict[str, Callable[[Run], str]] = {
     "cli-reference": cli_reference,
     **{kind: listing(kind) for kind in LISTINGS},
@@ -305,6 +326,7 @@ GENERATED: dict[str, Callable[[Run], str]] = {
     "calibration-summary": calibration_summary,
     "api-reference": api_reference,
     "layout": layout,
+    "scenario-fields": scenario_fields,
 }
 """What each generated region holds, by the name its markers give."""
 
