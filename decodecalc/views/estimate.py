@@ -438,11 +438,12 @@ def estimate_report(est: Estimate) -> Report:
     )
     row_columns = [c for c in estimate_columns() if c.key != "expected_band"]
     columns = (
-        # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead.
+        # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead;
+        # overhead_ms is each row's (the same per-step overhead), so it is written once.
         *(
             Column(k, k)
             for k in inputs
-            if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides")
+            if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides", "overhead_ms")
         ),
         *row_columns,
         Column("crossover_context", "crossover_context"),
