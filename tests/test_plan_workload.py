@@ -104,6 +104,19 @@ class TestPlanAgreesWithServing:
         assert not row["meets"] and row["ms_per_token"] is None
         assert [m["target"] for m in row["misses"]] == ["load"]
 
+    def test_the_page_leaves_a_server_without_tpot_off_its_chart(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        """--report with options that have no TPOT (past saturation) writes the page."""
+        page = tmp_path / "plan.html"
+        result = cli(
+            "plan", "-m", "llama-3.1-8b", "--gpus", "h100-sxm,a100-40gb", "--tp", "1",
+            "-w", "bf16", "--input-len", "1K", "--output-len", "200", "--request-rate", "30",
+            "--report", str(page),
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        assert page.stat().st_size > 0
+
 
 class TestPlanWorkloadOptions:
     @pytest.mark.parametrize(
