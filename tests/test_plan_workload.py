@@ -177,3 +177,24 @@ def test_estimate_csv_has_one_overhead_column(cli: Run) -> None:
     header, first, *_ = csv.reader(io.StringIO(result.out))
     assert header.count("overhead_ms") == 1
     assert float(first[header.index("overhead_ms")]) == 0.5
+
+
+class TestEstimateCarriesItsCosts:
+    def test_the_answer_holds_what_the_json_rows_show(self, cli: Run) -> None:
+        """The estimate answer carries each row's cost and energy and its notes, and the
+        view writes them as they are: $3.60 per GPU-hour on one GPU is $1e-6 per GPU-ms,
+        so a batch of 1 costs 1e-6 x 1e6 = $1 per million tokens per expected ms."""
+        from decodecalc.answers.estimate import estimate
+        from decodecalc.api import scenario
+
+        s = scenario("llama-3.1-8b", "h100-sxm", price=3.6)
+        est = estimate(s, [4096])
+        (row,) = json_of(
+            cli, "estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--price", "3.6",
+            "-c", "4096", "--no-crossover-row",
+        )["rows"]  # fmt: skip
+        (costs,) = est.costs
+        assert costs is not None
+        assert costs.cost_per_million_tokens == row["cost_per_million_tokens"]
+        assert row["cost_per_million_tokens"] == pytest.approx(row["expected_ms_per_token"])
+        assert {n.code for n in est.notes} >= {"energy-at-tdp"}

@@ -6,17 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from decodecalc.answers.cost import cost_basis
+from decodecalc.answers.notes import cost_notes
 from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import (
-    cost_basis,
-    cost_fields,
-    cost_notes,
-    kv_label,
-    weights_label,
-)
+from decodecalc.views.estimate import cost_fields, kv_label, weights_label
 from decodecalc.views.report import Column, Report, document, with_notes
 
 

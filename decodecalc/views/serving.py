@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from decodecalc.answers.notes import cost_notes
 from decodecalc.answers.serving import ServingResult
 from decodecalc.notes import unique
 from decodecalc.views import humanize as h
@@ -14,7 +15,6 @@ from decodecalc.views.estimate import (
     COST_COLUMNS,
     cost_fields,
     cost_inputs,
-    cost_notes,
     describe_engine,
     kv_label,
     scenario_inputs,
