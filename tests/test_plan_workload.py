@@ -102,6 +102,7 @@ class TestPlanAgreesWithServing:
         )  # fmt: skip
         (row,) = doc["rows"]
         assert not row["meets"] and row["ms_per_token"] is None
+        assert row["throughput_tokens_per_s"] is None and "cost_per_million_tokens" not in row
         assert [m["target"] for m in row["misses"]] == ["load"]
 
     def test_the_page_leaves_a_server_without_tpot_off_its_chart(

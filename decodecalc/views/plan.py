@@ -32,7 +32,7 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
         "kv_dtype": kv_label(s),
         "batch": s.batch,
         "ms_per_token": None if o.seconds_per_token is None else o.seconds_per_token * 1000,
-        "throughput_tokens_per_s": o.throughput,
+        "throughput_tokens_per_s": None if o.seconds_per_token is None else o.throughput,
         "fits": o.fits,
         "max_batch": o.max_batch,
         "max_context": o.max_context,
