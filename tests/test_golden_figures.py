@@ -66,6 +66,11 @@ COMMANDS: list[str] = [
     "--output-len 500 --concurrency 32 --speculative mtp --acceptance 0.7 --json",
     "plan -m llama-3.1-70b -c 4K --max-ms-per-token 30 --batch 64 --json",
     "plan -m deepseek-v3 -c 16K --max-ms-per-token 50 --json",
+    # plan under a workload (its TPOT is serving's) and serving priced, both added in issue 22
+    "plan -m llama-3.1-70b --gpus h100-sxm,b200,mi300x --input-len 2K --output-len 256 "
+    "--concurrency 64 --max-ms-per-token 30 --min-throughput 5000 --json",
+    "serving -m llama-3.1-8b -g h100-sxm --input-len 1K --output-len 200 --concurrency 8,64 "
+    "--price 2.5 --json",
     "check examples/chat-h100.yaml examples/rag-long-context.yaml examples/deepseek-moe.yaml "
     "examples/vllm-targets.yaml -f json",
     "check examples/vllm-serve.yaml --gpu h100-sxm -t max_ms_per_token=30 -t must_fit=true -f json",

@@ -12,7 +12,12 @@ draws (a memory-bound step leaves much of the chip idle), so the energy is a cei
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.scenarios.scenario import Scenario
 
 SECONDS_PER_HOUR = 3600
 JOULES_PER_KWH = 3_600_000
@@ -54,3 +59,35 @@ def cost_and_energy(
     joules = None if power_w is None else power_w * gpu_seconds_per_token
     kwh = None if joules is None else joules * TOKENS_PER_MILLION / JOULES_PER_KWH
     return CostEnergy(cost, joules, kwh)
+
+
+def cost_basis(s: Scenario) -> str:
+    """Which step cost and energy divide: the engine's expected step, else the roofline."""
+    return "expected" if s.engine is not None and s.engine.params else "roofline"
+
+
+def cost_factors(s: Scenario) -> CostEnergy | None:
+    """Cost, joules and kWh per millisecond of step (None: neither a price nor a power is
+    known): each figure is linear in the step, so a row's is its expected ms times these."""
+    r = s.rates
+    if r.price_per_gpu_hour is None and r.power_w is None:
+        return None
+    return cost_and_energy(0.001, s.batch, s.gpus, r.price_per_gpu_hour, r.power_w)
+
+
+def scaled(factors: CostEnergy, scale: float) -> CostEnergy:
+    """Each known figure times ``scale``: a step's, from cost_factors' per millisecond.
+
+    >>> scaled(CostEnergy(2.0, None, 0.5), 3.0)
+    CostEnergy(cost_per_million_tokens=6.0, joules_per_token=None, kwh_per_million_tokens=1.5)
+    """
+    return CostEnergy(
+        *(
+            None if value is None else value * scale
+            for value in (
+                factors.cost_per_million_tokens,
+                factors.joules_per_token,
+                factors.kwh_per_million_tokens,
+            )
+        )
+    )

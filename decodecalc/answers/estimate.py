@@ -7,10 +7,13 @@ import math
 from collections.abc import Iterable
 from fractions import Fraction
 
+from decodecalc.answers.cost import CostEnergy, cost_factors, scaled
+from decodecalc.answers.notes import cost_notes, estimate_notes
 from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.model.kvcache import KVCurve
-from decodecalc.record import record
+from decodecalc.notes import Note
+from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.memory import MemoryFit
 from decodecalc.step.ridge import ridge_batch
@@ -48,6 +51,11 @@ class Estimate:
     experts_touched_per_gpu: float | None = None
     """Expected routed experts one GPU runs per MoE layer with --ep (uniform routing, so
     the group's share; None without expert parallelism)."""
+    costs: tuple[CostEnergy | None, ...] = ()
+    """Per row, money and energy per output token at its expected step (None: neither a
+    price nor a power is known)."""
+    notes: tuple[Note, ...] = ()
+    """What a reader must know to read the rows right, the cost notes with them."""
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
@@ -67,7 +75,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
     rows = tuple(step.row(t, t == marked, memory) for t in points)
     moe = scenario.model.moe()
     unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
-    return Estimate(
+    est = Estimate(
         scenario=scenario,
         weight_bytes_per_step=step.weight_bytes,
         kv_bytes_per_token=step.kv_bytes_per_token(),
@@ -87,3 +95,14 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         if moe is None or not scenario.ep
         else float(moe.touched(scenario.batch)) / scenario.tp,
     )
+    factors = cost_factors(scenario)
+    # Each figure is linear in the step: the factors per ms times the row's expected ms.
+    costs = tuple(
+        None if factors is None else scaled(factors, _expected_s(row) * 1000) for row in rows
+    )
+    return replace(est, costs=costs, notes=(*estimate_notes(est), *cost_notes(scenario)))
+
+
+def _expected_s(row: Row) -> float:
+    """The step cost and energy divide: the engine's expected one, else the roofline."""
+    return row.seconds_per_token if row.expected is None else row.expected.seconds

@@ -5,13 +5,28 @@ does not fit, a step so short that launches dominate (decodecalc/notes.py says w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.notes import Note, unique
 
 if TYPE_CHECKING:
-    from decodecalc.answers.estimate import Estimate
     from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.step.memory import MemoryFit
+    from decodecalc.step.step import Row
+
+
+class Estimated(Protocol):
+    """What the estimate notes read of an estimate (answers/estimate.py builds one and
+    gives it its notes, so this module names only what it reads)."""
+
+    @property
+    def scenario(self) -> Scenario: ...
+
+    @property
+    def rows(self) -> tuple[Row, ...]: ...
+
+    @property
+    def memory(self) -> MemoryFit | None: ...
 
 
 TINY_STEP_S = 0.002
@@ -83,7 +98,7 @@ def context_notes(s: Scenario, contexts: Sequence[int]) -> list[Note]:
     ]
 
 
-def estimate_notes(est: Estimate) -> tuple[Note, ...]:
+def estimate_notes(est: Estimated) -> tuple[Note, ...]:
     """Every note that applies to an estimate's rows."""
     s = est.scenario
     notes = scenario_notes(s)
@@ -116,3 +131,29 @@ def estimate_notes(est: Estimate) -> tuple[Note, ...]:
             )
         )
     return unique(notes)
+
+
+def cost_notes(s: Scenario) -> tuple[Note, ...]:
+    """Energy from board power is a ceiling, and list prices are dated. The energy note
+    comes with a price or a given power, when tables show cost and energy: every GPU preset
+    with a TDP would otherwise add it to every query."""
+    r = s.rates
+    notes = []
+    if r.power_w is not None and (r.price_per_gpu_hour is not None or r.power_source == "given"):
+        notes.append(
+            Note(
+                "energy-at-tdp",
+                "energy per token assumes every GPU draws its full board power (its TDP, or "
+                "--power): an upper bound, since a memory-bound decode step leaves much of the "
+                "chip idle",
+            )
+        )
+    if r.price_date:
+        notes.append(
+            Note(
+                "dated-price",
+                f"{r.price_source}'s prices are on-demand list prices as read on {r.price_date}: "
+                "prices change, give --price to use yours",
+            )
+        )
+    return tuple(notes)

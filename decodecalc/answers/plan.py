@@ -8,6 +8,12 @@ of the TP group then carry the throughput. Both solves are exact: the expected s
 grows with the batch and with the context (more KV bytes, more FLOPs, more experts
 touched), and so does the memory a batch holds, so integer bisection on the step finds
 the largest batch and the largest context that meet the target.
+
+Given a workload (the requests' input and output lengths and the load: requests in flight
+or arriving per second), a candidate is instead the server ``decodecalc serving`` prices:
+its TPOT against the latency target (prefill chunks included), its output throughput per
+replica, and its cost from that throughput, so what plan ranks is what serving and check
+then report for the same deployment and workload.
 """
 
 from __future__ import annotations
@@ -15,12 +21,28 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.record import record
+from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
+from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
 from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import StepModel
+
+if TYPE_CHECKING:
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.model.model import Model
+    from decodecalc.notes import Note
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+NODE_GPUS = 8
+"""The largest TP group plan tries by default: one node's NVLink or Infinity Fabric domain."""
+DEFAULT_WEIGHTS = ("fp8", "int4-g128")
+"""Weight formats tried besides the model's own, where they store fewer bits than it."""
+DEFAULT_KV = ("fp8",)
+"""KV formats tried besides the default (the weights' compute format, else BF16)."""
 
 
 @record
@@ -39,6 +61,11 @@ class Targets:
     """The most sequences an engine runs at once when the batch is solved."""
     max_gpus: int = 64
     """The most GPUs the replicas may use in all."""
+    workload: Workload | None = None
+    """The requests a server runs (None: a decode step at ``context`` and the batch)."""
+    memory_utilization: float | None = None
+    """The server's share of GPU memory where the user gave one (None: the engine's
+    scheduler default, as serving takes it)."""
 
 
 @record
@@ -63,18 +90,22 @@ class Option:
 
     scenario: Scenario
     """At the option's batch."""
-    seconds_per_token: float
-    """The expected step at the target context (the roofline where the engine is none)."""
+    seconds_per_token: float | None
+    """The expected step at the target context (the roofline where the engine is none);
+    under a workload, the server's TPOT (None: the server cannot run the workload)."""
     fits: bool
     replicas: int
     """Copies of the TP group that carry the throughput target (1 without one)."""
     costs: CostEnergy
-    max_batch: int
-    """The largest batch that fits and meets the latency target at the context (0: none)."""
-    max_context: int
+    max_batch: int | None
+    """The largest batch that fits and meets the latency target at the context (0: none;
+    None under a workload, whose load sets the batch)."""
+    max_context: int | None
     """The largest context that fits and meets the latency target at the option's batch
-    (up to the model's maximum context; 0: none)."""
+    (up to the model's maximum context; 0: none; None under a workload)."""
     misses: tuple[Miss, ...] = ()
+    served: ServingResult | None = None
+    """Under a workload: the server's steady state, one replica."""
 
     @property
     def meets(self) -> bool:
@@ -87,11 +118,21 @@ class Option:
     @property
     def throughput(self) -> float:
         """Output tokens per second over every replica."""
-        return self.replicas * self.scenario.batch / self.seconds_per_token
+        return self.replicas * _per_replica(self)
+
+
+def _per_replica(o: Option) -> float:
+    """Output tokens per second of one replica: the server's under a workload, else the
+    batch's tokens per step."""
+    if o.served is not None:
+        return o.served.output_throughput_tokens_per_s
+    return 0.0 if o.seconds_per_token is None else o.scenario.batch / o.seconds_per_token
 
 
 def evaluate(scenario: Scenario, targets: Targets) -> Option:
     """A candidate against the targets: its batch, replicas, cost and what it misses."""
+    if targets.workload is not None:
+        return _evaluate_served(scenario, targets, targets.workload)
     context, limit = targets.context, targets.max_seconds_per_token
     # The batch search and the answer ask for the same batches' steps: build each once.
     step_at = functools.cache(lambda batch: StepModel.at(scenario, batch))
@@ -114,26 +155,7 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
                 f"{limit * 1000:,g} ms (+{_percent(seconds / limit - 1)})",
             )
         )
-    replicas = 1
-    if targets.min_throughput is not None:
-        per_replica = batch / seconds
-        replicas = math.ceil(targets.min_throughput / per_replica)
-        group = scenario.gpus
-        most = max(1, targets.max_gpus // group)
-        if replicas > most:
-            best = most * per_replica
-            misses.append(
-                Miss(
-                    "throughput",
-                    best,
-                    targets.min_throughput,
-                    f"{best:,.0f} tok/s from {most} replica{'s' if most > 1 else ''} of "
-                    f"{group} GPU{'s' if group > 1 else ''} (the most {targets.max_gpus} "
-                    f"GPUs hold) < {targets.min_throughput:,g} tok/s "
-                    f"(-{_percent(1 - best / targets.min_throughput)})",
-                )
-            )
-            replicas = most
+    replicas = _replicas(batch / seconds, scenario.gpus, targets, misses)
     rates = scenario.rates
     return Option(
         scenario=at_batch,
@@ -147,6 +169,83 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
         max_context=largest_context(step, limit, context),
         misses=tuple(misses),
     )
+
+
+def _replicas(per_replica: float, group: int, targets: Targets, misses: list[Miss]) -> int:
+    """Replicas of a group of ``group`` GPUs that carry the throughput target at
+    ``per_replica`` output tokens per second each (1 without a target); too many for
+    --max-gpus is a miss, and the most it holds are taken."""
+    if targets.min_throughput is None:
+        return 1
+    replicas = math.ceil(targets.min_throughput / per_replica)
+    most = max(1, targets.max_gpus // group)
+    if replicas <= most:
+        return replicas
+    best = most * per_replica
+    misses.append(
+        Miss(
+            "throughput",
+            best,
+            targets.min_throughput,
+            f"{best:,.0f} tok/s from {most} replica{'s' if most > 1 else ''} of "
+            f"{group} GPU{'s' if group > 1 else ''} (the most {targets.max_gpus} "
+            f"GPUs hold) < {targets.min_throughput:,g} tok/s "
+            f"(-{_percent(1 - best / targets.min_throughput)})",
+        )
+    )
+    return most
+
+
+def _evaluate_served(scenario: Scenario, targets: Targets, workload: Workload) -> Option:
+    """A candidate as the server serving prices under the workload: its TPOT against the
+    latency target, its output throughput per replica for the replicas, its cost per
+    output token from that throughput (GPU-seconds per token at the operating point). A
+    server that cannot run the workload (no room for a request, arrivals past its
+    saturation) misses that target and is priced at nothing."""
+    limits = scheduler_limits(
+        scenario.engine, scenario.gpu, memory_utilization=targets.memory_utilization
+    )
+    try:
+        served = serve(scenario, workload, limits)
+    except Refused as exc:
+        nothing = CostEnergy(None, None, None)
+        miss = Miss(exc.target, exc.value, exc.limit, str(exc))
+        return Option(scenario, None, exc.target != "fit", 1, nothing, None, None, (miss,))
+    tpot, limit = served.tpot_s, targets.max_seconds_per_token
+    misses = []
+    if limit is not None and tpot > limit:
+        misses.append(
+            Miss(
+                "latency",
+                tpot * 1000,
+                limit * 1000,
+                f"{tpot * 1000:,.1f} ms TPOT at {_load(workload)} > {limit * 1000:,g} ms "
+                f"(+{_percent(tpot / limit - 1)})",
+            )
+        )
+    per_replica = served.output_throughput_tokens_per_s
+    replicas = _replicas(per_replica, scenario.gpus, targets, misses)
+    rates = scenario.rates
+    batch = max(1, math.ceil(served.decode_batch))
+    return Option(
+        scenario=replace(scenario, batch=batch),
+        seconds_per_token=tpot,
+        fits=True,
+        replicas=replicas,
+        costs=cost_and_energy(
+            1.0, per_replica, scenario.gpus, rates.price_per_gpu_hour, rates.power_w
+        ),
+        max_batch=None,
+        max_context=None,
+        misses=tuple(misses),
+        served=served,
+    )
+
+
+def _load(w: Workload) -> str:
+    if w.concurrency is not None:
+        return f"concurrency {w.concurrency:,}"
+    return f"{w.request_rate:g} requests/s"
 
 
 def largest_batch(step_at: Callable[[int], StepModel], context: int, limit: float | None) -> int:
@@ -218,7 +317,7 @@ def _rank(o: Option) -> tuple[bool, int, float, bool, float, int, float]:
         cost is None,
         cost or 0.0,
         o.gpus,
-        o.seconds_per_token,
+        math.inf if o.seconds_per_token is None else o.seconds_per_token,
     )
 
 
@@ -282,3 +381,196 @@ def _percent(fraction: float) -> str:
     """How far off, in whole percent, or to two figures under 10% (a near miss reads
     0.12%, never 0%)."""
     return f"{fraction:,.0%}" if fraction >= 0.1 else f"{fraction * 100:.2g}%"
+
+
+@record
+class Choices:
+    """What the deployments may be made of: each list as the user gave it, None where
+    plan chooses (every GPU a price list prices; every TP the heads allow within a node and
+    pipelines of full nodes; the model's own weights and the smaller FP8 and INT4; the
+    default KV format and FP8)."""
+
+    gpus: tuple[str, ...] | None = None
+    tps: tuple[int, ...] | None = None
+    pps: tuple[int, ...] | None = None
+    ep_only: bool = False
+    """Only expert-parallel layouts (else an MoE model tries both)."""
+    weights: tuple[str, ...] | None = None
+    kv_dtypes: tuple[str, ...] | None = None
+    v_dtypes: tuple[str, ...] | None = None
+    price: object = "lowest"
+    """Dollars per GPU-hour, a price list, or 'lowest' (the cheapest list naming each GPU)."""
+    max_gpus: int = 64
+
+
+@record
+class Candidates:
+    """The deployments to evaluate, what was left out and why."""
+
+    scenarios: tuple[Scenario, ...]
+    skipped: tuple[str, ...]
+    """Combinations that are no valid deployment (a TP that does not split the heads)."""
+    notes: tuple[Note, ...]
+    """GPUs left out for want of a price."""
+
+
+def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candidates:
+    """Every GPU x layout x weight format x KV format the choices allow, resolved from
+    ``base`` (the scenario options every candidate shares); a combination that is no
+    valid deployment is counted in ``skipped``, not refused, and two that resolve to the
+    same deployment (FP8 KV where the default already is FP8) are one."""
+    import itertools
+
+    from decodecalc.errors import Conflict
+    from decodecalc.loading.resolve import resolve
+
+    model = catalog.model(str(base.model))
+    notes: list[Note] = []
+    gpus = _gpus(catalog, choices.gpus, choices.price, notes)
+    layouts = _layouts(
+        model,
+        choices.tps,
+        choices.pps,
+        [True] if choices.ep_only else [False, True] if model.moe() else [False],
+        choices.max_gpus,
+    )
+    weights = choices.weights or _default_weights(catalog, model)
+    kvs = choices.kv_dtypes or (None, *DEFAULT_KV)
+    v_dtypes = choices.v_dtypes or (None,)
+    skipped: list[str] = []
+    scenarios: dict[tuple[object, ...], Scenario] = {}
+    for gpu, (tp, pp, ep), weight, kv, v in itertools.product(
+        gpus, layouts, weights, kvs, v_dtypes
+    ):
+        spec = replace(
+            base,
+            model=model,
+            gpu=gpu,
+            weights=weight,
+            kv_dtype=kv,
+            v_dtype=v,
+            batch=1,
+            tp=tp,
+            pp=pp,
+            ep=ep,
+            price=choices.price,
+        )
+        try:
+            scenario = resolve(spec, catalog)
+        except Conflict as exc:  # a bad value (a --link typo) is no layout to leave out
+            skipped.append(f"{_describe(spec)}: {exc}")
+            continue
+        scenarios.setdefault((gpu, tp, pp, ep, *_formats(scenario)), scenario)
+    return Candidates(tuple(scenarios.values()), tuple(skipped), tuple(notes))
+
+
+def _gpus(
+    catalog: Catalog, given: Sequence[str] | None, price: object, notes: list[Note]
+) -> list[str]:
+    """The GPUs to choose from: those given, each checked now (a typo gets its
+    did-you-mean once, not as every candidate left out), or every GPU the price lists
+    price (those ``price`` names; with dollars, every list's). GPUs left without a price
+    are left out and named in a note, since their cost is unknown."""
+    from decodecalc.loading.resolve import price_lists
+
+    lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
+    one = len(lists) == 1 and str(price).strip().lower() != "lowest"
+    where = f"the {lists[0].id} price list" if one else "any price list"
+    priced = {gpu for listing in lists or catalog.price_lists() for gpu, _ in listing.prices}
+    if given is None:
+        ids = sorted(gpu.id for gpu in catalog.gpus())
+        _unpriced_note(
+            notes,
+            [gpu for gpu in ids if gpu not in priced],
+            f"not tried, having no price in {where}: {{}} (name them in --gpus, with --price "
+            "in dollars per GPU-hour, to plan them)",
+        )
+        return [gpu for gpu in ids if gpu in priced]
+    return _given_gpus(catalog, list(given), priced if lists else None, where, notes)
+
+
+def _given_gpus(
+    catalog: Catalog,
+    names: list[str],
+    priced: set[str] | None,
+    where: str,
+    notes: list[Note],
+) -> list[str]:
+    """The GPUs named in --gpus, checked, less those ``priced`` (None: a price in dollars
+    prices every one) leaves without a price; an error if that leaves none."""
+    from decodecalc.errors import InputError
+
+    for name in names:
+        try:
+            catalog.gpu(name)
+        except InputError as exc:
+            raise InputError(f"--gpus: {exc}") from None
+    if priced is None:
+        return names
+    unpriced = [name for name in names if catalog.gpu(name).id not in priced]
+    if unpriced == names:
+        raise InputError(
+            f"{where} gives no price for {', '.join(unpriced)}: give --price in dollars per "
+            "GPU-hour, e.g. --price 2.49"
+        )
+    _unpriced_note(
+        notes,
+        unpriced,
+        f"left out {{}}, having no price in {where} (give --price in dollars per GPU-hour "
+        "to plan them)",
+    )
+    return [name for name in names if name not in unpriced]
+
+
+def _unpriced_note(notes: list[Note], gpus: list[str], text: str) -> None:
+    """Name the GPUs left out for want of a price (``text`` with a {} for them), if any."""
+    from decodecalc.notes import Note
+
+    if gpus:
+        notes.append(Note("plan-unpriced-gpus", text.format(", ".join(gpus))))
+
+
+def _layouts(
+    model: Model,
+    tps: Sequence[int] | None,
+    pps: Sequence[int] | None,
+    eps: list[bool],
+    max_gpus: int,
+) -> list[tuple[int, int, bool]]:
+    """(TP, PP, EP) to try. By default every TP the heads allow within a node, then
+    pipeline stages of a full node (2 and 4 of them, across nodes), and for an MoE model
+    each TP > 1 with and without expert parallelism; never more GPUs than --max-gpus."""
+    node = [t for t in model.valid_tp() if t <= NODE_GPUS]
+    chosen_tps = tps or node
+    chosen_pps = pps or [1]
+    pairs = [(t, p) for t in chosen_tps for p in chosen_pps]
+    if tps is None and pps is None and NODE_GPUS in node:
+        pairs += [(NODE_GPUS, p) for p in (2, 4)]
+    return [(t, p, ep) for t, p in pairs for ep in eps if t * p <= max_gpus and not (ep and t == 1)]
+
+
+def _default_weights(catalog: Catalog, model: Model) -> tuple[str | None, ...]:
+    """The model's own weights, and FP8 and INT4 where they store fewer bits than those."""
+    from decodecalc.loading.resolve import resolve_weights
+
+    own = resolve_weights(catalog, None, model)[0]
+    fewer = [w for w in DEFAULT_WEIGHTS if catalog.dtype(w).bits_per_value < own.bits_per_value]
+    return (None, *fewer)
+
+
+def _formats(s: Scenario) -> tuple[str, str]:
+    """The weights (recipe or dtype) and K and V formats: what tells two candidates apart."""
+    v = s.kv_dtype if s.v_dtype is None else s.v_dtype
+    return s.weights_recipe or s.weights.id, f"{s.kv_dtype.id}+{v.id}"
+
+
+def _describe(spec: ScenarioSpec) -> str:
+    parts = {
+        "gpu": spec.gpu,
+        "tp": spec.tp,
+        "pp": spec.pp,
+        "ep": spec.ep or None,
+        "weights": spec.weights,
+        "kv": spec.kv_dtype,
+    }
+    return ", ".join(f"{k}={v}" for k, v in parts.items() if v is not None)

@@ -22,6 +22,7 @@ from fractions import Fraction
 from functools import cached_property
 from statistics import median
 
+from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import Speculation, draft_scenario
 from decodecalc.engine.scheduler import SchedulerLimits
@@ -42,6 +43,18 @@ MAX_RATE = 1e6
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
 (vLLM's cascade attention); others read it once per sequence unless told otherwise."""
+
+
+class Refused(InputError):
+    """A server that cannot run the workload at all, whatever the user meant: no room in
+    its KV pool for one request (``target`` 'fit'), or requests arriving faster than it
+    serves them ('load'). A planner counts it as a missed target, with the figure
+    (``value``) and the limit it misses; a user asking about this one server reads the
+    message."""
+
+    def __init__(self, message: str, target: str, value: float, limit: float) -> None:
+        super().__init__(message)
+        self.target, self.value, self.limit = target, value, limit
 
 
 @record
@@ -153,6 +166,9 @@ class ServingResult:
     notes: tuple[Note, ...] = ()
     per_request_s: float = 0.0
     """c_req: the engine's per-request cost outside the steps, in TTFT and e2e."""
+    costs: CostEnergy | None = None
+    """Money and energy per output token at this operating point: the replica's GPUs over
+    its output throughput (None: neither a price nor a board power is known)."""
 
     @property
     def output_throughput_tokens_per_s(self) -> float:
@@ -311,12 +327,17 @@ class _Server:
         self.queries = 1 if spec is None else spec.queries
         self.pool = kv_pool(scenario, limits)
         self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
-        if self.pool.blocks <= 0:
-            raise InputError(_no_pool(self.pool, limits))
+        pool = self.pool
+        if pool.blocks <= 0:
+            used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
+            raise Refused(_no_pool(pool, limits), "fit", used, pool.budget_bytes)
         if self.max_kv < 1:
-            raise InputError(
-                f"one request of {workload.input_len + workload.output_len:,} tokens does not "
-                f"fit in the KV pool of {self.pool.tokens:,} tokens"
+            raise Refused(
+                f"one request of {longest:,} tokens does not fit in the KV pool of "
+                f"{pool.tokens:,} tokens",
+                "fit",
+                longest,
+                pool.tokens,
             )
         budget_seqs = (limits.max_num_batched_tokens - 1) // self.queries
         if budget_seqs < 1:
@@ -381,8 +402,11 @@ class _Server:
         prefill_s = point.chunks * point.mixed_s + self.per_request_s
         e2e = queue_s + point.service_s + self.per_request_s
         even = self.break_even
+        scenario = self.steps.scenario
+        rates = scenario.rates
+        output_per_s = in_system / e2e * w.output_len
         return ServingResult(
-            scenario=self.steps.scenario,
+            scenario=scenario,
             workload=w,
             limits=self.limits,
             pool=self.pool,
@@ -409,6 +433,11 @@ class _Server:
             shared_prefix_attention=self.shared,
             notes=self.notes(point, queue_s, even),
             per_request_s=self.per_request_s,
+            costs=None
+            if rates.price_per_gpu_hour is None and rates.power_w is None
+            else cost_and_energy(
+                1.0, output_per_s, scenario.gpus, rates.price_per_gpu_hour, rates.power_w
+            ),
         )
 
     def saturation(self) -> float:
@@ -553,9 +582,12 @@ def _open(server: _Server, rate: float, saturation: float) -> ServingResult:
     (interpolated between whole counts), and admission waits as in an M/M/c queue with c
     the running limit (Erlang C)."""
     if rate >= saturation:
-        raise InputError(
+        raise Refused(
             f"request rate {rate:g}/s reaches the server's saturation rate of "
-            f"{saturation:.3g}/s: the queue grows without bound (try a rate below it)"
+            f"{saturation:.3g}/s: the queue grows without bound (try a rate below it)",
+            "load",
+            saturation,
+            rate,
         )
     low, high = 0, server.cap
     while high - low > 1:  # smallest whole N whose throughput reaches the rate

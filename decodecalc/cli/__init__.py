@@ -143,7 +143,7 @@ def destination(ctx: typer.Context, option: str = "output") -> Destination:
     return Destination(named, bool(ctx.params.get("force")), tuple(inputs))
 
 
-OUTPUTS = ("output", "plot", "save_to")
+OUTPUTS = ("output", "plot", "save_to", "page")
 """The parameters that name files a command writes, not files it reads."""
 
 STDOUT = Destination()

@@ -75,12 +75,12 @@ def compare(
         run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
         for s in specs
     ]
-    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
-    draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
     if page:
         from decodecalc.cli.report import compare_page
 
         compare_page(ctx, page, estimates, contexts)
+    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
+    draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
 
 
 def _check_size(scenarios: int, contexts: int) -> None:

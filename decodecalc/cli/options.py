@@ -50,6 +50,20 @@ PlotOpt = Annotated[
         callback=_plot_file,
     ),
 ]
+
+
+def _report_file(name: str | None) -> str | None:
+    """--report is checked as it is parsed: a page that cannot be written is refused before
+    the command prints its answer, never after."""
+    if name is not None:
+        from decodecalc.paths import expand_user
+
+        folder = expand_user(name).parent
+        if not folder.is_dir():
+            raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
+    return name
+
+
 ReportOpt = Annotated[
     str | None,
     typer.Option(
@@ -58,6 +72,7 @@ ReportOpt = Annotated[
         "the scenario with its presets' sources, the tables and notes (needs "
         "decodecalc[report]).",
         metavar="FILE.html",
+        callback=_report_file,
     ),
 ]
 

@@ -20,24 +20,15 @@ from decodecalc.cli import (
     whole_number,
 )
 from decodecalc.cli.options import ReportOpt, scenario_options, spec_of, split_list, whole_numbers
-from decodecalc.errors import Conflict, InputError
+from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from decodecalc.answers.plan import Choices, Targets
+    from decodecalc.answers.serving import Workload
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.model.model import Model
-    from decodecalc.notes import Note
-    from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.spec import ScenarioSpec
-
-NODE_GPUS = 8
-"""The largest TP group plan tries by default: one node's NVLink or Infinity Fabric domain."""
-DEFAULT_WEIGHTS = ("fp8", "int4-g128")
-"""Weight formats tried besides the model's own, where they store fewer bits than it."""
-DEFAULT_KV = ("fp8",)
-"""KV formats tried besides the default (the weights' compute format, else BF16)."""
-
 
 PLAN_HELP = {
     "model": "The model to plan for (one).",
@@ -87,11 +78,46 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
 def plan(
     ctx: typer.Context,
     context: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--context", "-c", help="The context the targets hold at, e.g. 32K.", metavar="TOKENS"
+            "--context",
+            "-c",
+            help="The context the targets hold at, e.g. 32K: a decode step of --batch "
+            "sequences there (without a workload; required then).",
+            metavar="TOKENS",
         ),
-    ],
+    ] = None,
+    input_len: Annotated[
+        str | None,
+        typer.Option(
+            "--input-len",
+            help="The workload: prompt tokens per request, with --output-len and one of "
+            "--concurrency and --request-rate; plan then ranks the servers serving prices.",
+            metavar="TOKENS",
+        ),
+    ] = None,
+    output_len: Annotated[
+        str | None,
+        typer.Option(
+            "--output-len", help="The workload: output tokens per request.", metavar="TOKENS"
+        ),
+    ] = None,
+    concurrency: Annotated[
+        str | None,
+        typer.Option(
+            "--concurrency",
+            help="The workload: requests kept in flight per replica (closed loop).",
+            metavar="N",
+        ),
+    ] = None,
+    request_rate: Annotated[
+        str | None,
+        typer.Option(
+            "--request-rate",
+            help="The workload: requests per second per replica, Poisson arrivals (open loop).",
+            metavar="RATE",
+        ),
+    ] = None,
     max_ms_per_token: Annotated[
         float | None,
         typer.Option(
@@ -157,83 +183,142 @@ def plan(
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
 
-    Every GPU x TP x PP (x EP for MoE) x weight format x KV format is tried; each gets
-    the largest batch that meets the latency target and fits (or --batch), and replicas
-    for the throughput. The table shows the best --top answers and sums up the failing
-    options by the target they miss (--why lists each); JSON and CSV hold every option.
+    Every GPU x TP x PP (x EP for MoE) x weight format x KV format is tried. With a
+    workload (--input-len, --output-len and --concurrency or --request-rate, as serving
+    takes them), each is the server serving prices: TPOT against --max-ms-per-token,
+    prefill included, and cost from its output throughput. Without one, each gets the
+    largest decode batch that meets the latency target at --context and fits (or --batch).
+    Replicas carry the throughput. The table shows the best --top answers and sums up the
+    failing options by the target they miss (--why lists each); JSON and CSV hold every
+    option.
 
     Examples:
+
+      decodecalc plan -m llama-3.1-70b --input-len 2K --output-len 256 --concurrency 64
+      --max-ms-per-token 30
 
       decodecalc plan -m llama-3.1-70b -c 32K --max-ms-per-token 50 --min-throughput 2000
 
       decodecalc plan -m qwen3-32b --gpus h100-sxm,h200,mi300x --price 2.5 -c 8K --json
     """
-    from decodecalc.answers.plan import Targets
+    from decodecalc.answers.plan import candidates
     from decodecalc.answers.plan import plan as run_plan
-    from decodecalc.context import parse_tokens
     from decodecalc.views.plan import Shown, plan_report
 
     catalog = load_catalog(ctx.params["presets"])
     # Typer carries its own copy of Click, so the source is matched by name.
     given = {
         name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
-        for name in ("batch", "tp", "pp", "ep", "price")
+        for name in ("batch", "tp", "pp", "ep", "price", "max_batch", "memory_utilization")
     }
-    batches = _numbers(ctx.params["batch"], "--batch") if given["batch"] else [None]
-    if len(batches) > 1:
-        raise InputError("--batch: plan takes one batch (leave it out to have plan solve it)")
-    if max_ms_per_token is not None and not 0 < max_ms_per_token < 3_600_000:
-        raise InputError("--max-ms-per-token must be more than 0 and under an hour")
-    if min_throughput is not None and not 0 < min_throughput <= 1e12:
-        raise InputError("--min-throughput must be more than 0 tokens per second")
-    if not 1 <= max_gpus <= 100_000 or not 1 <= max_batch <= 1_000_000:
-        raise InputError("--max-gpus and --max-batch must be whole numbers of at least 1")
     if top < 0:
         raise InputError("--top must be a whole number of answers, 0 for every one")
-    targets = Targets(
-        context=parse_tokens(context, "--context"),
-        max_seconds_per_token=None if max_ms_per_token is None else max_ms_per_token / 1000,
-        min_throughput=min_throughput,
-        batch=batches[0],
-        max_batch=max_batch,
-        max_gpus=max_gpus,
-    )
-    skipped: list[str] = []
-    notes: list[Note] = []
-    candidates = _candidates(ctx, catalog, given, max_gpus, skipped, notes)
-    if not candidates:
-        first = f": {skipped[0]}" if skipped else ""
+    load = (input_len, output_len, concurrency, request_rate)
+    targets = _targets(ctx, context, load, max_ms_per_token, min_throughput, given)
+    found = candidates(*_choices(ctx, catalog, given))
+    if not found.scenarios:
+        first = f": {found.skipped[0]}" if found.skipped else ""
         raise InputError(f"no deployment to plan{first}")
     # CSV, like JSON, holds every option; a table or Markdown the chosen few.
     machine = as_json or fmt in (Format.json, Format.csv)
     shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
-    options = run_plan(candidates, targets)
-    emit(plan_report(options, targets, shown, notes), fmt, as_json, False, destination(ctx))
+    options = run_plan(found.scenarios, targets)
+    report = plan_report(options, targets, shown, found.notes)
     if page:
         from decodecalc.cli.report import plan_page
 
-        plan_page(ctx, page, options, targets, shown, notes)
-    if skipped:
+        plan_page(ctx, page, options, targets, shown, found.notes)
+    emit(report, fmt, as_json, False, destination(ctx))
+    if found.skipped:
         note(
-            f"left out {len(skipped)} combinations that are no valid deployment; "
-            f"first: {skipped[0]}"
+            f"left out {len(found.skipped)} combinations that are no valid deployment; "
+            f"first: {found.skipped[0]}"
         )
 
 
-def _candidates(
+def _targets(
     ctx: typer.Context,
-    catalog: "Catalog",
+    context: str | None,
+    load: tuple[str | None, ...],
+    max_ms_per_token: float | None,
+    min_throughput: float | None,
     given: dict[str, bool],
-    max_gpus: int,
-    skipped: list[str],
-    notes: "list[Note]",
-) -> "list[Scenario]":
-    """Every GPU x TP x weight format x KV format the options allow, resolved; invalid
-    combinations (a TP that does not split the heads) go to ``skipped``, GPUs the price
-    lists leave without a price to ``notes``."""
-    import itertools
+) -> "Targets":
+    """The targets the options give: a workload (its four options) or a context, each
+    refused where the other sets it."""
+    from decodecalc.answers.plan import Targets
+    from decodecalc.context import parse_tokens
 
-    from decodecalc.loading.resolve import resolve
+    if max_ms_per_token is not None and not 0 < max_ms_per_token < 3_600_000:
+        raise InputError("--max-ms-per-token must be more than 0 and under an hour")
+    if min_throughput is not None and not 0 < min_throughput <= 1e12:
+        raise InputError("--min-throughput must be more than 0 tokens per second")
+    max_gpus, max_batch = ctx.params["max_gpus"], ctx.params["max_batch"]
+    if not 1 <= max_gpus <= 100_000 or not 1 <= max_batch <= 1_000_000:
+        raise InputError("--max-gpus and --max-batch must be whole numbers of at least 1")
+    common = {
+        "max_seconds_per_token": None if max_ms_per_token is None else max_ms_per_token / 1000,
+        "min_throughput": min_throughput,
+        "max_gpus": max_gpus,
+    }
+    if all(part is None for part in load):
+        if context is None:
+            raise InputError(
+                "give --context (a decode step at that context) or a workload "
+                "(--input-len, --output-len and --concurrency or --request-rate)"
+            )
+        batches = _numbers(ctx.params["batch"], "--batch") if given["batch"] else [None]
+        if len(batches) > 1:
+            raise InputError("--batch: plan takes one batch (leave it out to have plan solve it)")
+        return Targets(
+            parse_tokens(context, "--context"), batch=batches[0], max_batch=max_batch, **common
+        )
+    workload = _workload(load, context, given)
+    return Targets(
+        workload.input_len + workload.output_len,
+        workload=workload,
+        memory_utilization=ctx.params["memory_utilization"]
+        if given["memory_utilization"]
+        else None,
+        **common,
+    )
+
+
+def _workload(
+    load: tuple[str | None, ...], context: str | None, given: dict[str, bool]
+) -> "Workload":
+    """The workload's four options as serving reads them (one load, not a sweep); a
+    context or a batch beside it is refused, since the workload sets both."""
+    from decodecalc.cli.serving import workloads
+
+    input_len, output_len, concurrency, request_rate = load
+    setting = [
+        flag
+        for flag, set_ in (
+            ("--context", context is not None),
+            ("--batch", given["batch"]),
+            ("--max-batch", given["max_batch"]),
+        )
+        if set_
+    ]
+    if setting:
+        raise InputError(
+            f"{', '.join(setting)}: the workload sets the context and the batch (leave "
+            f"{'it' if len(setting) == 1 else 'them'} out, or give no workload)"
+        )
+    if input_len is None or output_len is None:
+        raise InputError("a workload needs --input-len and --output-len")
+    found = workloads(input_len, output_len, concurrency, request_rate)
+    if len(found) > 1:
+        raise InputError("plan takes one load: one --concurrency or one --request-rate")
+    return found[0]
+
+
+def _choices(
+    ctx: typer.Context, catalog: "Catalog", given: dict[str, bool]
+) -> "tuple[Catalog, ScenarioSpec, Choices]":
+    """What the candidates are made of: the shared scenario options and the lists to try."""
+    from decodecalc.answers.plan import Choices
     from decodecalc.record import replace
 
     base = spec_of(ctx)
@@ -243,140 +328,23 @@ def _candidates(
     engines = _listed(base.engine, "--engine") or [None]
     if len(models) > 1 or len(engines) > 1:
         raise InputError("plan takes one --model and one --engine")
-    model = catalog.model(models[0])
-    price = base.price if given["price"] else "lowest"
-    gpus = _gpus(catalog, base.gpu, price, notes)
-    layouts = _layouts(
-        model,
-        _numbers(str(base.tp), "--tp") if given["tp"] else None,
-        _numbers(str(base.pp), "--pp") if given["pp"] else None,
-        [True] if given["ep"] else [False, True] if model.moe() else [False],
-        max_gpus,
+    choices = Choices(
+        gpus=_tuple(base.gpu, "--gpus"),
+        tps=tuple(_numbers(base.tp, "--tp")) if given["tp"] else None,
+        pps=tuple(_numbers(base.pp, "--pp")) if given["pp"] else None,
+        ep_only=given["ep"],
+        weights=_tuple(base.weights, "--weights"),
+        kv_dtypes=_tuple(base.kv_dtype, "--kv-dtype"),
+        v_dtypes=_tuple(base.v_dtype, "--v-dtype"),
+        price=base.price if given["price"] else "lowest",
+        max_gpus=ctx.params["max_gpus"],
     )
-    weights = _listed(base.weights, "--weights") or _default_weights(catalog, model)
-    kvs = _listed(base.kv_dtype, "--kv-dtype") or [None, *DEFAULT_KV]
-    v_dtypes = _listed(base.v_dtype, "--v-dtype") or [None]
-    scenarios: dict[tuple[object, ...], Scenario] = {}
-    for gpu, (tp, pp, ep), weight, kv, v in itertools.product(
-        gpus, layouts, weights, kvs, v_dtypes
-    ):
-        spec = replace(
-            base,
-            model=model,
-            gpu=gpu,
-            weights=weight,
-            kv_dtype=kv,
-            v_dtype=v,
-            batch=1,
-            tp=tp,
-            pp=pp,
-            ep=ep,
-            engine=engines[0],
-            price=price,
-        )
-        try:
-            scenario = resolve(spec, catalog)
-        except Conflict as exc:  # a bad value (a --link typo) is no layout to leave out
-            skipped.append(f"{_describe(spec)}: {exc}")
-            continue
-        key = (gpu, tp, pp, ep, *_formats(scenario))
-        scenarios.setdefault(key, scenario)  # fp8 KV where the default already is fp8
-    return list(scenarios.values())
+    return catalog, replace(base, model=models[0], engine=engines[0]), choices
 
 
-def _gpus(catalog: "Catalog", given: object, price: object, notes: "list[Note]") -> list[str]:
-    """The GPUs to choose from: --gpus, each checked now (a typo gets its did-you-mean
-    once, not as every candidate left out), or every GPU the price lists price (those
-    --price names; with dollars, every list's). GPUs left without a price are left out and
-    named in a note, since their cost is unknown."""
-    from decodecalc.loading.resolve import price_lists
-    from decodecalc.notes import Note
-
-    lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
-    one = len(lists) == 1 and str(price).strip().lower() != "lowest"
-    where = f"the {lists[0].id} price list" if one else "any price list"
-    priced = {gpu for listing in lists or catalog.price_lists() for gpu, _ in listing.prices}
-    if not isinstance(given, str):
-        ids = sorted(gpu.id for gpu in catalog.gpus())
-        unpriced = [gpu for gpu in ids if gpu not in priced]
-        if unpriced:
-            notes.append(
-                Note(
-                    "plan-unpriced-gpus",
-                    f"not tried, having no price in {where}: {', '.join(unpriced)} (name "
-                    "them in --gpus, with --price in dollars per GPU-hour, to plan them)",
-                )
-            )
-        return [gpu for gpu in ids if gpu in priced]
-    names = split_list(given, "--gpus")
-    for name in names:
-        try:
-            catalog.gpu(name)
-        except InputError as exc:
-            raise InputError(f"--gpus: {exc}") from None
-    if not lists:
-        return list(names)
-    unpriced = [name for name in names if catalog.gpu(name).id not in priced]
-    if unpriced == names:
-        raise InputError(
-            f"{where} gives no price for {', '.join(unpriced)}: give --price in dollars per "
-            "GPU-hour, e.g. --price 2.49"
-        )
-    if unpriced:
-        notes.append(
-            Note(
-                "plan-unpriced-gpus",
-                f"left out {', '.join(unpriced)}, having no price in {where} (give --price "
-                "in dollars per GPU-hour to plan them)",
-            )
-        )
-    return [name for name in names if name not in unpriced]
-
-
-def _layouts(
-    model: "Model",
-    tps: list[int] | None,
-    pps: list[int] | None,
-    eps: list[bool],
-    max_gpus: int,
-) -> list[tuple[int, int, bool]]:
-    """(TP, PP, EP) to try. By default every TP the heads allow within a node, then
-    pipeline stages of a full node (2 and 4 of them, across nodes), and for an MoE model
-    each TP > 1 with and without expert parallelism; never more GPUs than --max-gpus."""
-    node = [t for t in model.valid_tp() if t <= NODE_GPUS]
-    chosen_tps = tps or node
-    chosen_pps = pps or [1]
-    pairs = [(t, p) for t in chosen_tps for p in chosen_pps]
-    if tps is None and pps is None and NODE_GPUS in node:
-        pairs += [(NODE_GPUS, p) for p in (2, 4)]
-    return [(t, p, ep) for t, p in pairs for ep in eps if t * p <= max_gpus and not (ep and t == 1)]
-
-
-def _default_weights(catalog: "Catalog", model: "Model") -> list[str | None]:
-    """The model's own weights, and FP8 and INT4 where they store fewer bits than those."""
-    from decodecalc.loading.resolve import resolve_weights
-
-    own = resolve_weights(catalog, None, model)[0]
-    fewer = [w for w in DEFAULT_WEIGHTS if catalog.dtype(w).bits_per_value < own.bits_per_value]
-    return [None, *fewer]
-
-
-def _formats(s: "Scenario") -> tuple[str, str]:
-    from decodecalc.views.estimate import kv_label, weights_label
-
-    return weights_label(s), kv_label(s)
-
-
-def _describe(spec: "ScenarioSpec") -> str:
-    parts = {
-        "gpu": spec.gpu,
-        "tp": spec.tp,
-        "pp": spec.pp,
-        "ep": spec.ep or None,
-        "weights": spec.weights,
-        "kv": spec.kv_dtype,
-    }
-    return ", ".join(f"{k}={v}" for k, v in parts.items() if v is not None)
+def _tuple(value: Any, flag: str) -> tuple[str, ...] | None:
+    """A comma list as given, None where the option was left out (plan chooses)."""
+    return tuple(split_list(value, flag)) if isinstance(value, str) else None
 
 
 def _listed(value: Any, flag: str) -> list[str | None]:

@@ -141,8 +141,11 @@ def _sources(ctx: typer.Context, scenarios: Sequence[Any]) -> Any:
 
 
 def _write(ctx: typer.Context, path: str, page: Page) -> None:
-    from decodecalc.paths import expand_user
-    from decodecalc.views.html import write_page
+    """The page, written whole or not at all like every file (decodecalc/writing.py):
+    --report FILE of a command, or report's own -o FILE."""
+    from decodecalc.cli import destination, output_stream
+    from decodecalc.views.html import page_html
 
-    write_page(page, expand_user(path))
+    with output_stream(destination(ctx, "page" if "page" in ctx.params else "output")) as out:
+        out.write(page_html(page))
     note(f"wrote {path}")

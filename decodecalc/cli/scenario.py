@@ -72,15 +72,15 @@ def estimate(
     report = estimate_report(result)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
+    if page:
+        from decodecalc.cli.report import estimate_page
+
+        estimate_page(ctx, page, result)
     emit(report, fmt, as_json, exact, destination(ctx))
     if chart or plot:
         from decodecalc.views.charts import series_of
 
         draw([series_of(scenario.model.id, result)], chart, destination(ctx, "plot"))
-    if page:
-        from decodecalc.cli.report import estimate_page
-
-        estimate_page(ctx, page, result)
 
 
 @app.command()

@@ -31,6 +31,7 @@ from decodecalc.cli.options import (
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
+    from decodecalc.answers.serving import Workload
     from decodecalc.answers.speculative import Speculation
     from decodecalc.scenarios.scenario import Scenario
 
@@ -163,15 +164,11 @@ def serving(
       decodecalc serving -m llama-3.1-70b -g h100-sxm --tp 2 -w fp8 --input-len 1000
       --output-len 500 --concurrency 16 --speculative eagle --acceptance 0.7
     """
-    from decodecalc.answers.serving import Workload, serve
+    from decodecalc.answers.serving import serve
     from decodecalc.context import parse_tokens
     from decodecalc.engine.scheduler import scheduler_limits
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
 
-    if (concurrency is None) == (request_rate is None):
-        raise InputError(
-            "give one of --concurrency N (closed loop) and --request-rate R (open loop)"
-        )
     scenario = scenario_of(ctx)
     overrides: dict[str, Any] = {
         "max_num_batched_tokens": max_num_batched_tokens,
@@ -181,33 +178,24 @@ def serving(
     if source is not None and source.name == "COMMANDLINE":  # given, not the default
         overrides["memory_utilization"] = scenario.memory_utilization
     limits = scheduler_limits(scenario.engine, scenario.gpu, **overrides)
-    spec = _speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance)
-    loads: list[tuple[int | None, float | None]]
-    if concurrency is not None:
-        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
-        loads = [(count, None) for count in sorted(counts)]  # a sweep: the curve in order
-    else:
-        loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
-    results = [
-        serve(
-            scenario,
-            Workload(
-                input_len=parse_tokens(input_len, "--input-len"),
-                output_len=parse_tokens(output_len, "--output-len"),
-                concurrency=count,
-                request_rate=rate,
-                prefix_len=parse_tokens(prefix_len, "--prefix-len"),
-                prefix_hit_rate=prefix_hit_rate,
-                speculative=spec,
-                shared_prefix_attention=shared_prefix_attention,
-            ),
-            limits,
-        )
-        for count, rate in loads
-    ]
+    loads = workloads(
+        input_len,
+        output_len,
+        concurrency,
+        request_rate,
+        prefix_len=parse_tokens(prefix_len, "--prefix-len"),
+        prefix_hit_rate=prefix_hit_rate,
+        speculative=_speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance),
+        shared_prefix_attention=shared_prefix_attention,
+    )
+    results = [serve(scenario, load, limits) for load in loads]
     report = serving_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report)
+    if page:
+        from decodecalc.cli.report import serving_page
+
+        serving_page(ctx, page, results)
     emit(report, fmt, as_json, False, destination(ctx))
     if chart or plot:
         draw(
@@ -216,10 +204,38 @@ def serving(
             destination(ctx, "plot"),
             SERVING_AXES,
         )
-    if page:
-        from decodecalc.cli.report import serving_page
 
-        serving_page(ctx, page, results)
+
+def workloads(
+    input_len: str,
+    output_len: str,
+    concurrency: str | None,
+    request_rate: str | None,
+    **rest: Any,
+) -> "list[Workload]":
+    """--input-len, --output-len and one of --concurrency (closed loop) and --request-rate
+    (open loop), each load a comma list, as one workload per load in increasing order (a
+    sweep: the curve in order); ``rest``: the other Workload fields. serving and plan take
+    a workload the same way."""
+    from decodecalc.answers.serving import Workload
+    from decodecalc.context import parse_tokens
+
+    if (concurrency is None) == (request_rate is None):
+        raise InputError(
+            "give one of --concurrency N (closed loop) and --request-rate R (open loop)"
+        )
+    loads: list[tuple[int | None, float | None]]
+    if concurrency is not None:
+        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
+        loads = [(count, None) for count in sorted(counts)]
+    else:
+        loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
+    inputs = parse_tokens(input_len, "--input-len")
+    outputs = parse_tokens(output_len, "--output-len")
+    return [
+        Workload(input_len=inputs, output_len=outputs, concurrency=c, request_rate=r, **rest)
+        for c, r in loads
+    ]
 
 
 def _rates(text: str) -> list[float]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.answers.cost import CostEnergy, cost_and_energy
+from decodecalc.answers.cost import CostEnergy, cost_basis
+from decodecalc.answers.cost import cost_factors as cost_factors  # re-exported: compare
 from decodecalc.answers.estimate import Estimate
-from decodecalc.answers.notes import estimate_notes
-from decodecalc.notes import Note
+from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: compare
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.parallelism import communication
@@ -73,7 +73,7 @@ def scenario_ids(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row_record(row: Any, factors: CostEnergy | None) -> dict[str, Any]:
+def _row_record(row: Any, costs: CostEnergy | None) -> dict[str, Any]:
     expected = expected_fields(row)
     return {
         "context": row.context_tokens,
@@ -96,7 +96,7 @@ def _row_record(row: Any, factors: CostEnergy | None) -> dict[str, Any]:
         "handoff_ms": row.handoff_seconds * 1000,
         "overhead_ms": row.overhead_seconds * 1000,
         **expected,
-        **cost_fields(factors, expected["expected_ms_per_token"]),
+        **cost_fields(costs),
     }
 
 
@@ -110,20 +110,6 @@ def expected_fields(row: Any) -> dict[str, float]:
         "expected_low_ms_per_token": seconds[1] * 1000,
         "expected_high_ms_per_token": seconds[2] * 1000,
     }
-
-
-def cost_basis(s: Scenario) -> str:
-    """Which step cost and energy divide: the engine's expected step, else the roofline."""
-    return "expected" if s.engine is not None and s.engine.params else "roofline"
-
-
-def cost_factors(s: Scenario) -> CostEnergy | None:
-    """Cost, joules and kWh per millisecond of step (None: neither a price nor a power is
-    known): each figure is linear in the step, so a row's is its expected ms times these."""
-    r = s.rates
-    if r.price_per_gpu_hour is None and r.power_w is None:
-        return None
-    return cost_and_energy(0.001, s.batch, s.gpus, r.price_per_gpu_hour, r.power_w)
 
 
 def cost_fields(factors: CostEnergy | None, scale: float = 1.0) -> dict[str, float]:
@@ -153,32 +139,6 @@ def cost_inputs(s: Scenario) -> dict[str, Any] | None:
         "gpus": s.gpus,
         "cost_basis": cost_basis(s),
     }
-
-
-def cost_notes(s: Scenario) -> tuple[Note, ...]:
-    """Energy from board power is a ceiling, and list prices are dated. The energy note
-    comes with a price or a given power, when tables show cost and energy: every GPU preset
-    with a TDP would otherwise add it to every query."""
-    r = s.rates
-    notes = []
-    if r.power_w is not None and (r.price_per_gpu_hour is not None or r.power_source == "given"):
-        notes.append(
-            Note(
-                "energy-at-tdp",
-                "energy per token assumes every GPU draws its full board power (its TDP, or "
-                "--power): an upper bound, since a memory-bound decode step leaves much of the "
-                "chip idle",
-            )
-        )
-    if r.price_date:
-        notes.append(
-            Note(
-                "dated-price",
-                f"{r.price_source}'s prices are on-demand list prices as read on {r.price_date}: "
-                "prices change, give --price to use yours",
-            )
-        )
-    return tuple(notes)
 
 
 def _ms(value: float) -> str:
@@ -401,8 +361,7 @@ def _parallel_fields(est: Estimate) -> dict[str, Any]:
 def estimate_report(est: Estimate) -> Report:
     s = est.scenario
     inputs = scenario_inputs(s)
-    factors = cost_factors(s)
-    rows = [_row_record(r, factors) for r in est.rows]
+    rows = [_row_record(r, c) for r, c in zip(est.rows, est.costs, strict=True)]
     costs = cost_inputs(s)
     doc = document(
         inputs=inputs,
@@ -438,11 +397,12 @@ def estimate_report(est: Estimate) -> Report:
     )
     row_columns = [c for c in estimate_columns() if c.key != "expected_band"]
     columns = (
-        # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead.
+        # weight_overrides is a mapping: CSV names the recipe (weights_recipe) instead;
+        # overhead_ms is each row's (the same per-step overhead), so it is written once.
         *(
             Column(k, k)
             for k in inputs
-            if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides")
+            if k not in ("effective_bandwidth_bytes_per_s", "weight_overrides", "overhead_ms")
         ),
         *row_columns,
         Column("crossover_context", "crossover_context"),
@@ -459,7 +419,7 @@ def estimate_report(est: Estimate) -> Report:
         title=title,
         highlight=frozenset(i for i, r in enumerate(rows) if r["crossover"]),
     )
-    return with_notes(report, (*estimate_notes(est), *cost_notes(s)))
+    return with_notes(report, est.notes)
 
 
 def expected_band(record: dict[str, Any]) -> str:

@@ -335,7 +335,8 @@ def plan_figure(doc: dict[str, Any]) -> Figure:
         )
     targets = doc["targets"]
     shapes, notes = [], []
-    ms = [r["ms_per_token"] for r in doc["rows"]]
+    # A server that cannot run plan's workload has no TPOT: it is off the chart.
+    ms = [r["ms_per_token"] for r in doc["rows"] if r["ms_per_token"] is not None]
     log = bool(ms) and max(ms) / min(ms) >= 16
     if targets["max_ms_per_token"] is not None:
         limit = targets["max_ms_per_token"]

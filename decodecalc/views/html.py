@@ -182,10 +182,3 @@ def _table(table: Table) -> str:
         f'<div class="scroll"><table{kind}><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-
-
-def write_page(page: Page, path: Path) -> None:
-    try:
-        path.write_text(page_html(page), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

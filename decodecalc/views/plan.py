@@ -6,17 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from decodecalc.answers.cost import cost_basis
+from decodecalc.answers.notes import cost_notes
 from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import (
-    cost_basis,
-    cost_fields,
-    cost_notes,
-    kv_label,
-    weights_label,
-)
+from decodecalc.views.estimate import cost_fields, kv_label, weights_label
 from decodecalc.views.report import Column, Report, document, with_notes
 
 
@@ -35,8 +31,8 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
         "weights": weights_label(s),
         "kv_dtype": kv_label(s),
         "batch": s.batch,
-        "ms_per_token": o.seconds_per_token * 1000,
-        "throughput_tokens_per_s": o.throughput,
+        "ms_per_token": None if o.seconds_per_token is None else o.seconds_per_token * 1000,
+        "throughput_tokens_per_s": None if o.seconds_per_token is None else o.throughput,
         "fits": o.fits,
         "max_batch": o.max_batch,
         "max_context": o.max_context,
@@ -55,13 +51,23 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
             }
             for m in o.misses
         ],
+        **({} if o.served is None else {"ttft_ms": o.served.ttft_s * 1000}),
     }
 
 
 def _targets_text(t: Targets) -> str:
+    w = t.workload
     parts = [f"at {t.context:,} tokens of context"]
+    if w is not None:
+        load = (
+            f"concurrency {w.concurrency:,}"
+            if w.concurrency is not None
+            else f"{w.request_rate:g} requests/s"
+        )
+        parts = [f"{w.input_len:,} input / {w.output_len:,} output tokens per request at {load}"]
     if t.max_seconds_per_token is not None:
-        parts.append(f"<= {t.max_seconds_per_token * 1000:g} ms per token")
+        unit = "TPOT" if w is not None else "per token"
+        parts.append(f"<= {t.max_seconds_per_token * 1000:g} ms {unit}")
     if t.min_throughput is not None:
         parts.append(f">= {t.min_throughput:,g} tok/s in all")
     parts.append("fits in memory")
@@ -95,10 +101,45 @@ def plan_report(
     records = [option_record(i + 1 if o.meets else None, o) for i, o in enumerate(options)]
     answers = sum(o.meets for o in options)
     missed = shortfalls(options)
+    listed = _listed(records, answers, shown)
+    shown_answers = sum(r["meets"] for r in listed)
+    which = ""
+    if shown_answers < answers:
+        which = f"; the best {shown_answers} shown (--top N, --all for every one)"
+    elif not answers and len(listed) < len(options):
+        which = f"; the {len(listed)} nearest shown, with what they miss"
+    title = (
+        f"{options[0].scenario.model.name}: {_targets_text(targets)}",
+        f"{answers} of {len(options)} deployments meet every target{which}; "
+        + _basis_text(options[0], targets),
+    )
+    unlisted = len(options) - answers - (len(listed) - shown_answers)
+    footer = _summary(missed, len(options), answers, targets, unlisted > 0)
+    return with_notes(
+        Report(
+            _document(options, targets, records, missed),
+            _columns(records, listed, shown, targets),
+            tuple(listed),
+            title=title,
+            footer=footer,
+            highlight=frozenset({0} if answers else ()),
+        ),
+        [*_notes(options), *extra_notes],
+    )
+
+
+def _document(
+    options: Sequence[Option],
+    targets: Targets,
+    records: Sequence[dict[str, Any]],
+    missed: Sequence[Shortfall],
+) -> dict[str, Any]:
+    """The JSON document: the targets, how many options meet them, each missed target's
+    closest option (by its row), and every option."""
     row_of = {id(o): i for i, o in enumerate(options)}
-    model = options[0].scenario.model
-    doc = document(
-        model=model.id,
+    w = targets.workload
+    return document(
+        model=options[0].scenario.model.id,
         targets={
             "context": targets.context,
             "max_ms_per_token": None
@@ -108,8 +149,16 @@ def plan_report(
             "batch": targets.batch,
             "max_batch": targets.max_batch,
             "max_gpus": targets.max_gpus,
+            "workload": None
+            if w is None
+            else {
+                "input_len": w.input_len,
+                "output_len": w.output_len,
+                "concurrency": w.concurrency,
+                "request_rate": w.request_rate,
+            },
         },
-        answers=answers,
+        answers=sum(o.meets for o in options),
         missed=[
             {
                 "target": f.target,
@@ -119,27 +168,41 @@ def plan_report(
             }
             for f in missed
         ],
-        rows=records,
+        rows=list(records),
     )
-    listed = _listed(records, answers, shown)
-    engine = options[0].scenario.engine
+
+
+def _basis_text(first: Option, targets: Targets) -> str:
+    """What the figures are: the engine's expected step (or the roofline), and under a
+    workload the server serving prices."""
+    s = first.scenario
+    engine = s.engine
     basis = (
         "the roofline"
-        if cost_basis(options[0].scenario) == "roofline"
+        if cost_basis(s) == "roofline"
         else f"the {'typical' if engine is None else engine.id} engine's expected step"
     )
-    shown_answers = sum(r["meets"] for r in listed)
-    which = ""
-    if shown_answers < answers:
-        which = f"; the best {shown_answers} shown (--top N, --all for every one)"
-    elif not answers and len(listed) < len(options):
-        which = f"; the {len(listed)} nearest shown, with what they miss"
-    title = (
-        f"{model.name}: {_targets_text(targets)}",
-        f"{answers} of {len(options)} deployments meet every target{which}; ms per token and "
-        f"cost per million output tokens from {basis}; largest batch at this context and "
-        "largest context at this batch within the latency target",
+    if targets.workload is not None:
+        return (
+            f"TPOT, TTFT and cost per million output tokens of the server under the workload "
+            f"as serving prices it (prefill included), from {basis}"
+        )
+    return (
+        f"ms per token and cost per million output tokens from {basis}; largest batch at "
+        "this context and largest context at this batch within the latency target"
     )
+
+
+def _columns(
+    records: Sequence[dict[str, Any]],
+    listed: Sequence[dict[str, Any]],
+    shown: Shown | None,
+    targets: Targets,
+) -> tuple[Column, ...]:
+    """The table's columns (CSV's: every field); PP and EP only where an option uses
+    them, Why not only where a listed row misses, the largest batch and context only
+    without a workload (whose load sets them)."""
+    served = targets.workload is not None
     columns: tuple[Column, ...] = (
         Column("rank", "#", str),
         Column("gpu", "GPU", numeric=False),
@@ -151,7 +214,8 @@ def plan_report(
         Column("weights", "Weights", numeric=False),
         Column("kv_dtype", "KV", numeric=False),
         Column("batch", "Batch", lambda v: f"{v:,}"),
-        Column("ms_per_token", "ms / token", lambda v: f"{v:,.1f}"),
+        Column("ms_per_token", "TPOT ms" if served else "ms / token", lambda v: f"{v:,.1f}"),
+        Column("ttft_ms", "TTFT ms", lambda v: f"{v:,.0f}", drop=2),
         Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=2),
         Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.3f}"),
         Column("joules_per_token", "J / tok", lambda v: f"{v:,.3g}", drop=4),
@@ -161,32 +225,20 @@ def plan_report(
         Column("why_not", "Why not", numeric=False),
     )
     if shown is None:
-        columns = _every_field(columns, records)
-    else:
-        # PP and EP only where an option uses them; Why not only where a listed row misses.
-        unused = {
-            k for k, plain in (("pp", 1), ("ep", False)) if all(r[k] == plain for r in records)
-        }
-        if all(r["meets"] for r in listed):
-            unused.add("why_not")
-        columns = tuple(c for c in columns if c.key not in unused)
-    # The options of one GPU share its notes: say them once per GPU.
+        return _every_field(columns, records)
+    unused = {k for k, plain in (("pp", 1), ("ep", False)) if all(r[k] == plain for r in records)}
+    unused |= {"max_batch", "max_context"} if served else {"ttft_ms"}
+    if all(r["meets"] for r in listed):
+        unused.add("why_not")
+    return tuple(c for c in columns if c.key not in unused)
+
+
+def _notes(options: Sequence[Option]) -> tuple[Note, ...]:
+    """The price and power notes, once per GPU (its options share them), and the
+    weight-only formats."""
     by_gpu = {o.scenario.gpu.id if o.scenario.gpu else "": o.scenario for o in options}
-    notes = unique(
+    return unique(
         [*(n for s in by_gpu.values() for n in cost_notes(s)), *weight_only_notes(options)]
-    )
-    unlisted = len(options) - answers - (len(listed) - shown_answers)
-    footer = _summary(missed, len(options), answers, targets, unlisted > 0)
-    return with_notes(
-        Report(
-            doc,
-            columns,
-            tuple(listed),
-            title=title,
-            footer=footer,
-            highlight=frozenset({0} if answers else ()),
-        ),
-        [*notes, *extra_notes],
     )
 
 
@@ -248,7 +300,11 @@ def _missing(target: str, t: Targets, one: bool) -> str:
         return f"{'does' if one else 'do'} not fit in memory"
     miss = "misses" if one else "miss"
     if target == "latency" and t.max_seconds_per_token is not None:
-        return f"{miss} <= {t.max_seconds_per_token * 1000:g} ms per token"
+        unit = "TPOT" if t.workload is not None else "per token"
+        return f"{miss} <= {t.max_seconds_per_token * 1000:g} ms {unit}"
+    if target == "load" and t.workload is not None:
+        rate = t.workload.request_rate or 0
+        return f"{'saturates' if one else 'saturate'} below {rate:g} requests/s"
     return f"{miss} >= {t.min_throughput or 0:,g} tok/s within {t.max_gpus:,} GPUs"
 
 

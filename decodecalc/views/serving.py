@@ -6,11 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from decodecalc.answers.notes import cost_notes
 from decodecalc.answers.serving import ServingResult
 from decodecalc.notes import unique
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
-from decodecalc.views.estimate import describe_engine, kv_label, scenario_inputs, weights_label
+from decodecalc.views.estimate import (
+    COST_COLUMNS,
+    cost_fields,
+    cost_inputs,
+    describe_engine,
+    kv_label,
+    scenario_inputs,
+    weights_label,
+)
 from decodecalc.views.report import Column, Report, document, with_notes
 
 if TYPE_CHECKING:
@@ -51,6 +60,7 @@ def _row(r: ServingResult) -> dict[str, Any]:
         "utilization": r.utilization,
         "max_concurrency_kv": r.max_concurrency_kv,
         "kv_pool_tokens": r.pool.tokens,
+        **cost_fields(r.costs),
     }
 
 
@@ -124,6 +134,7 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         saturation_rate_per_s=first.saturation_rate_per_s,
         break_even_batch=first.break_even_batch,
         knee_concurrency=None if marked is None else results[marked].concurrency,
+        **({} if (costs := cost_inputs(s)) is None else {"cost": costs}),
         rows=rows,
     )
     flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
@@ -142,14 +153,22 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         title=_title(results, marked is not None and results[marked]),
         highlight=frozenset() if marked is None else frozenset({marked}),
     )
-    return with_notes(report, unique([n for r in results for n in r.notes]))
+    return with_notes(report, unique([*(n for r in results for n in r.notes), *cost_notes(s)]))
 
 
 def human_view(report: Report) -> Report:
-    """The same report with the table's columns only."""
+    """The same report with the table's columns only: cost and energy per output token
+    where a price is known, energy alone where a board power is given (JSON and CSV
+    carry energy whenever the GPU's power is known, as estimate's do)."""
+    cost = report.document.get("cost") or {}
+    shown = {
+        "cost_per_million_tokens": cost.get("price_per_gpu_hour") is not None,
+        "joules_per_token": cost.get("price_per_gpu_hour") is not None
+        or cost.get("power_source") == "given",
+    }
     return Report(
         document=report.document,
-        columns=COLUMNS,
+        columns=(*COLUMNS[:-1], *(c for c in COST_COLUMNS if shown[c.key]), COLUMNS[-1]),
         records=report.records,
         title=report.title,
         footer=report.footer,
