@@ -39,7 +39,7 @@ from decodecalc.calibration.engine_fit import (
     prefill_identified,
     step_terms,
 )
-from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.calibration.points import MeasuredPoint, release_order
 from decodecalc.engine.profile import GPU_FAMILIES, Engine, EngineParams, EngineProfile, gpu_family
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import engine_for, measured_on, typical
@@ -47,6 +47,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import record, replace
+from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
 
 FLASH_KV_RATIO = 0.85
@@ -248,25 +249,70 @@ def stand_in(
 
 @record
 class HeldOut:
-    """A group predicted by profiles fitted without it."""
+    """A unit of points (a group, a model, a GPU, a release line) predicted by profiles
+    fitted without it."""
 
-    group: str
-    seconds: tuple[float, ...]
-    """The prediction of each of the group's points, in their order."""
+    unit: str
+    expected: tuple[Expected, ...]
+    """The prediction of each of the unit's points, with its band, in their order."""
     stand_in: str
 
+    @property
+    def seconds(self) -> tuple[float, ...]:
+        return tuple(e.seconds for e in self.expected)
 
-def leave_one_group_out(points: Sequence[Labelled]) -> dict[str, HeldOut]:
-    """Each group's points predicted by refitting every profile without the group."""
+
+LEFT_OUT = ("group", "model", "gpu", "release")
+"""What validate leaves out in turn: a point's group (engine and GPU family), its model,
+its GPU, and its engine's release line (predicted from that engine's older lines)."""
+
+
+def unit_of(p: Labelled, unit: str) -> str | None:
+    """The unit a point is left out with; None where it has none (a release line is the
+    engine's and the point's ``release``: points without one are not predicted by line)."""
+    if unit == "group":
+        return p.group
+    if unit == "model":
+        return p.point.scenario.model.id
+    if unit == "gpu":
+        gpu = p.point.scenario.gpu
+        return gpu.id if gpu else f"{p.point.scenario.bandwidth_bytes_per_s} B/s"
+    release = p.point.release
+    return f"{p.engine}@{release}" if release and p.engine != TYPICAL else None
+
+
+def trains_on(p: Labelled, unit: str, held: Labelled) -> bool:
+    """Whether a point may be in the fit that predicts ``held``'s unit: any point outside
+    the unit; for a release line, of the same engine only its older lines (a point of the
+    engine without a line could be newer, so it stays out too)."""
+    if unit != "release":
+        return unit_of(p, unit) != unit_of(held, unit)
+    if p.engine != held.engine:
+        return True
+    line, mine = p.point.release, held.point.release
+    assert mine is not None
+    return line is not None and release_order(line) < release_order(mine)
+
+
+def trained(points: Sequence[Labelled]) -> tuple[EngineProfile, ...]:
+    """The profiles fit_engines.py would write from these points, bands included."""
+    return profiles_of(bands(points, fit_engines(points)))
+
+
+def leave_out(points: Sequence[Labelled], unit: str = "group") -> dict[str, HeldOut]:
+    """Each unit's points predicted by refitting every profile on the points it may
+    train on (trains_on) and resolving them by the rule --engine uses (stand_in)."""
     out = {}
-    for group in sorted({p.group for p in points}):
-        held = [p for p in points if p.group == group]
-        profiles = profiles_of(fit_engines([p for p in points if p.group != group]))
+    for key in sorted({k for p in points if (k := unit_of(p, unit)) is not None}):
+        held = [p for p in points if unit_of(p, unit) == key]
+        profiles = trained([p for p in points if trains_on(p, unit, held[0])])
         predictions, words = [], ""
         for p in held:
             params, words = stand_in(profiles, p.engine, p.family)
-            predictions.append(predict(p, params, p.engine))
-        out[group] = HeldOut(group, tuple(predictions), words)
+            predictions.append(
+                expected_for(p.step, p.row, Engine(p.engine, tuple(params), p.family))
+            )
+        out[key] = HeldOut(key, tuple(predictions), words)
     return out
 
 
@@ -291,6 +337,30 @@ class ErrorSummary:
     def of(cls, errors: Sequence[float]) -> ErrorSummary:
         absolute = [abs(e) * 100 for e in errors]
         return cls(len(absolute), statistics.median(absolute), percentile(absolute, 90))
+
+
+@record
+class LeftOut:
+    """One way of leaving points out (LEFT_OUT): the errors of the points it predicts and
+    the share of them whose measured figure lies inside the predicted band, in percent."""
+
+    unit: str
+    errors: ErrorSummary
+    band_coverage: float
+    units: int
+    """How many units were left out in turn."""
+
+
+def left_out_summary(points: Sequence[Labelled], unit: str, found: dict[str, HeldOut]) -> LeftOut:
+    """The errors and band coverage of ``found`` (leave_out's answer) on its points."""
+    errors, inside = [], 0
+    for key, out in found.items():
+        held = [p for p in points if unit_of(p, unit) == key]
+        for p, e in zip(held, out.expected, strict=True):
+            measured = p.terms.measured_s
+            errors.append(e.seconds / measured - 1)
+            inside += e.low_seconds <= measured <= e.high_seconds
+    return LeftOut(unit, ErrorSummary.of(errors), 100 * inside / len(errors), len(found))
 
 
 @record
@@ -332,13 +402,16 @@ class Validation:
     groups: tuple[GroupCheck, ...]
     shipped: ErrorSummary
     held_out: ErrorSummary
+    left_out: tuple[LeftOut, ...] = ()
+    """Each of LEFT_OUT: the errors and band coverage of the points it predicts."""
 
 
 def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     """Every point predicted with its engine's shipped profile (the catalog's) and with
     profiles refitted without its group; errors per group and overall."""
     items = labelled(points, catalog)
-    held_out = leave_one_group_out(items)
+    found = {unit: leave_out(items, unit) for unit in LEFT_OUT}
+    held_out = found["group"]
     checks, groups = [], []
     for group, out in held_out.items():
         members = [p for p in items if p.group == group]
@@ -365,6 +438,7 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         tuple(groups),
         ErrorSummary.of([c.error for c in checks]),
         ErrorSummary.of([c.held_out_error for c in checks]),
+        tuple(left_out_summary(items, unit, found[unit]) for unit in LEFT_OUT if found[unit]),
     )
 
 
@@ -397,6 +471,8 @@ def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
             ratios.setdefault((p.engine, p.family), []).append(
                 p.terms.measured_s / predict(p, (params,), p.engine)
             )
+    if not ratios:
+        return fits
     pooled = band_of([r for rs in ratios.values() for r in rs])
     out: Fits = {}
     for key, f in fits.items():
@@ -500,7 +576,7 @@ def with_prefill(fits: Fits, table: PrefillTable) -> Fits:
 
 
 def ttft_left_out(points: Sequence[MeasuredPoint], catalog: Catalog) -> dict[int, float]:
-    """Each measured TTFT (by its index in ``points``) predicted as leave_one_group_out
+    """Each measured TTFT (by its index in ``points``) predicted as leave_out
     predicts a decode step: every profile refitted without the point's group, its decode
     and its prefill parameters, resolved by the rule --engine uses (stand_in)."""
     items = labelled(points, catalog)
