@@ -210,10 +210,16 @@ def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams)
     )
 
 
+def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expected:
+    """The expected step of a point and its band as decodecalc shows them
+    (step.step.expected: the median over several parameter sets, never below the
+    roofline)."""
+    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family))
+
+
 def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
-    """The expected step of a point as decodecalc shows it (step.step.expected: the
-    median over several parameter sets, never below the roofline)."""
-    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
+    """predicted's central figure."""
+    return predicted(p, params, engine).seconds
 
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
@@ -309,9 +315,7 @@ def leave_out(points: Sequence[Labelled], unit: str = "group") -> dict[str, Held
         predictions, words = [], ""
         for p in held:
             params, words = stand_in(profiles, p.engine, p.family)
-            predictions.append(
-                expected_for(p.step, p.row, Engine(p.engine, tuple(params), p.family))
-            )
+            predictions.append(predicted(p, params, p.engine))
         out[key] = HeldOut(key, tuple(predictions), words)
     return out
 
@@ -373,6 +377,14 @@ class PointCheck:
     """With the shipped profile."""
     held_out_s: float
     """With profiles fitted without the point's group."""
+    low_s: float = 0.0
+    high_s: float = 0.0
+    """The shipped profile's band around expected_s."""
+
+    @property
+    def inside(self) -> bool:
+        """Whether the decode step the figure shows lies inside the shipped band."""
+        return self.low_s <= self.item.terms.measured_s <= self.high_s
 
     @property
     def error(self) -> float:
@@ -405,6 +417,12 @@ class Validation:
     left_out: tuple[LeftOut, ...] = ()
     """Each of LEFT_OUT: the errors and band coverage of the points it predicts."""
 
+    @property
+    def band_coverage(self) -> float:
+        """Percent of the points inside the shipped profiles' band: in-sample for the
+        points the profiles were fitted on, out of sample for any other."""
+        return 100 * sum(c.inside for c in self.points) / len(self.points)
+
 
 def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     """Every point predicted with its engine's shipped profile (the catalog's) and with
@@ -418,7 +436,7 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         first = members[0]
         params, profile = _shipped(catalog, first.engine, first.family)
         mine = [
-            PointCheck(p, predict(p, params, p.engine), s)
+            _checked(p, predicted(p, params, p.engine), s)
             for p, s in zip(members, out.seconds, strict=True)
         ]
         checks.extend(mine)
@@ -440,6 +458,10 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         ErrorSummary.of([c.held_out_error for c in checks]),
         tuple(left_out_summary(items, unit, found[unit]) for unit in LEFT_OUT if found[unit]),
     )
+
+
+def _checked(p: Labelled, shipped: Expected, held_out_s: float) -> PointCheck:
+    return PointCheck(p, shipped.seconds, held_out_s, shipped.low_seconds, shipped.high_seconds)
 
 
 def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:

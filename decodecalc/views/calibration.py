@@ -144,6 +144,7 @@ def validation_report(v: Validation) -> Report:
         "p90": v.shipped.p90,
         "logo_mdape": v.held_out.mdape,
         "logo_p90": v.held_out.p90,
+        "band_coverage": v.band_coverage,
         "left_out": {
             o.unit: {
                 "units": o.units,
@@ -164,6 +165,8 @@ def validation_report(v: Validation) -> Report:
             "measured_ms": r.item.point.measured_seconds * 1000,
             "prefill_ms": (r.item.point.measured_seconds - r.item.terms.measured_s) * 1000,
             "expected_ms": r.expected_s * 1000,
+            "expected_low_ms": r.low_s * 1000,
+            "expected_high_ms": r.high_s * 1000,
             "error_pct": r.error * 100,
             "logo_ms": r.held_out_s * 1000,
             "logo_error_pct": r.held_out_error * 100,
@@ -184,8 +187,9 @@ def validation_report(v: Validation) -> Report:
     )
     title = (
         f"{summary['n']} points: median absolute error {summary['mdape']:.1f}% with the shipped "
-        f"profiles (p90 {summary['p90']:.1f}%); each group left out and predicted by profiles "
-        f"fitted without it: median {summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
+        f"profiles (p90 {summary['p90']:.1f}%, {v.band_coverage:.0f}% inside their band); each "
+        "group left out and predicted by profiles fitted without it: median "
+        f"{summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
         *(_left_out_line(o) for o in v.left_out),
         "Median and p90 of |expected / measured - 1| per engine+GPU-family group; 'Left out': "
         "the group predicted by profiles refitted without it.",
