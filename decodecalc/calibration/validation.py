@@ -262,6 +262,8 @@ class HeldOut:
     expected: tuple[Expected, ...]
     """The prediction of each of the unit's points, with its band, in their order."""
     stand_in: str
+    profiles: tuple[EngineProfile, ...] = ()
+    """The profiles refitted without the unit (conformal re-bands them)."""
 
     @property
     def seconds(self) -> tuple[float, ...]:
@@ -300,24 +302,152 @@ def trains_on(p: Labelled, unit: str, held: Labelled) -> bool:
     return line is not None and release_order(line) < release_order(mine)
 
 
-def trained(points: Sequence[Labelled]) -> tuple[EngineProfile, ...]:
-    """The profiles fit_engines.py would write from these points, bands included."""
-    return profiles_of(bands(points, fit_engines(points)))
-
-
 def leave_out(points: Sequence[Labelled], unit: str = "group") -> dict[str, HeldOut]:
     """Each unit's points predicted by refitting every profile on the points it may
-    train on (trains_on) and resolving them by the rule --engine uses (stand_in)."""
+    train on (trains_on) and resolving them by the rule --engine uses (stand_in). The
+    profiles carry no band yet: conformal() gives them one from other points' residuals."""
     out = {}
     for key in sorted({k for p in points if (k := unit_of(p, unit)) is not None}):
         held = [p for p in points if unit_of(p, unit) == key]
-        profiles = trained([p for p in points if trains_on(p, unit, held[0])])
-        predictions, words = [], ""
-        for p in held:
-            params, words = stand_in(profiles, p.engine, p.family)
-            predictions.append(predicted(p, params, p.engine))
-        out[key] = HeldOut(key, tuple(predictions), words)
+        profiles = profiles_of(fit_engines([p for p in points if trains_on(p, unit, held[0])]))
+        out[key] = _predicted(key, held, profiles)
     return out
+
+
+def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile, ...]) -> HeldOut:
+    predictions, words = [], ""
+    for p in held:
+        params, words = stand_in(profiles, p.engine, p.family)
+        predictions.append(predicted(p, params, p.engine))
+    return HeldOut(key, tuple(predictions), words, profiles)
+
+
+Found = dict[str, dict[str, HeldOut]]
+"""leave_out's answers, by way of leaving out (LEFT_OUT)."""
+
+COVERAGE_PERCENT = 80
+"""The share of left-out points a band is built to hold (issue 19: at least 80%); whole
+percent, so the ranks below come out of integer arithmetic exactly."""
+
+MIN_SIMILAR = 20
+"""Residuals a GPU family needs for a band of its own; with fewer, every family's."""
+
+ALL_FAMILIES = "*"
+
+
+Residual = tuple[Labelled, str, float]
+"""A left-out prediction's point, the way it was left out, and measured / expected."""
+
+
+def residuals(points: Sequence[Labelled], found: Found) -> list[Residual]:
+    """measured / expected of every left-out prediction (a point once per way of leaving
+    it out): the errors a user meets on setups the profiles were not fitted on."""
+    out = []
+    for unit, table in found.items():
+        for key, held in table.items():
+            members = [p for p in points if unit_of(p, unit) == key]
+            for p, e in zip(members, held.expected, strict=True):
+                out.append((p, unit, p.terms.measured_s / e.seconds))
+    return out
+
+
+def conformal_band(ratios: Sequence[float]) -> tuple[float, float]:
+    """The split-conformal interval of measured / expected ratios at COVERAGE_PERCENT: the
+    floor((n + 1) x 0.1)-th and ceil((n + 1) x 0.9)-th smallest of n, which holds at least
+    80% of a further point exchangeable with them; always around 1."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    tail = (100 - COVERAGE_PERCENT) // 2
+    low = max(1, (n + 1) * tail // 100)
+    high = min(n, -(-(n + 1) * (100 - tail) // 100))
+    return min(1.0, ordered[low - 1]), max(1.0, ordered[high - 1])
+
+
+def family_bands(found: Sequence[Residual]) -> dict[str, tuple[float, float]]:
+    """Each GPU family's band (similar setups: the vendor's kernels): for each way of
+    leaving out, the conformal band of the family's residuals (every family's where it
+    has fewer than MIN_SIMILAR), and the widest of them, so that it holds its share
+    whether a scenario is new by its engine, model, GPU or release. ALL_FAMILIES: the
+    same over every family's residuals, for a family with too few."""
+    by_way: dict[tuple[str, str], list[float]] = {}
+    for p, unit, ratio in found:
+        by_way.setdefault((p.family, unit), []).append(ratio)
+        by_way.setdefault((ALL_FAMILIES, unit), []).append(ratio)
+    families = sorted({f for f, _ in by_way})
+    table = {}
+    for family in families:
+        ways = [u for f, u in by_way if f == family]
+        if family != ALL_FAMILIES and sum(len(by_way[family, u]) for u in ways) < MIN_SIMILAR:
+            continue
+        bands = [
+            conformal_band(
+                by_way[family, u]
+                if len(by_way[family, u]) >= MIN_SIMILAR
+                else by_way[ALL_FAMILIES, u]
+            )
+            for u in ways
+        ]
+        table[family] = (min(b[0] for b in bands), max(b[1] for b in bands))
+    return table
+
+
+def banded(
+    profiles: Sequence[EngineProfile], table: dict[str, tuple[float, float]]
+) -> tuple[EngineProfile, ...]:
+    """Each profile's families with the band of family_bands for that family."""
+    return tuple(
+        replace(
+            profile,
+            families=tuple(
+                (f, replace(params, band=table.get(f, table[ALL_FAMILIES])))
+                for f, params in profile.families
+            ),
+        )
+        for profile in profiles
+    )
+
+
+def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
+    """Each fit with the conformal band of its GPU family's left-out residuals (every way
+    of leaving out, LEFT_OUT), said in its ``fitted:`` line."""
+    pairs = residuals(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
+    table = family_bands(pairs)
+    counts: dict[str, int] = {}
+    for p, _, _ in pairs:
+        counts[p.family] = counts.get(p.family, 0) + 1
+    out: Fits = {}
+    for key, f in fits.items():
+        family = key[1] if key[1] in table else ALL_FAMILIES
+        n = counts.get(family, len(pairs)) if family != ALL_FAMILIES else len(pairs)
+        where = "every family" if family == ALL_FAMILIES else family
+        how = (
+            f"band: conformal {COVERAGE_PERCENT}% interval of {n} left-out residuals on {where} "
+            "(calibration/validation.py: conformal_band)"
+        )
+        params = replace(f.fit.params, band=table[family])
+        out[key] = replace(f, fit=replace(f.fit, params=params, held=(*f.fit.held, how)))
+    return out
+
+
+def conformal(points: Sequence[Labelled], found: Found) -> Found:
+    """Every left-out prediction again with its band: the conformal band of the residuals
+    of the points outside the unit (their own left-out predictions), so no point's band
+    is calibrated on its own error."""
+    pairs = residuals(points, found)
+    out: Found = {}
+    for unit, table in found.items():
+        out[unit] = {}
+        for key, held in table.items():
+            members = [p for p in points if unit_of(p, unit) == key]
+            inside = {id(p) for p in members}
+            bands = family_bands([r for r in pairs if id(r[0]) not in inside])
+            out[unit][key] = _predicted(key, members, banded(held.profiles, bands))
+    return out
+
+
+def leave_out_all(points: Sequence[Labelled]) -> Found:
+    """Every way of leaving out (LEFT_OUT), with conformal bands."""
+    return conformal(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -428,7 +558,7 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     """Every point predicted with its engine's shipped profile (the catalog's) and with
     profiles refitted without its group; errors per group and overall."""
     items = labelled(points, catalog)
-    found = {unit: leave_out(items, unit) for unit in LEFT_OUT}
+    found = leave_out_all(items)
     held_out = found["group"]
     checks, groups = [], []
     for group, out in held_out.items():
@@ -480,28 +610,6 @@ def band_of(ratios: Sequence[float]) -> tuple[float, float]:
     percentiles, always around 1 (expected stays inside its band)."""
     low_q, high_q = BAND_PERCENTILES
     return min(1.0, percentile(ratios, low_q)), max(1.0, percentile(ratios, high_q))
-
-
-def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
-    """Each fit with its band: band_of its own points, widened to at least band_of every
-    fitted point (so a profile fitted on two points does not claim their in-sample
-    precision)."""
-    ratios: dict[tuple[str, str], list[float]] = {}
-    for p in points:
-        if (p.engine, p.family) in fits:
-            params = fits[p.engine, p.family].fit.params
-            ratios.setdefault((p.engine, p.family), []).append(
-                p.terms.measured_s / predict(p, (params,), p.engine)
-            )
-    if not ratios:
-        return fits
-    pooled = band_of([r for rs in ratios.values() for r in rs])
-    out: Fits = {}
-    for key, f in fits.items():
-        own = band_of(ratios[key])
-        band = (min(own[0], pooled[0]), max(own[1], pooled[1]))
-        out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=band)))
-    return out
 
 
 Cases = dict[tuple[str, str], list[tuple[Labelled, PrefillCase]]]
