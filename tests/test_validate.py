@@ -80,7 +80,8 @@ def test_summary_and_groups(cli: Run, toy: tuple[Path, Path]) -> None:
     # Left out, the only group leaves no profile: the roofline predicts, 4.519678 ms against
     # measured = 9.039356 / (1 + e) ms, so errors (1 + e) / 2 - 1 = -50, -45, -60 %: median
     # 50, p90 50 + 0.8 x (60 - 50) = 58.
-    assert doc["summary"] == pytest.approx(
+    summary = {k: v for k, v in doc["summary"].items() if k not in ("left_out", "band_coverage")}
+    assert summary == pytest.approx(
         {"n": 3, "mdape": 10.0, "p90": 18.0, "logo_mdape": 50.0, "logo_p90": 58.0}
     )
     (group,) = doc["groups"]
@@ -88,6 +89,9 @@ def test_summary_and_groups(cli: Run, toy: tuple[Path, Path]) -> None:
     assert (group["n"], group["mdape"], group["logo_mdape"]) == pytest.approx((3, 10.0, 50.0))
     assert group["stand_in"] == "the roofline (no profiles)"
     assert [p["expected_ms"] for p in doc["points"]] == pytest.approx([EXPECTED_MS] * 3)
+    # The toy's band is 0.9-1.2 x expected: measured = expected / (1 + e) for e = 0, 0.1,
+    # -0.2 is expected x 1, 0.909, 1.25; the first two lie inside, the last above: 2 of 3.
+    assert doc["summary"]["band_coverage"] == pytest.approx(200 / 3)
 
 
 def test_table_and_output_file(cli: Run, toy: tuple[Path, Path], tmp_path: Path) -> None:

@@ -44,8 +44,12 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   number four or more; else e_p alone); c_req alone at the median e_p of those on the
   same GPU family where prompts are of one size; else e_p alone. Engines+families without
   TTFTs take the family's medians, else e_p 1 and no c_req.
-- Band: the 10th and 90th percentiles of measured / expected over the profile's points,
-  at least as wide as over every fitted point.
+- Band: the split-conformal 80% interval of measured / expected over the left-out
+  predictions of every point on the profile's GPU family (each point predicted by
+  profiles refitted without its group, its model, its GPU and its engine's newer release
+  lines: validate's four ways); a family with fewer than 20 such residuals takes every
+  family's. So the band is the error to expect on a setup the fit has not seen, not the
+  fit's in-sample spread.
 """
 
 from __future__ import annotations
@@ -57,11 +61,11 @@ from pathlib import Path
 from decodecalc.calibration.points import read_points
 from decodecalc.calibration.validation import (
     FamilyFit,
-    bands,
     fit_engines,
     fit_prefills,
     labelled,
     prefill_cases,
+    shipped_bands,
     with_prefill,
 )
 from decodecalc.loading.catalog import Catalog, presets_dir
@@ -165,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     points = args.points.resolve()
     catalog = Catalog((presets_dir(),))
     items = labelled(read_points(points, catalog), catalog)
-    fits = bands(items, fit_engines(items))
+    fits = shipped_bands(items, fit_engines(items))
     fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
     name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)

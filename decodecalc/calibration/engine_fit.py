@@ -216,17 +216,19 @@ def _fit_mode(terms: Sequence[StepTerms], prior: EngineParams) -> StepFit:
 def _fit_once(
     terms: Sequence[StepTerms], prior: EngineParams, compute_bound: Sequence[bool]
 ) -> StepFit:
+    """One least-squares fit with the compute-bound points fixed: what the points
+    identify (e_kv, then _costs_chosen), then the bounded solve for it, the rest at the
+    prior's values."""
     ratio = prior.kv_efficiency / prior.weight_efficiency
     scale = [math.sqrt(t.weight) / t.measured_s for t in terms]
     features = [_features(t, prior, cb) for t, cb in zip(terms, compute_bound, strict=True)]
     columns = {
         name: [f[name] * k for f, k in zip(features, scale, strict=True)] for name in PARAMETERS
     }
-    held: list[str] = []
+    chosen, held = [WEIGHTS], []
     kv_reason = _kv_unidentified(terms)
     if kv_reason is None and not _independent(columns[KV], [columns[WEIGHTS]]):
         kv_reason = "its bytes move with the weights"
-    chosen = [WEIGHTS]
     if kv_reason is None:
         chosen.append(KV)
     else:
@@ -234,23 +236,7 @@ def _fit_once(
         columns[WEIGHTS] = [
             w + kv / ratio for w, kv in zip(columns[WEIGHTS], columns[KV], strict=True)
         ]
-    distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
-    tp_only = all(t.linear.calls for t in terms)
-    for name in PARAMETERS[2:]:
-        if name == "per_step" and tp_only:
-            held.append(
-                _held(name, prior, terms, "every point is TP > 1: charged to the costs before it")
-            )
-        elif name == "per_moe_layer" and (moe := _moe_points(terms)) < MIN_POINTS_PER_UNKNOWN:
-            held.append(_held(name, prior, terms, f"only {moe} distinct MoE point(s)"))
-        elif name == "per_sequence" and not _batch_varies(terms):
-            held.append(_held(name, prior, terms, "no scenario at several batch sizes"))
-        elif not _independent(columns[name], [columns[c] for c in chosen]):
-            held.append(_held(name, prior, terms))
-        elif distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
-            held.append(_held(name, prior, terms, f"only {distinct} distinct points"))
-        else:
-            chosen.append(name)
+    held += _costs_chosen(terms, columns, prior, chosen)
     costs = [n for n in PARAMETERS[2:] if n not in chosen]
     target = [
         math.sqrt(t.weight)
@@ -259,15 +245,52 @@ def _fit_once(
     ]
     lower = {WEIGHTS: max(1.0, ratio) if KV not in chosen else 1.0, KV: 1.0}
     rows = [[columns[c][i] for c in chosen] for i in range(len(terms))]
-    x = dict(
-        zip(
-            chosen,
-            bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen]),
-            strict=True,
-        )
+    solved = bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen])
+    params = _params(prior, dict(zip(chosen, solved, strict=True)), len(terms))
+    return StepFit(
+        params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(compute_bound)
     )
+
+
+def _costs_chosen(
+    terms: Sequence[StepTerms],
+    columns: dict[str, list[float]],
+    prior: EngineParams,
+    chosen: list[str],
+) -> list[str]:
+    """Adds to ``chosen`` the costs the points identify, in PARAMETERS' order; returns,
+    for the others, why not and at what value they stay."""
+    held = []
+    distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
+    for name in PARAMETERS[2:]:
+        why = _not_identified(name, terms)
+        if why is None and not _independent(columns[name], [columns[c] for c in chosen]):
+            why = ""
+        if why is None and distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
+            why = f"only {distinct} distinct points"
+        if why is None:
+            chosen.append(name)
+        else:
+            held.append(_held(name, prior, terms, why))
+    return held
+
+
+def _not_identified(name: str, terms: Sequence[StepTerms]) -> str | None:
+    """Why the points cannot identify a cost whatever its column, or None."""
+    if name == "per_step" and all(t.linear.calls for t in terms):
+        return "every point is TP > 1: charged to the costs before it"
+    if name == "per_moe_layer" and (moe := _moe_points(terms)) < MIN_POINTS_PER_UNKNOWN:
+        return f"only {moe} distinct MoE point(s)"
+    if name == "per_sequence" and not _batch_varies(terms):
+        return "no scenario at several batch sizes"
+    return None
+
+
+def _params(prior: EngineParams, x: dict[str, float], points: int) -> EngineParams:
+    """The prior with the solved unknowns (x: 1/e_w, 1/e_kv and the costs) in place."""
     e_w = 1 / x[WEIGHTS]
-    params = replace(
+    ratio = prior.kv_efficiency / prior.weight_efficiency
+    return replace(
         prior,
         weight_efficiency=e_w,
         kv_efficiency=1 / x[KV] if KV in x else ratio * e_w,
@@ -276,10 +299,7 @@ def _fit_once(
         per_layer_s=x.get("per_layer", prior.per_layer_s),
         per_moe_layer_s=x.get("per_moe_layer", prior.per_moe_layer_s),
         per_sequence_s=x.get("per_sequence", prior.per_sequence_s),
-        points=len(terms),
-    )
-    return StepFit(
-        params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(compute_bound)
+        points=points,
     )
 
 

@@ -4,13 +4,14 @@ scenario, a context and the ms per token someone measured.
 Published figures measure different things (a timed decode step, a serving benchmark's
 mean time per output token, a whole generate call divided by its tokens), come from
 different engines, and some describe setups the physics does not model. So a point may
-also say which engine measured it (``engine``, ``engine_version``), which engine+GPU family
-it belongs to for leave-one-group-out validation (``group``), what its figure is
-(``measured``, one of MEASURED_KINDS) and why it is left out (``exclude``).
+also say which engine measured it (``engine``, ``engine_version``, its ``release`` line),
+which engine+GPU family it belongs to for leave-one-group-out validation (``group``), what
+its figure is (``measured``, one of MEASURED_KINDS) and why it is left out (``exclude``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -76,6 +77,19 @@ class MeasuredPoint:
     serving: ServingLoad | None = None
     """A serving benchmark's workload, which 'decodecalc validate' replays through the
     serving model (calibration/serving_points.py); None for other points."""
+    release: str | None = None
+    """The engine's release line the point ran ('0.10'; 'YYYY-MM' for builds named by
+    date): validate predicts each line from the engine's older ones (release_order)."""
+
+
+def release_order(line: str) -> tuple[int, ...]:
+    """A release line as numbers, oldest first: '0.7' < '0.10' < '0.11', '2023-12' <
+    '2024-05' (one engine's lines are all of one kind).
+
+    >>> release_order("0.10") > release_order("0.7")
+    True
+    """
+    return tuple(int(n) for n in re.findall(r"\d+", line))
 
 
 def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
@@ -94,7 +108,7 @@ def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     return points
 
 
-_LABELS = ("engine", "engine_version", "group")
+_LABELS = ("engine", "engine_version", "group", "release")
 """Free-text labels a point may carry; read in MeasuredPoint's order."""
 
 
@@ -107,7 +121,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     ms = float(f.fraction("ms_per_token", MAX_MS_PER_TOKEN, MIN_MS))
     source = f.text("source", "")
     f.text("notes", "")
-    engine, version, group = (f.text(name, "") or None for name in _LABELS)
+    engine, version, group, release = (f.text(name, "") or None for name in _LABELS)
     measured = _measured_kind(f)
     gpu_count = f.optional_integer("gpu_count")
     serving = _serving_load(f)
@@ -116,11 +130,25 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
         raise f.error(
             "gpu_count", f"must be at least {least} ({spec.tp * spec.pp}), got {gpu_count}"
         )
+    if release is not None and not release_order(release):
+        raise f.error(
+            "release", f"a release line holds numbers ('0.10', '2024-05'), got {release!r}"
+        )
     f.finish()
     if scenario is None:
         return None
     return MeasuredPoint(
-        scenario, context, ms / 1000, source, engine, version, group, measured, gpu_count, serving
+        scenario,
+        context,
+        ms / 1000,
+        source,
+        engine,
+        version,
+        group,
+        measured,
+        gpu_count,
+        serving,
+        release,
     )
 
 

@@ -39,7 +39,7 @@ from decodecalc.calibration.engine_fit import (
     prefill_identified,
     step_terms,
 )
-from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.calibration.points import MeasuredPoint, release_order
 from decodecalc.engine.profile import GPU_FAMILIES, Engine, EngineParams, EngineProfile, gpu_family
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import engine_for, measured_on, typical
@@ -47,6 +47,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import record, replace
+from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
 
 FLASH_KV_RATIO = 0.85
@@ -209,10 +210,16 @@ def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams)
     )
 
 
+def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expected:
+    """The expected step of a point and its band as decodecalc shows them
+    (step.step.expected: the median over several parameter sets, never below the
+    roofline)."""
+    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family))
+
+
 def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
-    """The expected step of a point as decodecalc shows it (step.step.expected: the
-    median over several parameter sets, never below the roofline)."""
-    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family)).seconds
+    """predicted's central figure."""
+    return predicted(p, params, engine).seconds
 
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
@@ -248,26 +255,199 @@ def stand_in(
 
 @record
 class HeldOut:
-    """A group predicted by profiles fitted without it."""
+    """A unit of points (a group, a model, a GPU, a release line) predicted by profiles
+    fitted without it."""
 
-    group: str
-    seconds: tuple[float, ...]
-    """The prediction of each of the group's points, in their order."""
+    unit: str
+    expected: tuple[Expected, ...]
+    """The prediction of each of the unit's points, with its band, in their order."""
     stand_in: str
+    profiles: tuple[EngineProfile, ...] = ()
+    """The profiles refitted without the unit (conformal re-bands them)."""
+
+    @property
+    def seconds(self) -> tuple[float, ...]:
+        return tuple(e.seconds for e in self.expected)
 
 
-def leave_one_group_out(points: Sequence[Labelled]) -> dict[str, HeldOut]:
-    """Each group's points predicted by refitting every profile without the group."""
+LEFT_OUT = ("group", "model", "gpu", "release")
+"""What validate leaves out in turn: a point's group (engine and GPU family), its model,
+its GPU, and its engine's release line (predicted from that engine's older lines)."""
+
+
+def unit_of(p: Labelled, unit: str) -> str | None:
+    """The unit a point is left out with; None where it has none (a release line is the
+    engine's and the point's ``release``: points without one are not predicted by line)."""
+    if unit == "group":
+        return p.group
+    if unit == "model":
+        return p.point.scenario.model.id
+    if unit == "gpu":
+        gpu = p.point.scenario.gpu
+        return gpu.id if gpu else f"{p.point.scenario.bandwidth_bytes_per_s} B/s"
+    release = p.point.release
+    return f"{p.engine}@{release}" if release and p.engine != TYPICAL else None
+
+
+def trains_on(p: Labelled, unit: str, held: Labelled) -> bool:
+    """Whether a point may be in the fit that predicts ``held``'s unit: any point outside
+    the unit; for a release line, of the same engine only its older lines (a point of the
+    engine without a line could be newer, so it stays out too)."""
+    if unit != "release":
+        return unit_of(p, unit) != unit_of(held, unit)
+    if p.engine != held.engine:
+        return True
+    line, mine = p.point.release, held.point.release
+    assert mine is not None
+    return line is not None and release_order(line) < release_order(mine)
+
+
+def leave_out(points: Sequence[Labelled], unit: str = "group") -> dict[str, HeldOut]:
+    """Each unit's points predicted by refitting every profile on the points it may
+    train on (trains_on) and resolving them by the rule --engine uses (stand_in). The
+    profiles carry no band yet: conformal() gives them one from other points' residuals."""
     out = {}
-    for group in sorted({p.group for p in points}):
-        held = [p for p in points if p.group == group]
-        profiles = profiles_of(fit_engines([p for p in points if p.group != group]))
-        predictions, words = [], ""
-        for p in held:
-            params, words = stand_in(profiles, p.engine, p.family)
-            predictions.append(predict(p, params, p.engine))
-        out[group] = HeldOut(group, tuple(predictions), words)
+    for key in sorted({k for p in points if (k := unit_of(p, unit)) is not None}):
+        held = [p for p in points if unit_of(p, unit) == key]
+        profiles = profiles_of(fit_engines([p for p in points if trains_on(p, unit, held[0])]))
+        out[key] = _predicted(key, held, profiles)
     return out
+
+
+def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile, ...]) -> HeldOut:
+    predictions, words = [], ""
+    for p in held:
+        params, words = stand_in(profiles, p.engine, p.family)
+        predictions.append(predicted(p, params, p.engine))
+    return HeldOut(key, tuple(predictions), words, profiles)
+
+
+Found = dict[str, dict[str, HeldOut]]
+"""leave_out's answers, by way of leaving out (LEFT_OUT)."""
+
+COVERAGE_PERCENT = 80
+"""The share of left-out points a band is built to hold (issue 19: at least 80%); whole
+percent, so the ranks below come out of integer arithmetic exactly."""
+
+MIN_SIMILAR = 20
+"""Residuals a GPU family needs for a band of its own; with fewer, every family's."""
+
+ALL_FAMILIES = "*"
+
+
+Residual = tuple[Labelled, str, float]
+"""A left-out prediction's point, the way it was left out, and measured / expected."""
+
+
+def residuals(points: Sequence[Labelled], found: Found) -> list[Residual]:
+    """measured / expected of every left-out prediction (a point once per way of leaving
+    it out): the errors a user meets on setups the profiles were not fitted on."""
+    out = []
+    for unit, table in found.items():
+        for key, held in table.items():
+            members = [p for p in points if unit_of(p, unit) == key]
+            for p, e in zip(members, held.expected, strict=True):
+                out.append((p, unit, p.terms.measured_s / e.seconds))
+    return out
+
+
+def conformal_band(ratios: Sequence[float]) -> tuple[float, float]:
+    """The split-conformal interval of measured / expected ratios at COVERAGE_PERCENT: the
+    floor((n + 1) x 0.1)-th and ceil((n + 1) x 0.9)-th smallest of n, which holds at least
+    80% of a further point exchangeable with them; always around 1."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    tail = (100 - COVERAGE_PERCENT) // 2
+    low = max(1, (n + 1) * tail // 100)
+    high = min(n, -(-(n + 1) * (100 - tail) // 100))
+    return min(1.0, ordered[low - 1]), max(1.0, ordered[high - 1])
+
+
+def family_bands(found: Sequence[Residual]) -> dict[str, tuple[float, float]]:
+    """Each GPU family's band (similar setups: the vendor's kernels): for each way of
+    leaving out, the conformal band of the family's residuals (every family's where it
+    has fewer than MIN_SIMILAR), and the widest of them, so that it holds its share
+    whether a scenario is new by its engine, model, GPU or release. ALL_FAMILIES: the
+    same over every family's residuals, for a family with too few."""
+    by_way: dict[tuple[str, str], list[float]] = {}
+    for p, unit, ratio in found:
+        by_way.setdefault((p.family, unit), []).append(ratio)
+        by_way.setdefault((ALL_FAMILIES, unit), []).append(ratio)
+    families = sorted({f for f, _ in by_way})
+    table = {}
+    for family in families:
+        ways = [u for f, u in by_way if f == family]
+        if family != ALL_FAMILIES and sum(len(by_way[family, u]) for u in ways) < MIN_SIMILAR:
+            continue
+        bands = [
+            conformal_band(
+                by_way[family, u]
+                if len(by_way[family, u]) >= MIN_SIMILAR
+                else by_way[ALL_FAMILIES, u]
+            )
+            for u in ways
+        ]
+        table[family] = (min(b[0] for b in bands), max(b[1] for b in bands))
+    return table
+
+
+def banded(
+    profiles: Sequence[EngineProfile], table: dict[str, tuple[float, float]]
+) -> tuple[EngineProfile, ...]:
+    """Each profile's families with the band of family_bands for that family."""
+    return tuple(
+        replace(
+            profile,
+            families=tuple(
+                (f, replace(params, band=table.get(f, table[ALL_FAMILIES])))
+                for f, params in profile.families
+            ),
+        )
+        for profile in profiles
+    )
+
+
+def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
+    """Each fit with the conformal band of its GPU family's left-out residuals (every way
+    of leaving out, LEFT_OUT), said in its ``fitted:`` line."""
+    pairs = residuals(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
+    table = family_bands(pairs)
+    counts: dict[str, int] = {}
+    for p, _, _ in pairs:
+        counts[p.family] = counts.get(p.family, 0) + 1
+    out: Fits = {}
+    for key, f in fits.items():
+        family = key[1] if key[1] in table else ALL_FAMILIES
+        n = counts.get(family, len(pairs)) if family != ALL_FAMILIES else len(pairs)
+        where = "every family" if family == ALL_FAMILIES else family
+        how = (
+            f"band: conformal {COVERAGE_PERCENT}% interval of {n} left-out residuals on {where} "
+            "(calibration/validation.py: conformal_band)"
+        )
+        params = replace(f.fit.params, band=table[family])
+        out[key] = replace(f, fit=replace(f.fit, params=params, held=(*f.fit.held, how)))
+    return out
+
+
+def conformal(points: Sequence[Labelled], found: Found) -> Found:
+    """Every left-out prediction again with its band: the conformal band of the residuals
+    of the points outside the unit (their own left-out predictions), so no point's band
+    is calibrated on its own error."""
+    pairs = residuals(points, found)
+    out: Found = {}
+    for unit, table in found.items():
+        out[unit] = {}
+        for key, held in table.items():
+            members = [p for p in points if unit_of(p, unit) == key]
+            inside = {id(p) for p in members}
+            bands = family_bands([r for r in pairs if id(r[0]) not in inside])
+            out[unit][key] = _predicted(key, members, banded(held.profiles, bands))
+    return out
+
+
+def leave_out_all(points: Sequence[Labelled]) -> Found:
+    """Every way of leaving out (LEFT_OUT), with conformal bands."""
+    return conformal(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -294,6 +474,30 @@ class ErrorSummary:
 
 
 @record
+class LeftOut:
+    """One way of leaving points out (LEFT_OUT): the errors of the points it predicts and
+    the share of them whose measured figure lies inside the predicted band, in percent."""
+
+    unit: str
+    errors: ErrorSummary
+    band_coverage: float
+    units: int
+    """How many units were left out in turn."""
+
+
+def left_out_summary(points: Sequence[Labelled], unit: str, found: dict[str, HeldOut]) -> LeftOut:
+    """The errors and band coverage of ``found`` (leave_out's answer) on its points."""
+    errors, inside = [], 0
+    for key, out in found.items():
+        held = [p for p in points if unit_of(p, unit) == key]
+        for p, e in zip(held, out.expected, strict=True):
+            measured = p.terms.measured_s
+            errors.append(e.seconds / measured - 1)
+            inside += e.low_seconds <= measured <= e.high_seconds
+    return LeftOut(unit, ErrorSummary.of(errors), 100 * inside / len(errors), len(found))
+
+
+@record
 class PointCheck:
     """A point's expected decode step against the decode step its figure shows (a serving
     figure less other requests' prefills: labelled)."""
@@ -303,6 +507,14 @@ class PointCheck:
     """With the shipped profile."""
     held_out_s: float
     """With profiles fitted without the point's group."""
+    low_s: float = 0.0
+    high_s: float = 0.0
+    """The shipped profile's band around expected_s."""
+
+    @property
+    def inside(self) -> bool:
+        """Whether the decode step the figure shows lies inside the shipped band."""
+        return self.low_s <= self.item.terms.measured_s <= self.high_s
 
     @property
     def error(self) -> float:
@@ -332,20 +544,29 @@ class Validation:
     groups: tuple[GroupCheck, ...]
     shipped: ErrorSummary
     held_out: ErrorSummary
+    left_out: tuple[LeftOut, ...] = ()
+    """Each of LEFT_OUT: the errors and band coverage of the points it predicts."""
+
+    @property
+    def band_coverage(self) -> float:
+        """Percent of the points inside the shipped profiles' band: in-sample for the
+        points the profiles were fitted on, out of sample for any other."""
+        return 100 * sum(c.inside for c in self.points) / len(self.points)
 
 
 def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     """Every point predicted with its engine's shipped profile (the catalog's) and with
     profiles refitted without its group; errors per group and overall."""
     items = labelled(points, catalog)
-    held_out = leave_one_group_out(items)
+    found = leave_out_all(items)
+    held_out = found["group"]
     checks, groups = [], []
     for group, out in held_out.items():
         members = [p for p in items if p.group == group]
         first = members[0]
         params, profile = _shipped(catalog, first.engine, first.family)
         mine = [
-            PointCheck(p, predict(p, params, p.engine), s)
+            _checked(p, predicted(p, params, p.engine), s)
             for p, s in zip(members, out.seconds, strict=True)
         ]
         checks.extend(mine)
@@ -365,7 +586,12 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         tuple(groups),
         ErrorSummary.of([c.error for c in checks]),
         ErrorSummary.of([c.held_out_error for c in checks]),
+        tuple(left_out_summary(items, unit, found[unit]) for unit in LEFT_OUT if found[unit]),
     )
+
+
+def _checked(p: Labelled, shipped: Expected, held_out_s: float) -> PointCheck:
+    return PointCheck(p, shipped.seconds, held_out_s, shipped.low_seconds, shipped.high_seconds)
 
 
 def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
@@ -384,26 +610,6 @@ def band_of(ratios: Sequence[float]) -> tuple[float, float]:
     percentiles, always around 1 (expected stays inside its band)."""
     low_q, high_q = BAND_PERCENTILES
     return min(1.0, percentile(ratios, low_q)), max(1.0, percentile(ratios, high_q))
-
-
-def bands(points: Sequence[Labelled], fits: Fits) -> Fits:
-    """Each fit with its band: band_of its own points, widened to at least band_of every
-    fitted point (so a profile fitted on two points does not claim their in-sample
-    precision)."""
-    ratios: dict[tuple[str, str], list[float]] = {}
-    for p in points:
-        if (p.engine, p.family) in fits:
-            params = fits[p.engine, p.family].fit.params
-            ratios.setdefault((p.engine, p.family), []).append(
-                p.terms.measured_s / predict(p, (params,), p.engine)
-            )
-    pooled = band_of([r for rs in ratios.values() for r in rs])
-    out: Fits = {}
-    for key, f in fits.items():
-        own = band_of(ratios[key])
-        band = (min(own[0], pooled[0]), max(own[1], pooled[1]))
-        out[key] = replace(f, fit=replace(f.fit, params=replace(f.fit.params, band=band)))
-    return out
 
 
 Cases = dict[tuple[str, str], list[tuple[Labelled, PrefillCase]]]
@@ -500,7 +706,7 @@ def with_prefill(fits: Fits, table: PrefillTable) -> Fits:
 
 
 def ttft_left_out(points: Sequence[MeasuredPoint], catalog: Catalog) -> dict[int, float]:
-    """Each measured TTFT (by its index in ``points``) predicted as leave_one_group_out
+    """Each measured TTFT (by its index in ``points``) predicted as leave_out
     predicts a decode step: every profile refitted without the point's group, its decode
     and its prefill parameters, resolved by the rule --engine uses (stand_in)."""
     items = labelled(points, catalog)

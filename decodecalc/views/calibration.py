@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from decodecalc.calibration.calibrate import Calibration, CheckedPoint
-from decodecalc.calibration.validation import Validation
+from decodecalc.calibration.validation import LeftOut, Validation
 from decodecalc.engine.profile import EngineParams
 from decodecalc.loading.saved import Fit
 from decodecalc.views import humanize as h
@@ -106,6 +106,21 @@ def _scaled(p: EngineParams) -> str:
     return text
 
 
+LEFT_OUT_WORDS = {
+    "group": "each engine+GPU-family group",
+    "model": "each model",
+    "gpu": "each GPU",
+    "release": "each release line (from its engine's older lines)",
+}
+
+
+def _left_out_line(o: LeftOut) -> str:
+    return (
+        f"left out {LEFT_OUT_WORDS[o.unit]}, {o.errors.n} points: median "
+        f"{o.errors.mdape:.1f}%, p90 {o.errors.p90:.1f}%, inside the band {o.band_coverage:.0f}%"
+    )
+
+
 def validation_report(v: Validation) -> Report:
     """One row per engine+GPU group; the summary above; the points in JSON only."""
     groups = tuple(
@@ -129,6 +144,17 @@ def validation_report(v: Validation) -> Report:
         "p90": v.shipped.p90,
         "logo_mdape": v.held_out.mdape,
         "logo_p90": v.held_out.p90,
+        "band_coverage": v.band_coverage,
+        "left_out": {
+            o.unit: {
+                "units": o.units,
+                "n": o.errors.n,
+                "mdape": o.errors.mdape,
+                "p90": o.errors.p90,
+                "band_coverage": o.band_coverage,
+            }
+            for o in v.left_out
+        },
     }
     points = [
         {
@@ -139,6 +165,8 @@ def validation_report(v: Validation) -> Report:
             "measured_ms": r.item.point.measured_seconds * 1000,
             "prefill_ms": (r.item.point.measured_seconds - r.item.terms.measured_s) * 1000,
             "expected_ms": r.expected_s * 1000,
+            "expected_low_ms": r.low_s * 1000,
+            "expected_high_ms": r.high_s * 1000,
             "error_pct": r.error * 100,
             "logo_ms": r.held_out_s * 1000,
             "logo_error_pct": r.held_out_error * 100,
@@ -159,8 +187,10 @@ def validation_report(v: Validation) -> Report:
     )
     title = (
         f"{summary['n']} points: median absolute error {summary['mdape']:.1f}% with the shipped "
-        f"profiles (p90 {summary['p90']:.1f}%); each group left out and predicted by profiles "
-        f"fitted without it: median {summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
+        f"profiles (p90 {summary['p90']:.1f}%, {v.band_coverage:.0f}% inside their band); each "
+        "group left out and predicted by profiles fitted without it: median "
+        f"{summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
+        *(_left_out_line(o) for o in v.left_out),
         "Median and p90 of |expected / measured - 1| per engine+GPU-family group; 'Left out': "
         "the group predicted by profiles refitted without it.",
     )
