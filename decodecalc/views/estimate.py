@@ -236,15 +236,18 @@ def describe_engine(s: Scenario) -> str:
     """Whose measurements the expected column predicts, so a reader never mistakes a
     typical band for one engine's figure."""
     engine = s.engine
-    if engine is None or not engine.params:
+    if engine is None or not engine.expects:
         return ""
-    if engine.id == "typical":
+    if engine.kind == "typical":
         return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
-    if len(engine.params) > 1:  # no data on this family: a fallback (engine/select.py engine_for)
-        return (
-            f" · expected: {engine.names[0]} ({engine.params[0].points} points) with "
-            f"{len(engine.params) - 1} engine profiles on {engine.family}"
+    if engine.kind == "fallback":  # no data on this family (engine/select.py engine_for)
+        others = len(engine.params) - 1
+        beside = (
+            f"with {others} engine profiles on {engine.family}"
+            if others
+            else f"no profile is measured on {engine.family}"
         )
+        return f" · expected: {engine.names[0]} ({engine.params[0].points} points); {beside}"
     (params,) = engine.params
     return f" · expected: {engine.id} on {engine.family} ({params.points} points)"
 
