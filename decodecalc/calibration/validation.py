@@ -217,10 +217,6 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family))
 
 
-def predict(p: Labelled, params: Sequence[EngineParams], engine: str) -> float:
-    """predicted's central figure."""
-    return predicted(p, params, engine).seconds
-
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
     """Fits as the engine profiles the presets would hold (families in the loader's order)."""
