@@ -93,8 +93,8 @@ class TestCommunicationAndOverhead:
         # With an engine's expected step (the default, typical) its fixed costs are in the
         # figures already, so the note is for the roofline alone.
         args = ("estimate", "-m", "llama-3.2-1b", "-g", "b200", "-c", "1K", "--engine", "roofline")
-        assert "kernel launches and scheduling likely dominate" in cli(*args).out
-        assert "launch" not in cli(*args[:-2]).out
+        assert "kernel launches and scheduling likely dominate" in cli(*args).err
+        assert "launch" not in cli(*args[:-2]).err
         r = cli(*args, "--json")
         assert "launch-bound" in [n["code"] for n in json.loads(r.out)["notes"]]
         assert "kernel launches and scheduling likely dominate" in r.err
@@ -234,7 +234,7 @@ class TestCalibration:
         assert fit["gpus"] == ["a100-80gb"]
         assert "calibrated-elsewhere" not in [n["code"] for n in doc["notes"]]
         r = cli("estimate", "-m", "llama-2-7b", "-g", "h100", "-c", "100", "-e", "calibrated")
-        assert "the calibration was fitted on a100-80gb, not h100-sxm" in r.out
+        assert "the calibration was fitted on a100-80gb, not h100-sxm" in r.err
 
     def test_published_points(self, cli: Run) -> None:
         """Every published point is predicted, with its error, and the fit beats the roofline."""

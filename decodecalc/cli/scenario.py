@@ -16,6 +16,7 @@ from decodecalc.cli import (
     destination,
     draw,
     emit,
+    note,
     output_stream,
 )
 from decodecalc.cli.options import (
@@ -166,5 +167,9 @@ def explain(
     if as_json or fmt is ExplainFormat.json:
         emit(report, Format.json, True, False, destination(ctx))
         return
+    from decodecalc.views.render import write_lines
+
     with output_stream(destination(ctx)) as out:
-        out.write("\n".join([*report.title, *report.footer]) + "\n")
+        write_lines([*report.title, *report.footer], out)
+    for item in report.document["notes"]:
+        note(item["message"])

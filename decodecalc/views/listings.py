@@ -190,7 +190,25 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         Column("band_high", "", lambda v: f"x{v:.2f}", drop=5),
         Column("points", "Points", str, drop=1),
     )
-    return Report(document(engines=list(records)), columns, records)
+    bound = sorted(
+        {
+            profile.id
+            for profile in profiles
+            for _, p in profile.families
+            if p.weight_efficiency >= 1
+        }
+    )
+    footer = (
+        (
+            f"e_w 1.00 ({', '.join(bound)}): the fit stopped at the bound, as an efficiency "
+            "cannot pass 1; past the fixed costs (us / layer, ms / step, ...) those points "
+            "streamed weights at the datasheet's bandwidth, and the fixed costs keep every "
+            "step above the roofline (decodecalc explain --engine NAME works one through)",
+        )
+        if bound
+        else ()
+    )
+    return Report(document(engines=list(records)), columns, records, footer=footer)
 
 
 def dtype_record(d: DType) -> dict[str, Any]:

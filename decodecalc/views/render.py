@@ -103,6 +103,38 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
         console.print(Text(line))
 
 
+def terminal_width(out: IO[str]) -> int | None:
+    """The width text is wrapped at: COLUMNS when it is a width, the terminal's when
+    ``out`` is one, and None (no wrapping) for a pipe or a file."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if out.isatty() else None
+
+
+def write_lines(lines: Iterable[str], out: IO[str]) -> None:
+    """Lines of prose or worked arithmetic, each wrapped at the terminal's width with its
+    indentation kept (words and numbers are never broken); unwrapped into a pipe."""
+    import textwrap
+
+    width = terminal_width(out)
+    for line in lines:
+        if width is None or len(line) <= width:
+            out.write(line + "\n")
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped = textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=indent + "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        out.write("\n".join(wrapped) + "\n")
+
+
 def table_width(widths: Iterable[int]) -> int:
     """A table's width from its columns' text widths: Rich pads each column with a space
     either side and rules between columns (no outer edge)."""

@@ -65,10 +65,6 @@ def document(**fields: Any) -> dict[str, Any]:
 
 
 def with_notes(report: Report, notes: Sequence[Note]) -> Report:
-    """The report with its notes in the JSON document (``notes``) and under a human table;
-    the CLI repeats them on stderr for machine formats."""
-    return replace(
-        report,
-        document={**report.document, "notes": [n.as_dict() for n in notes]},
-        footer=(*report.footer, *(f"note: {n.message}" for n in notes)),
-    )
+    """The report with its notes in the JSON document (``notes``); the CLI writes them on
+    stderr in every format, so that stdout carries data only."""
+    return replace(report, document={**report.document, "notes": [n.as_dict() for n in notes]})

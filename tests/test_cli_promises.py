@@ -1,0 +1,113 @@
+"""What a new user tried and the CLI did not keep (issue 22): each finding run as the user
+ran it, through the real entry point, at 80 columns where the width matters."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import Run
+
+EST = ("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "1K,8K")
+
+
+@pytest.fixture
+def narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An 80-column terminal, the width the user had."""
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+class TestOutputFileFormat:
+    """``-o FILE.json`` or ``FILE.csv`` without ``-f`` writes the format the name says."""
+
+    @pytest.mark.parametrize(
+        "command",
+        [EST, ("gpus",), ("models",), ("compare", "-m", "llama-3.1-8b", "-g", "h100,h200")],
+        ids=lambda c: c[0],
+    )
+    def test_json_by_extension(self, cli: Run, tmp_path: Path, command: tuple[str, ...]) -> None:
+        target = tmp_path / "out.json"
+        assert cli(*command, "-o", str(target)).code == 0
+        assert json.loads(target.read_text())["schema_version"] == 1
+
+    def test_csv_by_extension(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "out.csv"
+        assert cli(*EST, "-o", str(target)).code == 0
+        rows = list(csv.DictReader(io.StringIO(target.read_text())))
+        assert [int(r["context"]) for r in rows] == [1024, 8192]
+
+    def test_markdown_by_extension(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "out.md"
+        assert cli(*EST, "-o", str(target)).code == 0
+        assert "|---:" in target.read_text()
+
+    def test_an_explicit_format_wins(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "out.json"
+        assert cli(*EST, "-f", "csv", "-o", str(target)).code == 0
+        assert target.read_text().startswith("model,gpu,")
+
+
+class TestSweepJson:
+    """sweep streams rows: ``-f json`` and ``--json`` give JSON Lines, as jsonl does."""
+
+    ARGS = ("sweep", "-m", "llama-3.1-8b", "-g", "h100,h200", "-c", "1K,2K")
+
+    @pytest.mark.parametrize("flags", [("-f", "json"), ("--json",), ("-f", "jsonl")])
+    def test_json_lines(self, cli: Run, flags: tuple[str, ...]) -> None:
+        r = cli(*self.ARGS, *flags)
+        assert r.code == 0, r.err
+        rows = [json.loads(line) for line in r.out.splitlines()]
+        assert len(rows) == 4  # 2 GPUs x 2 contexts
+
+    def test_output_name_picks_json_lines(self, cli: Run, tmp_path: Path) -> None:
+        target = tmp_path / "grid.jsonl"
+        assert cli(*self.ARGS, "-o", str(target)).code == 0
+        assert len(target.read_text().splitlines()) == 4
+
+    def test_json_with_csv_is_refused(self, cli: Run) -> None:
+        r = cli(*self.ARGS, "--json", "-f", "csv")
+        assert r.code == 2 and "jsonl" in r.err
+
+
+class TestHelp:
+    @pytest.mark.parametrize("command", ["estimate", "check", "sweep", "gpus"])
+    def test_dash_h_is_help(self, cli: Run, command: str) -> None:
+        r = cli(command, "-h")
+        assert r.code == 0 and f"Usage: decodecalc {command}" in r.out
+
+    def test_errors_point_to_the_subcommands_help(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "--batch", "many")
+        assert r.code == 2 and "(see 'decodecalc estimate --help')" in r.err
+
+    def test_an_unknown_command_points_to_the_main_help(self, cli: Run) -> None:
+        r = cli("estimat")
+        assert r.code == 2 and "(see 'decodecalc --help')" in r.err
+
+
+class TestEngineEfficiencyAtTheBound:
+    """engines lists e_w 1.00 and explain says no GPU reaches the roofline: both say why."""
+
+    def test_engines_says_the_fit_stopped_at_the_bound(self, cli: Run) -> None:
+        out = " ".join(cli("engines").out.split())
+        assert "e_w 1.00 (" in out and "cannot pass 1" in out
+
+    def test_explain_says_so_for_the_profile(self, cli: Run) -> None:
+        r = cli("explain", "-m", "llama-3.1-8b", "-g", "h100", "--engine", "vllm")
+        assert "e_w 1.00 is where a fit stopped" in r.out
+
+    def test_explain_says_why_the_band_is_wider(self, cli: Run) -> None:
+        r = cli("explain", "-m", "llama-3.1-8b", "-g", "h100", "--engine", "typical")
+        assert "the band is wider than the steps above" in " ".join(r.out.split())
+
+
+@pytest.mark.usefixtures("narrow")
+def test_explain_wraps_at_the_terminal_width(cli: Run) -> None:
+    r = cli("explain", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-c", "200000")
+    assert r.code == 0
+    assert max(len(line) for line in r.out.splitlines()) <= 80
+    # numbers are never broken across lines
+    assert "69,503,033,344" in r.out
