@@ -111,3 +111,60 @@ def test_explain_wraps_at_the_terminal_width(cli: Run) -> None:
     assert max(len(line) for line in r.out.splitlines()) <= 80
     # numbers are never broken across lines
     assert "69,503,033,344" in r.out
+
+
+@pytest.mark.usefixtures("narrow")
+class TestEightyColumns:
+    """At 80 columns the columns asked for stay; empty and repeated ones go."""
+
+    def test_estimate_keeps_price_and_energy(self, cli: Run) -> None:
+        args = ("-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "--tp", "4", "--batch", "32")
+        r = cli("estimate", *args, "-c", "4K,16K", "--price", "2.5", "--power", "700")
+        header = r.out.split("━")[0]
+        assert "$ /" in header and "J /" in header
+
+    def test_estimate_drops_the_empty_crossover_column(self, cli: Run) -> None:
+        # 8K and 16K on a 70B at batch 1: the crossover (424,213 tokens, README) is in no row
+        r = cli("estimate", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "-c", "8K,16K")
+        assert "crossover (" not in r.out and "<- crossover" not in r.out
+
+    def test_compare_shows_only_the_axes_that_vary(self, cli: Run) -> None:
+        r = cli("compare", "-m", "llama-3.1-70b", "-g", "h100-sxm,h200", "-w", "fp8", "-c", "128K")
+        assert "every scenario: llama-3.1-70b fp8/bf16 B1 TP1" in r.out
+        rows = [line for line in r.out.splitlines() if line.startswith(" 131,072")]
+        assert [row.split("│")[1].strip() for row in rows] == ["h100-sxm", "h200"]
+
+    def test_compare_keeps_price(self, cli: Run) -> None:
+        r = cli(
+            "compare", "-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "-c", "8K,128K", "--price", "2"
+        )
+        assert "$ /" in r.out.split("━")[0]
+
+    def test_check_keeps_target_and_result(self, cli: Run) -> None:
+        r = cli("check", "examples/chat-h100.yaml", "examples/rag-long-context.yaml")
+        header = r.out.split("━")[0]
+        assert "Target" in header and "Result" in header and "Deployment" in header
+
+
+class TestShippedExamples:
+    def test_the_natural_ci_command_passes(self, cli: Run) -> None:
+        """``check examples/*.yaml``: the vLLM config is checked through the side file that
+        names its GPU (examples/vllm-targets.yaml), not refused for want of --gpu."""
+        files = sorted(str(p) for p in Path("examples").glob("*.yaml"))
+        r = cli("check", *files)
+        assert r.code == 0, r.err
+        assert "vllm-serve.yaml: checked through examples/vllm-targets.yaml" in r.err
+
+    def test_a_vllm_config_alone_still_needs_a_gpu(self, cli: Run) -> None:
+        r = cli("check", "examples/vllm-serve.yaml")
+        assert r.code == 2 and "--gpu" in r.err
+
+    def test_a_note_names_its_deployment_once(self, cli: Run) -> None:
+        r = cli("check", "examples/vllm-serve.yaml", "examples/chat-h100.yaml", "-g", "h100")
+        assert "vllm-serve: no targets given" in r.err
+        assert "vllm-serve: vllm-serve:" not in r.err
+
+
+def test_an_empty_context_is_refused(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "")
+    assert r.code == 2 and "--context" in r.err and "empty" in r.err

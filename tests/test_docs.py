@@ -108,9 +108,7 @@ def printed(cli: Run, command: str) -> str:
 
 @pytest.mark.usefixtures("at_root")
 @pytest.mark.parametrize("block", SHELL_EXAMPLES, ids=lambda b: b.name)
-def test_shell_example_is_current(
-    cli: Run, block: Block, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_shell_example_is_current(cli: Run, block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
     if block.page == PAGES[0]:  # the README's examples fit a 100-column reader
         monkeypatch.setenv("COLUMNS", str(README_COLUMNS))
     command, _, shown = block.body.partition("\n")

@@ -18,6 +18,7 @@ from decodecalc.cli import (
     destination,
     draw,
     emit,
+    format_for,
     load_catalog,
     note,
     output_stream,
@@ -64,7 +65,7 @@ def compare(
     from decodecalc.answers.estimate import estimate as run_estimate
     from decodecalc.loading.resolve import resolve
     from decodecalc.views.charts import series_of
-    from decodecalc.views.compare import compare_report, label
+    from decodecalc.views.compare import compare_report, human_compare, label
 
     catalog = load_catalog(ctx.params["presets"])
     specs = specs_of(ctx)
@@ -75,7 +76,11 @@ def compare(
         run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
         for s in specs
     ]
-    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
+    report = compare_report(estimates, contexts)
+    to = destination(ctx)
+    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
+        report = human_compare(report, [e.scenario for e in estimates])
+    emit(report, fmt, as_json, False, to)
     draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
     if page:
         from decodecalc.cli.report import compare_page

@@ -13,11 +13,21 @@ from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
 
+
+def _given_contexts(text: str | None) -> str | None:
+    """An empty --context is a mistake (an unset shell variable), not a request for the
+    default range: refused before anything runs."""
+    if text is not None and not text.strip():
+        raise typer.BadParameter("is empty; give contexts such as 8K or 1K..128K")
+    return text
+
+
 ContextOpt = Annotated[
     str | None,
     typer.Option(
         "--context",
         "-c",
+        callback=_given_contexts,
         help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
         "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
         "Default: 1K doubling to the model's maximum context.",

@@ -16,6 +16,7 @@ from decodecalc.cli import (
     destination,
     draw,
     emit,
+    format_for,
     note,
     output_stream,
 )
@@ -71,9 +72,10 @@ def estimate(
     contexts = contexts_for(context, scenario.model)
     result = run_estimate(scenario, contexts, crossover_row)
     report = estimate_report(result)
-    if not as_json and fmt in (Format.table, Format.markdown):
+    to = destination(ctx)
+    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
-    emit(report, fmt, as_json, exact, destination(ctx))
+    emit(report, fmt, as_json, exact, to)
     if chart or plot:
         from decodecalc.views.charts import series_of
 
@@ -121,9 +123,10 @@ def generate(
             f"the limit is {MAX_CONTEXT_TOKENS:,}"
         )
     report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
-    if fmt is Format.csv and not as_json:
+    to = destination(ctx)
+    if format_for(fmt, to.path) is Format.csv and not as_json:
         report = generation_rows(report)
-    emit(report, fmt, as_json, False, destination(ctx))
+    emit(report, fmt, as_json, False, to)
 
 
 class ExplainFormat(str, Enum):

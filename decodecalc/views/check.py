@@ -9,7 +9,7 @@ from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
-from decodecalc.views.report import Column, Report, document, with_notes
+from decodecalc.views.report import KEPT, Column, Report, document, with_notes
 
 ROOFLINE = Note(
     "check-roofline",
@@ -136,12 +136,13 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         ],
     )
     columns = (
-        Column("file", "File", numeric=False, drop=1),
-        Column("deployment", "Deployment", numeric=False),
-        Column("target", "Target", numeric=False, drop=2),
-        Column("limit", "Limit", numeric=False),
+        # A narrow terminal gives up the file, the limit, the name; the target and the verdict last.
+        Column("file", "File", numeric=False, drop=3),
+        Column("deployment", "Deployment", numeric=False, drop=1),
+        Column("target", "Target", numeric=False, drop=KEPT),
+        Column("limit", "Limit", numeric=False, drop=2),
         Column("value", "Value", numeric=False),
-        Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False),
+        Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False, drop=KEPT),
     )
     shown = tuple(
         {**rec, "limit": _limit_text(r), "value": _value_text(r)}
