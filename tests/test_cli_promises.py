@@ -168,3 +168,68 @@ class TestShippedExamples:
 def test_an_empty_context_is_refused(cli: Run) -> None:
     r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "")
     assert r.code == 2 and "--context" in r.err and "empty" in r.err
+
+
+class TestFormatsThatCannotBe:
+    def test_a_flashmla_cache_on_a_gqa_model_is_refused(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-k", "fp8-flashmla", "-c", "8K")
+        assert r.code == 2 and "no MLA layers" in r.err and "fp8" in r.err
+
+    def test_a_flashmla_cache_on_an_mla_model_is_taken(self, cli: Run) -> None:
+        args = ("-m", "deepseek-v3", "-g", "h200", "--tp", "8", "-k", "fp8-flashmla", "-c", "8K")
+        assert cli("estimate", *args).code == 0
+
+    def test_fp4_weights_on_a_gpu_without_fp4_are_noted(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-w", "nvfp4", "-c", "8K")
+        assert r.code == 0
+        assert "h100-sxm has no FP4 tensor cores" in r.err and "FP8 rate" in r.err
+
+    def test_fp4_weights_on_a_blackwell_are_not(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "b200", "-w", "nvfp4", "-c", "8K")
+        assert "tensor cores" not in r.err
+
+
+def test_a_local_model_folder_is_read_from_its_config_json(cli: Run, tmp_path: Path) -> None:
+    """As check reads vLLM's model: a checkpoint folder, not only its config.json."""
+    folder = tmp_path / "Llama-Local"
+    folder.mkdir()
+    config = Path("tests/fixtures/configs/llama-3.1-8b.json")
+    (folder / "config.json").write_text(config.read_text())
+    by_folder = json.loads(
+        cli("estimate", "-m", str(folder), "-g", "h100", "-c", "8K", "--json").out
+    )
+    by_file = json.loads(cli("estimate", "-m", str(config), "-g", "h100", "-c", "8K", "--json").out)
+    assert by_folder["rows"][0]["ms_per_token"] == by_file["rows"][0]["ms_per_token"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("estimate", "-m", str(empty), "-g", "h100")
+    assert r.code == 2 and "has no config.json" in r.err
+
+
+class TestPricePerGpu:
+    PRICES = "h100-sxm=2.5,mi300x=2"
+
+    def test_each_gpu_its_own_price(self, cli: Run) -> None:
+        doc = json.loads(
+            cli(
+                "compare", "-m", "llama-3.1-8b", "-g", "h100,mi300x", "-c", "8K",
+                "--price", self.PRICES, "--json",
+            ).out
+        )  # fmt: skip
+        prices = [s["cost"]["price_per_gpu_hour"] for s in doc["scenarios"]]
+        assert prices == [2.5, 2.0]
+
+    def test_a_gpu_left_out_is_said(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h200", "-c", "8K", "--price", self.PRICES)
+        assert r.code == 2 and "add h200=DOLLARS" in r.err
+
+    def test_a_bad_item_is_refused(self, cli: Run) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--price", "h100=cheap")
+        assert r.code == 2 and "GPU=DOLLARS" in r.err
+
+
+def test_sustained_says_why_not_and_which_gpus_have_it(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "mi300x", "-c", "8K", "-e", "sustained")
+    assert r.code == 2 and "public benchmark's measured bandwidth" in r.err
+    assert "a100-80gb" in r.err  # the one figure shipped (presets/gpus/a100-80gb.yaml)
+    assert cli("estimate", "-m", "llama-3.1-8b", "-g", "a100-80gb", "-e", "sustained").code == 0

@@ -189,50 +189,50 @@ def to_junit(
         errors=str(errors),
     )
     for file, group in suites.items():
-        results = [(c, r) for c in group for r in c.results]
-        found = problems.get(file, ())
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            name=file,
-            tests=str(len(results) + (1 if found else 0)),
-            failures=str(sum(not r.passed for _, r in results)),
-            errors=str(1 if found else 0),
-            skipped="0",
-        )
-        if group:
-            properties = ET.SubElement(suite, "properties")
-            for c in group:
-                ET.SubElement(
-                    properties,
-                    "property",
-                    name=f"{c.deployment.name}.held_to",
-                    value=held_to(c),
-                )
-        if found:
-            case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
-            error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")
-            error.text = "\n".join(found)
-        for c, r in results:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"{file}.{c.deployment.name}",
-                name=f"{r.target}: {_limit_text(r)}",
-                time="0",
-            )
-            if not r.passed:
-                failure = ET.SubElement(
-                    case,
-                    "failure",
-                    message=f"{_value_text(r)}; wanted {_limit_text(r)}",
-                    type="TargetMissed",
-                )
-                failure.text = (
-                    f"{c.deployment.name} ({file}): {r.target} {_value_text(r)}, "
-                    f"wanted {_limit_text(r)}"
-                )
+        _junit_suite(root, file, group, problems.get(file, ()))
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))
     out.write("\n")
+
+
+def _junit_suite(
+    root: Any, file: str, group: Sequence[CheckedDeployment], found: Sequence[str]
+) -> None:
+    """One file's testsuite: what its deployments were held to, an error case for the
+    problems that kept it from being checked, and a testcase per target."""
+    import xml.etree.ElementTree as ET
+
+    results = [(c, r) for c in group for r in c.results]
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=file,
+        tests=str(len(results) + (1 if found else 0)),
+        failures=str(sum(not r.passed for _, r in results)),
+        errors=str(1 if found else 0),
+        skipped="0",
+    )
+    if group:
+        properties = ET.SubElement(suite, "properties")
+        for c in group:
+            name = f"{c.deployment.name}.held_to"
+            ET.SubElement(properties, "property", name=name, value=held_to(c))
+    if found:
+        case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
+        error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")
+        error.text = "\n".join(found)
+    for c, r in results:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"{file}.{c.deployment.name}",
+            name=f"{r.target}: {_limit_text(r)}",
+            time="0",
+        )
+        if not r.passed:
+            wanted = f"wanted {_limit_text(r)}"
+            failure = ET.SubElement(
+                case, "failure", message=f"{_value_text(r)}; {wanted}", type="TargetMissed"
+            )
+            failure.text = f"{c.deployment.name} ({file}): {r.target} {_value_text(r)}, {wanted}"
