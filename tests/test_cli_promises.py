@@ -233,3 +233,33 @@ def test_sustained_says_why_not_and_which_gpus_have_it(cli: Run) -> None:
     assert r.code == 2 and "public benchmark's measured bandwidth" in r.err
     assert "a100-80gb" in r.err  # the one figure shipped (presets/gpus/a100-80gb.yaml)
     assert cli("estimate", "-m", "llama-3.1-8b", "-g", "a100-80gb", "-e", "sustained").code == 0
+
+
+def test_accuracy_page_counts_what_validate_counts(cli: Run) -> None:
+    """docs/accuracy.md's 232 measurements and validate's 226 points: the page says which
+    six are excluded, and the numbers are the file's."""
+    import yaml
+
+    points = yaml.safe_load(Path("validation/points.yaml").read_text())["points"]
+    excluded = [p for p in points if p.get("exclude")]
+    doc = json.loads(cli("validate", "validation/points.yaml", "--json").out)
+    assert doc["summary"]["n"] == len(points) - len(excluded)
+    page = " ".join(Path("docs/accuracy.md").read_text().split())
+    assert f"against {len(points)} published measurements" in page
+    assert f"counts {len(points) - len(excluded)} points" in page
+    assert len(excluded) == 6 and f"Six of the {len(points)} carry an `exclude:`" in page
+
+
+def test_chart_axes_read_as_tokens(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K..128K", "--chart")
+    axis = next(line for line in r.out.splitlines() if "128K" in line and "│" not in line)
+    assert "131072" not in r.out.split("context (tokens)")[0].splitlines()[-2]
+    assert "K" in axis
+
+
+def test_a_crossover_within_the_first_token_is_not_zero(cli: Run) -> None:
+    """At batch 1,000,000 the KV of one token (32.77 kB x 10^6 = 32.8 GB per GPU at TP 4)
+    outweighs 1.88 GB of weights: T* = 1.88e9 / 3.28e10 = 0.06 tokens."""
+    args = ("-m", "llama-3.1-8b", "-g", "h100", "-w", "fp8", "--tp", "4", "--batch", "1000000")
+    r = cli("estimate", *args, "-c", "4K")
+    assert "crossover: under 1 tokens" in r.out and "crossover: 0 tokens" not in r.out

@@ -143,6 +143,17 @@ def scenario_options(*, axes: bool = False) -> Callable[[F], F]:
     return decorate
 
 
+def refuse_unused(ctx: typer.Context, unused: dict[str, str]) -> None:
+    """Refuse the scenario options a command's answer does not use, each with why: an
+    option accepted and ignored would read as though it had been priced in."""
+    command = ctx.command_path
+    for name, why in unused.items():
+        source = ctx.get_parameter_source(name)  # (Typer's own copy of Click's enum)
+        if source is not None and source.name == "COMMANDLINE":
+            flag = next(o.flags[0] for o in SCENARIO_FIELDS if o.name == name)
+            raise InputError(f"{command} does not use {flag}: {why}")
+
+
 def spec_of(ctx: typer.Context) -> ScenarioSpec:
     """The scenario a command's options describe, unresolved."""
     return ScenarioSpec(**{o.name: ctx.params[o.name] for o in SCENARIO_FIELDS})

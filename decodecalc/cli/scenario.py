@@ -26,6 +26,7 @@ from decodecalc.cli.options import (
     PlotOpt,
     ReportOpt,
     contexts_for,
+    refuse_unused,
     scenario_of,
     scenario_options,
 )
@@ -113,6 +114,15 @@ def generate(
     from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
     from decodecalc.views.generation import generation_report, generation_rows
 
+    refuse_unused(
+        ctx,
+        {
+            "memory_utilization": "an answer's time does not depend on the memory left "
+            "(estimate says what fits)",
+            "price": "it times one answer (estimate and serving price tokens)",
+            "power": "it times one answer (estimate gives energy per token)",
+        },
+    )
     scenario = scenario_of(ctx)
     prompt_tokens = parse_tokens(prompt, "--prompt")
     new_tokens = parse_tokens(tokens, "--tokens")
@@ -165,6 +175,10 @@ def explain(
     from decodecalc.context import parse_tokens
     from decodecalc.views.explain import explain_report
 
+    refuse_unused(
+        ctx,
+        {"memory_utilization": "it works one step's bytes through (estimate says what fits)"},
+    )
     scenario = scenario_of(ctx)
     report = explain_report(scenario, parse_tokens(context))
     if as_json or fmt is ExplainFormat.json:
