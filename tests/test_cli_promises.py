@@ -263,3 +263,11 @@ def test_a_crossover_within_the_first_token_is_not_zero(cli: Run) -> None:
     args = ("-m", "llama-3.1-8b", "-g", "h100", "-w", "fp8", "--tp", "4", "--batch", "1000000")
     r = cli("estimate", *args, "-c", "4K")
     assert "crossover: under 1 tokens" in r.out and "crossover: 0 tokens" not in r.out
+
+
+@pytest.mark.usefixtures("narrow")
+def test_show_wraps_at_the_terminal_width(cli: Run) -> None:
+    from rich.cells import cell_len
+
+    r = cli("show", "deepseek-v3")
+    assert r.code == 0 and max(cell_len(line) for line in r.out.splitlines()) <= 80
