@@ -78,7 +78,7 @@ class TestCalibration:
         assert fit["gpus"] == ["a100-80gb"]
         assert "calibrated-elsewhere" not in [n["code"] for n in doc["notes"]]
         r = cli("estimate", "-m", "llama-2-7b", "-g", "h100", "-c", "100", "-e", "calibrated")
-        assert "the calibration was fitted on a100-80gb, not h100-sxm" in r.out
+        assert "the calibration was fitted on a100-80gb, not h100-sxm" in r.err
 
     def test_published_points(self, cli: Run) -> None:
         """Every published point is predicted, with its error, and the fit beats the roofline."""

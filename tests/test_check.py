@@ -393,12 +393,12 @@ class TestHeldTo:
         assert "check-roofline" in {n["code"] for n in doc["notes"]}
 
     def test_table(self, cli: Run, tmp_path: Path) -> None:
-        out = cli("check", write(tmp_path, self.TEXT)).out
+        r = cli("check", write(tmp_path, self.TEXT))
         assert (
             "speed targets held to: roofline ms_per_token at efficiency 0.8 + 0.5 ms overhead "
-            "per step" in out
+            "per step" in r.out
         )
-        assert "not to a measured engine" in " ".join(out.split())
+        assert "not to a measured engine" in " ".join(r.err.split())
 
     def test_tp_communication_is_named(self, cli: Run, tmp_path: Path) -> None:
         text = PASSING.replace("batch: 1", "batch: 1\ntp: 2")

@@ -46,8 +46,8 @@ class TestCommunicationAndOverhead:
         # With an engine's expected step (the default, typical) its fixed costs are in the
         # figures already, so the note is for the roofline alone.
         args = ("estimate", "-m", "llama-3.2-1b", "-g", "b200", "-c", "1K", "--engine", "roofline")
-        assert "kernel launches and scheduling likely dominate" in cli(*args).out
-        assert "launch" not in cli(*args[:-2]).out
+        assert "kernel launches and scheduling likely dominate" in cli(*args).err
+        assert "launch" not in cli(*args[:-2]).err
         r = cli(*args, "--json")
         assert "launch-bound" in [n["code"] for n in json.loads(r.out)["notes"]]
         assert "kernel launches and scheduling likely dominate" in r.err

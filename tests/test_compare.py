@@ -77,7 +77,9 @@ def test_compare_csv_and_table(cli: Run) -> None:
     rows = list(csv.DictReader(io.StringIO(cli(*COMPARE, "-f", "csv").out)))
     assert len(rows) == 32 and "ratio_to_first" in rows[0]
     table = cli(*COMPARE).out
-    assert "llama-3.1-70b h200 fp8/fp8 B32 TP1" in table
+    assert rows[0]["label"].startswith("llama-3.1-70b ")  # CSV keeps the whole label
+    assert "every scenario: TP1" in table  # what all share, said once
+    assert " TP1 " not in table and "llama-3.1-70b h200 fp8/fp8 B32" in table
 
 
 def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:

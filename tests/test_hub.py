@@ -201,3 +201,43 @@ def test_hf_quant_config_json_is_fetched_beside_it(hub: FakeHub, tmp_path: Path)
 def test_presets_never_import_the_hub_client() -> None:
     loaded = imported_after(quietly("['estimate', '-m', 'llama-3.1-8b', '-g', 'h100', '--json']"))
     assert "huggingface_hub" not in {m.split(".")[0] for m in loaded}
+
+
+def closed_endpoint() -> str:
+    """An endpoint on a port nothing listens on: the connection is refused, as when the
+    machine is offline (an unroutable address would do, were it not that sandboxes answer
+    for every address)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+NO_PROXY = {name: "" for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")} | {
+    name.lower(): "" for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+}
+"""No proxy between the client and the (unreachable) Hub: the machine is offline."""
+
+
+def test_no_network_fails_in_seconds_and_names_hf_hub_offline(hub: FakeHub, tmp_path: Path) -> None:
+    """The client alone retries for about 25 s in silence; decodecalc gives the host 3 s."""
+    import time
+
+    hub.endpoint = closed_endpoint()
+    start = time.monotonic()
+    result = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny", *ESTIMATE, **NO_PROXY)
+    message = one_error_line(result)
+    assert time.monotonic() - start < 15  # 3 s for the host, the rest is start-up
+    assert "did not answer within 3 s" in message and "HF_HUB_OFFLINE=1" in message
+
+
+def test_no_network_still_reads_the_cache(hub: FakeHub, tmp_path: Path) -> None:
+    hub.repos["test-org/Tiny-Llama"] = {"config.json": LLAMA_8B}
+    online = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny-Llama", *ESTIMATE)
+    assert online.returncode == 0, online.stderr
+    hub.endpoint = closed_endpoint()
+    cut_off = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny-Llama", *ESTIMATE, **NO_PROXY)
+    assert cut_off.returncode == 0, cut_off.stderr
+    assert json.loads(cut_off.stdout) == json.loads(online.stdout)
+    assert "fetching" not in cut_off.stderr  # said on a terminal only

@@ -197,7 +197,7 @@ class TestDecodingArguments:
             "model: llama-3.1-8b\nmax-model-len: 8192\nmax-num-seqs: 8\nenforce-eager: true\n",
         )
         r = cli("check", path, "--gpu", "h100", "-t", "must_fit=true")
-        assert r.code == 0 and "enforce-eager: without CUDA graphs" in r.out
+        assert r.code == 0 and "enforce-eager: without CUDA graphs" in r.err
 
     @pytest.mark.parametrize(
         ("cap", "valid"), [("8", False), ("15", False), ("16", True), ("2K", True)]

@@ -217,7 +217,6 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family))
 
 
-
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
     """Fits as the engine profiles the presets would hold (families in the loader's order)."""
     table: dict[str, list[tuple[str, EngineParams]]] = {}

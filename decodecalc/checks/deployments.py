@@ -81,6 +81,9 @@ class Deployment:
     """The traffic the serving targets are held under (checks/workloads.py)."""
     limits: SchedulerLimits | None = None
     """The server's scheduler limits: its engine's defaults, or what the file sets."""
+    serve_config: str | None = None
+    """The vLLM config its vllm_config names, as a path (None: none): a run given both
+    files checks the config through this deployment, which names the GPU."""
 
 
 Entry = tuple[Settings, Settings, KeyPath]
@@ -278,7 +281,8 @@ class DeploymentReader:
             notes = (*notes, default_batch_note(deployment.scenario.batch))
         if "speculative" in start and deployment.workload is None:
             notes = (*notes, UNPRICED_SPECULATION)
-        return replace(deployment, notes=notes, startup_fit=not asked)
+        pointed = None if pointer is None else str(self._relative(doc, str(pointer.value)))
+        return replace(deployment, notes=notes, startup_fit=not asked, serve_config=pointed)
 
     def _pointed(
         self, doc: Document, pointer: Setting | None, problems: Problems

@@ -56,9 +56,10 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
 
 
 def _startup_note(d: Deployment, fit: TargetResult) -> Note:
+    """Unnamed: it is the deployment's own note, and a run of several names it once."""
     return Note(
         "vllm-startup-fit",
-        f"{d.name}: no targets given, so it was held to what vLLM checks when it starts: "
+        "no targets given, so it was held to what vLLM checks when it starts: "
         f"the weights and one sequence of max-model-len ({fit.context:,} tokens) fit in "
         f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory",
     )

@@ -66,6 +66,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # Click's plain help: Rich's boxed help costs 150 ms of start-up for every --help.
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -152,17 +153,31 @@ STDOUT = Destination()
 def emit(
     report: "Report", fmt: Format, as_json: bool, exact: bool = False, to: Destination = STDOUT
 ) -> None:
-    """Write a report in its format to stdout or --output. Machine formats repeat the
-    report's notes on stderr: JSON carries them too, CSV has no place for them."""
+    """Write a report in its format to stdout or --output, and its notes on stderr in
+    every format, so that a pipe carries data only (JSON carries the notes too)."""
     from decodecalc.views.render import RENDERERS
 
-    name = "json" if as_json else fmt.value
+    name = "json" if as_json else format_for(fmt, to.path).value
     with output_stream(to) as out:
         RENDERERS[name](report, out, exact)
     notes = report.document.get("notes")  # (show's is the model's own note text, a string)
-    if (name in ("json", "csv") or to.path is not None) and isinstance(notes, list):
+    if isinstance(notes, list):
         for item in notes:
             note(item["message"])
+
+
+SUFFIXES = {".json": Format.json, ".csv": Format.csv, ".md": Format.markdown}
+"""The format an --output file's name implies when no --format is given."""
+
+
+def format_for(fmt: Format, path: str | None) -> Format:
+    """The format asked for; a table (the default) written to FILE.json, FILE.csv or
+    FILE.md takes the format of the name, as nobody wants a terminal table in those."""
+    if fmt is not Format.table or path is None:
+        return fmt
+    import pathlib
+
+    return SUFFIXES.get(pathlib.PurePath(path).suffix.lower(), fmt)
 
 
 @contextlib.contextmanager
@@ -310,10 +325,24 @@ def _command(argv: list[str]) -> Any:
     wanted = argv[0] if argv else None
     if wanted not in COMMANDS and argv != ["--version"]:
         return full_command()
-    lean = typer.Typer(name=app.info.name, add_completion=False, rich_markup_mode=None)
+    lean = typer.Typer(
+        name=app.info.name,
+        add_completion=False,
+        rich_markup_mode=None,
+        context_settings=app.info.context_settings,
+    )
     lean.registered_callback = app.registered_callback
     lean.registered_commands = _registered([wanted]) if wanted in COMMANDS else []
     return typer.main.get_command(lean)
+
+
+def _help_for(exc: Exception, args: list[str]) -> str:
+    """The help that answers a usage error: the subcommand's, where one was named."""
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", "") or ""
+    if path.startswith("decodecalc ") or not args or args[0] not in COMMANDS:
+        return f"{path or 'decodecalc'} --help"
+    return f"decodecalc {args[0]} --help"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,5 +368,5 @@ def main(argv: list[str] | None = None) -> int:
         format_message = getattr(exc, "format_message", None)
         if format_message is None:
             raise
-        return _error(f"{format_message()} (see 'decodecalc --help')")
+        return _error(f"{format_message()} (see '{_help_for(exc, args)}')")
     return result if isinstance(result, int) else EXIT_OK

@@ -16,12 +16,14 @@ from decodecalc.cli import (
     destination,
     emit,
     load_catalog,
+    note,
     output_stream,
 )
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
     from decodecalc.checks.deployments import Deployment, DeploymentReader
+    from decodecalc.checks.run import CheckedDeployment
 
 
 class CheckFormat(str, Enum):
@@ -96,60 +98,105 @@ def check(
       decodecalc check serve.yaml --gpu h100-sxm -t max_ms_per_token=40 -f junit -o report.xml
     """
     from decodecalc.checks.deployments import DeploymentReader
-    from decodecalc.checks.run import check_deployment
     from decodecalc.loading.resolve import resolve_engine
-    from decodecalc.paths import expand_user
-    from decodecalc.views.check import check_report, to_junit
-    from decodecalc.views.render import RENDERERS
 
+    catalog = load_catalog(presets)
+    if gpu is not None:  # a typo is an error even when every file names its own GPU
+        catalog.gpu(gpu)
+    if engine is not None:
+        resolve_engine(catalog, engine, None)
+    reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
+    outcome, checked = _check_files(reader, files)
+    problems = [problem for found in outcome.values() for problem in found]
+    if problems and not (fmt is CheckFormat.junit and output is not None):
+        raise InputErrors(problems)
+    _write(ctx, fmt, output, checked, outcome)
+    if problems:
+        raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
+    if not all(c.passed for c in checked):
+        raise typer.Exit(EXIT_VIOLATION)
+
+
+def _overrides(target: list[str] | None) -> dict[str, str]:
+    """--target NAME=VALUE items as a mapping, each checked for its shape."""
     overrides = {}
     for item in target or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise InputError(f"--target {item!r}: expected NAME=VALUE, e.g. max_ms_per_token=40")
         overrides[name.strip()] = value.strip()
-    catalog = load_catalog(presets)
-    if gpu is not None:  # a typo is an error even when every file names its own GPU
-        catalog.gpu(gpu)
-    if engine is not None:
-        resolve_engine(catalog, engine, None)
-    reader = DeploymentReader(catalog, gpu=gpu, targets=overrides, engine=engine)
-    outcome: dict[str, list[str]] = {}  # each file as its deployments name it: its problems
-    checked = []
+    return overrides
+
+
+def _check_files(
+    reader: "DeploymentReader", files: list[str]
+) -> "tuple[dict[str, list[str]], list[CheckedDeployment]]":
+    """Each file's problems (by the name its deployments carry) and every deployment
+    checked. A vLLM config that another file of the run points at (vllm_config:) is
+    checked through that file, which names its GPU: ``check deploy/*.yaml`` holds both."""
+    from decodecalc.checks.run import check_deployment
+    from decodecalc.paths import expand_user
+
+    outcome: dict[str, list[str]] = {}
+    read: list[tuple[str, list[Deployment]]] = []
     for file in files:
-        found = outcome.setdefault(STDIN_NAME if file == STDIN else str(expand_user(file)), [])
+        name = STDIN_NAME if file == STDIN else str(expand_user(file))
+        found = outcome.setdefault(name, [])
         try:
-            deployments = _read(reader, file)
+            read.append((name, _read(reader, file)))
         except InputErrors as exc:
             found.extend(exc.problems)
-            continue
         except InputError as exc:
             found.append(str(exc))
-            continue
+    through = {_same(d.serve_config): d.file for _, ds in read for d in ds if d.serve_config}
+    checked = []
+    for name, deployments in read:
         for deployment in deployments:
             try:
                 checked.append(check_deployment(deployment))
             except InputError as exc:
-                found.append(str(exc))
-    problems = [problem for found in outcome.values() for problem in found]
-    if problems and not (fmt is CheckFormat.junit and output is not None):
-        raise InputErrors(problems)
+                outcome[name].append(str(exc))
+    for name, found in outcome.items():
+        if found and _same(name) in through and all(NO_GPU in problem for problem in found):
+            found.clear()
+            note(f"{name}: checked through {through[_same(name)]}, which names its GPU")
+    return outcome, checked
+
+
+NO_GPU = "vLLM configs take --gpu"
+"""What a vLLM config read alone without --gpu is told (checks/deployments.py)."""
+
+
+def _same(path: str) -> str:
+    """One spelling of a path, so that a file given and a file pointed at compare equal."""
+    import os
+
+    return os.path.realpath(path)
+
+
+def _write(
+    ctx: typer.Context,
+    fmt: CheckFormat,
+    output: str | None,
+    checked: "list[CheckedDeployment]",
+    outcome: dict[str, list[str]],
+) -> None:
+    """The report in its format on stdout, or in --output with the table on stdout."""
+    from decodecalc.views.check import check_report, to_junit
+    from decodecalc.views.render import RENDERERS
+
     report = check_report(checked)
-    if output is not None:
+    if output is None and fmt is CheckFormat.junit:
+        to_junit(checked, sys.stdout)
+    elif output is None:
+        emit(report, Format(fmt.value), False)
+    else:
         with output_stream(destination(ctx)) as out:
             if fmt is CheckFormat.junit:
                 to_junit(checked, out, outcome)
             else:
                 RENDERERS[fmt.value](report, out, False)
         RENDERERS["table"](report, sys.stdout, False)
-    elif fmt is CheckFormat.junit:
-        to_junit(checked, sys.stdout)
-    else:
-        emit(report, Format(fmt.value), False)
-    if problems:
-        raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
-    if not all(c.passed for c in checked):
-        raise typer.Exit(EXIT_VIOLATION)
 
 
 STDIN = "-"

@@ -18,6 +18,7 @@ from decodecalc.cli import (
     destination,
     draw,
     emit,
+    format_for,
     load_catalog,
     note,
     output_stream,
@@ -64,7 +65,7 @@ def compare(
     from decodecalc.answers.estimate import estimate as run_estimate
     from decodecalc.loading.resolve import resolve
     from decodecalc.views.charts import series_of
-    from decodecalc.views.compare import compare_report, label
+    from decodecalc.views.compare import compare_report, human_compare, label
 
     catalog = load_catalog(ctx.params["presets"])
     specs = specs_of(ctx)
@@ -79,7 +80,11 @@ def compare(
         from decodecalc.cli.report import compare_page
 
         compare_page(ctx, page, estimates, contexts)
-    emit(compare_report(estimates, contexts), fmt, as_json, False, destination(ctx))
+    report = compare_report(estimates, contexts)
+    to = destination(ctx)
+    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
+        report = human_compare(report, [e.scenario for e in estimates])
+    emit(report, fmt, as_json, False, to)
     draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
 
 
@@ -107,14 +112,18 @@ def sweep(
         str, typer.Option("--context", "-c", help="Contexts, as for estimate.", metavar="SPEC")
     ],
     fmt: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--format",
             "-f",
-            help="csv or jsonl (JSON Lines: one object a line).",
+            help="csv or jsonl (JSON Lines: one object a line; json is taken as jsonl). "
+            "Default: from the --output name (FILE.jsonl, FILE.json), else csv.",
             metavar="csv|jsonl",
         ),
-    ] = "csv",
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Shortcut for --format jsonl (a stream of rows).")
+    ] = False,
     output: Annotated[
         str | None,
         typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
@@ -138,8 +147,7 @@ def sweep(
     from decodecalc.notes import many_notes
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
-    if fmt not in ("csv", "jsonl"):
-        raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl")
+    fmt = _sweep_format(fmt, as_json, output)
     specs = specs_of(ctx)
     if specs[0].gpu is None and specs[0].bandwidth is None:
         raise InputError("give --gpu with one or more GPU presets, or --bandwidth")
@@ -189,6 +197,20 @@ def sweep(
     if skipped:
         first = skipped[0]
         note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
+
+
+def _sweep_format(fmt: str | None, as_json: bool, output: str | None) -> str:
+    """csv or jsonl: a sweep streams rows, so JSON is JSON Lines (one object a line),
+    which is what --json and -f json give, as they give JSON on every other command."""
+    if as_json:
+        fmt = fmt or "jsonl"
+    elif fmt is None:
+        suffix = "" if output is None else output.rsplit(".", 1)[-1].lower()
+        fmt = "jsonl" if suffix in ("json", "jsonl") else "csv"
+    fmt = "jsonl" if fmt == "json" else fmt
+    if fmt not in ("csv", "jsonl") or (as_json and fmt != "jsonl"):
+        raise InputError(f"--format {fmt!r}: sweep writes csv or jsonl (--json: jsonl)")
+    return fmt
 
 
 @contextlib.contextmanager

@@ -13,11 +13,21 @@ from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
 
+
+def _given_contexts(text: str | None) -> str | None:
+    """An empty --context is a mistake (an unset shell variable), not a request for the
+    default range: refused before anything runs."""
+    if text is not None and not text.strip():
+        raise typer.BadParameter("is empty; give contexts such as 8K or 1K..128K")
+    return text
+
+
 ContextOpt = Annotated[
     str | None,
     typer.Option(
         "--context",
         "-c",
+        callback=_given_contexts,
         help="Contexts in tokens: 32K (binary) or 32k (decimal), a list 1K,8K,32K, a doubling "
         "range 1K..256K, a step range 0..128K:16K, or a factor range 1K..1M:x4. "
         "Default: 1K doubling to the model's maximum context.",
@@ -147,6 +157,17 @@ def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Calla
         return command
 
     return decorate
+
+
+def refuse_unused(ctx: typer.Context, unused: dict[str, str]) -> None:
+    """Refuse the scenario options a command's answer does not use, each with why: an
+    option accepted and ignored would read as though it had been priced in."""
+    command = ctx.command_path
+    for name, why in unused.items():
+        source = ctx.get_parameter_source(name)  # (Typer's own copy of Click's enum)
+        if source is not None and source.name == "COMMANDLINE":
+            flag = next(o.flags[0] for o in SCENARIO_FIELDS if o.name == name)
+            raise InputError(f"{command} does not use {flag}: {why}")
 
 
 def spec_of(ctx: typer.Context) -> ScenarioSpec:

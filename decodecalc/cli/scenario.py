@@ -16,6 +16,8 @@ from decodecalc.cli import (
     destination,
     draw,
     emit,
+    format_for,
+    note,
     output_stream,
 )
 from decodecalc.cli.options import (
@@ -24,6 +26,7 @@ from decodecalc.cli.options import (
     PlotOpt,
     ReportOpt,
     contexts_for,
+    refuse_unused,
     scenario_of,
     scenario_options,
 )
@@ -70,13 +73,14 @@ def estimate(
     contexts = contexts_for(context, scenario.model)
     result = run_estimate(scenario, contexts, crossover_row)
     report = estimate_report(result)
-    if not as_json and fmt in (Format.table, Format.markdown):
+    to = destination(ctx)
+    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
     if page:
         from decodecalc.cli.report import estimate_page
 
         estimate_page(ctx, page, result)
-    emit(report, fmt, as_json, exact, destination(ctx))
+    emit(report, fmt, as_json, exact, to)
     if chart or plot:
         from decodecalc.views.charts import series_of
 
@@ -110,6 +114,15 @@ def generate(
     from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
     from decodecalc.views.generation import generation_report, generation_rows
 
+    refuse_unused(
+        ctx,
+        {
+            "memory_utilization": "an answer's time does not depend on the memory left "
+            "(estimate says what fits)",
+            "price": "it times one answer (estimate and serving price tokens)",
+            "power": "it times one answer (estimate gives energy per token)",
+        },
+    )
     scenario = scenario_of(ctx)
     prompt_tokens = parse_tokens(prompt, "--prompt")
     new_tokens = parse_tokens(tokens, "--tokens")
@@ -120,9 +133,10 @@ def generate(
             f"the limit is {MAX_CONTEXT_TOKENS:,}"
         )
     report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
-    if fmt is Format.csv and not as_json:
+    to = destination(ctx)
+    if format_for(fmt, to.path) is Format.csv and not as_json:
         report = generation_rows(report)
-    emit(report, fmt, as_json, False, destination(ctx))
+    emit(report, fmt, as_json, False, to)
 
 
 class ExplainFormat(str, Enum):
@@ -161,10 +175,18 @@ def explain(
     from decodecalc.context import parse_tokens
     from decodecalc.views.explain import explain_report
 
+    refuse_unused(
+        ctx,
+        {"memory_utilization": "it works one step's bytes through (estimate says what fits)"},
+    )
     scenario = scenario_of(ctx)
     report = explain_report(scenario, parse_tokens(context))
     if as_json or fmt is ExplainFormat.json:
         emit(report, Format.json, True, False, destination(ctx))
         return
+    from decodecalc.views.render import write_lines
+
     with output_stream(destination(ctx)) as out:
-        out.write("\n".join([*report.title, *report.footer]) + "\n")
+        write_lines([*report.title, *report.footer], out)
+    for item in report.document["notes"]:
+        note(item["message"])

@@ -100,8 +100,13 @@ class Catalog:
     def model(self, name: str) -> Model:
         """A model by preset name or alias, from a preset file, from a config.json, from
         numbers (``layers=80,hidden=8192,...``, loading/numbers.py) or, for an ``org/name``
-        that is none of these, from the Hugging Face Hub (loading/hub.py)."""
+        that is none of these, from the Hugging Face Hub (loading/hub.py). A local model
+        folder (a checkpoint, as vLLM takes one) is read from its config.json."""
         path = expand_user(name)
+        if is_dir(path) and (os.sep in name or not self._lookup("models", name, Model)[0]):
+            if not is_file(path / "config.json"):
+                raise InputError(f"model folder {name!r} has no config.json to read")
+            path, name = path / "config.json", str(path / "config.json")
         if is_numbers(name) and not is_file(path):
             from decodecalc.loading.numbers import model_from_numbers
 

@@ -87,8 +87,12 @@ def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | 
     disable_progress_bars()
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     where = f"{repo_id}'s {filename}"
+    offline = bool(constants.HF_HUB_OFFLINE)
+    if not offline:
+        _say(f"fetching {where} from {constants.ENDPOINT} (HF_HUB_OFFLINE=1 reads the cache only)")
+        offline = not _reachable(constants.ENDPOINT)
     try:
-        return Path(hf_hub_download(repo_id, filename))
+        return Path(hf_hub_download(repo_id, filename, local_files_only=offline))
     except GatedRepoError:
         raise InputError(
             f"model {repo_id!r} is gated on the Hugging Face Hub: accept its terms on its "
@@ -114,8 +118,9 @@ def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | 
                 f"while HF_HUB_OFFLINE is set: run once online, or unset HF_HUB_OFFLINE{hint}"
             ) from None
         raise InputError(
-            f"{unknown}the Hugging Face Hub at {constants.ENDPOINT} cannot be reached for "
-            f"{where} (nor is it cached): check the connection or HF_ENDPOINT{hint}"
+            f"{unknown}the Hugging Face Hub at {constants.ENDPOINT} did not answer within "
+            f"{REACH_S:g} s for {where} (nor is it cached): check the connection or "
+            f"HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to work from the cache alone{hint}"
         ) from None
     except EntryNotFoundError:
         if not required:
@@ -129,6 +134,48 @@ def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | 
     except (OSError, ValueError) as exc:
         said = " ".join(str(exc).split())  # the client's messages run over several lines
         raise InputError(f"cannot fetch {where} from the Hugging Face Hub: {said}") from None
+
+
+REACH_S = 3.0
+"""How long the Hub's host is given to accept a connection: the client's own retries
+would wait about 25 s in silence before failing."""
+
+
+def _reachable(endpoint: str) -> bool:
+    """Whether the endpoint's host (or the proxy the environment routes it through) accepts
+    a TCP connection within REACH_S seconds, name lookup included, which has no timeout of
+    its own: it runs in a thread that is left behind."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(endpoint)
+    proxy = getproxies().get(parts.scheme)
+    if proxy and not proxy_bypass(parts.hostname or ""):
+        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    answered: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((parts.hostname or "", port), timeout=REACH_S).close()
+            answered.append(True)
+        except (OSError, ValueError):
+            answered.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(REACH_S)
+    return bool(answered and answered[0])
+
+
+def _say(message: str) -> None:
+    """What is being fetched, on a terminal only: a script's stderr keeps its one line."""
+    import sys
+
+    if sys.stderr.isatty():
+        print(f"decodecalc: {message}", file=sys.stderr)
 
 
 def _status(error: BaseException) -> int | None:

@@ -217,6 +217,7 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
         description=top.text("description"),
         aliases=aliases,
         source=source,
+        mla_only=top.boolean("mla_only", default=False),
     )
     top.finish()
     return dtype

@@ -129,6 +129,35 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     return Links(link, node, per_node, tuple(notes))
 
 
+def format_notes(
+    model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
+) -> tuple[Note, ...]:
+    """A cache format that cannot exist for this model is refused; weights in a format the
+    GPU has no tensor cores for are said to run at the class it falls back to."""
+    from decodecalc.model.mla import LatentAttention
+
+    mla = any(isinstance(m, LatentAttention) for m in model.mixers())
+    for cache in caches:
+        if cache is not None and cache.mla_only and not mla:
+            raise InputError(
+                f"KV dtype {cache.id!r} is FlashMLA's layout of an MLA latent, and "
+                f"{model.id} has no MLA layers; try fp8"
+            )
+    if gpu is None or weights.matmul == "bf16":
+        return ()
+    peak = gpu.peak_flops(weights.matmul)
+    if peak is None or peak[0] == weights.matmul:
+        return ()
+    return (
+        Note(
+            "matmul-fallback",
+            f"{gpu.id} has no {weights.matmul.upper()} tensor cores: {weights.id} weights are "
+            f"read at their {float(weights.bits_per_value):g} bits but multiplied at the "
+            f"{peak[0].upper()} rate (weight-only, as engines run them there)",
+        ),
+    )
+
+
 def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
     """What pipeline, expert and data-parallel attention figures mean."""
     notes = []
@@ -180,16 +209,28 @@ class Efficiency:
     notes: tuple[Note, ...] = ()
 
 
-def resolve_efficiency(text: str, gpu: GpuSpec | None) -> Efficiency:
+def sustained_gpus(catalog: Catalog) -> list[str]:
+    """The GPU presets that cite a measured (sustained) bandwidth."""
+    return [g.id for g in catalog.gpus() if g.sustained_bandwidth_bytes_per_s is not None]
+
+
+def resolve_efficiency(
+    text: str, gpu: GpuSpec | None, catalog: Catalog | None = None
+) -> Efficiency:
     """A fraction in (0, 1], 'sustained' (the GPU's measured bandwidth over its peak) or
-    'calibrated' (the fit saved by 'decodecalc calibrate')."""
+    'calibrated' (the fit saved by 'decodecalc calibrate'). ``catalog`` names, when
+    'sustained' has no figure for this GPU, the GPUs that have one."""
     word = text.strip().lower()
     if word == "sustained":
         if gpu is None or gpu.sustained_bandwidth_bytes_per_s is None:
             name = gpu.id if gpu else "a bandwidth given alone"
+            measured = [] if catalog is None else sustained_gpus(catalog)
+            which = f" (only {', '.join(measured)} have one)" if measured else ""
             raise Conflict(
-                f"no sustained bandwidth is known for {name}; give --efficiency as a fraction "
-                "or fit one with 'decodecalc calibrate'"
+                f"no sustained bandwidth is known for {name}: 'sustained' is a public "
+                f"benchmark's measured bandwidth, which a GPU preset cites{which}; give "
+                "--efficiency as a fraction, --engine NAME for a measured engine's step, or fit "
+                "one with 'decodecalc calibrate'"
             )
         return Efficiency(gpu.sustained_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s)
     if word == "calibrated":
@@ -267,7 +308,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         else _dtype(catalog, spec.kv_dtype)
     )
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
-    fit = resolve_efficiency(str(spec.efficiency), gpu)
+    fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
@@ -300,6 +341,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *numbers_notes(model, gpu),
             *links.notes,
             *parallelism_notes(spec, model),
+            *format_notes(model, weights, (kv, v_kv), gpu),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
@@ -426,6 +468,8 @@ def _price(
     if gpu is None:
         raise InputError(f"price {value!r} names a price list: give --gpu, or a price in dollars")
     quoted = [(price, p) for p in lists if (price := p.price(gpu.id)) is not None]
+    if not quoted and lists[0].id == "given":
+        raise Conflict(f"--price {value!r} gives no price for {gpu.id}: add {gpu.id}=DOLLARS")
     if not quoted:
         where = (
             f"{lists[0].id} gives no price" if len(lists) == 1 else "no price list gives a price"
@@ -436,12 +480,31 @@ def _price(
     return min(quoted, key=lambda q: q[0])
 
 
+def given_prices(catalog: Catalog, text: str) -> PriceList:
+    """``h100-sxm=2.5,mi300x=2``: a price per GPU given on the command line, read as a price
+    list of its own ('given'), so that every GPU of a comparison or a plan has its own."""
+    prices: dict[str, float] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        dollars = parse_price(value) if value.strip() else None
+        if not name.strip() or dollars is None:
+            raise InputError(
+                f"price {item.strip()!r}: expected GPU=DOLLARS per GPU-hour, "
+                "e.g. --price 'h100-sxm=2.5,mi300x=2'"
+            )
+        prices[catalog.gpu(name.strip()).id] = dollars
+    listed = tuple(prices.items())
+    return PriceList("given", "given on the command line", "--price", "", listed)
+
+
 def price_lists(catalog: Catalog, text: str) -> tuple[float | None, list[PriceList]]:
     """What a --price text says: dollars per GPU-hour, or the price lists to look the GPU
     up in (one named, or every one for 'lowest'); anything else is an input error."""
     dollars = parse_price(text)
     if dollars is not None:
         return dollars, []
+    if "=" in text:
+        return None, [given_prices(catalog, text)]
     word = text.strip().lower()
     if word == "lowest":
         return None, catalog.price_lists()

@@ -30,6 +30,8 @@ class DType:
     """The tensor-core rate its matrix multiplies run at: bf16, fp8, fp4 or fp32."""
     aliases: tuple[str, ...] = ()
     source: str = ""
+    mla_only: bool = False
+    """A cache layout of MLA's latent (FlashMLA's): no other attention stores it."""
 
     def bytes_for(self, values: int | Fraction) -> Fraction:
         """Exact bytes for ``values`` stored values: values * bits_per_value / 8."""

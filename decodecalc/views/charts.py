@@ -73,12 +73,30 @@ def terminal_chart(
             marker="x",
             label=axes.marker,
         )
+    if axes.tokens:
+        ticks = token_ticks(series)
+        plt.xticks(ticks, [_tokens_label(t, None) for t in ticks])
     plt.xlabel(axes.x)
     plt.ylabel(axes.y)
     plt.title(axes.title)
     text: str = plt.build()
     plt.clear_figure()
     return text if color else _plain(text)
+
+
+MAX_TICKS = 6
+"""Tick labels a terminal chart's token axis carries: more would run into each other."""
+
+
+def token_ticks(series: list[Series]) -> list[float]:
+    """Contexts to label on a token axis (32K, not 32768): those the series hold, every
+    n-th of them past MAX_TICKS, the last always kept."""
+    contexts = sorted({c for s in series for c in s.contexts})
+    if len(contexts) <= MAX_TICKS:
+        return contexts
+    step = -(-len(contexts) // MAX_TICKS)
+    picked = contexts[::step]
+    return picked if picked[-1] == contexts[-1] else [*picked[:-1], contexts[-1]]
 
 
 def _plain(text: str) -> str:

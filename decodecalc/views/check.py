@@ -9,7 +9,7 @@ from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
-from decodecalc.views.report import Column, Report, document, with_notes
+from decodecalc.views.report import KEPT, Column, Report, document, with_notes
 
 ROOFLINE = Note(
     "check-roofline",
@@ -136,12 +136,13 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         ],
     )
     columns = (
-        Column("file", "File", numeric=False, drop=1),
-        Column("deployment", "Deployment", numeric=False),
-        Column("target", "Target", numeric=False, drop=2),
-        Column("limit", "Limit", numeric=False),
+        # A narrow terminal gives up the file, the limit, the name; the target and the verdict last.
+        Column("file", "File", numeric=False, drop=3),
+        Column("deployment", "Deployment", numeric=False, drop=1),
+        Column("target", "Target", numeric=False, drop=KEPT),
+        Column("limit", "Limit", numeric=False, drop=2),
         Column("value", "Value", numeric=False),
-        Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False),
+        Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False, drop=KEPT),
     )
     shown = tuple(
         {**rec, "limit": _limit_text(r), "value": _value_text(r)}
@@ -188,50 +189,50 @@ def to_junit(
         errors=str(errors),
     )
     for file, group in suites.items():
-        results = [(c, r) for c in group for r in c.results]
-        found = problems.get(file, ())
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            name=file,
-            tests=str(len(results) + (1 if found else 0)),
-            failures=str(sum(not r.passed for _, r in results)),
-            errors=str(1 if found else 0),
-            skipped="0",
-        )
-        if group:
-            properties = ET.SubElement(suite, "properties")
-            for c in group:
-                ET.SubElement(
-                    properties,
-                    "property",
-                    name=f"{c.deployment.name}.held_to",
-                    value=held_to(c),
-                )
-        if found:
-            case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
-            error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")
-            error.text = "\n".join(found)
-        for c, r in results:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"{file}.{c.deployment.name}",
-                name=f"{r.target}: {_limit_text(r)}",
-                time="0",
-            )
-            if not r.passed:
-                failure = ET.SubElement(
-                    case,
-                    "failure",
-                    message=f"{_value_text(r)}; wanted {_limit_text(r)}",
-                    type="TargetMissed",
-                )
-                failure.text = (
-                    f"{c.deployment.name} ({file}): {r.target} {_value_text(r)}, "
-                    f"wanted {_limit_text(r)}"
-                )
+        _junit_suite(root, file, group, problems.get(file, ()))
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))
     out.write("\n")
+
+
+def _junit_suite(
+    root: Any, file: str, group: Sequence[CheckedDeployment], found: Sequence[str]
+) -> None:
+    """One file's testsuite: what its deployments were held to, an error case for the
+    problems that kept it from being checked, and a testcase per target."""
+    import xml.etree.ElementTree as ET
+
+    results = [(c, r) for c in group for r in c.results]
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=file,
+        tests=str(len(results) + (1 if found else 0)),
+        failures=str(sum(not r.passed for _, r in results)),
+        errors=str(1 if found else 0),
+        skipped="0",
+    )
+    if group:
+        properties = ET.SubElement(suite, "properties")
+        for c in group:
+            name = f"{c.deployment.name}.held_to"
+            ET.SubElement(properties, "property", name=name, value=held_to(c))
+    if found:
+        case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
+        error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")
+        error.text = "\n".join(found)
+    for c, r in results:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"{file}.{c.deployment.name}",
+            name=f"{r.target}: {_limit_text(r)}",
+            time="0",
+        )
+        if not r.passed:
+            wanted = f"wanted {_limit_text(r)}"
+            failure = ET.SubElement(
+                case, "failure", message=f"{_value_text(r)}; {wanted}", type="TargetMissed"
+            )
+            failure.text = f"{c.deployment.name} ({file}): {r.target} {_value_text(r)}, {wanted}"

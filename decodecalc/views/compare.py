@@ -9,6 +9,7 @@ from typing import IO, Any
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.notes import many_notes
+from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.fast import ROW_FIELDS
 from decodecalc.views import humanize as h
@@ -40,14 +41,35 @@ SCENARIO_KEYS = (
 )
 
 
-def label(scenario: Scenario) -> str:
+def label_parts(scenario: Scenario) -> tuple[str, ...]:
+    """What names a scenario, axis by axis: model, GPU, dtypes, batch, parallelism, engine."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
-    engine = "" if s.engine is None or s.engine.id == "typical" else f" {s.engine.id}"
+    engine = "" if s.engine is None or s.engine.id == "typical" else s.engine.id
     return (
-        f"{s.model.id} {gpu} {weights_label(s)}/{kv_label(s)} B{s.batch} TP{s.tp}"
-        f"{parallel_label(s)}{engine}"
+        s.model.id,
+        gpu,
+        f"{weights_label(s)}/{kv_label(s)}",
+        f"B{s.batch}",
+        f"TP{s.tp}{parallel_label(s)}",
+        engine,
     )
+
+
+def label(scenario: Scenario) -> str:
+    return " ".join(part for part in label_parts(scenario) if part)
+
+
+def varying(scenarios: Sequence[Scenario]) -> tuple[list[str], str]:
+    """Each scenario's name by the axes that vary only, and what every one shares: a
+    table that repeats the model on every row has less room for its figures."""
+    parts = [label_parts(s) for s in scenarios]
+    axes = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+    if not axes:
+        return [label(s) for s in scenarios], ""
+    names = [" ".join(p[i] for i in axes if p[i]) for p in parts]
+    shared = " ".join(part for i, part in enumerate(parts[0]) if i not in axes and part)
+    return names, shared
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
@@ -125,6 +147,15 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         ]
     )
     return with_notes(Report(doc, columns, tuple(records)), notes)
+
+
+def human_compare(report: Report, scenarios: Sequence[Scenario]) -> Report:
+    """The table and Markdown view: each scenario named by the axes that vary, what all
+    share said once above (the JSON and CSV keep every row's whole label)."""
+    names, shared = varying(scenarios)
+    records = tuple({**r, "label": names[r["scenario"] - 1]} for r in report.records)
+    title = (f"every scenario: {shared}",) if shared else ()
+    return replace(report, records=records, title=(*title, *report.title))
 
 
 _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"

@@ -272,6 +272,20 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         f"   expected {e.seconds * 1000:.3f} ms ({how}); band {e.low_seconds * 1000:.3f} to "
         f"{e.high_seconds * 1000:.3f} ms"
     )
+    low = min(p.band[0] for p in engine.params)
+    high = max(p.band[1] for p in engine.params)
+    lines.append(
+        f"   the band is wider than the steps above: it runs from the fastest times its fit's "
+        f"low spread (down to x{low:.2f}) to the slowest times its high spread (up to "
+        f"x{high:.2f}), how far the points each was fitted on fell from it; never below the "
+        "roofline"
+    )
+    if any(p.weight_efficiency >= 1 for p in engine.params):
+        lines.append(
+            "   e_w 1.00 is where a fit stopped (an efficiency cannot pass 1): past the "
+            "fixed costs those points streamed weights at the datasheet's bandwidth, and the "
+            "fixed costs keep the step above the roofline of section 3"
+        )
     return lines
 
 

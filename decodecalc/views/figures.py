@@ -260,7 +260,6 @@ def serving_figure(doc: dict[str, Any]) -> Figure:
     xs = [r[key] for r in rows]
     log = bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= 16
     traces, shapes, notes = [], [], []
-    panels = len(SERVING_PANELS)
     layout = _layout(
         "TPOT, TTFT and throughput against "
         + ("concurrency" if closed else "request rate (requests/s)"),
@@ -271,8 +270,12 @@ def serving_figure(doc: dict[str, Any]) -> Figure:
     # The knee's row, found by its concurrency (an open loop's is the rate's running mean).
     knee = next((r[key] for r in rows if r["concurrency"] == doc["knee_concurrency"]), None)
     marks = [
-        (knee, "knee", "dot"),
-        (limit, "KV pool full" if closed else "saturation", "dash"),
+        (x, text, dash)
+        for x, text, dash in (
+            (knee, "knee", "dot"),
+            (limit, "KV pool full" if closed else "saturation", "dash"),
+        )
+        if x is not None and xs and min(xs) <= x <= max(xs) * 1.5
     ]
     for index, (field, title, hover) in enumerate(SERVING_PANELS):
         row = "" if index == 0 else str(index + 1)
@@ -289,26 +292,34 @@ def serving_figure(doc: dict[str, Any]) -> Figure:
                 "name": title,
             }
         )
-        top = 1 - index / panels
-        layout[f"yaxis{row}"] = {
+        layout.update(_serving_axes(index, title, xs, log, key))
+        shapes += [_vertical(x, dash, row=row) for x, _, dash in marks]
+        if index == 0:
+            notes += [_label(x, f"{text} {x:,.4g}", log, row) for x, text, _ in marks]
+    layout.update(shapes=shapes, annotations=notes, showlegend=False)
+    return Figure(tuple(traces), layout)
+
+
+def _serving_axes(index: int, title: str, xs: list[Any], log: bool, key: str) -> dict[str, Any]:
+    """The axes of one of serving's stacked panels: the load shared below, its own figure
+    on the left; the load's axis is titled on the bottom panel only."""
+    panels = len(SERVING_PANELS)
+    row = "" if index == 0 else str(index + 1)
+    top = 1 - index / panels
+    return {
+        f"yaxis{row}": {
             "title": {"text": title},
             "domain": [top - 1 / panels + 0.06, top],
             "rangemode": "tozero",
-        }
-        layout[f"xaxis{row}"] = {
+        },
+        f"xaxis{row}": {
             "type": "log" if log else "linear",
             "anchor": f"y{row}",
             **({"matches": "x"} if row else {}),
             **({"tickvals": xs, "ticktext": [f"{x:g}" for x in xs]} if len(xs) <= 16 else {}),
             "title": {"text": key.replace("_", " ") if index == panels - 1 else ""},
-        }
-        for x, text, dash in marks:
-            if x is not None and xs and min(xs) <= x <= max(xs) * 1.5:
-                shapes.append(_vertical(x, dash, row=row))
-                if index == 0:
-                    notes.append(_label(x, f"{text} {x:,.4g}", log, row))
-    layout.update(shapes=shapes, annotations=notes, showlegend=False)
-    return Figure(tuple(traces), layout)
+        },
+    }
 
 
 def plan_figure(doc: dict[str, Any]) -> Figure:

@@ -62,12 +62,13 @@ def exact_bytes(n_bytes: int) -> str:
 
 
 def tokens(n: float) -> str:
-    """A token count, rounded to the nearest token.
+    """A token count, rounded to the nearest token; a count between 0 and 1 (a crossover
+    the KV cache passes within the first token) is under one, not 0.
 
-    >>> tokens(424_212.85)
-    '424,213'
+    >>> tokens(424_212.85), tokens(0.42)
+    ('424,213', 'under 1')
     """
-    return f"{round(n):,}"
+    return "under 1" if 0 < n < 0.5 else f"{round(n):,}"
 
 
 def rate(per_s: float) -> str:

@@ -190,7 +190,25 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         Column("band_high", "", lambda v: f"x{v:.2f}", drop=5),
         Column("points", "Points", str, drop=1),
     )
-    return Report(document(engines=list(records)), columns, records)
+    bound = sorted(
+        {
+            profile.id
+            for profile in profiles
+            for _, p in profile.families
+            if p.weight_efficiency >= 1
+        }
+    )
+    footer = (
+        (
+            f"e_w 1.00 ({', '.join(bound)}): the fit stopped at the bound, as an efficiency "
+            "cannot pass 1; past the fixed costs (us / layer, ms / step, ...) those points "
+            "streamed weights at the datasheet's bandwidth, and the fixed costs keep every "
+            "step above the roofline (decodecalc explain --engine NAME works one through)",
+        )
+        if bound
+        else ()
+    )
+    return Report(document(engines=list(records)), columns, records, footer=footer)
 
 
 def dtype_record(d: DType) -> dict[str, Any]:
@@ -362,9 +380,7 @@ def show_report(
         },
         params=derived,
         official_params=m.official_params or None,
-        params_difference=(derived - m.official_params) / m.official_params
-        if m.official_params
-        else None,
+        params_difference=_difference(derived, m.official_params),
         active_params=m.active_params(),
         official_active_params=m.official_active_params,
         params_read_per_step=int(m.streamed_params_per_gpu(1, 1)),
@@ -389,15 +405,7 @@ def show_report(
         *(f"  {n} x {text}" for n, text in m.layer_summary()),
         *_pattern_line(m),
         _params_line(m),
-        f"KV cache: {elements:,} elements per token"
-        + (
-            f" while the context is within the {', '.join(f'{w:,}' for w in windows)}-token "
-            f"window(s), then {curve.growing_elements_per_token:,}"
-            if windows
-            else ""
-        )
-        + (f"; {reads}" if reads else "")
-        + (f"; constant state of {state:,} elements per sequence" if state else ""),
+        _kv_line(elements, windows, curve.growing_elements_per_token, reads, state),
         f"tensor parallelism: {tp_kv_rule(m)}",
         *_experts_line(m),
         *_stored_lines(groups, recipe or default.id),
@@ -413,10 +421,29 @@ def show_report(
     )
     sources = (
         f"source: {m.source}",
-        f"official count: {m.official_params_source}" if m.official_params_source else "",
-        f"official active: {m.official_active_params_source}"
-        if m.official_active_params_source
-        else "",
+        f"official count: {m.official_params_source}",
+        f"official active: {m.official_active_params_source}",
     )
-    footer = tuple(line for line in (m.notes, *sources) if line)
+    footer = tuple(line for line in (m.notes, *sources) if not line.endswith(": ") and line)
     return Report(doc, columns, tuple(kv), tuple(title), footer)
+
+
+def _difference(derived: int, official: int) -> float | None:
+    """How far the count from the architecture is from the published one (None: none)."""
+    return (derived - official) / official if official else None
+
+
+def _kv_line(elements: int, windows: list[int], past: int, reads: str, state: int) -> str:
+    """What the cache holds per token: within the sliding windows, past them, and the
+    constant state of recurrent layers."""
+    shown = ", ".join(f"{w:,}" for w in windows)
+    return (
+        f"KV cache: {elements:,} elements per token"
+        + (
+            f" while the context is within the {shown}-token window(s), then {past:,}"
+            if windows
+            else ""
+        )
+        + (f"; {reads}" if reads else "")
+        + (f"; constant state of {state:,} elements per sequence" if state else "")
+    )

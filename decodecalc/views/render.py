@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
-from decodecalc.views.report import Column, Report
+from decodecalc.record import replace
+from decodecalc.views.report import ASKED, KEPT, Column, Report
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -63,19 +64,20 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
 
     # Piped output gets a wide canvas instead of Rich's 80 columns, so rows never wrap;
     # COLUMNS, when it is a width, still wins (Rich reads it; it ignores anything else).
-    columns = os.environ.get("COLUMNS", "")
-    wide = None if out.isatty() or (columns.isascii() and columns.isdigit()) else 160
+    given = os.environ.get("COLUMNS", "")
+    wide = None if out.isatty() or (given.isascii() and given.isdigit()) else 160
     console = Console(file=out, highlight=False, markup=False, emoji=False, width=wide)
     for line in report.title:
         console.print(Text(line))
-    cells = [
-        [c.show(record.get(c.key), exact) for c in report.columns] for record in report.records
-    ]
+    columns, cells = filled(
+        report.columns,
+        [[c.show(record.get(c.key), exact) for c in report.columns] for record in report.records],
+    )
     width = console.width
-    widths = fit_columns(report.columns, cells, width)
+    widths = fit_columns(columns, cells, width)
     table = Table(show_edge=False, header_style="bold")
     for index, column_width in widths.items():
-        column = report.columns[index]
+        column = columns[index]
         # The widths leave room for every number and word, so "fold" never folds; it is
         # there so that Rich could never put an ellipsis in place of data.
         table.add_column(
@@ -91,7 +93,7 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
     console.width = max(width, table_width(widths.values()))
     console.print(table)
     console.width = width
-    dropped = [c.header or c.key for i, c in enumerate(report.columns) if i not in widths]
+    dropped = [c.header or c.key for i, c in enumerate(columns) if i not in widths]
     if dropped:
         console.print(
             Text(
@@ -101,6 +103,57 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
         )
     for line in report.footer:
         console.print(Text(line))
+
+
+EMPTY = ""
+"""A cell that holds nothing (no crossover on this row); "-" says "none" and stays."""
+
+
+def filled(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]]
+) -> tuple[list[Column], list[list[str]]]:
+    """The columns with something in them, and their cells: a column empty on every row
+    (the crossover marker when no row is the crossover) takes width and says nothing.
+    The columns an option asked for are kept last (report.ASKED)."""
+    keep = [i for i in range(len(columns)) if any(row[i] != EMPTY for row in cells)]
+    if not cells or not keep:
+        keep = list(range(len(columns)))
+    shown = [
+        replace(columns[i], drop=KEPT) if columns[i].key in ASKED else columns[i] for i in keep
+    ]
+    return shown, [[row[i] for i in keep] for row in cells]
+
+
+def terminal_width(out: IO[str]) -> int | None:
+    """The width text is wrapped at: COLUMNS when it is a width, the terminal's when
+    ``out`` is one, and None (no wrapping) for a pipe or a file."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if out.isatty() else None
+
+
+def write_lines(lines: Iterable[str], out: IO[str]) -> None:
+    """Lines of prose or worked arithmetic, each wrapped at the terminal's width with its
+    indentation kept (words and numbers are never broken); unwrapped into a pipe."""
+    import textwrap
+
+    width = terminal_width(out)
+    for line in lines:
+        if width is None or len(line) <= width:
+            out.write(line + "\n")
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped = textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=indent + "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        out.write("\n".join(wrapped) + "\n")
 
 
 def table_width(widths: Iterable[int]) -> int:

@@ -14,6 +14,13 @@ from decodecalc.record import field, record, replace
 
 SCHEMA_VERSION = 1
 
+KEPT = -1
+"""The drop rank of a column a narrow table gives up last (Column.drop)."""
+
+ASKED = frozenset({"cost_per_million_tokens", "joules_per_token"})
+"""Columns only an option brings (--price, --power): whatever view declares them, a
+narrow table keeps them as KEPT, for the user asked for them by name."""
+
 Formatter = Callable[[Any], str]
 
 
@@ -35,7 +42,8 @@ class Column:
     numeric: bool = True
     drop: int = 0
     """Drop rank on a narrow terminal: the column with the highest goes first; the
-    default 0 keeps a column until every ranked one has gone."""
+    default 0 keeps a column until every ranked one has gone, and KEPT (a column the user
+    asked for by option, or a verdict) until every default one has."""
 
     def show(self, value: Any, exact: bool) -> str:
         if value is None:
@@ -65,10 +73,6 @@ def document(**fields: Any) -> dict[str, Any]:
 
 
 def with_notes(report: Report, notes: Sequence[Note]) -> Report:
-    """The report with its notes in the JSON document (``notes``) and under a human table;
-    the CLI repeats them on stderr for machine formats."""
-    return replace(
-        report,
-        document={**report.document, "notes": [n.as_dict() for n in notes]},
-        footer=(*report.footer, *(f"note: {n.message}" for n in notes)),
-    )
+    """The report with its notes in the JSON document (``notes``); the CLI writes them on
+    stderr in every format, so that stdout carries data only."""
+    return replace(report, document={**report.document, "notes": [n.as_dict() for n in notes]})

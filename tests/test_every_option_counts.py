@@ -1,0 +1,223 @@
+"""Every option of every command either changes what the command prints (or writes), or
+is refused: none is accepted and ignored (issue 22: `serving --price` was).
+
+Each command runs once as a baseline and once more per option, with a value that should
+matter; the two runs must differ in exit code, stdout, stderr or the files written, or the
+option's run must be refused (exit 2). Some options only matter beside another: ``BOTH``
+adds those arguments to the baseline and the option's run alike (``--force`` matters over
+a file decodecalc did not write, ``--presets`` when a model comes from it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from decodecalc.cli import full_command
+
+from .conftest import Run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASELINES: dict[str, tuple[str, ...]] = {
+    "estimate": ("-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "8K"),
+    "generate": ("-m", "llama-3.1-8b", "-g", "h100-sxm", "-p", "1K", "-n", "64"),
+    "explain": ("-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "8K"),
+    "compare": ("-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "-c", "8K"),
+    "sweep": ("-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "8K"),
+    "serving": (
+        "-m", "llama-3.1-8b", "-g", "h100-sxm",
+        "--input-len", "1000", "--output-len", "100", "--concurrency", "1,8",
+    ),
+    "plan": ("-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h100-sxm", "--max-ms-per-token", "30"),
+    "check": ("examples/chat-h100.yaml",),
+    "schema": (),
+    "validate": ("validation/points.yaml",),
+    "models": (),
+    "gpus": (),
+    "dtypes": (),
+    "recipes": (),
+    "links": (),
+    "engines": (),
+    "show": ("llama-3.1-8b",),
+    "import": ("tests/fixtures/configs/llama-3.1-8b.json",),
+}  # fmt: skip
+"""What each command runs with before an option is added (report and calibrate have
+their own tests: report's option is its subcommand, calibrate needs measurements)."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """An option's value (None: a flag given alone) and what both runs need beside it."""
+
+    value: str | None = None
+    both: tuple[str, ...] = ()
+    baseline: tuple[str, ...] | None = None
+    """Replaces the command's baseline for this option (None: the command's own)."""
+    flag: str = ""
+    """The spelling given, where it is not the option's first (--no-crossover-row)."""
+
+
+TRIALS: dict[str, Trial] = {
+    "--model": Trial("qwen3-8b"),
+    "--gpu": Trial("h200"),
+    "--bandwidth": Trial("2TB/s"),
+    "--weights": Trial("fp8"),
+    "--kv-dtype": Trial("fp8"),
+    "--v-dtype": Trial("fp8"),
+    "--batch": Trial("4"),
+    "--tp": Trial("2"),
+    "--pp": Trial("2"),
+    "--ep": Trial(None, both=("-m", "mixtral-8x7b", "--tp", "2")),
+    "--dp-attention": Trial(None, both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8")),
+    "--efficiency": Trial("0.8"),
+    "--memory-utilization": Trial("0.1"),  # 8 GB of an H100's 80: Llama-3.1-8B's 16 GB do not fit
+    "--overhead": Trial("1ms"),
+    "--link": Trial("nvlink3", both=("--tp", "2")),
+    "--link-bandwidth": Trial("50GB/s", both=("--tp", "2")),
+    "--gpus-per-node": Trial("1", both=("--tp", "2")),
+    "--node-link": Trial("ib-xdr", both=("--tp", "2", "--gpus-per-node", "1")),
+    "--engine": Trial("vllm"),
+    "--price": Trial("2.5"),
+    "--power": Trial("500W"),
+    "--context": Trial("32K"),
+    "--crossover-row": Trial(None, both=("-c", "1K..256K"), flag="--no-crossover-row"),
+    "--format": Trial("csv"),
+    "--json": Trial(None),
+    "--output": Trial("{tmp}/out.txt"),
+    "--force": Trial(None, both=("-o", "{tmp}/foreign.txt")),
+    "--exact": Trial(None),
+    "--chart": Trial(None),
+    "--plot": Trial("{tmp}/chart.svg"),
+    "--report": Trial("{tmp}/page.html"),
+    "--presets": Trial("{tmp}/presets", both=("-m", "my-model")),
+    "--prompt": Trial("4K"),
+    "--tokens": Trial("256"),
+    "--input-len": Trial("4000"),
+    "--output-len": Trial("400"),
+    "--concurrency": Trial("16"),
+    "--request-rate": Trial("2"),
+    "--max-num-batched-tokens": Trial("512"),
+    "--max-num-seqs": Trial("4"),
+    "--prefix-len": Trial("500"),
+    "--prefix-hit-rate": Trial("0.5", both=("--prefix-len", "500")),
+    "--shared-prefix-attention": Trial(None, both=("--prefix-len", "500")),
+    "--speculative": Trial("ngram"),
+    "--num-speculative-tokens": Trial("5", both=("--speculative", "ngram")),
+    "--acceptance": Trial("0.5", both=("--speculative", "ngram")),
+    "--gpus": Trial("h200"),
+    "--max-ms-per-token": Trial("10"),
+    "--min-throughput": Trial("5000"),
+    "--max-gpus": Trial("1"),
+    "--max-batch": Trial("4"),
+    "--top": Trial("2"),
+    "--all": Trial(None),
+    "--why": Trial(None),
+    "--target": Trial("max_ms_per_token=1"),
+    "--family": Trial("qwen3"),
+    "--vendor": Trial("amd"),
+    "--name": Trial("my-llama"),
+    "--source": Trial("https://example.org/config.json"),
+    "--official-params": Trial("8000000000"),
+}
+"""A value per option that should change a command's answer."""
+
+PER_COMMAND: dict[tuple[str, str], Trial] = {
+    ("check", "--gpu"): Trial("h200", baseline=("examples/vllm-serve.yaml",)),
+    ("check", "--engine"): Trial("sglang", baseline=("examples/vllm-targets.yaml",)),
+    ("check", "--format"): Trial("json"),
+    ("sweep", "--format"): Trial("jsonl"),
+    ("explain", "--format"): Trial("json"),
+    ("gpus", "--family"): Trial("amd-instinct"),
+    ("plan", "--max-gpus"): Trial("1", both=("--tp", "1,2")),
+    ("plan", "--tp"): Trial("2"),
+    ("plan", "--why"): Trial(None, both=("--max-ms-per-token", "3")),
+    ("plan", "--pp"): Trial("2"),
+    ("compare", "--tp"): Trial("1,2"),
+    ("sweep", "--tp"): Trial("1,2"),
+}
+"""Where a command needs another value or baseline for an option."""
+
+KNOWN: dict[tuple[str, str], str] = {
+    ("serving", "--price"): "part A of issue 22: serving prices its throughput",
+    ("serving", "--power"): "part A of issue 22: serving prices its throughput",
+    ("serving", "--batch"): "part A of issue 22 (cli/serving.py): the load sets the batch",
+    ("serving", "--efficiency"): "part A of issue 22 (cli/serving.py): the engine's step",
+    ("serving", "--overhead"): "part A of issue 22 (cli/serving.py): the engine's step",
+    ("serving", "--ep"): "part A of issue 22 (cli/serving.py)",
+    ("plan", "--efficiency"): "part A of issue 22 (cli/plan.py): plan's step is the engine's",
+    ("plan", "--overhead"): "part A of issue 22 (cli/plan.py): plan's step is the engine's",
+}
+"""Options still ignored, each with the work that makes them count."""
+
+
+def cases() -> list[tuple[str, str]]:
+    command = full_command()
+    return [
+        (name, param.opts[0])
+        for name, cmd in command.commands.items()
+        if name in BASELINES
+        for param in cmd.params
+        if param.param_type_name == "option" and param.opts[0] != "--help"
+    ]
+
+
+def _filled(args: tuple[str, ...], tmp: Path) -> list[str]:
+    return [a.replace("{tmp}", str(tmp)) for a in args]
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def _run(cli: Run, args: list[str], tmp: Path) -> Outcome:
+    before = {p for p in tmp.rglob("*") if p.is_file()}
+    r = cli(*args)
+    files = {str(p): p.read_bytes() for p in tmp.rglob("*") if p.is_file() and p not in before}
+    return Outcome(r.code, r.out, r.err, files)
+
+
+def _setup(tmp: Path) -> None:
+    """A foreign file (for --force) and a presets folder with one model (for --presets)."""
+    (tmp / "foreign.txt").write_text("not written by decodecalc\n")
+    models = tmp / "presets" / "models"
+    models.mkdir(parents=True)
+    text = (ROOT / "presets/models/llama-3.1-8b.yaml").read_text()
+    lines = [line for line in text.splitlines() if not line.startswith("aliases:")]
+    (models / "my-model.yaml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(("command", "option"), cases(), ids=lambda v: v)
+def test_the_option_changes_the_output_or_is_refused(
+    cli: Run,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    option: str,
+) -> None:
+    if (command, option) in KNOWN:
+        pytest.xfail(KNOWN[command, option])
+    monkeypatch.chdir(ROOT)
+    _setup(tmp_path)
+    trial = PER_COMMAND.get((command, option), TRIALS[option])
+    base = trial.baseline if trial.baseline is not None else BASELINES[command]
+    baseline = [command, *_filled(base, tmp_path), *_filled(trial.both, tmp_path)]
+    given = [trial.flag or option] + ([] if trial.value is None else [trial.value])
+    first = _run(cli, baseline, tmp_path)
+    for path in first.files:
+        Path(path).unlink()
+    second = _run(cli, [*baseline, *_filled(tuple(given), tmp_path)], tmp_path)
+    if second.code == 2:
+        return  # refused, with its one line
+    assert (second.code, second.out, second.err, second.files) != (
+        first.code,
+        first.out,
+        first.err,
+        first.files,
+    ), f"{command} {' '.join(given)} changed nothing"
