@@ -140,16 +140,7 @@ PER_COMMAND: dict[tuple[str, str], Trial] = {
 }
 """Where a command needs another value or baseline for an option."""
 
-KNOWN: dict[tuple[str, str], str] = {
-    ("serving", "--price"): "part A of issue 22: serving prices its throughput",
-    ("serving", "--power"): "part A of issue 22: serving prices its throughput",
-    ("serving", "--batch"): "part A of issue 22 (cli/serving.py): the load sets the batch",
-    ("serving", "--efficiency"): "part A of issue 22 (cli/serving.py): the engine's step",
-    ("serving", "--overhead"): "part A of issue 22 (cli/serving.py): the engine's step",
-    ("serving", "--ep"): "part A of issue 22 (cli/serving.py)",
-    ("plan", "--efficiency"): "part A of issue 22 (cli/plan.py): plan's step is the engine's",
-    ("plan", "--overhead"): "part A of issue 22 (cli/plan.py): plan's step is the engine's",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """Options still ignored, each with the work that makes them count."""
 
 

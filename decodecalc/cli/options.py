@@ -226,3 +226,22 @@ def contexts_for(spec: str | None, model: Any) -> tuple[int, ...]:
     from decodecalc.context import parse_context
 
     return parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")
+
+
+def roofline_only(ctx: typer.Context, engine: str, command: str) -> None:
+    """--efficiency and --overhead shape the roofline's step; a command that prices an
+    engine's own step (serving, plan: the typical engine unless --engine roofline) has no
+    use for them, so they are refused rather than ignored. ``engine``: whose step it prices
+    ('roofline' for physics alone)."""
+    if engine == "roofline":
+        return
+    given = [
+        flag
+        for name, flag in (("efficiency", "--efficiency"), ("overhead", "--overhead"))
+        if (source := ctx.get_parameter_source(name)) is not None and source.name == "COMMANDLINE"
+    ]
+    if given:
+        raise InputError(
+            f"{' and '.join(given)} shape the roofline's step, and {command} prices the "
+            f"{engine} engine's own: give --engine roofline to use them"
+        )

@@ -17,6 +17,7 @@ from decodecalc.views.estimate import (
     cost_inputs,
     describe_engine,
     kv_label,
+    parallel_label,
     scenario_inputs,
     weights_label,
 )
@@ -181,8 +182,8 @@ def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> t
     s, w, limits = r.scenario, r.workload, r.limits
     gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     lines = [
-        f"{s.model.name} on {s.tp} x {gpu} · weights {weights_label(s)} · KV {kv_label(s)}"
-        f"{describe_engine(s)}",
+        f"{s.model.name} on {s.gpus} x {gpu} (TP {s.tp}{parallel_label(s)}) · weights "
+        f"{weights_label(s)} · KV {kv_label(s)}{describe_engine(s)}",
         f"workload: {w.input_len:,} input / {w.output_len:,} output tokens per request"
         + (
             f"; a {w.prefix_len:,}-token shared prefix, cached for {w.prefix_hit_rate:.0%}"
