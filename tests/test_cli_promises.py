@@ -271,3 +271,22 @@ def test_show_wraps_at_the_terminal_width(cli: Run) -> None:
 
     r = cli("show", "deepseek-v3")
     assert r.code == 0 and max(cell_len(line) for line in r.out.splitlines()) <= 80
+
+
+def test_a_batch_whose_cache_overflows_says_so_not_the_weights(cli: Run) -> None:
+    """Llama-3.1-8B's 16 GB of weights fit an H100's 77 GB budget; a million sequences of
+    KV do not: the line says the cache, and the crossover is under one token."""
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--batch", "1000000", "-c", "8K")
+    assert "not one token of cache fits beside the weights" in r.out
+    assert "the weights alone overflow" not in r.out
+    assert "crossover: under 1 tokens" in r.out
+
+
+def test_serving_labels_its_median_step_as_what_it_is(cli: Run) -> None:
+    """vllm bench's ITL is a distribution of gaps between tokens; the column is the median
+    step, and says so (JSON keeps itl_ms, its meaning documented)."""
+    r = cli(
+        "serving", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--input-len", "1000",
+        "--output-len", "100", "--concurrency", "8",
+    )  # fmt: skip
+    assert "Median step ms" in r.out and "ITL ms" not in r.out

@@ -262,6 +262,8 @@ def _memory_line(est: Estimate, capacity: int) -> str:
         else f"up to {m.max_context:,} tokens fit"
         if m.max_context
         else "the weights alone overflow"
+        if m.stored_weight_bytes > m.budget_bytes
+        else "not one token of cache fits beside the weights"
     )
     sequences = (
         "any batch fits"

@@ -102,7 +102,7 @@ COLUMNS = (
     Column("concurrency", "Concurrency", _count),
     Column("running", "Running", _count, drop=3),
     Column("tpot_ms", "TPOT ms", _ms),
-    Column("itl_ms", "ITL ms", _ms, drop=2),
+    Column("itl_ms", "Median step ms", _ms, drop=2),
     Column("ttft_ms", "TTFT ms", _ms),
     Column("e2e_latency_s", "E2E s", "{:,.2f}".format),
     Column("output_throughput_tokens_per_s", "Output tok/s", h.rate),
