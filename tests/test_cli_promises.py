@@ -290,3 +290,16 @@ def test_serving_labels_its_median_step_as_what_it_is(cli: Run) -> None:
         "--output-len", "100", "--concurrency", "8",
     )  # fmt: skip
     assert "Median step ms" in r.out and "ITL ms" not in r.out
+
+
+@pytest.mark.parametrize("fmt", [("--json",), ("-f", "csv")])
+def test_a_chart_beside_data_goes_to_stderr(cli: Run, fmt: tuple[str, ...]) -> None:
+    """--chart is drawn for people: beside JSON or CSV on stdout it goes to stderr, so the
+    data still parses."""
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K,8K", *fmt, "--chart")
+    assert r.code == 0 and "ms" in r.err
+    if fmt == ("--json",):
+        json.loads(r.out)
+    else:  # every line a CSV row of the header's width
+        rows = [line.count(",") for line in r.out.splitlines()]
+        assert len(rows) == 3 and len(set(rows)) == 1

@@ -34,7 +34,7 @@ BASELINES: dict[str, tuple[str, ...]] = {
     "plan": ("-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h100-sxm", "--max-ms-per-token", "30"),
     "check": ("examples/chat-h100.yaml",),
     "schema": (),
-    "validate": ("validation/points.yaml",),
+    "validate": ("tests/data/validation-sample.yaml",),  # 14 points: a second, not six
     "models": (),
     "gpus": (),
     "dtypes": (),

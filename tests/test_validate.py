@@ -137,6 +137,7 @@ def fitting_script() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_fitting_script_is_deterministic_and_shipped(tmp_path: Path) -> None:
     """Two runs over the shipped profiles write the same bytes, and those are the profiles
     that ship (their hand-written ``serving:`` blocks carried over)."""

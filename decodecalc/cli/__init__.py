@@ -170,6 +170,11 @@ SUFFIXES = {".json": Format.json, ".csv": Format.csv, ".md": Format.markdown}
 """The format an --output file's name implies when no --format is given."""
 
 
+def data_on_stdout(fmt: Format, as_json: bool, to: Destination) -> bool:
+    """Whether stdout carries the answer as data (JSON, CSV, Markdown), not a table."""
+    return to.path is None and (as_json or fmt is not Format.table)
+
+
 def format_for(fmt: Format, path: str | None) -> Format:
     """The format asked for; a table (the default) written to FILE.json, FILE.csv or
     FILE.md takes the format of the name, as nobody wants a terminal table in those."""
@@ -195,9 +200,12 @@ def output_stream(to: Destination, binary: bool = False) -> Iterator[IO[Any]]:
         yield out
 
 
-def draw(series: list[Any], chart: bool, plot: Destination, axes: Any = None) -> None:
+def draw(
+    series: list[Any], chart: bool, plot: Destination, axes: Any = None, data: bool = False
+) -> None:
     """The terminal chart (--chart) and the chart file (--plot) of estimate, compare and
-    serving (``axes``: views/charts.py Axes; None: latency against context)."""
+    serving (``axes``: views/charts.py Axes; None: latency against context). ``data``:
+    stdout carries JSON, CSV or Markdown, so the chart, drawn for people, goes to stderr."""
     from decodecalc.views.charts import DECODE, plot_file, plot_format, terminal_chart
 
     axes = axes or DECODE
@@ -205,9 +213,10 @@ def draw(series: list[Any], chart: bool, plot: Destination, axes: Any = None) ->
     if chart:
         import shutil
 
+        stream = sys.stderr if data else sys.stdout
         width = min(shutil.get_terminal_size((100, 24)).columns, 120)
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.write(terminal_chart(series, width=width, color=color, axes=axes) + "\n")
+        color = stream.isatty() and "NO_COLOR" not in os.environ
+        stream.write(terminal_chart(series, width=width, color=color, axes=axes) + "\n")
     if plot.path:
         kind = plot_format(plot.path)  # before any file is touched
         with output_stream(plot, binary=True) as out:

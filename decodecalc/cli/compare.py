@@ -15,6 +15,7 @@ from decodecalc.cli import (
     JsonOpt,
     OutputOpt,
     app,
+    data_on_stdout,
     destination,
     draw,
     emit,
@@ -85,7 +86,8 @@ def compare(
     if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
         report = human_compare(report, [e.scenario for e in estimates])
     emit(report, fmt, as_json, False, to)
-    draw([series_of(label(e.scenario), e) for e in estimates], chart, destination(ctx, "plot"))
+    series = [series_of(label(e.scenario), e) for e in estimates]
+    draw(series, chart, destination(ctx, "plot"), data=data_on_stdout(fmt, as_json, to))
 
 
 def _check_size(scenarios: int, contexts: int) -> None:

@@ -13,6 +13,7 @@ from decodecalc.cli import (
     JsonOpt,
     OutputOpt,
     app,
+    data_on_stdout,
     destination,
     draw,
     emit,
@@ -84,7 +85,8 @@ def estimate(
     if chart or plot:
         from decodecalc.views.charts import series_of
 
-        draw([series_of(scenario.model.id, result)], chart, destination(ctx, "plot"))
+        data = data_on_stdout(fmt, as_json, to)
+        draw([series_of(scenario.model.id, result)], chart, destination(ctx, "plot"), data=data)
 
 
 @app.command()

@@ -12,6 +12,7 @@ from decodecalc.cli import (
     JsonOpt,
     OutputOpt,
     app,
+    data_on_stdout,
     destination,
     draw,
     emit,
@@ -198,13 +199,15 @@ def serving(
         from decodecalc.cli.report import serving_page
 
         serving_page(ctx, page, results)
-    emit(report, fmt, as_json, False, destination(ctx))
+    to = destination(ctx)
+    emit(report, fmt, as_json, False, to)
     if chart or plot:
         draw(
             [serving_series(scenario.model.id, results)],
             chart,
             destination(ctx, "plot"),
             SERVING_AXES,
+            data=data_on_stdout(fmt, as_json, to),
         )
 
 
