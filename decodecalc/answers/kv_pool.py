@@ -7,7 +7,7 @@ batch of ``max_num_batched_tokens`` tokens and a sampler pass over one row per s
 and gives the cache what is left of ``memory x gpu_memory_utilization`` after the weights,
 that profile's peak and the memory allocated outside PyTorch (NCCL buffers, cuBLAS
 workspaces). CUDA graphs are captured after the pool is allocated, out of the headroom
-the utilization leaves (vLLM 0.19 only warns that this changes in a later version):
+the utilization leaves (vLLM 0.19.0 only warns that this changes in a later version):
 
     available = memory x utilization - weights as stored - activation peak - reserve
     blocks    = floor(available / (block_size x KV bytes per token over all layer slots))

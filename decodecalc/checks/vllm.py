@@ -287,7 +287,7 @@ puts two dashes before every key."""
 _KNOWN = frozenset(VLLM_SERVE_ARGS)
 
 _SPECULATIVE = (
-    "a flag of older vLLM releases: vLLM 0.19 takes it as a field of speculative-config "
+    "a flag of older vLLM releases: vLLM 0.19.0 takes it as a field of speculative-config "
     "(method, model, num_speculative_tokens)"
 )
 _OLD_SPECULATIVE = ("speculative-model", "num-speculative-tokens")

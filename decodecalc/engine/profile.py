@@ -176,7 +176,7 @@ VLLM_DEFAULTS = ServingDefaults(
     memory_utilization=0.9,
     reserve_bytes=GIB // 4,
     tp_reserve_bytes=GIB * 185 // 100,
-    source="vLLM 0.19 OpenAI-server defaults (vllm/engine/arg_utils.py get_batch_defaults)",
+    source="vLLM 0.19.0 OpenAI-server defaults (vllm/engine/arg_utils.py get_batch_defaults)",
     large_gpu=GpuRule(70 * GIB, ("a100",), 8192, 1024),
 )
 """Used when the scenario names no engine with a ``serving:`` block (the roofline, the
