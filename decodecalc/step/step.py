@@ -17,10 +17,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.engine.profile import Engine, EngineParams
-from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.kvcache import KVCurve
 from decodecalc.model.layers import Attention
-from decodecalc.model.precision import weight_bytes
+from decodecalc.model.precision import group_dtype, weight_bytes
 from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
@@ -171,6 +171,19 @@ def kv_units_for(
 
 
 @record
+class GroupRead:
+    """One tensor group in a step, per GPU: its parameters, the share a step reads (the
+    experts touched), its format and the bytes read, rounded up per group."""
+
+    group: str
+    params: int
+    read_share: Fraction
+    experts: int
+    dtype: DType
+    read_bytes: int
+
+
+@record
 class StepModel:
     """The context-independent part of a scenario, computed once."""
 
@@ -222,6 +235,19 @@ class StepModel:
         comm = 0.0 if step.comm is None else step.comm.seconds(batch)
         terms = packed([engine_terms(step, p, comm) for p in engine.params])
         return replace(step, engine_terms=terms)
+
+    def group_reads(self) -> tuple[GroupRead, ...]:
+        """Each tensor group's share of the weights one step reads (explain works it
+        through): per GPU, in its own format, rounded up per group."""
+        s = self.scenario
+        reads = []
+        for g in s.model.tensor_groups():
+            share = g.read_fraction(s.batch)
+            per_gpu = held_params(g, s.tp, s.dp_attention)
+            dtype = group_dtype(g.name, s.weights, s.weight_overrides)
+            read = ceil_bytes(dtype.bytes_for(per_gpu * share)) if share else 0
+            reads.append(GroupRead(g.name, per_gpu, share, g.experts, dtype, read))
+        return tuple(reads)
 
     def memory_seconds(self, context_tokens: int) -> float:
         total = self.weight_bytes + self.kv_bytes(context_tokens) + self.state_bytes

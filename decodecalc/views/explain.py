@@ -8,17 +8,14 @@ from typing import Any
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.engine.profile import EngineParams
-from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layers import Attention
 from decodecalc.model.linear_attention import LinearAttention
 from decodecalc.model.mla import LatentAttention
-from decodecalc.model.precision import group_dtype
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.parallelism import held_params
 from decodecalc.step.step import Row, StepModel, engine_step, v_elements
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -29,27 +26,20 @@ def _n(value: int | float | Fraction) -> str:
 
 
 def weight_groups(step: StepModel) -> list[dict[str, Any]]:
-    """Each tensor group a step touches: its parameters per GPU, the share a step reads
-    (experts: those touched), its format and the bytes read, rounded up per group so the
-    groups add up to the total. explain's text and its JSON (``weight_groups``) both say it."""
-    s = step.scenario
-    groups = []
-    for g in s.model.tensor_groups():
-        share = g.read_fraction(s.batch)
-        per_gpu = held_params(g, s.tp, s.dp_attention)
-        dtype = group_dtype(g.name, s.weights, s.weight_overrides)
-        groups.append(
-            {
-                "group": g.name,
-                "params": per_gpu,
-                "read_share": float(share),
-                "experts": g.experts,
-                "dtype": dtype.id,
-                "bits_per_value": float(dtype.bits_per_value),
-                "read_bytes": ceil_bytes(dtype.bytes_for(per_gpu * share)) if share else 0,
-            }
-        )
-    return groups
+    """Each tensor group a step touches (step.StepModel.group_reads) as explain's JSON
+    (``weight_groups``) and its text say it."""
+    return [
+        {
+            "group": g.group,
+            "params": g.params,
+            "read_share": float(g.read_share),
+            "experts": g.experts,
+            "dtype": g.dtype.id,
+            "bits_per_value": float(g.dtype.bits_per_value),
+            "read_bytes": g.read_bytes,
+        }
+        for g in step.group_reads()
+    ]
 
 
 def _weight_lines(step: StepModel) -> list[str]:
