@@ -135,6 +135,8 @@ PER_COMMAND: dict[tuple[str, str], Trial] = {
     ("plan", "--tp"): Trial("2"),
     ("plan", "--why"): Trial(None, both=("--max-ms-per-token", "3")),
     ("plan", "--pp"): Trial("2"),
+    # The plan's best rows already keep values in fp8: a wider V format shows the option.
+    ("plan", "--v-dtype"): Trial("bf16"),
     ("compare", "--tp"): Trial("1,2"),
     ("sweep", "--tp"): Trial("1,2"),
 }

@@ -81,10 +81,11 @@ takes off (step_terms' ``prefill_s``) only as far as the serving model prices th
 DECODE_ONLY = (None, "step", "itl_median")
 """Measured kinds that time decode steps alone (see StepTerms.decode_only)."""
 
-WEIGHTS, KV = "weight_efficiency", "kv_efficiency"
+WEIGHTS, KV, MMA = "weight_efficiency", "kv_efficiency", "mma_efficiency"
 PARAMETERS = (
     WEIGHTS,
     KV,
+    MMA,
     "per_moe_layer",
     "allreduce_latency",
     "per_step",
@@ -92,6 +93,9 @@ PARAMETERS = (
     "per_sequence",
 )
 """The unknowns, in the order they are taken when deciding what the points identify."""
+
+COST_PARAMETERS = PARAMETERS[3:]
+"""The fixed costs and the all-reduce latency (the rest are efficiencies' inverses)."""
 
 INDEPENDENT = 0.05
 """A column is identified when at least this share of its length is not explained by the
@@ -202,26 +206,38 @@ def fit_step_model(
     return best
 
 
+Bound = tuple[bool, tuple[bool, ...]]
+"""Whether a point is compute-bound as a whole, and which of its GEMMs are."""
+
+
+def _bound(t: StepTerms, p: EngineParams) -> Bound:
+    """Which terms set the point's step at parameters ``p``: the whole step's compute at
+    peak, and each GEMM's compute at e_mma against its weights at e_w."""
+    ops = tuple(
+        flops / p.mma_efficiency > read / p.weight_efficiency
+        for read, flops in t.linear.op_seconds(p.tile_rows)
+    )
+    return t.linear.compute_s > streaming_seconds(t.linear, p), ops
+
+
 def _fit_mode(terms: Sequence[StepTerms], prior: EngineParams) -> StepFit:
-    compute_bound = [t.linear.compute_s > streaming_seconds(t.linear, prior) for t in terms]
+    bound = [_bound(t, prior) for t in terms]
     for _ in range(MAX_REFITS):
-        fit = _fit_once(terms, prior, compute_bound)
-        again = [t.linear.compute_s > streaming_seconds(t.linear, fit.params) for t in terms]
-        if again == compute_bound:
+        fit = _fit_once(terms, prior, bound)
+        again = [_bound(t, fit.params) for t in terms]
+        if again == bound:
             break
-        compute_bound = again
+        bound = again
     return fit
 
 
-def _fit_once(
-    terms: Sequence[StepTerms], prior: EngineParams, compute_bound: Sequence[bool]
-) -> StepFit:
+def _fit_once(terms: Sequence[StepTerms], prior: EngineParams, bound: Sequence[Bound]) -> StepFit:
     """One least-squares fit with the compute-bound points fixed: what the points
     identify (e_kv, then _costs_chosen), then the bounded solve for it, the rest at the
     prior's values."""
     ratio = prior.kv_efficiency / prior.weight_efficiency
     scale = [math.sqrt(t.weight) / t.measured_s for t in terms]
-    features = [_features(t, prior, cb) for t, cb in zip(terms, compute_bound, strict=True)]
+    features = [_features(t, prior, b) for t, b in zip(terms, bound, strict=True)]
     columns = {
         name: [f[name] * k for f, k in zip(features, scale, strict=True)] for name in PARAMETERS
     }
@@ -236,6 +252,7 @@ def _fit_once(
         columns[WEIGHTS] = [
             w + kv / ratio for w, kv in zip(columns[WEIGHTS], columns[KV], strict=True)
         ]
+    held += _mma_chosen(terms, columns, prior, chosen)
     held += _costs_chosen(terms, columns, prior, chosen)
     costs = [n for n in PARAMETERS[2:] if n not in chosen]
     target = [
@@ -243,13 +260,35 @@ def _fit_once(
         - k * (f["known"] + sum(f[n] * _prior_value(n, prior, t) for n in costs))
         for t, f, k in zip(terms, features, scale, strict=True)
     ]
-    lower = {WEIGHTS: max(1.0, ratio) if KV not in chosen else 1.0, KV: 1.0}
+    lower = {WEIGHTS: max(1.0, ratio) if KV not in chosen else 1.0, KV: 1.0, MMA: 1.0}
     rows = [[columns[c][i] for c in chosen] for i in range(len(terms))]
     solved = bounded_least_squares(rows, target, [lower.get(c, 0.0) for c in chosen])
     params = _params(prior, dict(zip(chosen, solved, strict=True)), len(terms))
     return StepFit(
-        params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(compute_bound)
+        params, tuple(chosen), tuple(held), relative_loss(terms, params), sum(b[0] for b in bound)
     )
+
+
+def _mma_chosen(
+    terms: Sequence[StepTerms],
+    columns: dict[str, list[float]],
+    prior: EngineParams,
+    chosen: list[str],
+) -> list[str]:
+    """Adds e_mma to ``chosen`` where compute-bound GEMMs in two distinct points at least
+    tell it apart from the efficiencies taken; else says at what value it stays."""
+    bound = len(
+        {
+            (t.scenario_key, t.context_tokens)
+            for t, c in zip(terms, columns[MMA], strict=True)
+            if c > 0
+        }
+    )
+    if bound >= MIN_POINTS_PER_UNKNOWN and _independent(columns[MMA], [columns[c] for c in chosen]):
+        chosen.append(MMA)
+        return []
+    why = "no compute-bound GEMMs" if not bound else f"compute-bound GEMMs in {bound} point(s)"
+    return [f"mma_efficiency {prior.mma_efficiency:.3g} ({why})"]
 
 
 def _costs_chosen(
@@ -262,7 +301,7 @@ def _costs_chosen(
     for the others, why not and at what value they stay."""
     held = []
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
-    for name in PARAMETERS[2:]:
+    for name in COST_PARAMETERS:
         why = _not_identified(name, terms)
         if why is None and not _independent(columns[name], [columns[c] for c in chosen]):
             why = ""
@@ -294,6 +333,7 @@ def _params(prior: EngineParams, x: dict[str, float], points: int) -> EnginePara
         prior,
         weight_efficiency=e_w,
         kv_efficiency=1 / x[KV] if KV in x else ratio * e_w,
+        mma_efficiency=1 / x[MMA] if MMA in x else prior.mma_efficiency,
         allreduce_latency_s=x.get("allreduce_latency", prior.allreduce_latency_s),
         per_step_s=x.get("per_step", prior.per_step_s),
         per_layer_s=x.get("per_layer", prior.per_layer_s),
@@ -316,18 +356,26 @@ def _prior_value(name: str, prior: EngineParams, t: StepTerms) -> float:
     """A cost the points did not identify, as the prior has it."""
     if name == "allreduce_latency":
         return allreduce_latency(t.linear, prior)
+    if name == MMA:
+        return 1 / prior.mma_efficiency
     value: float = getattr(prior, COSTS[name])
     return value
 
 
-def _features(t: StepTerms, prior: EngineParams, compute_bound: bool) -> dict[str, float]:
-    """A point's coefficient of each unknown (of 1/e_w and 1/e_kv, not the efficiencies),
-    and ``known``: the seconds no unknown multiplies (the link's bytes, and the compute of
-    a compute-bound step, whose memory terms then do not count)."""
+def _features(t: StepTerms, prior: EngineParams, bound: Bound) -> dict[str, float]:
+    """A point's coefficient of each unknown (of 1/e_w, 1/e_kv and 1/e_mma, not the
+    efficiencies), and ``known``: the seconds no unknown multiplies (the link's bytes, and
+    the compute of a compute-bound step, whose memory terms then do not count). A GEMM
+    that is compute-bound counts its FLOPs at peak (times 1/e_mma) instead of its weights."""
+    compute_bound, ops = bound
     memory = 0.0 if compute_bound else 1.0
+    pairs = t.linear.op_seconds(prior.tile_rows)
+    streamed = sum(read for (read, _), cb in zip(pairs, ops, strict=True) if cb)
+    multiplied = sum(flops for (_, flops), cb in zip(pairs, ops, strict=True) if cb)
     return {
-        WEIGHTS: t.linear.weight_s * memory,
+        WEIGHTS: (t.linear.weight_s - streamed) * memory,
         KV: t.linear.kv_s[KV_READS.index(prior.kv_read)] * memory,
+        MMA: multiplied * memory,
         "allreduce_latency": t.linear.calls,
         "per_step": 1.0,
         "per_layer": t.linear.counts.layers,

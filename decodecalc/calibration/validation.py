@@ -145,12 +145,14 @@ Fits = dict[tuple[str, str], FamilyFit]
 
 def fit_engines(points: Sequence[Labelled]) -> Fits:
     """Every engine+family with points, fitted in two passes on family_prior's costs. The
-    first assumes e_kv at FLASH_KV_RATIO x e_w where the points cannot show it. The second
-    refits each family that could not identify e_kv with the ratio and read mode of the
-    same engine's best-measured family (most points) that could: the same kernels on other
-    chips say more than a constant. One family's fitted costs are not lent to another:
-    an engine's launch costs on one vendor can exceed a whole step on another (the fit
-    could only answer with e_w at its bound)."""
+    first assumes e_kv at FLASH_KV_RATIO x e_w where the points cannot show it, and no
+    per-sequence cost where they cannot show one. The second refits each family that
+    could not identify e_kv with the ratio and read mode of the same engine's
+    best-measured family (most points) that could: the same kernels on other chips say
+    more than a constant; and each that could not identify a per-sequence cost with the
+    one its family's batch sweeps show (lent_sequence_cost). One family's fitted costs are
+    not lent to another: an engine's launch costs on one vendor can exceed a whole step on
+    another (the fit could only answer with e_w at its bound)."""
     keyed: dict[tuple[str, str], list[Labelled]] = {}
     for p in points:
         if p.engine != TYPICAL:
@@ -162,19 +164,36 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
     first = {key: _fit(key, members, priors[key[1]]) for key, members in keyed.items()}
     fits: Fits = {}
     for key, members in sorted(keyed.items()):
+        fitted = first[key].fit.fitted
+        prior = replace(priors[key[1]], per_sequence_s=lent_sequence_cost(first, key[1]))
         lenders = [
             f.fit.params
             for (engine, _), f in sorted(first.items())
             if engine == key[0] and "kv_efficiency" in f.fit.fitted
         ]
-        if not lenders or "kv_efficiency" in first[key].fit.fitted:
+        if lenders and "kv_efficiency" not in fitted:
+            lender = max(lenders, key=lambda p: p.points)
+            ratio = lender.kv_efficiency / lender.weight_efficiency
+            prior = replace(prior, kv_efficiency=ratio, kv_read=lender.kv_read)
+        elif "per_sequence" in fitted or not prior.per_sequence_s:
             fits[key] = first[key]
             continue
-        lender = max(lenders, key=lambda p: p.points)
-        ratio = lender.kv_efficiency / lender.weight_efficiency
-        prior = replace(priors[key[1]], kv_efficiency=ratio, kv_read=lender.kv_read)
         fits[key] = _fit(key, members, prior)
     return fits
+
+
+def lent_sequence_cost(first: Fits, family: str) -> float:
+    """The per-sequence cost a group whose points cannot show one is given: the smallest
+    that any group's own batch sweeps on the same GPU family show, else none. Capped so,
+    it is what every measured engine on those GPUs pays at least, never one engine's
+    scheduler lent to a faster one (a big MoE at a large batch counts tens of thousands
+    of sequence passes a step, so a lent cost can double the step)."""
+    shown = [
+        f.fit.params.per_sequence_s
+        for (_, f_family), f in first.items()
+        if f_family == family and "per_sequence" in f.fit.fitted
+    ]
+    return min(shown, default=0.0)
 
 
 BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
@@ -182,20 +201,22 @@ BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
 
 
 def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
-    """What a group's fit assumes for the costs its own points cannot identify: the
-    per-layer, per-step, per-MoE-layer and per-sequence costs of one fit over every
-    engine's points on the same GPU family, not zero. Every engine pays launch, norm and
-    sampling costs, at a price set by the vendor's runtime; a group of one model and one
-    layer count cannot tell them from e_w and, at zero, folds them into a lower e_w that
-    mispredicts every other model size. The all-reduce latency stays the link's (each TP
-    group fits its own)."""
+    """What a group's fit assumes for the terms its own points cannot identify: the
+    per-layer, per-step and per-MoE-layer costs and e_mma of one fit over every engine's
+    points on the same GPU family, not zero. Every engine pays launch, norm and sampling
+    costs, at a price set by the vendor's runtime; a group of one model and one layer
+    count cannot tell them from e_w and, at zero, folds them into a lower e_w that
+    mispredicts every other model size. The per-sequence cost is not pooled (fit_engines
+    lends the smallest the family's batch sweeps show instead). The all-reduce latency
+    stays the link's (each TP group fits its own)."""
     pooled = fit_step_model(terms, BASE_PRIOR).params
     return replace(
         BASE_PRIOR,
         per_layer_s=pooled.per_layer_s,
         per_step_s=pooled.per_step_s,
         per_moe_layer_s=pooled.per_moe_layer_s,
-        per_sequence_s=pooled.per_sequence_s,
+        per_sequence_s=0.0,
+        mma_efficiency=pooled.mma_efficiency,
     )
 
 

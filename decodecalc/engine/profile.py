@@ -21,6 +21,16 @@ GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple",
 
 KV_READS = ("once", "per-query-head")
 
+MMA_EFFICIENCY = 0.6
+"""e_mma where neither the points nor the GPU's kernel tables tell it: a prior, not a
+measurement. It matters only once a GEMM is compute-bound (hundreds of rows, or a grouped
+GEMM's padded rows), and is fitted wherever the points are."""
+
+TILE_ROWS = 16
+"""The block M of the grouped MoE kernels at decode batches: vLLM's and SGLang's fused_moe
+default configuration takes BLOCK_SIZE_M 16 while the tokens number no more than the
+experts (get_default_config, `M <= E`)."""
+
 
 def gpu_family(gpu: GpuSpec | None) -> str:
     """The family of a GPU: its preset's own ``family``, else from vendor and memory
@@ -69,6 +79,13 @@ class EngineParams:
     per_request_s: float = 0.0
     """c_req: per request, outside the steps (tokenising, scheduling, the API server): in
     a server's TTFT and end-to-end latency."""
+    mma_efficiency: float = MMA_EFFICIENCY
+    """e_mma: share of the GPU's peak FLOP/s a weight GEMM multiplies at once it is
+    compute-bound (a large batch, or a grouped GEMM's padded rows); step/step.py
+    weight_ops prices each tensor group as the slower of streaming and multiplying."""
+    tile_rows: int = TILE_ROWS
+    """Rows a grouped expert GEMM multiplies at least for each expert it runs (the kernel's
+    block M): an expert sent 3 tokens is computed as this many rows."""
 
 
 @record

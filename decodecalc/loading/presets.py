@@ -298,7 +298,14 @@ def load_link(doc: Document, preset_id: str) -> Link:
 def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
     measured points (see validation/ and bench/fit_engines.py)."""
-    from decodecalc.engine.profile import GPU_FAMILIES, KV_READS, EngineParams, EngineProfile
+    from decodecalc.engine.profile import (
+        GPU_FAMILIES,
+        KV_READS,
+        MMA_EFFICIENCY,
+        TILE_ROWS,
+        EngineParams,
+        EngineProfile,
+    )
 
     top = Fields(doc)
     name, aliases, source = _common(top)
@@ -333,6 +340,12 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                         _efficiency(f, "prefill_efficiency") if f.has("prefill_efficiency") else 1.0
                     ),
                     per_request_s=_duration(f, "per_request") or 0.0,
+                    mma_efficiency=(
+                        _efficiency(f, "mma_efficiency")
+                        if f.has("mma_efficiency")
+                        else MMA_EFFICIENCY
+                    ),
+                    tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
                 ),
             )
         )

@@ -139,6 +139,8 @@ def engine_profile_text(
             "per_step": _microseconds(p.per_step_s),
             "per_moe_layer": _microseconds(p.per_moe_layer_s),
             "per_sequence": _microseconds(p.per_sequence_s, 3),
+            "mma_efficiency": round(p.mma_efficiency, 4),
+            "tile_rows": p.tile_rows,
         }
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)

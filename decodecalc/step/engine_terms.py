@@ -1,20 +1,24 @@
 """What a real engine measures: the roofline's terms at the engine's own efficiencies, plus
 the fixed costs no kernel streams bytes for (docs/physics.md section 7).
 
-No engine reaches the bandwidth roofline. Its step is
+No engine reaches the bandwidth roofline. Its step is a list of operations, each priced
+by a roofline of its own:
 
-    t = W / (BW x e_w) + KV_read / (BW x e_kv) + L x c_layer + c_step + TP communication
+    t = sum over GEMMs g of max(W_g / (BW x e_w), F_g / (peak x e_mma))
+        + KV_read / (BW x e_kv) + L x c_layer + c_step + TP communication
         + L_moe x c_moe + B x P x c_seq
 
-where weight streaming runs at one efficiency e_w and attention reads the KV cache at
-another, e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the
-cache as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+where each tensor group's GEMM streams its weights at e_w or, past its ridge (a large
+batch, or a grouped expert GEMM's rows padded to the kernel's tile), multiplies at e_mma
+of peak (step/step.py weight_ops); attention reads the KV cache at another efficiency,
+e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the cache
+as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
 c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
 scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
-only some points show: c_moe per MoE layer (routing, top-k, token permutation and the
-grouped-GEMM launches a dense MLP has none of) and c_seq per sequence and per pass P a
-token makes through the layers (a dense layer is one pass, an MoE layer one per expert a
-token is routed to). The step is never shorter than its compute at the GPU's peak."""
+only some points show: c_moe per MoE layer (routing, top-k, token permutation) and c_seq
+per sequence and per pass P a token makes through the layers (a dense layer is one pass,
+an MoE layer one per expert a token is routed to), fitted only from an engine's own batch
+sweeps. The step is never shorter than its compute at the GPU's peak."""
 
 from __future__ import annotations
 
@@ -107,7 +111,8 @@ class EngineTerms:
     once per scenario, so a million-row sweep pays a few operations a row."""
 
     constant_s: float
-    """Weights at e_w and the recurrent state at e_kv."""
+    """The GEMMs (each the slower of its weights at e_w and its FLOPs at e_mma) and the
+    recurrent state at e_kv."""
     per_kv_byte_s: float
     """Seconds per cached KV byte: the kernel's read factor over bandwidth x e_kv."""
     added_s: float

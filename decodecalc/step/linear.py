@@ -9,7 +9,7 @@ from __future__ import annotations
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.record import record
 from decodecalc.step.engine_terms import StepCounts, kv_read_factor, within_band
-from decodecalc.step.step import StepModel
+from decodecalc.step.step import StepModel, WeightOp, gemm_excess_s
 
 
 @record
@@ -27,6 +27,20 @@ class LinearTerms:
     ring_s: float
     """Communication less its per-call latency: the bytes on the link."""
     compute_s: float
+    ops: tuple[WeightOp, ...] = ()
+    """Each GEMM, for the share of it that runs compute-bound (step.gemm_excess_s)."""
+    bandwidth: float = 0.0
+    peak: int | None = None
+    """The GPU's peak bandwidth and FLOP/s, the scales of ``ops``."""
+
+    def op_seconds(self, tile_rows: int) -> tuple[tuple[float, float], ...]:
+        """Each GEMM's (weight bytes at peak bandwidth, FLOPs at peak): what 1/e_w and
+        1/e_mma multiply in the fit (nothing compute-bound where the peak is not known)."""
+        if self.peak is None:
+            return ()
+        return tuple(
+            (op.read_bytes / self.bandwidth, op.flops(tile_rows) / self.peak) for op in self.ops
+        )
 
 
 def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
@@ -48,6 +62,9 @@ def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
         link_latency_s=latency,
         ring_s=max(row.comm_seconds - calls * latency, 0.0),
         compute_s=row.compute_seconds or 0.0,
+        ops=step.weight_ops,
+        bandwidth=bandwidth,
+        peak=step.peak_flops_per_s,
     )
 
 
@@ -57,13 +74,19 @@ def allreduce_latency(t: LinearTerms, p: EngineParams) -> float:
 
 
 def streaming_seconds(t: LinearTerms, p: EngineParams) -> float:
-    """Weights at e_w and the cache (as p's kernel reads it) at e_kv."""
-    return t.weight_s / p.weight_efficiency + t.kv_s[KV_READS.index(p.kv_read)] / p.kv_efficiency
+    """The GEMMs (weights at e_w, or their compute at e_mma where slower) and the cache
+    (as p's kernel reads it) at e_kv."""
+    return gemm_seconds(t, p) + t.kv_s[KV_READS.index(p.kv_read)] / p.kv_efficiency
+
+
+def gemm_seconds(t: LinearTerms, p: EngineParams) -> float:
+    """Weights at e_w, plus what compute-bound GEMMs add (step.gemm_excess_s)."""
+    return t.weight_s / p.weight_efficiency + gemm_excess_s(t.ops, t.bandwidth, t.peak, p)
 
 
 def linear_seconds(t: LinearTerms, p: EngineParams) -> float:
     """The engine's step on these terms: step.step.expected_step on the same inputs."""
     added = t.counts.fixed_seconds(p) + t.calls * allreduce_latency(t, p) + t.ring_s
     kv = t.kv_s[KV_READS.index(p.kv_read)]
-    terms = ((t.weight_s / p.weight_efficiency, 1 / p.kv_efficiency, added, 1.0, 1.0),)
+    terms = ((gemm_seconds(t, p), 1 / p.kv_efficiency, added, 1.0, 1.0),)
     return within_band(terms, kv, t.compute_s, 0.0)[0]

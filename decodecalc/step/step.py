@@ -184,6 +184,68 @@ class GroupRead:
 
 
 @record
+class WeightOp:
+    """One tensor group's matrix multiply in a step, on one GPU: the bytes it streams and
+    the rows it multiplies them by. Its time is the slower of the two (gemm_excess_s)."""
+
+    group: str
+    read_bytes: int
+    params: float
+    """Parameters multiplied: those the GPU holds, at the share the step reads."""
+    rows: float
+    """Rows each multiplied weight meets: the GPU's tokens for a dense GEMM; for routed
+    experts, the tokens one expert that is touched receives on average (B x k over the
+    experts touched)."""
+    grouped: bool
+    """A grouped expert GEMM, whose kernel computes each expert's rows in whole tiles."""
+
+    def flops(self, tile_rows: int) -> float:
+        """2 x parameters x rows, a grouped GEMM's rows rounded up to ``tile_rows``: an
+        expert sent 3 tokens costs a tile's compute, not 3 rows' (dense decode GEMMs run
+        split-K or GEMV kernels that do not pad a small batch)."""
+        rows = math.ceil(self.rows / tile_rows) * tile_rows if self.grouped else self.rows
+        return 2 * self.params * rows
+
+
+def weight_ops(scenario: Scenario) -> tuple[WeightOp, ...]:
+    """Every tensor group a step multiplies, per GPU, stages added up (a token's pass goes
+    through each). A dense group meets the GPU's own sequences (all of them under TP, its
+    share under data-parallel attention); routed experts meet every token (B x k of them
+    over the experts touched, with or without EP: a GPU holding E/N whole experts gets a
+    share N times smaller of both)."""
+    s = scenario
+    ops = []
+    for groups in stage_groups(s.model, s.pp):
+        for g in groups:
+            share = g.read_fraction(s.batch)
+            if not share:
+                continue
+            params = held_params(g, s.tp, s.dp_attention) * share
+            read = weight_bytes([(g.name, params)], s.weights, s.weight_overrides)
+            if g.experts:
+                rows = s.batch * g.experts_per_token / (g.experts * share)
+            else:
+                rows = Fraction(s.sequences_per_gpu)
+            ops.append(WeightOp(g.name, read, float(params), float(rows), bool(g.experts)))
+    return tuple(ops)
+
+
+def gemm_excess_s(
+    ops: Sequence[WeightOp], bandwidth: float, peak: int | None, params: EngineParams
+) -> float:
+    """What the GEMMs add beyond streaming their weights at e_w: each op takes the slower
+    of bytes / (BW x e_w) and FLOPs / (peak x e_mma), so a compute-bound op adds the
+    difference. Zero where the GPU's peak is not known."""
+    if peak is None:
+        return 0.0
+    stream = bandwidth * params.weight_efficiency
+    multiply = peak * params.mma_efficiency
+    return sum(
+        max(0.0, op.flops(params.tile_rows) / multiply - op.read_bytes / stream) for op in ops
+    )
+
+
+@record
 class StepModel:
     """The context-independent part of a scenario, computed once."""
 
@@ -205,6 +267,8 @@ class StepModel:
     """Sequences whose cache one GPU holds (Scenario.sequences_per_gpu)."""
     stages: tuple[Stage, ...] = ()
     """Each pipeline stage's share; the step's bytes are theirs added up."""
+    weight_ops: tuple[WeightOp, ...] = ()
+    """Each tensor group's GEMM (weight_ops), for the engine's per-operation step."""
 
     @classmethod
     def at(cls, scenario: Scenario, batch: int) -> StepModel:
@@ -228,6 +292,7 @@ class StepModel:
             comm=communication(scenario),
             sequences=scenario.sequences_per_gpu,
             stages=stages,
+            weight_ops=weight_ops(scenario),
         )
         engine = scenario.engine
         if engine is None or not engine.expects:
@@ -399,8 +464,10 @@ def engine_terms(step: StepModel, params: EngineParams, comm_s: float) -> Engine
         calls = step.comm.calls
         comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
     fixed = StepCounts.of(s.model, s.batch).fixed_seconds(params)
+    excess = gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
     return EngineTerms(
         constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
+        + excess
         + step.state_bytes / (bandwidth * params.kv_efficiency),
         per_kv_byte_s=factor / (bandwidth * params.kv_efficiency),
         added_s=fixed + max(comm, 0.0),
@@ -419,17 +486,24 @@ class EngineStep:
 
     weights_s: float
     """Weights at the engine's e_w."""
+    gemm_compute_s: float
+    """What compute-bound GEMMs add beyond streaming their weights (gemm_excess_s)."""
     kv_s: float
     """The cache as its kernel reads it, and the state, at its e_kv."""
     kv_read_factor: float
-    """KV elements read per element cached (1, or heads / KV heads per query head)."""
     counts: StepCounts
     fixed_s: float
     """Per layer, per step, per MoE layer and per sequence pass."""
     comm_s: float
     """The all-reduces at the engine's latency, and the link's bytes."""
     seconds: float
-    """max(weights + KV, compute) + fixed + communication: the profile's own step."""
+    """max(GEMMs + KV, compute) + fixed + communication: the profile's own step."""
+    operations: tuple[tuple[str, float], ...] = ()
+    """Seconds by class of operation (OPERATION_CLASSES), adding up to the step before
+    the compute floor: dense GEMMs, expert GEMMs, attention, fixed costs, communication."""
+
+
+OPERATION_CLASSES = ("dense GEMMs", "expert GEMMs", "attention", "fixed costs", "communication")
 
 
 def engine_step(step: StepModel, row: Row, params: EngineParams) -> EngineStep:
@@ -440,14 +514,24 @@ def engine_step(step: StepModel, row: Row, params: EngineParams) -> EngineStep:
     factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
     counts = StepCounts.of(s.model, s.batch)
     fixed = counts.fixed_seconds(params)
+    weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
+    gemms = weights + gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
+    dense = [op for op in step.weight_ops if not op.grouped]
+    dense_s = sum(op.read_bytes for op in dense) / (bandwidth * params.weight_efficiency)
+    dense_s += gemm_excess_s(dense, bandwidth, step.peak_flops_per_s, params)
+    kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
+    comm = terms.added_s - fixed
+    classes = (dense_s, gemms - dense_s, kv, fixed, comm)
     return EngineStep(
-        weights_s=step.weight_bytes / (bandwidth * params.weight_efficiency),
-        kv_s=(row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency),
+        weights_s=weights,
+        gemm_compute_s=gemms - weights,
+        kv_s=kv,
         kv_read_factor=factor,
         counts=counts,
         fixed_s=fixed,
-        comm_s=terms.added_s - fixed,
+        comm_s=comm,
         seconds=within_band(packed([terms]), row.kv_bytes, row.compute_seconds or 0.0, 0.0)[0],
+        operations=tuple(zip(OPERATION_CLASSES, classes, strict=True)),
     )
 
 

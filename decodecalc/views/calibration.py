@@ -53,6 +53,8 @@ def calibration_report(
         overhead_per_moe_layer_ms=p.per_moe_layer_s * 1000,
         overhead_per_sequence_us=p.per_sequence_s * 1e6,
         allreduce_latency_us=None if latency is None else latency * 1e6,
+        mma_efficiency=p.mma_efficiency,
+        tile_rows=p.tile_rows,
         fitted=list(cal.fit.fitted),
         held=list(cal.fit.held),
         compute_bound_points=cal.fit.compute_bound,

@@ -16,7 +16,7 @@ from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.step import Row, StepModel, engine_step, v_elements
+from decodecalc.step.step import EngineStep, Row, StepModel, engine_step, v_elements
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -243,12 +243,18 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
         lines.append(
             f"   {name}: weights / (BW x e_w {params.weight_efficiency:.2f}) = "
-            f"{t.weights_s * 1000:.3f} ms; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
+            f"{t.weights_s * 1000:.3f} ms"
+            + _gemm_compute(t, params, any(op.grouped for op in step.weight_ops))
+            + f"; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
             f"{t.kv_s * 1000:.3f} ms; {t.counts.layers} layers x "
             f"{params.per_layer_s * 1e6:.0f} us + {params.per_step_s * 1000:.3f} ms per step"
             + _scaled_costs(t.counts, params)
             + (f" + communication {t.comm_s * 1000:.3f} ms" if t.comm_s > 1e-12 else "")
             + f" -> {t.seconds * 1000:.3f} ms"
+        )
+        lines.append(
+            f"   {name} by operation: "
+            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.operations)
         )
         if params.prefill_efficiency != 1 or params.per_request_s:
             lines.append(
@@ -277,6 +283,18 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
             "fixed costs keep the step above the roofline of section 3"
         )
     return lines
+
+
+def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
+    """What compute-bound GEMMs add, where any is: their FLOPs (a grouped GEMM's rows
+    padded to whole tiles) at e_mma of peak take longer than their weights at e_w."""
+    if t.gemm_compute_s <= 0:
+        return ""
+    tiles = f", expert rows in tiles of {params.tile_rows}" if grouped else ""
+    return (
+        f" + {t.gemm_compute_s * 1000:.3f} ms where GEMMs are compute-bound (FLOPs{tiles}, "
+        f"/ (peak x e_mma {params.mma_efficiency:.2f}))"
+    )
 
 
 def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
