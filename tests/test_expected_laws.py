@@ -14,7 +14,7 @@ from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.step.step import StepModel
+from decodecalc.step.step import StepModel, engine_step, gemm_excess_s
 
 CATALOG = Catalog()
 MODELS = [m.id for m in CATALOG.models()]
@@ -69,3 +69,28 @@ def test_expected_never_falls_as_the_batch_grows(s: Scenario, other: int, t: int
     small, large = sorted((s.batch, other))
     at = [_expected(replace(s, batch=b), t)[1] for b in (small, large)]
     assert at[0] <= at[1] * (1 + 1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(deployments(), st.integers(1, 1_000_000))
+def test_no_operation_costs_more_than_the_work_it_stands_for(s: Scenario, t: int) -> None:
+    """Each GEMM computes its rows and at most a tile's padding more per expert; what it
+    adds beyond streaming is at most its FLOPs at e_mma; the classes explain lists add up
+    to the engine's step before the compute floor."""
+    step = StepModel.of(s)
+    row = step.row(t)
+    engine = s.engine
+    assert engine is not None
+    for params in engine.params:
+        tile = params.tile_rows
+        for op in step.weight_ops:
+            work = 2 * op.params * op.rows
+            assert work * (1 - 1e-12) <= op.flops(tile) <= 2 * op.params * (op.rows + tile)
+        peak = step.peak_flops_per_s
+        excess = gemm_excess_s(step.weight_ops, s.bandwidth_bytes_per_s, peak, params)
+        flops = sum(op.flops(params.tile_rows) for op in step.weight_ops)
+        assert excess <= (flops / (peak * params.mma_efficiency) if peak else 0.0) + 1e-15
+        terms = engine_step(step, row, params)
+        total = sum(seconds for _, seconds in terms.operations)
+        assert min(seconds for _, seconds in terms.operations) >= 0
+        assert terms.seconds >= total * (1 - 1e-9)
