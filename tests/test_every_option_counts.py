@@ -136,6 +136,9 @@ PER_COMMAND: dict[tuple[str, str], Trial] = {
     ("plan", "--why"): Trial(None, both=("--max-ms-per-token", "3")),
     ("plan", "--pp"): Trial("2"),
     ("compare", "--tp"): Trial("1,2"),
+    # The table leads with the expected step (one decimal), which nvlink3 moves by 0.6 us;
+    # PCIe moves the roofline beside it by 15 us.
+    ("compare", "--link"): Trial("pcie4", both=("--tp", "2")),
     ("sweep", "--tp"): Trial("1,2"),
 }
 """Where a command needs another value or baseline for an option."""
