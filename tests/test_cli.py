@@ -95,6 +95,7 @@ def test_json_document(cli: Run) -> None:
         "expected_high_ms_per_token",
         *("allreduce_ms", "all_to_all_ms", "handoff_ms"),  # comm_ms's parts
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
+        *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
     assert round(last["ms_per_token"], 3) == 30.529

@@ -138,6 +138,9 @@ PER_COMMAND: dict[tuple[str, str], Trial] = {
     # The plan's best rows already keep values in fp8: a wider V format shows the option.
     ("plan", "--v-dtype"): Trial("bf16"),
     ("compare", "--tp"): Trial("1,2"),
+    # The table leads with the expected step (one decimal), which nvlink3 moves by 0.6 us;
+    # PCIe moves the roofline beside it by 15 us.
+    ("compare", "--link"): Trial("pcie4", both=("--tp", "2")),
     ("sweep", "--tp"): Trial("1,2"),
 }
 """Where a command needs another value or baseline for an option."""

@@ -120,7 +120,9 @@ def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) ->
     document["targets"] = {"max_ms_per_token": 3_600_000}
     deployment.write_text(yaml.safe_dump(document))
     checked = json_of("check", str(deployment), "--format", "json")["results"]
-    assert [r["value"] for r in checked if r["target"] == "max_ms_per_token"] == [ms]
+    # No engine named: the gate holds the default selection's expected step (the headline).
+    held = [r["value"] for r in checked if r["target"] == "max_ms_per_token"]
+    assert held == [expected["expected_ms_per_token"]]
 
 
 VLLM_WEIGHTS = {"bf16": {"dtype": "bfloat16"}, "fp8": {"quantization": "fp8"}}

@@ -61,11 +61,6 @@ def cost_and_energy(
     return CostEnergy(cost, joules, kwh)
 
 
-def cost_basis(s: Scenario) -> str:
-    """Which step cost and energy divide: the engine's expected step, else the roofline."""
-    return "expected" if s.engine is not None and s.engine.params else "roofline"
-
-
 def cost_factors(s: Scenario) -> CostEnergy | None:
     """Cost, joules and kWh per millisecond of step (None: neither a price nor a power is
     known): each figure is linear in the step, so a row's is its expected ms times these."""

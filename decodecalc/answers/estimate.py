@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 
 from decodecalc.answers.cost import CostEnergy, cost_factors, scaled
+from decodecalc.answers.headline import Headline, headline
 from decodecalc.answers.notes import cost_notes, estimate_notes
 from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
@@ -51,8 +52,10 @@ class Estimate:
     experts_touched_per_gpu: float | None = None
     """Expected routed experts one GPU runs per MoE layer with --ep (uniform routing, so
     the group's share; None without expert parallelism)."""
+    headlines: tuple[Headline, ...] = ()
+    """Per row, the step users act on: the engine's expected one, else the roofline."""
     costs: tuple[CostEnergy | None, ...] = ()
-    """Per row, money and energy per output token at its expected step (None: neither a
+    """Per row, money and energy per output token at its headline step (None: neither a
     price nor a power is known)."""
     notes: tuple[Note, ...] = ()
     """What a reader must know to read the rows right, the cost notes with them."""
@@ -95,14 +98,15 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         if moe is None or not scenario.ep
         else float(moe.touched(scenario.batch)) / scenario.tp,
     )
+    heads = tuple(headline(row, scenario) for row in rows)
     factors = cost_factors(scenario)
-    # Each figure is linear in the step: the factors per ms times the row's expected ms.
+    # Each figure is linear in the step: the factors per ms times the row's headline ms.
     costs = tuple(
-        None if factors is None else scaled(factors, _expected_s(row) * 1000) for row in rows
+        None if factors is None else scaled(factors, head.seconds * 1000) for head in heads
     )
-    return replace(est, costs=costs, notes=(*estimate_notes(est), *cost_notes(scenario)))
-
-
-def _expected_s(row: Row) -> float:
-    """The step cost and energy divide: the engine's expected one, else the roofline."""
-    return row.seconds_per_token if row.expected is None else row.expected.seconds
+    return replace(
+        est,
+        headlines=heads,
+        costs=costs,
+        notes=(*estimate_notes(est), *cost_notes(scenario)),
+    )

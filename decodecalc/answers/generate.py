@@ -68,6 +68,17 @@ class Generation:
     def total_seconds(self) -> float:
         return self.prefill.seconds + self.decode_seconds
 
+    @property
+    def expected_tokens_per_s(self) -> float:
+        """New tokens per second of the decode at the engine's expected steps (the
+        roofline's where the engine is 'roofline'): the headline rate."""
+        return self.new_tokens / self.expected_decode_seconds[0]
+
+    @property
+    def expected_total_seconds(self) -> float:
+        """The prefill (as total_seconds counts it) and the expected decode."""
+        return self.prefill.seconds + self.expected_decode_seconds[0]
+
 
 def _breakpoints(step: StepModel, low: int, high: int) -> list[int]:
     """Contexts where the step time may change slope: window sizes and chunk boundaries

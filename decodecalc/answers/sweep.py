@@ -4,7 +4,9 @@ as its rows (step/fast.py), so a grid of millions keeps memory flat."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
+from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.answers.notes import context_notes, scenario_notes
 from decodecalc.errors import Conflict
 from decodecalc.loading.catalog import Catalog
@@ -12,12 +14,32 @@ from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.step.fast import FastStep
+from decodecalc.step.fast import ROW_FIELDS, FastStep
 
 MAX_SWEEP_ROWS = 100_000_000
 """Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
 
 Rows = Iterator[tuple[object, ...]]
+
+RATE_FIELDS = ("expected_tokens_per_s", "expected_throughput_tokens_per_s")
+"""Tokens per second at a row's headline step (answers/headline.py): per sequence and for
+the batch, after the row's cost and energy figures."""
+_EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
+_RATES = (ROW_FIELDS.index("tokens_per_s"), ROW_FIELDS.index("throughput_tokens_per_s"))
+
+
+def with_figures(rows: Iterator[tuple[Any, ...]], per_ms: Sequence[float], s: Scenario) -> Rows:
+    """Each row (ROW_FIELDS) followed by the cost and energy figures whose factor per ms
+    of step is given (``per_ms``: the known ones, answers/cost.py cost_factors), each times
+    the row's expected ms, then its RATE_FIELDS: 1000 / expected ms and B times that, or
+    under the roofline (basis) the row's own rates, so they equal tokens_per_s exactly."""
+    if basis(s) == ROOFLINE:
+        one, all_ = _RATES
+        return ((*r, *(r[_EXPECTED] * f for f in per_ms), r[one], r[all_]) for r in rows)
+    e, sequences = _EXPECTED, s.batch * 1000
+    if per_ms:
+        return ((*r, *(r[e] * f for f in per_ms), 1000 / r[e], sequences / r[e]) for r in rows)
+    return ((*r, 1000 / r[e], sequences / r[e]) for r in rows)
 
 
 def sweep_scenarios(

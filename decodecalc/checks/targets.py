@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.headline import EXPECTED, basis
 from decodecalc.errors import InputError
 from decodecalc.record import field_names, record, replace
 from decodecalc.step.memory import MemoryFit
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from decodecalc.answers.serving import ServingResult
 
 SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
-"""The targets held to the estimate's step time (the roofline), not to memory."""
+"""The targets held to the estimate's headline step (answers/headline.py), not to memory."""
 SERVING_TARGETS = ("max_ttft_ms", "max_tpot_ms", "min_output_throughput_tokens_per_s")
 """The targets held to a server under the deployment's workload (answers/serving.py)."""
 STARTUP_FIT = "vllm_startup_fit"
@@ -71,28 +72,27 @@ def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:
 
 
 def held_to_engine(estimate: Estimate) -> bool:
-    """Speed targets are held to what the deployment's engine would measure when it names
-    one (a profile, or vLLM for a vLLM config); to the roofline for 'typical' and
-    'roofline', which are no server one runs."""
-    engine = estimate.scenario.engine
-    return engine is not None and bool(engine.params) and engine.id != "typical"
+    """Speed targets are held to the step the deployment's engine is expected to measure
+    wherever its engine expects one: a profile named by the file, --engine or a vLLM
+    config, and the default 'typical' band when none is named (the figure users act on,
+    answers/headline.py); to the roofline under 'engine: roofline'."""
+    return basis(estimate.scenario) == EXPECTED
 
 
-def _speed_rows(estimate: Estimate, rows: list[Row]) -> list[Row]:
-    """The rows as the targets see them: each step the expected one when held to an engine."""
-    if not held_to_engine(estimate):
-        return rows
-    batch = estimate.scenario.batch
+def _speed_rows(estimate: Estimate) -> list[Row]:
+    """The rows of the contexts the deployment named (the crossover row the estimator adds
+    for tables is not one of them) as the speed targets see them: each step its headline,
+    the expected one where the engine expects one, else the roofline itself."""
+    pairs = list(zip(estimate.rows, estimate.headlines, strict=True))
+    named = [(r, h) for r, h in pairs if not r.is_crossover] or pairs
     return [
         replace(
             r,
-            seconds_per_token=r.expected.seconds,
-            tokens_per_s=1 / r.expected.seconds,
-            throughput_tokens_per_s=batch / r.expected.seconds,
+            seconds_per_token=h.seconds,
+            tokens_per_s=h.tokens_per_s,
+            throughput_tokens_per_s=h.throughput_tokens_per_s,
         )
-        if r.expected is not None
-        else r
-        for r in rows
+        for r, h in named
     ]
 
 
@@ -100,7 +100,7 @@ def check(estimate: Estimate, targets: Targets) -> tuple[TargetResult, ...]:
     """Every asked target against the rows of the contexts the deployment named (the
     crossover row the estimator adds for tables is not one of them)."""
     rows = [r for r in estimate.rows if not r.is_crossover] or list(estimate.rows)
-    speed = _speed_rows(estimate, rows)
+    speed = _speed_rows(estimate)
     results = []
     if targets.max_ms_per_token is not None:
         seconds, at = _worst(speed, "seconds_per_token", highest=True)

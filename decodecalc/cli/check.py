@@ -72,7 +72,8 @@ def check(
         typer.Option(
             "--engine",
             help="Engine profile for deployments that name none ('decodecalc engines'): "
-            "speed targets are then held to its expected step.",
+            "speed targets are then held to its expected step; 'roofline' holds them to "
+            "the roofline. Default: 'typical'.",
             metavar="ENGINE",
         ),
     ] = None,
@@ -81,8 +82,9 @@ def check(
     """Check deployment files against their latency, throughput and memory targets.
 
     Speed targets are held to the expected step of the deployment's engine (engine: in the
-    file, --engine, or vllm for a vLLM config); with none named, to decodecalc's roofline
-    estimate (bytes per step / bandwidth x efficiency), which no server reaches. A vLLM
+    file, --engine, or vllm for a vLLM config); with none named, to the default selection's
+    ('typical', the median of the profiles measured on the GPU's family); with engine:
+    roofline, to decodecalc's roofline (bytes per step / bandwidth x efficiency). A vLLM
     config given no targets is held to what vLLM checks when it starts: the weights and
     one max-model-len sequence fit in memory.
     FILE '-' reads standard input.

@@ -91,12 +91,12 @@ def compare_page(
     ctx: typer.Context, path: str, estimates: Sequence[Estimate], contexts: Sequence[int]
 ) -> None:
     """compare's page, the first scenario's step worked at the longest context."""
-    from decodecalc.views.compare import compare_report
+    from decodecalc.views.compare import compare_report, headline_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import compare_page as page_of
 
     step = explain_report(estimates[0].scenario, max(contexts))
-    report = compare_report(estimates, contexts)
+    report = headline_view(compare_report(estimates, contexts))
     scenarios = [e.scenario for e in estimates]
     _write(ctx, path, page_of(report, step, _sources(ctx, scenarios), command_line(ctx)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from decodecalc.answers.headline import basis
 from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
 from decodecalc.notes import Note, many_notes, unique
@@ -17,11 +18,23 @@ ROOFLINE = Note(
     "step / (bandwidth x efficiency)) plus any overhead and TP communication, not to a "
     "measured engine: a pass says the hardware can, not that a given server does",
 )
+TYPICAL = Note(
+    "check-typical",
+    "speed targets are held to the expected step of the default engine selection "
+    "('typical': the median of the engine profiles measured on the GPU's family), as no "
+    "engine is named; name one with engine: or --engine, or give engine: roofline to hold "
+    "them to the roofline",
+)
 
 
 def held_to(c: CheckedDeployment) -> str:
     """The figure a deployment's speed targets were compared with, in words."""
     s = c.deployment.scenario
+    if held_to_engine(c.estimate) and s.engine is not None and s.engine.kind == "typical":
+        return (
+            f"typical expected ms_per_token (the median of {len(s.engine.params)} engine "
+            f"profiles measured on {s.engine.family} GPUs)"
+        )
     if held_to_engine(c.estimate) and s.engine is not None:
         params, *others = s.engine.params
         if others:  # no data on this family: a fallback (engine/select.py engine_for)
@@ -94,20 +107,32 @@ def _record(c: CheckedDeployment, r: TargetResult) -> dict[str, Any]:
         "value": r.value,
         "context": r.context,
         "passed": r.passed,
+        # Added: the step a speed target was held to (null for the other targets).
+        "basis": basis(c.deployment.scenario) if r.target in SPEED_TARGETS else None,
     }
 
 
-def _roofline_note(timed: list[CheckedDeployment]) -> list[Note]:
-    """Say that speed targets were held to the roofline, naming the deployments it applies
-    to when others were held to an engine's expected step."""
-    roofline = list(
-        dict.fromkeys(c.deployment.name for c in timed if not held_to_engine(c.estimate))
-    )
-    if not roofline:
-        return []
-    if len(roofline) == len({c.deployment.name for c in timed}):
-        return [ROOFLINE]
-    return [Note(ROOFLINE.code, f"{', '.join(roofline)}: {ROOFLINE.message}")]
+def _basis_notes(timed: list[CheckedDeployment]) -> list[Note]:
+    """Say which speed targets were held to the roofline and which to the default engine
+    selection's expected step, naming the deployments each applies to when the others
+    were held to something else."""
+    every = {c.deployment.name for c in timed}
+    notes = []
+    for note, applies in (
+        (ROOFLINE, lambda c: not held_to_engine(c.estimate)),
+        (TYPICAL, _held_to_typical),
+    ):
+        names = list(dict.fromkeys(c.deployment.name for c in timed if applies(c)))
+        if names and len(names) == len(every):
+            notes.append(note)
+        elif names:
+            notes.append(Note(note.code, f"{', '.join(names)}: {note.message}"))
+    return notes
+
+
+def _held_to_typical(c: CheckedDeployment) -> bool:
+    engine = c.deployment.scenario.engine
+    return held_to_engine(c.estimate) and engine is not None and engine.kind == "typical"
 
 
 def check_report(checked: list[CheckedDeployment]) -> Report:
@@ -116,7 +141,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
     failed = sum(not r["passed"] for r in records)
     timed = [c for c, r in pairs if r.target in SPEED_TARGETS]
     labelled = [(c.deployment.name, c.notes) for c in checked]
-    notes = unique([*_roofline_note(timed), *many_notes(labelled)])
+    notes = unique([*_basis_notes(timed), *many_notes(labelled)])
     doc = document(
         passed=failed == 0,
         summary={"deployments": len(checked), "targets": len(records), "failed": failed},
@@ -129,6 +154,8 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
                 "contexts": list(c.deployment.contexts),
                 "crossover_context": c.estimate.crossover_context,
                 "held_to": held_to(c),
+                # Added: which step the speed targets were held to (answers/headline.py).
+                "basis": basis(c.deployment.scenario),
                 "notes": [n.as_dict() for n in c.notes],
                 "passed": c.passed,
             }

@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import estimate_notes
+from decodecalc.answers.sweep import RATE_FIELDS, with_figures
 from decodecalc.notes import many_notes
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
@@ -20,6 +22,7 @@ from decodecalc.views.estimate import (
     cost_inputs,
     cost_notes,
     expected_fields,
+    expected_rates,
     kv_label,
     parallel_label,
     priced,
@@ -73,17 +76,20 @@ def varying(scenarios: Sequence[Scenario]) -> tuple[list[str], str]:
 
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
-    """One row per scenario and context; the ratio is ms per token over the first scenario's.
-    Fits only when some scenario names a GPU: a bare bandwidth has no memory to fit in."""
+    """One row per scenario and context; the ratios are the step over the first scenario's,
+    the roofline's and the headline's (answers/headline.py). Fits only when some scenario
+    names a GPU: a bare bandwidth has no memory to fit in."""
     first = {r.context_tokens: r.seconds_per_token for r in estimates[0].rows}
+    first_head = {
+        r.context_tokens: head.seconds
+        for r, head in zip(estimates[0].rows, estimates[0].headlines, strict=True)
+    }
     records = []
     for index, est in enumerate(estimates):
         inputs = scenario_inputs(est.scenario)
-        factors = cost_factors(est.scenario)
-        for row in est.rows:
+        for row, head, costs in zip(est.rows, est.headlines, est.costs, strict=True):
             if row.context_tokens not in contexts:
                 continue
-            expected = expected_fields(row)
             records.append(
                 {
                     "scenario": index + 1,
@@ -91,7 +97,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     **{k: inputs[k] for k in SCENARIO_KEYS},
                     "context": row.context_tokens,
                     "ms_per_token": row.seconds_per_token * 1000,
-                    **expected,
+                    **expected_fields(head),
                     "tokens_per_s": row.tokens_per_s,
                     "throughput_tokens_per_s": row.throughput_tokens_per_s,
                     "kv_share": row.kv_share,
@@ -99,7 +105,9 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     "fits": row.fits,
                     "crossover_context": est.crossover_context,
                     "ratio_to_first": row.seconds_per_token / first[row.context_tokens],
-                    **cost_fields(factors, expected["expected_ms_per_token"]),
+                    **cost_fields(costs),
+                    **expected_rates(head),
+                    "expected_ratio_to_first": head.seconds / first_head[row.context_tokens],
                 }
             )
     records.sort(key=lambda r: (r["context"], r["scenario"]))
@@ -110,6 +118,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                 "label": label(e.scenario),
                 **scenario_inputs(e.scenario),
                 **({} if (c := cost_inputs(e.scenario)) is None else {"cost": c}),
+                "basis": basis(e.scenario),
             }
             for i, e in enumerate(estimates)
         ],
@@ -124,9 +133,9 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         Column("context", "Context", h.tokens),
         Column("label", "Scenario", numeric=False),
         Column("ms_per_token", "ms / token", lambda v: f"{v:.3f}"),
-        Column("expected_ms_per_token", "Expected ms", lambda v: f"{v:.1f}"),
-        Column("expected_low_ms_per_token", "low", lambda v: f"{v:.1f}", drop=7),
-        Column("expected_high_ms_per_token", "high", lambda v: f"{v:.1f}", drop=7),
+        Column("expected_ms_per_token", "Expected ms", _ms_band),
+        Column("expected_low_ms_per_token", "low", _ms_band, drop=7),
+        Column("expected_high_ms_per_token", "high", _ms_band, drop=7),
         Column("tokens_per_s", "tok/s / seq", h.rate, drop=4),
         Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=6),
         Column("kv_share", "KV share", h.share, drop=3),
@@ -136,9 +145,13 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
             lambda v: "none" if v is None else h.tokens(v),
             drop=5,
         ),
-        Column("ratio_to_first", "vs #1", lambda v: f"{v:.2f}x", drop=2),
+        Column("ratio_to_first", "vs #1", _ratio, drop=2),
         *fits,
         *(COST_COLUMNS if priced(records) else ()),
+        # Added later, so after what earlier CSV readers expect by position.
+        Column("expected_tokens_per_s", "expected_tokens_per_s", h.rate),
+        Column("expected_throughput_tokens_per_s", "expected_throughput_tokens_per_s", h.rate),
+        Column("expected_ratio_to_first", "expected_ratio_to_first", _ratio),
     )
     notes = many_notes(
         [
@@ -149,13 +162,49 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     return with_notes(Report(doc, columns, tuple(records)), notes)
 
 
+def _ms_band(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+HEADLINE_COLUMNS = {
+    "tokens_per_s": "expected_tokens_per_s",
+    "throughput_tokens_per_s": "expected_throughput_tokens_per_s",
+    "ratio_to_first": "expected_ratio_to_first",
+}
+"""The table's rates and ratio, taken at the headline step where some scenario expects one."""
+
+
+def headline_view(report: Report) -> Report:
+    """The columns a person reads, in the order to read them: with an expected step (some
+    scenario's engine expects one), it and its band first, the roofline beside them as the
+    bound, and the rates and ratio at the expected step; on the roofline alone, the
+    roofline's figures without the (equal) expected ones. CSV keeps every column."""
+    shown = {c.key: c for c in report.columns if not c.key.startswith("expected_")}
+    if not any(s["basis"] == "expected" for s in report.document["scenarios"]):
+        return replace(report, columns=tuple(shown.values()))
+    by_key = {c.key: c for c in report.columns}
+    ordered: list[Column] = []
+    for key, column in shown.items():
+        if key == "ms_per_token":
+            ordered.extend(by_key[f"expected_{k}ms_per_token"] for k in ("", "low_", "high_"))
+            column = replace(column, header="Roofline bound ms")
+        if key in HEADLINE_COLUMNS:
+            column = replace(column, key=HEADLINE_COLUMNS[key])
+        ordered.append(column)
+    return replace(report, columns=tuple(ordered))
+
+
 def human_compare(report: Report, scenarios: Sequence[Scenario]) -> Report:
     """The table and Markdown view: each scenario named by the axes that vary, what all
     share said once above (the JSON and CSV keep every row's whole label)."""
     names, shared = varying(scenarios)
     records = tuple({**r, "label": names[r["scenario"] - 1]} for r in report.records)
     title = (f"every scenario: {shared}",) if shared else ()
-    return replace(report, records=records, title=(*title, *report.title))
+    return replace(headline_view(report), records=records, title=(*title, *report.title))
 
 
 _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
@@ -193,7 +242,7 @@ def write_sweep_csv(
     the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
     speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
     numbers, never in need of quoting."""
-    added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS)
+    added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS, *RATE_FIELDS)
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
     for scenario, crossover, rows in scenarios:
@@ -208,10 +257,10 @@ def write_sweep_csv(
         )
         per_ms = _cost_per_ms(scenario)
         costs = "".join(",%.12g" if f is not None else "," for f in per_ms)
-        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + "\n"
+        rates = ",%.12g" * len(RATE_FIELDS)
+        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
         known = [f for f in per_ms if f is not None]
-        if known:
-            rows = ((*r, *(r[_EXPECTED] * f for f in known)) for r in rows)
+        rows = with_figures(rows, known, scenario)
         while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
             out.write("".join([line % row for row in chunk]))
             count += len(chunk)
@@ -229,8 +278,8 @@ def _parallel(s: Scenario) -> dict[str, object]:
 
 
 COST_KEYS = ("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens")
-"""A sweep's cost and energy columns, last (empty where the rate is unknown)."""
-_EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
+"""A sweep's cost and energy columns (empty where the rate is unknown), then the rates at
+the expected step (answers/sweep.py RATE_FIELDS), last."""
 
 
 def _cost_per_ms(s: Scenario) -> tuple[float | None, ...]:
@@ -251,16 +300,20 @@ def write_sweep_jsonl(
     count = 0
     for scenario, crossover, rows in scenarios:
         columns = scenario_ids(scenario)
-        factors = cost_factors(scenario)
-        for row in rows:
+        per_ms = _cost_per_ms(scenario)
+        added = [k for k, f in zip(COST_KEYS, per_ms, strict=True) if f is not None]
+        added.extend(RATE_FIELDS)
+        width = len(ROW_FIELDS)
+        known = [f for f in per_ms if f is not None]
+        for row in with_figures(rows, known, scenario):
             record: dict[str, Any] = {
                 **columns,
-                **dict(zip(ROW_FIELDS, row, strict=True)),
+                **dict(zip(ROW_FIELDS, row[:width], strict=True)),
                 "crossover_context": crossover,
                 "engine": _engine_id(scenario),
                 "v_dtype": _v_dtype(scenario),
                 **_parallel(scenario),
-                **cost_fields(factors, float(row[_EXPECTED])),
+                **dict(zip(added, row[width:], strict=True)),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

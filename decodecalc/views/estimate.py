@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.answers.cost import CostEnergy, cost_basis
+from decodecalc.answers.cost import CostEnergy
 from decodecalc.answers.cost import cost_factors as cost_factors  # re-exported: compare
 from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.headline import Headline, basis
 from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: compare
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
@@ -73,8 +74,7 @@ def scenario_ids(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row_record(row: Any, costs: CostEnergy | None) -> dict[str, Any]:
-    expected = expected_fields(row)
+def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str, Any]:
     return {
         "context": row.context_tokens,
         "weight_bytes": row.weight_bytes,
@@ -95,20 +95,28 @@ def _row_record(row: Any, costs: CostEnergy | None) -> dict[str, Any]:
         "all_to_all_ms": row.all_to_all_seconds * 1000,
         "handoff_ms": row.handoff_seconds * 1000,
         "overhead_ms": row.overhead_seconds * 1000,
-        **expected,
+        **expected_fields(head),
         **cost_fields(costs),
+        **expected_rates(head),
     }
 
 
-def expected_fields(row: Any) -> dict[str, float]:
+def expected_fields(head: Headline) -> dict[str, float]:
     """What the scenario's engine would measure, with its band (the roofline itself when
     the engine is 'roofline')."""
-    e = row.expected
-    seconds = (e.seconds, e.low_seconds, e.high_seconds) if e else (row.seconds_per_token,) * 3
     return {
-        "expected_ms_per_token": seconds[0] * 1000,
-        "expected_low_ms_per_token": seconds[1] * 1000,
-        "expected_high_ms_per_token": seconds[2] * 1000,
+        "expected_ms_per_token": head.seconds * 1000,
+        "expected_low_ms_per_token": head.low_seconds * 1000,
+        "expected_high_ms_per_token": head.high_seconds * 1000,
+    }
+
+
+def expected_rates(head: Headline) -> dict[str, float]:
+    """Tokens per second at the headline step (added after the fields earlier readers
+    expect): per sequence and for the whole batch."""
+    return {
+        "expected_tokens_per_s": head.tokens_per_s,
+        "expected_throughput_tokens_per_s": head.throughput_tokens_per_s,
     }
 
 
@@ -137,7 +145,7 @@ def cost_inputs(s: Scenario) -> dict[str, Any] | None:
         "power_w": r.power_w,
         "power_source": r.power_source or None,
         "gpus": s.gpus,
-        "cost_basis": cost_basis(s),
+        "cost_basis": basis(s),
     }
 
 
@@ -366,7 +374,10 @@ def _parallel_fields(est: Estimate) -> dict[str, Any]:
 def estimate_report(est: Estimate) -> Report:
     s = est.scenario
     inputs = scenario_inputs(s)
-    rows = [_row_record(r, c) for r, c in zip(est.rows, est.costs, strict=True)]
+    rows = [
+        _row_record(r, head, c)
+        for r, head, c in zip(est.rows, est.headlines, est.costs, strict=True)
+    ]
     costs = cost_inputs(s)
     doc = document(
         inputs=inputs,
@@ -384,6 +395,8 @@ def estimate_report(est: Estimate) -> Report:
         ridge_batch=est.ridge_batch,
         flops_class=est.flops_class,
         **({} if costs is None else {"cost": costs}),
+        # Added: which step the rates, cost and energy take (answers/headline.py).
+        basis=basis(s),
         **_parallel_fields(est),
         rows=rows,
     )
@@ -427,6 +440,24 @@ def estimate_report(est: Estimate) -> Report:
     return with_notes(report, est.notes)
 
 
+def _expected_first(columns: dict[str, Column]) -> dict[str, Column]:
+    """The expected step and its band before the roofline, labelled the bound, and the
+    rates per sequence and for the batch at the expected step."""
+    rates = {
+        "tokens_per_s": "expected_tokens_per_s",
+        "throughput_tokens_per_s": "expected_throughput_tokens_per_s",
+    }
+    ordered: dict[str, Column] = {}
+    for key, column in columns.items():
+        if key == "expected_band":
+            continue
+        if key == "ms_per_token":
+            ordered["expected_band"] = columns["expected_band"]
+            column = replace(column, header="Roofline bound ms")
+        ordered[rates.get(key, key)] = replace(column, key=rates.get(key, key))
+    return ordered
+
+
 def expected_band(record: dict[str, Any]) -> str:
     """Expected ms with its band, as one cell: 24.1 (21.7-27.6)."""
     return (
@@ -436,7 +467,9 @@ def expected_band(record: dict[str, Any]) -> str:
 
 
 def human_view(report: Report, batch: int) -> Report:
-    """The same report with only the per-context columns, for table and Markdown."""
+    """The same report with only the per-context columns, for table and Markdown. Where
+    the engine expects a step, that step leads with its band, the rates are its, and the
+    roofline stands beside it as the bound."""
     columns = {c.key: c for c in estimate_columns(batch)}
     if not report.highlight:
         del columns["crossover"]
@@ -450,15 +483,11 @@ def human_view(report: Report, batch: int) -> Report:
         del columns["bound"]
     if priced(report.records):
         columns.update({c.key: c for c in COST_COLUMNS})
-    engine = report.document["inputs"]["engine"]
     records = report.records
-    if engine == "roofline" or all(
-        r["expected_ms_per_token"] == r["ms_per_token"] for r in report.records
-    ):
+    if report.document["basis"] == "roofline":
         del columns["expected_band"]
     else:
-        header = "Typical engine ms (band)" if engine == "typical" else f"{engine} ms (band)"
-        columns["expected_band"] = replace(columns["expected_band"], header=header)
+        columns = _expected_first(columns)
         records = tuple({**r, "expected_band": expected_band(r)} for r in records)
     return Report(
         document=report.document,

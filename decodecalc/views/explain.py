@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from decodecalc.answers.estimate import estimate
+from decodecalc.answers.headline import Headline
 from decodecalc.engine.profile import EngineParams
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layers import Attention
@@ -140,14 +141,31 @@ def explain_report(scenario: Scenario, context: int) -> Report:
     carry the same lines) and the notes, as every estimate has them, under it."""
     from decodecalc.views.estimate import estimate_report
 
-    report = estimate_report(estimate(scenario, [context], crossover_row=False))
+    est = estimate(scenario, [context], crossover_row=False)
+    report = estimate_report(est)
     step = StepModel.of(scenario)
-    lines = explain_text(step, context)
+    first, *rest = explain_text(step, context)
+    lines = [first, *_headline_lines(scenario, est.headlines[0], est.rows[0]), *rest]
     return replace(
         report,
         document={**report.document, "explanation": lines, "weight_groups": weight_groups(step)},
         title=tuple(lines),
     )
+
+
+def _headline_lines(scenario: Scenario, head: Headline, row: Row) -> list[str]:
+    """The answer first, where an engine expects a step: its figure with its band and
+    rate (section 7 works it), and the roofline of section 5 as the bound beside it."""
+    engine = scenario.engine
+    if head.basis != "expected" or engine is None:
+        return []
+    who = "a typical engine" if engine.kind == "typical" else engine.id
+    return [
+        f"Expected: {head.seconds * 1000:.3f} ms per token (band {head.low_seconds * 1000:.3f} "
+        f"to {head.high_seconds * 1000:.3f}), {head.tokens_per_s:,.1f} tokens/s per sequence, "
+        f"on {who} (section 7); the roofline, a bound no engine beats: "
+        f"{row.seconds_per_token * 1000:.3f} ms (section 5)"
+    ]
 
 
 def explain_text(step: StepModel, context: int) -> list[str]:

@@ -33,18 +33,13 @@ def generation_report(g: Generation) -> Report:
         expected_decode_s=g.expected_decode_seconds[0],
         expected_low_decode_s=g.expected_decode_seconds[1],
         expected_high_decode_s=g.expected_decode_seconds[2],
+        expected_tokens_per_s=g.expected_tokens_per_s,
+        expected_total_s=g.expected_total_seconds,
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
         ("prefill (time to first token)", f"{p.seconds * 1000:,.1f} ms  ({_prefill_terms(p)})"),
-        ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
-        *_expected_rows(g),
-        (
-            "first / mean / last step",
-            f"{g.first_step_seconds * 1000:.3f} / "
-            f"{g.mean_step_seconds * 1000:.3f} / {g.last_step_seconds * 1000:.3f} ms",
-        ),
-        ("total", f"{g.total_seconds:,.3f} s"),
+        *_decode_rows(g),
     ]
     records = tuple({"quantity": q, "value": v} for q, v in rows)
     report = Report(doc, _QUANTITY, records, title=(describe_scenario(g.scenario),))
@@ -61,14 +56,31 @@ def generation_rows(report: Report) -> Report:
     return replace(report, columns=tuple(Column(k, k) for k in record), records=(record,))
 
 
-def _expected_rows(g: Generation) -> list[tuple[str, str]]:
-    """The decode as the engine would take it, when the scenario names one."""
+def _decode_rows(g: Generation) -> list[tuple[str, str]]:
+    """The decode and the total: where the engine expects a step, its figures lead with
+    their band and the roofline's stand beside them as the bound."""
+    steps = (
+        f"{g.first_step_seconds * 1000:.3f} / "
+        f"{g.mean_step_seconds * 1000:.3f} / {g.last_step_seconds * 1000:.3f} ms"
+    )
     engine = g.scenario.engine
     if engine is None or not engine.expects:
-        return []
+        return [
+            ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
+            ("decode rate", f"{g.expected_tokens_per_s:,.1f} tok/s"),
+            ("first / mean / last step", steps),
+            ("total", f"{g.total_seconds:,.3f} s"),
+        ]
     middle, low, high = g.expected_decode_seconds
     who = "typical engine" if engine.kind == "typical" else engine.id
-    return [(f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})")]
+    return [
+        (f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})"),
+        ("decode, roofline (bound)", f"{g.decode_seconds:,.3f} s"),
+        (f"decode rate, {who}", f"{g.expected_tokens_per_s:,.1f} tok/s"),
+        ("first / mean / last step, roofline", steps),
+        (f"total, {who}", f"{g.expected_total_seconds:,.3f} s"),
+        ("total, roofline (bound)", f"{g.total_seconds:,.3f} s"),
+    ]
 
 
 def _prefill_terms(p: Prefill) -> str:

@@ -208,7 +208,26 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         if bound
         else ()
     )
-    return Report(document(engines=list(records)), columns, records, footer=footer)
+    selections = [{"id": name, "meaning": meaning} for name, meaning in ENGINE_SELECTIONS]
+    footer = (*footer, *(f"--engine {name}: {meaning}" for name, meaning in ENGINE_SELECTIONS))
+    return Report(
+        document(engines=list(records), selections=selections), columns, records, footer=footer
+    )
+
+
+ENGINE_SELECTIONS = (
+    (
+        "typical",
+        "the default: the median of the profiles measured on the GPU's family, the band "
+        "spanning them",
+    ),
+    (
+        "roofline",
+        "physics alone: every figure (tok/s, cost, plan, check) the roofline, with no "
+        "engine's costs",
+    ),
+)
+"""What --engine takes besides a profile, for the listing to name (loading/resolve.py)."""
 
 
 def dtype_record(d: DType) -> dict[str, Any]:

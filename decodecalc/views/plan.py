@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from decodecalc.answers.cost import cost_basis
+from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import cost_notes
 from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.notes import Note, unique
@@ -39,7 +39,9 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
         "price_per_gpu_hour": s.rates.price_per_gpu_hour,
         "price_source": s.rates.price_source or None,
         **cost_fields(o.costs),
-        "cost_basis": cost_basis(s),
+        "cost_basis": basis(s),
+        # Added: which step ranked and gated the deployment (the same step cost divides).
+        "basis": basis(s),
         "why_not": "; ".join(m.message for m in o.misses),
         "misses": [
             {
@@ -177,18 +179,18 @@ def _basis_text(first: Option, targets: Targets) -> str:
     workload the server serving prices."""
     s = first.scenario
     engine = s.engine
-    basis = (
+    figure = (
         "the roofline"
-        if cost_basis(s) == "roofline"
+        if basis(s) == "roofline"
         else f"the {'typical' if engine is None else engine.id} engine's expected step"
     )
     if targets.workload is not None:
         return (
             f"TPOT, TTFT and cost per million output tokens of the server under the workload "
-            f"as serving prices it (prefill included), from {basis}"
+            f"as serving prices it (prefill included), from {figure}"
         )
     return (
-        f"ms per token and cost per million output tokens from {basis}; largest batch at "
+        f"ms per token and cost per million output tokens from {figure}; largest batch at "
         "this context and largest context at this batch within the latency target"
     )
 
