@@ -1,0 +1,158 @@
+"""Reading presets/kernels/<gpu>.yaml: per-operation kernel rates per engine, fitted offline
+by validation/fit_kernels.py from aiconfigurator-core's measured tables.
+
+These files are data for the step model, not presets a user picks: they are found by the
+GPU's preset id, and stay out of the catalog's listings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decodecalc.errors import InputError
+from decodecalc.loading.datafile import Document, is_file, read_yaml
+from decodecalc.loading.fields import Fields
+from decodecalc.model.kernels import AllReduceRates, FitError, KernelRates, OpRates
+from decodecalc.units import parse_bandwidth, parse_duration
+
+MAX_EFFICIENCY = 2
+"""An efficiency past twice the preset's peak is a wrong preset or a misread table."""
+MAX_TILE_ROWS = 4096
+MAX_FIT_ERROR = 1000
+MAX_FIXED_S = 0.01
+"""Ten milliseconds: no single kernel's fixed time comes near it."""
+
+
+def kernels_dir() -> Path:
+    from decodecalc.loading.catalog import presets_dir
+
+    return presets_dir() / "kernels"
+
+
+def kernel_rates(
+    gpu_id: str, engine: str | None = None, directory: Path | None = None
+) -> KernelRates | None:
+    """The kernel rates of ``engine`` (a decodecalc engine id; None: the file's default
+    engine) on the GPU preset ``gpu_id``; None where no table was measured for them."""
+    path = (directory or kernels_dir()) / f"{gpu_id}.yaml"
+    if not is_file(path):
+        return None
+    return read_kernel_rates(read_yaml(path), gpu_id, engine)
+
+
+def read_kernel_rates(doc: Document, gpu_id: str, engine: str | None) -> KernelRates | None:
+    """One engine's block of a kernels file, every other block checked as well (a typo
+    anywhere in the file is an error, whichever engine is asked for)."""
+    top = Fields(doc)
+    top.text("name")
+    if top.text("gpu") != gpu_id:
+        raise top.error("gpu", f"expected {gpu_id!r}, the file's own name")
+    source = top.text("source")
+    default = top.text("default_engine")
+    engines = top.mapping("engines")
+    blocks = {
+        str(name): _engine(engines.mapping(str(name)), gpu_id, str(name), source)
+        for name in engines.data
+    }
+    if default not in blocks:
+        raise top.error("default_engine", f"expected one of {', '.join(blocks)}, got {default!r}")
+    top.finish()
+    return blocks.get(default if engine is None else engine)
+
+
+def _engine(block: Fields, gpu_id: str, engine: str, source: str) -> KernelRates:
+    return KernelRates(
+        gpu=gpu_id,
+        engine=engine,
+        version=block.text("version"),
+        source=f"{source}; launch: {block.text('launch_table')}",
+        launch_s=_duration(block, "launch"),
+        gemm=_per_dtype(block, "gemm"),
+        moe=_per_dtype(block, "moe"),
+        attention=_per_dtype(block, "attention"),
+        mla=_per_dtype(block, "mla"),
+        allreduce=_allreduce(block),
+        left_out=block.texts("left_out"),
+    )
+
+
+def _per_dtype(block: Fields, name: str) -> tuple[OpRates, ...]:
+    if not block.has(name):
+        block.read.add(name)
+        return ()
+    group = block.mapping(name)
+    table = group.text("table")
+    return tuple(
+        _op(group.mapping(str(key)), str(key), table) for key in group.data if key != "table"
+    )
+
+
+def _op(fields: Fields, key: str, table: str) -> OpRates:
+    has_compute = fields.has("mma_efficiency")
+    return OpRates(
+        key=key,
+        memory_efficiency=float(fields.fraction("memory_efficiency", MAX_EFFICIENCY)),
+        mma_efficiency=(
+            float(fields.fraction("mma_efficiency", MAX_EFFICIENCY)) if has_compute else None
+        ),
+        tile_rows=(
+            fields.integer("tile_rows", maximum=MAX_TILE_ROWS)
+            if has_compute
+            else fields.optional_integer("tile_rows")
+        ),
+        fixed_s=_duration(fields, "fixed", allow_zero=True),
+        matmul=fields.text("matmul", "bf16"),
+        table=table,
+        error=_error(fields, "error"),
+        decode_error=_error(fields, "decode_error") if fields.has("decode_error") else None,
+    )
+
+
+def _allreduce(block: Fields) -> tuple[AllReduceRates, ...]:
+    if not block.has("allreduce"):
+        block.read.add("allreduce")
+        return ()
+    group = block.mapping("allreduce")
+    group.text("table")
+    rates = []
+    for key in group.data:
+        if key == "table":
+            continue
+        if not str(key).isdigit() or int(key) < 2:
+            raise group.error(str(key), "expected a tensor-parallel size (2 or more GPUs)")
+        fields = group.mapping(str(key))
+        rates.append(
+            AllReduceRates(
+                gpus=int(key),
+                latency_s=_duration(fields, "latency"),
+                bus_bandwidth_bytes_per_s=_bandwidth(fields, "bus_bandwidth"),
+                error=_error(fields, "error"),
+            )
+        )
+    return tuple(rates)
+
+
+def _error(fields: Fields, name: str) -> FitError:
+    error = fields.mapping(name)
+    return FitError(
+        median=float(error.fraction("median", MAX_FIT_ERROR)),
+        p90=float(error.fraction("p90", MAX_FIT_ERROR)),
+        rows=error.integer("rows"),
+    )
+
+
+def _duration(fields: Fields, name: str, allow_zero: bool = False) -> float:
+    """A time such as 2.7us, above zero (or zero where ``allow_zero``) and at most 10 ms."""
+    try:
+        seconds = parse_duration(fields.text(name), name)
+    except InputError as exc:
+        raise fields.error(name, str(exc)) from None
+    if seconds > MAX_FIXED_S or (seconds == 0 and not allow_zero):
+        raise fields.error(name, f"expected more than 0 and at most 10ms, got {seconds:g} s")
+    return seconds
+
+
+def _bandwidth(fields: Fields, name: str) -> int:
+    try:
+        return parse_bandwidth(fields.text(name))
+    except InputError as exc:
+        raise fields.error(name, str(exc)) from None
