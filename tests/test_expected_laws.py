@@ -88,8 +88,12 @@ def test_no_operation_costs_more_than_the_work_it_stands_for(s: Scenario, t: int
             assert work * (1 - 1e-12) <= op.flops(tile) <= 2 * op.params * (op.rows + tile)
         peak = step.peak_flops_per_s
         excess = gemm_excess_s(step.weight_ops, s.bandwidth_bytes_per_s, peak, params)
-        flops = sum(op.flops(params.tile_rows) for op in step.weight_ops)
-        assert excess <= (flops / (peak * params.mma_efficiency) if peak else 0.0) + 1e-15
+        grouped = params.grouped_mma_efficiency or params.mma_efficiency
+        compute = sum(
+            op.flops(tile) / (grouped if op.grouped else params.mma_efficiency)
+            for op in step.weight_ops
+        )
+        assert excess <= (compute / peak if peak else 0.0) + 1e-15
         terms = engine_step(step, row, params)
         total = sum(seconds for _, seconds in terms.operations)
         assert min(seconds for _, seconds in terms.operations) >= 0

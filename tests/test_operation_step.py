@@ -12,7 +12,10 @@ import yaml
 
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.kernels import with_kernel_rates
+from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
+from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import StepModel, engine_terms, gemm_excess_s, weight_ops
 from tests.conftest import Run, preset_scenario
 
@@ -137,3 +140,38 @@ def test_an_engine_with_e_mma_one_is_never_faster_than_the_roofline(catalog: Cat
         row = StepModel.of(s).row(8_192)
         assert row.expected is not None
         assert row.expected.seconds >= row.seconds_per_token * (1 - 1e-12)
+
+
+def test_an_nvidia_gpu_takes_e_mma_and_the_tile_from_its_kernel_tables(catalog: Catalog) -> None:
+    """presets/kernels/h200.yaml, SGLang 0.5.14: the fp8-128x128 dense GEMM's e_mma 0.508,
+    the fp8-128x128 grouped MoE GEMM's e_mma 0.328 and tile 64 (DeepSeek-V3's FP8 blocks);
+    e_w, e_kv and the costs stay the profile's own."""
+    spec = ScenarioSpec(model="deepseek-v3", gpu="h200", engine="sglang")
+    (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
+    (fitted,) = [p for f, p in catalog.engine("sglang").families if f == "nvidia-datacenter"]
+    assert (params.mma_efficiency, params.grouped_mma_efficiency) == (0.508, 0.328)
+    assert params.tile_rows == 64 and "sglang 0.5.14" in params.kernel_source
+    assert (
+        replace(
+            params,
+            mma_efficiency=fitted.mma_efficiency,
+            tile_rows=fitted.tile_rows,
+            grouped_mma_efficiency=None,
+            kernel_source="",
+        )
+        == fitted
+    )
+
+
+def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:
+    """No tables for an MI300X, and a profile whose points fitted e_mma keeps its own."""
+    spec = ScenarioSpec(model="deepseek-v3", gpu="mi300x", engine="sglang")
+    (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
+    assert (params.tile_rows, params.kernel_source) == (16, "")
+    own = EngineParams(
+        weight_efficiency=0.9, kv_efficiency=0.8, mma_efficiency=0.7, mma_fitted=True
+    )
+    engine = with_kernel_rates(
+        Engine("sglang", (own,)), catalog.gpu("h200"), catalog.dtype("fp8"), None
+    )
+    assert engine.params == (own,)

@@ -334,6 +334,7 @@ def _params(prior: EngineParams, x: dict[str, float], points: int) -> EnginePara
         weight_efficiency=e_w,
         kv_efficiency=1 / x[KV] if KV in x else ratio * e_w,
         mma_efficiency=1 / x[MMA] if MMA in x else prior.mma_efficiency,
+        mma_fitted=MMA in x,
         allreduce_latency_s=x.get("allreduce_latency", prior.allreduce_latency_s),
         per_step_s=x.get("per_step", prior.per_step_s),
         per_layer_s=x.get("per_layer", prior.per_layer_s),

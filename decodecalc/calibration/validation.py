@@ -45,7 +45,8 @@ from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import engine_for, measured_on, typical
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
+from decodecalc.loading.kernels import with_kernel_rates
+from decodecalc.loading.resolve import experts_dtype, resolve_engine
 from decodecalc.record import record, replace
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
@@ -235,7 +236,12 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     """The expected step of a point and its band as decodecalc shows them
     (step.step.expected: the median over several parameter sets, never below the
     roofline)."""
-    return expected_for(p.step, p.row, Engine(engine, tuple(params), p.family))
+    s = p.point.scenario
+    chosen = Engine(engine, tuple(params), p.family)
+    chosen = with_kernel_rates(
+        chosen, s.gpu, s.weights, experts_dtype(s.model, s.weights, s.weight_overrides)
+    )
+    return expected_for(p.step, p.row, chosen)
 
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:

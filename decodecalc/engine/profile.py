@@ -86,6 +86,14 @@ class EngineParams:
     tile_rows: int = TILE_ROWS
     """Rows a grouped expert GEMM multiplies at least for each expert it runs (the kernel's
     block M): an expert sent 3 tokens is computed as this many rows."""
+    mma_fitted: bool = False
+    """Whether e_mma came from measured points; if not, a GPU's kernel tables replace it
+    (loading/kernels.py with_kernel_rates)."""
+    grouped_mma_efficiency: float | None = None
+    """e_mma of the grouped expert GEMMs where the GPU's kernel tables give their own
+    (None: mma_efficiency)."""
+    kernel_source: str = ""
+    """The kernel tables e_mma and the tile were taken from, if any (explain says so)."""
 
 
 @record

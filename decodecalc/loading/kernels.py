@@ -6,13 +6,21 @@ GPU's preset id, and stay out of the catalog's listings."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file, read_yaml
 from decodecalc.loading.fields import Fields
 from decodecalc.model.kernels import AllReduceRates, FitError, KernelRates, OpRates
+from decodecalc.record import replace
 from decodecalc.units import parse_bandwidth, parse_duration
+
+if TYPE_CHECKING:
+    from decodecalc.engine.profile import Engine, EngineParams
+    from decodecalc.model.dtypes import DType
+    from decodecalc.model.hardware import GpuSpec
 
 MAX_EFFICIENCY = 2
 """An efficiency past twice the preset's peak is a wrong preset or a misread table."""
@@ -33,15 +41,86 @@ def kernel_rates(
 ) -> KernelRates | None:
     """The kernel rates of ``engine`` (a decodecalc engine id; None: the file's default
     engine) on the GPU preset ``gpu_id``; None where no table was measured for them."""
+    found = _kernel_file(gpu_id, directory)
+    if found is None:
+        return None
+    blocks, default = found
+    return blocks.get(default if engine is None else engine)
+
+
+@functools.lru_cache(maxsize=16)
+def _kernel_file(gpu_id: str, directory: Path | None) -> tuple[dict[str, KernelRates], str] | None:
+    """A GPU's kernels file, every engine's block, read once per process (from the preset
+    cache's JSON when fresh: a query on an NVIDIA GPU reads it for each profile)."""
+    from decodecalc.loading import cache
+
     path = (directory or kernels_dir()) / f"{gpu_id}.yaml"
     if not is_file(path):
         return None
-    return read_kernel_rates(read_yaml(path), gpu_id, engine)
+    cached = cache.load(path)
+    if cached is not None:
+        try:
+            return read_kernel_file(Document(str(path), cached), gpu_id)
+        except InputError:
+            pass  # the rules changed under the cache: read the file itself
+    doc = read_yaml(path)
+    found = read_kernel_file(doc, gpu_id)
+    cache.store(path, doc.data)
+    return found
+
+
+def with_kernel_rates(
+    engine: Engine, gpu: GpuSpec | None, weights: DType, experts: DType | None
+) -> Engine:
+    """The engine with e_mma and the grouped GEMMs' tile from the GPU's kernel tables,
+    where it has them (NVIDIA GPUs aiconfigurator measured) and a profile's points did not
+    fit e_mma: the dense GEMMs' e_mma for the weights' format, the grouped GEMMs' e_mma
+    and tile for the experts' (``experts`` None: the model has none). Each profile takes
+    its own engine's tables, else the file's default engine's. Points identify e_w and
+    e_kv; compute-bound GEMMs are rare in them, so the tables are the better witness."""
+    if gpu is None or not engine.params:
+        return engine
+    names = engine.names or (engine.id,) * len(engine.params)
+    params = tuple(
+        _with_rates(p, gpu.id, name, weights, experts)
+        for p, name in zip(engine.params, names, strict=True)
+    )
+    return replace(engine, params=params) if params != engine.params else engine
+
+
+def _with_rates(
+    p: EngineParams, gpu_id: str, name: str, weights: DType, experts: DType | None
+) -> EngineParams:
+    if p.mma_fitted:
+        return p
+    engine_id = name.split(" ")[0].split("@")[0]
+    rates = kernel_rates(gpu_id, engine_id) or kernel_rates(gpu_id)
+    if rates is None:
+        return p
+    dense = rates.gemm_rates(weights.id, weights.matmul)
+    grouped = None if experts is None else rates.moe_rates(experts.id, experts.matmul)
+    changes: dict[str, object] = {}
+    if dense is not None and dense.mma_efficiency:
+        changes["mma_efficiency"] = dense.mma_efficiency
+    if grouped is not None and grouped.mma_efficiency:
+        changes["grouped_mma_efficiency"] = grouped.mma_efficiency
+    if grouped is not None and grouped.tile_rows:
+        changes["tile_rows"] = grouped.tile_rows
+    if not changes:
+        return p
+    source = f"{rates.engine} {rates.version} kernel tables on {gpu_id} (aiconfigurator-core)"
+    return replace(p, kernel_source=source, **changes)
 
 
 def read_kernel_rates(doc: Document, gpu_id: str, engine: str | None) -> KernelRates | None:
     """One engine's block of a kernels file, every other block checked as well (a typo
     anywhere in the file is an error, whichever engine is asked for)."""
+    blocks, default = read_kernel_file(doc, gpu_id)
+    return blocks.get(default if engine is None else engine)
+
+
+def read_kernel_file(doc: Document, gpu_id: str) -> tuple[dict[str, KernelRates], str]:
+    """Every engine's block of a kernels file, by engine id, and the default engine's id."""
     top = Fields(doc)
     top.text("name")
     if top.text("gpu") != gpu_id:
@@ -56,7 +135,7 @@ def read_kernel_rates(doc: Document, gpu_id: str, engine: str | None) -> KernelR
     if default not in blocks:
         raise top.error("default_engine", f"expected one of {', '.join(blocks)}, got {default!r}")
     top.finish()
-    return blocks.get(default if engine is None else engine)
+    return blocks, default
 
 
 def _engine(block: Fields, gpu_id: str, engine: str, source: str) -> KernelRates:

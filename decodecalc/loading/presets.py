@@ -346,6 +346,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                         else MMA_EFFICIENCY
                     ),
                     tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
+                    mma_fitted=f.boolean("mma_fitted", False),
                 ),
             )
         )

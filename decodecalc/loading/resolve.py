@@ -11,10 +11,11 @@ from decodecalc.engine.profile import Engine, gpu_family
 from decodecalc.engine.select import engine_for, measured_on, typical
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.kernels import with_kernel_rates
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
-from decodecalc.model.precision import Overrides, WeightRecipe, expand
+from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.scenarios.rates import (
@@ -310,6 +311,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
+    engine = with_kernel_rates(engine, gpu, weights, experts_dtype(model, weights, overrides))
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
         overhead_s = parse_duration(spec.overhead, "overhead")
@@ -346,6 +348,15 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
+
+
+def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:
+    """The format of a model's routed experts (None: it has none), which a mixed recipe
+    may store apart from the rest (gpt-oss's MXFP4 experts beside BF16 attention)."""
+    for group in model.tensor_groups():
+        if group.experts:
+            return group_dtype(group.name, default, overrides)
+    return None
 
 
 def resolve_engine(

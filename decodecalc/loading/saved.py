@@ -142,6 +142,8 @@ def engine_profile_text(
             "mma_efficiency": round(p.mma_efficiency, 4),
             "tile_rows": p.tile_rows,
         }
+        if p.mma_fitted:
+            entry["mma_fitted"] = True
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
         if p.prefill_efficiency != 1 or p.per_request_s:

@@ -239,9 +239,15 @@ def gemm_excess_s(
     if peak is None:
         return 0.0
     stream = bandwidth * params.weight_efficiency
-    multiply = peak * params.mma_efficiency
+    dense = peak * params.mma_efficiency
+    grouped = peak * (params.grouped_mma_efficiency or params.mma_efficiency)
     return sum(
-        max(0.0, op.flops(params.tile_rows) / multiply - op.read_bytes / stream) for op in ops
+        max(
+            0.0,
+            op.flops(params.tile_rows) / (grouped if op.grouped else dense)
+            - op.read_bytes / stream,
+        )
+        for op in ops
     )
 
 

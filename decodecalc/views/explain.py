@@ -255,6 +255,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     who = "a typical engine" if engine.id == "typical" else engine.id
     lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
     names = engine.names or (engine.id,) * len(engine.params)
+    experts = any(op.grouped for op in step.weight_ops)
     for name, params in zip(names, engine.params, strict=True):
         t = engine_step(step, row, params)
         factor = t.kv_read_factor
@@ -262,7 +263,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         lines.append(
             f"   {name}: weights / (BW x e_w {params.weight_efficiency:.2f}) = "
             f"{t.weights_s * 1000:.3f} ms"
-            + _gemm_compute(t, params, any(op.grouped for op in step.weight_ops))
+            + _gemm_compute(t, params, experts)
             + f"; KV{read} / (BW x e_kv {params.kv_efficiency:.2f}) = "
             f"{t.kv_s * 1000:.3f} ms; {t.counts.layers} layers x "
             f"{params.per_layer_s * 1e6:.0f} us + {params.per_step_s * 1000:.3f} ms per step"
@@ -274,6 +275,13 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
             f"   {name} by operation: "
             + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.operations)
         )
+        if params.kernel_source:
+            lines.append(
+                f"   {name} compute where GEMMs are compute-bound: e_mma "
+                f"{params.mma_efficiency:.2f}"
+                + (_grouped_rates(params) if experts else "")
+                + f", from {params.kernel_source}"
+            )
         if params.prefill_efficiency != 1 or params.per_request_s:
             lines.append(
                 f"   {name} serving (not in this step): prefill chunks at e_p "
@@ -303,15 +311,22 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     return lines
 
 
+def _grouped_rates(params: EngineParams) -> str:
+    grouped = params.grouped_mma_efficiency or params.mma_efficiency
+    return f" (dense), {grouped:.2f} (experts), expert rows in tiles of {params.tile_rows}"
+
+
 def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
     """What compute-bound GEMMs add, where any is: their FLOPs (a grouped GEMM's rows
     padded to whole tiles) at e_mma of peak take longer than their weights at e_w."""
     if t.gemm_compute_s <= 0:
         return ""
     tiles = f", expert rows in tiles of {params.tile_rows}" if grouped else ""
+    experts = params.grouped_mma_efficiency
+    of_experts = f", experts {experts:.2f}" if grouped and experts else ""
     return (
         f" + {t.gemm_compute_s * 1000:.3f} ms where GEMMs are compute-bound (FLOPs{tiles}, "
-        f"/ (peak x e_mma {params.mma_efficiency:.2f}))"
+        f"/ (peak x e_mma {params.mma_efficiency:.2f}{of_experts}))"
     )
 
 
