@@ -12,12 +12,12 @@ from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.step.fast import FastStep
+from decodecalc.step.fast import Columns, FastStep
 
 MAX_SWEEP_ROWS = 100_000_000
 """Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
 
-Rows = Iterator[tuple[object, ...]]
+Chunks = Iterator[Columns]
 
 
 def sweep_scenarios(
@@ -27,8 +27,9 @@ def sweep_scenarios(
     skipped: list[str],
     notes: list[tuple[Scenario, Sequence[Note]]],
     labels: dict[bool | None, object] | None = None,
-) -> Iterator[tuple[Scenario, float | None, Rows]]:
-    """Each valid scenario with its crossover and the stream of its rows, its notes added
+) -> Iterator[tuple[Scenario, float | None, Chunks]]:
+    """Each valid scenario with its crossover and the stream of its rows (in chunks of
+    columns), its notes added
     to ``notes`` (the rows' fits column says what does not fit); combinations that are no
     valid deployment (a TP that does not split the heads, a weight-only KV format) are
     listed in ``skipped`` instead."""
@@ -43,4 +44,4 @@ def sweep_scenarios(
             skipped.append(f"{shown}: {exc}")
             continue
         notes.append((scenario, [*scenario_notes(scenario), *context_notes(scenario, contexts)]))
-        yield scenario, fast.crossover, fast.rows(contexts, labels)
+        yield scenario, fast.crossover, fast.chunks(contexts, labels)

@@ -9,11 +9,12 @@ element, or a finer common size when K and V are stored in different formats).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import Packed, within_band
+from decodecalc.step.engine_terms import Packed, band_columns
 from decodecalc.step.flops import matmul_params
 from decodecalc.step.step import StepModel
 
@@ -122,67 +123,113 @@ class FastStep:
     ) -> Iterator[tuple[object, ...]]:
         """ROW_FIELDS at each context; with ``fits_labels`` the last field is its label (a
         writer's text for true, false and unknown)."""
-        labels = fits_labels or {True: True, False: False, None: None}
-        if self.general is not None:
-            return _general_rows(self.general, contexts, labels)
-        return self._fast_rows(contexts, labels)
+        for columns in self.chunks(contexts, fits_labels):
+            yield from zip(*columns, strict=True)
 
-    def _fast_rows(
-        self, contexts: Iterable[int], labels: dict[bool | None, object]
-    ) -> Iterator[tuple[object, ...]]:
-        """The step written out on numbers bound to locals once: this loop is what a
-        million-row sweep spends its time in."""
-        weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
-        windowed = [(w, e) for w, e in self.kv_segments if w is not None]
-        growing = sum(e for w, e in self.kv_segments if w is None)
-        numerator, denominator = self.sequences * self.kv_numerator, self.kv_denominator
-        bandwidth, extra = self.bandwidth, self.extra_seconds
-        compute0 = (
-            None
-            if self.compute_per_step is None
-            else (self.compute_per_step + self.attention_constant)
-        )
-        attention_windowed = [(w, a) for w, a in self.attention_segments if w is not None]
-        attention_growing = sum(a for w, a in self.attention_segments if w is None)
-        budget, stored = self.budget_bytes, self.stored_bytes
-        terms, peak, comm = self.engine_terms, self.peak_bandwidth, self.comm_seconds
-        for context in contexts:
-            units = growing * context
-            for w, e in windowed:
-                units += e * (context if context < w else w)
-            kv = -(-units * numerator // denominator)
-            total = weights + kv + state
-            seconds = total / bandwidth
-            bound = "memory"
-            compute = 0.0
-            if compute0 is not None:
-                compute = compute0 + attention_growing * context
-                for w, a in attention_windowed:
-                    compute += a * (context if context < w else w)
-                if compute > seconds:
-                    seconds, bound = compute, "compute"
-            seconds += extra
-            fits = labels[None if budget is None else stored + kv + state <= budget]
-            if terms:
-                floor = max(total / peak, compute) + comm
-                middle, low, high = within_band(terms, kv, compute, floor)
-                expected = (middle * 1000, low * 1000, high * 1000)
+    def chunks(
+        self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
+    ) -> Iterator[Columns]:
+        """The rows as columns, one per ROW_FIELDS, CHUNK_ROWS contexts at a time: a
+        million-row sweep computes each column with one comprehension (step/fast.py's loop
+        is what it spends its time in) and still keeps memory flat."""
+        labels = fits_labels or {True: True, False: False, None: None}
+        points = tuple(contexts)
+        for start in range(0, len(points), CHUNK_ROWS):
+            chunk = points[start : start + CHUNK_ROWS]
+            if self.general is not None:
+                yield _general_columns(self.general, chunk, labels)
             else:
-                expected = (seconds * 1000,) * 3
-            yield (
-                context,
-                weights,
-                kv,
-                state,
-                total,
-                kv / total,
-                seconds * 1000,
-                1 / seconds,
-                batch / seconds,
-                bound,
-                fits,
-                *expected,
-            )
+                yield self._columns(chunk, labels)
+
+    def _columns(self, contexts: tuple[int, ...], labels: dict[bool | None, object]) -> Columns:
+        """The step written out column by column on numbers bound to locals, each
+        operation the one step.py makes for a row (a float's value depends on its order)."""
+        n, weights, state = len(contexts), self.weight_bytes, self.state_bytes
+        kv = self._kv_bytes(contexts)
+        total = [weights + k + state for k in kv]
+        bandwidth, extra = self.bandwidth, self.extra_seconds
+        memory = [b / bandwidth for b in total]
+        compute = self._compute(contexts)
+        if compute is None:
+            compute = [0.0] * n
+            bound = ["memory"] * n
+            seconds = [m + extra for m in memory]
+        else:
+            bound = ["compute" if c > m else "memory" for m, c in zip(memory, compute, strict=True)]
+            seconds = [(c if c > m else m) + extra for m, c in zip(memory, compute, strict=True)]
+        budget, stored = self.budget_bytes, self.stored_bytes
+        if budget is None:
+            fits = [labels[None]] * n
+        else:
+            fits = [labels[stored + k + state <= budget] for k in kv]
+        ms = [s * 1000 for s in seconds]
+        batch = self.batch
+        return (
+            contexts,
+            [weights] * n,
+            kv,
+            [state] * n,
+            total,
+            [k / b for k, b in zip(kv, total, strict=True)],
+            ms,
+            [1 / s for s in seconds],
+            [batch / s for s in seconds],
+            bound,
+            fits,
+            *self._expected_ms(kv, total, compute, ms),
+        )
+
+    def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:
+        """KV bytes per GPU at each context: ceil(units x unit bytes), in integers."""
+        growing = sum(e for w, e in self.kv_segments if w is None)
+        units = [growing * t for t in contexts]
+        for w, e in self.kv_segments:
+            if w is not None:
+                units = [u + e * (t if t < w else w) for u, t in zip(units, contexts, strict=True)]
+        numerator, denominator = self.sequences * self.kv_numerator, self.kv_denominator
+        return [-(-u * numerator // denominator) for u in units]
+
+    def _expected_ms(
+        self, kv: list[int], total: list[int], compute: list[float], ms: list[float]
+    ) -> tuple[list[float], ...]:
+        """The engine's expected step, low and high edge in ms (the roofline's without
+        an engine), above the floor: every byte at peak bandwidth, or the compute."""
+        if not self.engine_terms:
+            return ms, ms, ms
+        peak, comm = self.peak_bandwidth, self.comm_seconds
+        floor = [
+            (c if c > (x := b / peak) else x) + comm for b, c in zip(total, compute, strict=True)
+        ]
+        bands = band_columns(self.engine_terms, kv, compute, floor)
+        return tuple([s * 1000 for s in column] for column in bands)
+
+    def _compute(self, contexts: tuple[int, ...]) -> list[float] | None:
+        """Seconds of compute per step at each context (None: FLOP/s unknown)."""
+        if self.compute_per_step is None:
+            return None
+        base = self.compute_per_step + self.attention_constant
+        growing = sum(a for w, a in self.attention_segments if w is None)
+        compute = [base + growing * t for t in contexts]
+        for w, a in self.attention_segments:
+            if w is not None:
+                compute = [
+                    c + a * (t if t < w else w) for c, t in zip(compute, contexts, strict=True)
+                ]
+        return compute
+
+
+CHUNK_ROWS = 4096
+"""Contexts a chunk of columns holds: large enough that a column costs one comprehension's
+set-up, small enough that a sweep's memory stays flat."""
+
+Columns = tuple[Sequence[Any], ...]
+"""Rows as columns, one per ROW_FIELDS."""
+
+
+def _general_columns(
+    step: StepModel, contexts: tuple[int, ...], labels: dict[bool | None, object]
+) -> Columns:
+    return tuple(zip(*_general_rows(step, contexts, labels), strict=True))
 
 
 def _general_rows(

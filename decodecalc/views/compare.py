@@ -11,7 +11,7 @@ from decodecalc.answers.notes import estimate_notes
 from decodecalc.notes import many_notes
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.fast import ROW_FIELDS
+from decodecalc.step.fast import ROW_FIELDS, Columns
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     COST_COLUMNS,
@@ -163,7 +163,6 @@ _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
 shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
 CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}
 """Labels for the rows' fits field: one %-format then makes the whole line."""
-CHUNK_ROWS = 4096
 SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
 """What identifies a sweep row's scenario (resolved ids: an alias and its preset give the
 same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*, and the
@@ -171,8 +170,9 @@ engine the expected figures are for and the V cache's dtype (added last, after w
 earlier readers expect)."""
 
 Progress = Callable[[int], None]
-Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
-"""Each scenario of a sweep with its crossover context and the stream of its rows."""
+Scenarios = Iterable[tuple[Scenario, float | None, Iterator[Columns]]]
+"""Each scenario of a sweep with its crossover context and the stream of its rows, in
+chunks of columns (step/fast.py)."""
 
 
 def _engine_id(s: Scenario) -> str:
@@ -196,7 +196,7 @@ def write_sweep_csv(
     added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS)
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
-    for scenario, crossover, rows in scenarios:
+    for scenario, crossover, chunks in scenarios:
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = ",".join(
             (
@@ -210,11 +210,10 @@ def write_sweep_csv(
         costs = "".join(",%.12g" if f is not None else "," for f in per_ms)
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + "\n"
         known = [f for f in per_ms if f is not None]
-        if known:
-            rows = ((*r, *(r[_EXPECTED] * f for f in known)) for r in rows)
-        while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
-            out.write("".join([line % row for row in chunk]))
-            count += len(chunk)
+        for columns in chunks:
+            scaled = ([ms * f for ms in columns[_EXPECTED]] for f in known)
+            out.write("".join(map(line.__mod__, zip(*columns, *scaled, strict=True))))
+            count += len(columns[0])
         if progress is not None:
             progress(count)
     return count
@@ -249,10 +248,10 @@ def write_sweep_jsonl(
     import json
 
     count = 0
-    for scenario, crossover, rows in scenarios:
+    for scenario, crossover, chunks in scenarios:
         columns = scenario_ids(scenario)
         factors = cost_factors(scenario)
-        for row in rows:
+        for row in itertools.chain.from_iterable(zip(*c, strict=True) for c in chunks):
             record: dict[str, Any] = {
                 **columns,
                 **dict(zip(ROW_FIELDS, row, strict=True)),
