@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.step.engine_terms import Packed, band_columns, within_band
-from decodecalc.step.fast import FastStep
+from decodecalc.step.engine_terms import Packed, within_band
+from decodecalc.step.fast import FastStep, band_columns
 
 
 def definition(
@@ -91,7 +91,7 @@ def test_columns_are_within_band_at_every_row(
 ) -> None:
     kv, compute, floor = rows
     got = list(zip(*band_columns(terms, kv, compute, floor), strict=True))
-    assert got == [definition(terms, *r) for r in zip(kv, compute, floor, strict=True)]
+    assert got == [within_band(terms, *r) for r in zip(kv, compute, floor, strict=True)]
 
 
 @pytest.mark.parametrize(

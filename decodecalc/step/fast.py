@@ -14,7 +14,7 @@ from typing import Any
 
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import Packed, band_columns
+from decodecalc.step.engine_terms import Packed
 from decodecalc.step.flops import matmul_params
 from decodecalc.step.step import StepModel
 
@@ -224,6 +224,7 @@ set-up, small enough that a sweep's memory stays flat."""
 
 Columns = tuple[Sequence[Any], ...]
 """Rows as columns, one per ROW_FIELDS."""
+Column = Sequence[float]
 
 
 def _general_columns(
@@ -257,3 +258,207 @@ def _general_rows(
             labels[r.fits],
             *(x * 1000 for x in expected),
         )
+
+
+def band_columns(
+    terms: Packed, kv_bytes: Sequence[int], compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """within_band at every row, as columns (expected, low, high), computing only the
+    profiles that can decide them: a sweep's million rows would otherwise each evaluate
+    and sort every profile of a typical engine.
+
+    Over a block of rows each profile is compared with each other (_Block.under): where
+    that shows which profile is the median at every row, and which few can be the band's
+    lowest and highest edge, only those are computed, with the same operations as
+    within_band, so the figures are identical, not close. A block where it does not is
+    halved until it does, or computed profile by profile."""
+    if len(kv_bytes) < PINNED_ROWS or any(t[1] < 0 or t[3] < 0 or t[4] < 0 for t in terms):
+        return every_profile(terms, kv_bytes, compute_s, floor_s)
+    inputs = (
+        (min(kv_bytes), max(kv_bytes)),
+        (min(compute_s), max(compute_s)),
+        (min(floor_s), max(floor_s)),
+    )
+    picked = _pinned(terms, [_Block.of(t, inputs) for t in terms])
+    if picked is not None:
+        return _picked(terms, picked, kv_bytes, compute_s, floor_s)
+    half = len(kv_bytes) // 2
+    first = band_columns(terms, kv_bytes[:half], compute_s[:half], floor_s[:half])
+    second = band_columns(terms, kv_bytes[half:], compute_s[half:], floor_s[half:])
+    return first[0] + second[0], first[1] + second[1], first[2] + second[2]
+
+
+PINNED_ROWS = 16
+"""Blocks of fewer rows are computed profile by profile: pinning them costs more."""
+
+MARGIN = 1e-12
+"""Relative gap between two straight-line steps that rounding (a few parts in 1e16)
+cannot close."""
+
+
+class _Block:
+    """One profile's step over a block of rows, as much as comparing it needs. The step
+    is non-decreasing in KV bytes, compute and floor (profile_seconds), so it lies between
+    ``low`` (at the block's smallest inputs) and ``high`` (at its largest); ``step`` says
+    what decides it: () the floor alone, (added,) compute plus added where the memory side
+    never reaches the compute (a large batch), else the profile's own terms; ``line`` is
+    its memory side plus added at the block's smallest and largest KV bytes, with the
+    margin that rounding cannot close, where compute never binds (a straight line in KV
+    bytes, floored)."""
+
+    __slots__ = ("high", "line", "low", "step")
+
+    def __init__(
+        self,
+        low: float,
+        high: float,
+        step: tuple[float, ...],
+        line: tuple[float, float, float] | None,
+    ) -> None:
+        self.low, self.high, self.step, self.line = low, high, step, line
+
+    @classmethod
+    def of(cls, term: tuple[float, ...], inputs: Sequence[tuple[float, float]]) -> _Block:
+        constant, per_kv, added = term[0], term[1], term[2]
+        (kv_lo, kv_hi), (compute_lo, compute_hi), (floor_lo, _) = inputs
+        low, high = profile_seconds(term, *inputs)
+        memory_lo, memory_hi = constant + kv_lo * per_kv, constant + kv_hi * per_kv
+        step: tuple[float, ...] = (constant, per_kv, added)
+        if (compute_hi if memory_hi < compute_hi else memory_hi) + added <= floor_lo:
+            step = ()
+        elif memory_hi <= compute_lo:
+            step = (added,)
+        line = None
+        if memory_lo >= compute_hi:
+            margin = MARGIN * (abs(constant) + abs(kv_hi * per_kv) + abs(added))
+            line = (memory_lo + added, memory_hi + added, margin)
+        return cls(low, high, step, line)
+
+    def under(self, other: _Block) -> bool:
+        """Whether this step is at most the other's at every row of the block."""
+        if self.step == other.step or self.high <= other.low or self.step == ():
+            return True  # the same step, intervals apart, or the floor no step is under
+        if len(self.step) == 1 and len(other.step) == 1:
+            return self.step[0] <= other.step[0]  # compute plus the smaller added
+        if self.line is None or other.line is None:
+            return False
+        margin = self.line[2] + other.line[2]
+        return other.line[0] - self.line[0] >= margin and other.line[1] - self.line[1] >= margin
+
+
+Edges = tuple[tuple[int, float], ...]
+"""(profile, band factor) pairs: the products that can make a band edge."""
+Picked = tuple[tuple[int, ...], Edges, Edges]
+"""The profiles (by index) whose steps make the median, and the products that can be the
+band's low edge and its high one."""
+
+
+def _pinned(terms: Packed, blocks: Sequence[_Block]) -> Picked | None:
+    """The profiles a block's figures come from, or None where the comparisons do not pin
+    the median. A profile is the k-th smallest at every row when at least k others are
+    never above it and all the rest never below it."""
+    n = len(terms)
+    under = [[i != j and blocks[i].under(blocks[j]) for j in range(n)] for i in range(n)]
+    median = []
+    for rank in (n // 2,) if n % 2 else (n // 2 - 1, n // 2):
+        found = [
+            p
+            for p in range(n)
+            if sum(under[j][p] for j in range(n)) >= rank
+            and sum(under[p][j] for j in range(n)) >= n - 1 - rank
+        ]
+        if not found:
+            return None
+        median.append(found[0])
+    # Profiles with the same step share one column; each edge keeps the products no
+    # other kept one is certainly past.
+    first = {blocks[i].step: i for i in reversed(range(n))}
+    one = [first[b.step] for b in blocks]
+    low = _edge([(one[i], t[3]) for i, t in enumerate(terms)], blocks, under, lowest=True)
+    high = _edge([(one[i], t[4]) for i, t in enumerate(terms)], blocks, under, lowest=False)
+    return tuple(one[p] for p in median), low, high
+
+
+def _edge(
+    products: list[tuple[int, float]],
+    blocks: Sequence[_Block],
+    under: list[list[bool]],
+    lowest: bool,
+) -> Edges:
+    """The (profile, band factor) products whose minimum (lowest) or maximum is the
+    band's edge at every row: each product left out is past one that is kept."""
+
+    def past(a: tuple[int, float], b: tuple[int, float]) -> bool:  # b's never beyond a's
+        (i, f), (j, g) = (a, b) if lowest else (b, a)
+        if f == g and (i == j or under[j][i]):
+            return True
+        return blocks[j].high * g <= blocks[i].low * f
+
+    kept: list[tuple[int, float]] = []
+    start = (lambda p: blocks[p[0]].low * p[1]) if lowest else (lambda p: -blocks[p[0]].high * p[1])
+    for product in sorted(set(products), key=start):
+        if not any(past(product, k) for k in kept):
+            kept.append(product)
+    return tuple(kept)
+
+
+def _picked(
+    terms: Packed, picked: Picked, kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """The block's columns from the profiles _pinned picked: the others cannot change them."""
+    median, low_edge, high_edge = picked
+    seconds = {
+        i: profile_seconds(terms[i], kv_bytes, compute_s, floor_s)
+        for i in {*median, *(i for i, _ in low_edge), *(i for i, _ in high_edge)}
+    }
+    if len(median) == 1:
+        middle = seconds[median[0]]
+    else:
+        middle = [(a + b) / 2 for a, b in zip(seconds[median[0]], seconds[median[1]], strict=True)]
+    lows = [[t * f for t in seconds[i]] for i, f in low_edge]
+    highs = [[t * f for t in seconds[i]] for i, f in high_edge]
+    low = lows[0] if len(lows) == 1 else [min(r) for r in zip(*lows, strict=True)]
+    high = highs[0] if len(highs) == 1 else [max(r) for r in zip(*highs, strict=True)]
+    return clamped(middle, low, high, floor_s)
+
+
+def profile_seconds(
+    term: tuple[float, ...], kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> list[float]:
+    """One profile's step at each row: max(constant + KV bytes x per byte, compute) +
+    added, never below the floor. Written as one comprehension (a sweep's rows spend
+    their time here): each operation is non-decreasing in KV bytes, compute and floor
+    while per_kv_byte >= 0, which band_columns relies on."""
+    constant, per_kv, added = term[0], term[1], term[2]
+    return [
+        f if (t := (c if (t := constant + k * per_kv) < c else t) + added) < f else t
+        for k, c, f in zip(kv_bytes, compute_s, floor_s, strict=True)
+    ]
+
+
+def every_profile(
+    terms: Packed, kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """within_band at every row, every profile computed: the centre their median, the
+    band all of theirs."""
+    seconds = [profile_seconds(t, kv_bytes, compute_s, floor_s) for t in terms]
+    n = len(terms)
+    rows = [sorted(r) for r in zip(*seconds, strict=True)]
+    middle = [r[n // 2] for r in rows] if n % 2 else [(r[n // 2 - 1] + r[n // 2]) / 2 for r in rows]
+    lows = [[s * t[3] for s in column] for t, column in zip(terms, seconds, strict=True)]
+    highs = [[s * t[4] for s in column] for t, column in zip(terms, seconds, strict=True)]
+    low = [min(r) for r in zip(*lows, strict=True)]
+    high = [max(r) for r in zip(*highs, strict=True)]
+    return clamped(middle, low, high, floor_s)
+
+
+def clamped(
+    middle: list[float], low: list[float], high: list[float], floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """The band around its centre and never below the floor: low between the floor and the
+    centre (the floor wins where it is above the centre), high at least the centre."""
+    low = [
+        m if m < (x := (f if f > lo else lo)) else x
+        for lo, f, m in zip(low, floor_s, middle, strict=True)
+    ]
+    return middle, low, [m if m > h else h for h, m in zip(high, middle, strict=True)]
