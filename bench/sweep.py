@@ -7,6 +7,9 @@ so that the machine's speed cancels out of the ratio; and memory that does not g
 the grid (the peak here is compared with a 100,000-row run of the same shape: ten times
 the rows may add a few MiB of buffers, not ten times the memory).
 
+Rates are rows per second of the process's own CPU time (time.process_time), which is its
+wall time on an idle machine and leaves out the waits for a core on a shared one.
+
     python bench/sweep.py [--runs 3]
 """
 
@@ -40,9 +43,9 @@ def run(points: int) -> tuple[float, float]:
     code = f"""
 import resource, sys, time, os
 from decodecalc.cli import main
-start = time.perf_counter()
+start = time.process_time()
 main({GRID!r} + ["-c", "0..{points - 1}:1", "-o", os.devnull])
-elapsed = time.perf_counter() - start
+elapsed = time.process_time() - start
 print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -65,9 +68,9 @@ def value(text):
 with open({sample!r}) as f:
     rows = [tuple(value(v) for v in row) for row in itertools.islice(csv.reader(f), 1, None)]
 with open(os.devnull, "w", newline="") as out:
-    start = time.perf_counter()
+    start = time.process_time()
     csv.writer(out).writerows(itertools.islice(itertools.cycle(rows), 128 * {points}))
-print(time.perf_counter() - start)
+print(time.process_time() - start)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return 128 * points / float(out.stdout)
