@@ -29,10 +29,9 @@ def sweep_scenarios(
     labels: dict[bool | None, object] | None = None,
 ) -> Iterator[tuple[Scenario, float | None, Chunks]]:
     """Each valid scenario with its crossover and the stream of its rows (in chunks of
-    columns), its notes added
-    to ``notes`` (the rows' fits column says what does not fit); combinations that are no
-    valid deployment (a TP that does not split the heads, a weight-only KV format) are
-    listed in ``skipped`` instead."""
+    columns), its notes added to ``notes`` (the rows' fits column says what does not fit);
+    combinations that are no valid deployment (a TP that does not split the heads, a
+    weight-only KV format) are listed in ``skipped`` instead."""
     for spec in specs:
         try:
             scenario = resolve(spec, catalog)

@@ -2,9 +2,13 @@
 written out on plain numbers, for comparisons and million-row sweeps.
 
 Everything that does not depend on the context is computed once per scenario (FastStep);
-each row is then a handful of integer and float operations, exact in bytes: KV bytes are
-ceil(B x units(T) x unit bytes) in integers, as the estimator computes them (a unit is an
-element, or a finer common size when K and V are stored in different formats).
+the rows are then computed a column at a time, each operation one comprehension over a
+chunk of contexts, exact in bytes: KV bytes are ceil(B x units(T) x unit bytes) in
+integers, as the estimator computes them (a unit is an element, or a finer common size when
+K and V are stored in different formats). The engine's band over a typical engine's
+profiles (band_columns) computes only the profiles that decide each block of rows. Every
+figure is the one the same operations give row by row (tests/test_laws.py,
+tests/test_band_columns.py).
 """
 
 from __future__ import annotations
@@ -130,8 +134,8 @@ class FastStep:
         self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
     ) -> Iterator[Columns]:
         """The rows as columns, one per ROW_FIELDS, CHUNK_ROWS contexts at a time: a
-        million-row sweep computes each column with one comprehension (step/fast.py's loop
-        is what it spends its time in) and still keeps memory flat."""
+        million-row sweep spends its time here, one comprehension per operation and
+        chunk, and its memory stays flat."""
         labels = fits_labels or {True: True, False: False, None: None}
         points = tuple(contexts)
         for start in range(0, len(points), CHUNK_ROWS):
