@@ -5,9 +5,11 @@ then tearing the interpreter down again. Cyclic garbage collection buys nothing 
 process: collections during start-up walk every module object just created (about 7% of
 ``import typer``), and the collections at exit walk them all again (about 15%). So the
 collector is off while the command runs, except for sweeps, which stream without bound
-and turn it back on; at exit every surviving object is frozen out of the final collections.
-Finalization still runs (atexit handlers, file flushing), so nothing is skipped that could
-lose output.
+and turn it back on. At exit the atexit handlers run and the standard streams are flushed,
+as Python's own exit does, and then the process ends without the interpreter's teardown,
+which frees every module and object one by one (about 4% of a query) where the operating
+system takes the memory back at once (_leave). Every file a command writes is closed
+before its command returns, so nothing is skipped that could lose output.
 
 Exit status: 0 done, 1 a target missed (``check``), 2 bad input, 130 interrupted (143 by
 SIGTERM), and
@@ -18,7 +20,7 @@ import gc
 import os
 import signal
 import sys
-from typing import Any, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 EXIT_CLOSED_PIPE = 141
 """The reader of stdout closed it before the output ended (``decodecalc sweep ... | head``):
@@ -89,8 +91,20 @@ def run() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         os.dup2(devnull, sys.stderr.fileno())
         code = EXIT_CLOSED_PIPE
-    gc.freeze()
-    sys.exit(code)
+    _leave(code)
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process with ``code`` as sys.exit would, less the interpreter's teardown."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except ClosedPipe:
+        code = EXIT_CLOSED_PIPE
+    os._exit(code)
 
 
 if __name__ == "__main__":

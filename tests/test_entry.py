@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import decodecalc.__main__
 import decodecalc.cli
 from decodecalc.__main__ import EXIT_CLOSED_PIPE, run
 from tests.conftest import Run
@@ -37,13 +39,37 @@ def test_console_script_runs_the_command_with_the_collector_off(
         seen.append(gc.isenabled())
         return real_main(["models", "--bogus"])
 
+    def leave(code: int) -> None:  # the process's end, which would end pytest's too
+        raise SystemExit(code)
+
     monkeypatch.setattr(decodecalc.cli, "main", spy_main)
+    monkeypatch.setattr(decodecalc.__main__, "_leave", leave)
     with pytest.raises(SystemExit) as stopped:
         run()
     assert seen == [False]
     assert stopped.value.code == 2  # main()'s exit code becomes the process's
     assert "--bogus" in capsys.readouterr().err
-    assert gc.get_freeze_count() > 0  # survivors are kept out of the final collections
+
+
+def test_leaving_without_teardown_loses_nothing() -> None:
+    """The process ends without the interpreter's teardown: atexit handlers still run,
+    and output larger than a pipe holds arrives whole, the exit code with it."""
+    code = (
+        "import atexit, sys; atexit.register(print, 'atexit ran', file=sys.stderr); "
+        "sys.argv = ['decodecalc', *sys.argv[1:]]; "
+        "from decodecalc.__main__ import run; run()"
+    )
+    args = ["estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "1..5000:1", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["rows"]) == 5000
+    assert done.stderr.endswith("atexit ran\n")
+    bad = subprocess.run(
+        [sys.executable, "-c", code, "estimate", "--bogus"], capture_output=True, check=False
+    )
+    assert bad.returncode == 2
 
 
 @pytest.mark.usefixtures("collector_restored")

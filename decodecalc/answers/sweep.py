@@ -4,7 +4,6 @@ as its rows (step/fast.py), so a grid of millions keeps memory flat."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.answers.notes import context_notes, scenario_notes
@@ -14,12 +13,12 @@ from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.step.fast import ROW_FIELDS, FastStep
+from decodecalc.step.fast import ROW_FIELDS, Columns, FastStep
 
 MAX_SWEEP_ROWS = 100_000_000
 """Largest grid a sweep accepts: streaming keeps memory flat, but time is not free."""
 
-Rows = Iterator[tuple[object, ...]]
+Chunks = Iterator[Columns]
 
 RATE_FIELDS = ("expected_tokens_per_s", "expected_throughput_tokens_per_s")
 """Tokens per second at a row's headline step (answers/headline.py): per sequence and for
@@ -28,18 +27,15 @@ _EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
 _RATES = (ROW_FIELDS.index("tokens_per_s"), ROW_FIELDS.index("throughput_tokens_per_s"))
 
 
-def with_figures(rows: Iterator[tuple[Any, ...]], per_ms: Sequence[float], s: Scenario) -> Rows:
-    """Each row (ROW_FIELDS) followed by the cost and energy figures whose factor per ms
-    of step is given (``per_ms``: the known ones, answers/cost.py cost_factors), each times
-    the row's expected ms, then its RATE_FIELDS: 1000 / expected ms and B times that, or
-    under the roofline (basis) the row's own rates, so they equal tokens_per_s exactly."""
+def rate_columns(columns: Columns, s: Scenario) -> tuple[Sequence[float], Sequence[float]]:
+    """A chunk's RATE_FIELDS: 1000 / expected ms and B times that, or under the roofline
+    (basis) the rows' own rates, so they equal tokens_per_s exactly."""
     if basis(s) == ROOFLINE:
         one, all_ = _RATES
-        return ((*r, *(r[_EXPECTED] * f for f in per_ms), r[one], r[all_]) for r in rows)
-    e, sequences = _EXPECTED, s.batch * 1000
-    if per_ms:
-        return ((*r, *(r[e] * f for f in per_ms), 1000 / r[e], sequences / r[e]) for r in rows)
-    return ((*r, 1000 / r[e], sequences / r[e]) for r in rows)
+        return columns[one], columns[all_]
+    expected = columns[_EXPECTED]
+    sequences = s.batch * 1000
+    return [1000 / ms for ms in expected], [sequences / ms for ms in expected]
 
 
 def sweep_scenarios(
@@ -49,11 +45,11 @@ def sweep_scenarios(
     skipped: list[str],
     notes: list[tuple[Scenario, Sequence[Note]]],
     labels: dict[bool | None, object] | None = None,
-) -> Iterator[tuple[Scenario, float | None, Rows]]:
-    """Each valid scenario with its crossover and the stream of its rows, its notes added
-    to ``notes`` (the rows' fits column says what does not fit); combinations that are no
-    valid deployment (a TP that does not split the heads, a weight-only KV format) are
-    listed in ``skipped`` instead."""
+) -> Iterator[tuple[Scenario, float | None, Chunks]]:
+    """Each valid scenario with its crossover and the stream of its rows (in chunks of
+    columns), its notes added to ``notes`` (the rows' fits column says what does not fit);
+    combinations that are no valid deployment (a TP that does not split the heads, a
+    weight-only KV format) are listed in ``skipped`` instead."""
     for spec in specs:
         try:
             scenario = resolve(spec, catalog)
@@ -65,4 +61,4 @@ def sweep_scenarios(
             skipped.append(f"{shown}: {exc}")
             continue
         notes.append((scenario, [*scenario_notes(scenario), *context_notes(scenario, contexts)]))
-        yield scenario, fast.crossover, fast.rows(contexts, labels)
+        yield scenario, fast.crossover, fast.chunks(contexts, labels)

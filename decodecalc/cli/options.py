@@ -1,6 +1,7 @@
 """The options that describe one scenario (model, GPU, dtypes, batch, TP, efficiency...),
 shared by the commands that take them, and what turns them into core inputs."""
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
@@ -105,7 +106,10 @@ CLI_TYPES: dict[str, type] = {
 """The Python type Typer parses each kind of field as (scenarios/fields.py KINDS)."""
 
 
+@functools.cache
 def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
+    """One scenario option as a keyword parameter, built once for every command that
+    declares it (Typer copies what it reads, plan_options copies before it edits)."""
     default = field_defaults(ScenarioSpec).get(option.name, inspect.Parameter.empty)
     listed = as_list and option.axis is not None
     kind: Any = str if listed else CLI_TYPES[option.kind]

@@ -135,7 +135,8 @@ def within_band(
     """(expected, low, high), never below the physics: the roofline at efficiency 1 with
     no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With
     several profiles (typical) the centre is their median and the band spans all of theirs.
-    EngineTerms.seconds written out on plain tuples: a sweep calls this for every row."""
+    EngineTerms.seconds written out on plain tuples; a sweep's rows take it a column at a
+    time (fast.band_columns, the same figures: tests/test_band_columns.py)."""
     central = []
     low = high = floor_s
     first = True

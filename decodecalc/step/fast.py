@@ -2,18 +2,23 @@
 written out on plain numbers, for comparisons and million-row sweeps.
 
 Everything that does not depend on the context is computed once per scenario (FastStep);
-each row is then a handful of integer and float operations, exact in bytes: KV bytes are
-ceil(B x units(T) x unit bytes) in integers, as the estimator computes them (a unit is an
-element, or a finer common size when K and V are stored in different formats).
+the rows are then computed a column at a time, each operation one comprehension over a
+chunk of contexts, exact in bytes: KV bytes are ceil(B x units(T) x unit bytes) in
+integers, as the estimator computes them (a unit is an element, or a finer common size when
+K and V are stored in different formats). The engine's band over a typical engine's
+profiles (band_columns) computes only the profiles that decide each block of rows. Every
+figure is the one the same operations give row by row (tests/test_laws.py,
+tests/test_band_columns.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import Packed, within_band
+from decodecalc.step.engine_terms import Packed
 from decodecalc.step.flops import matmul_params
 from decodecalc.step.step import StepModel
 
@@ -122,67 +127,114 @@ class FastStep:
     ) -> Iterator[tuple[object, ...]]:
         """ROW_FIELDS at each context; with ``fits_labels`` the last field is its label (a
         writer's text for true, false and unknown)."""
-        labels = fits_labels or {True: True, False: False, None: None}
-        if self.general is not None:
-            return _general_rows(self.general, contexts, labels)
-        return self._fast_rows(contexts, labels)
+        for columns in self.chunks(contexts, fits_labels):
+            yield from zip(*columns, strict=True)
 
-    def _fast_rows(
-        self, contexts: Iterable[int], labels: dict[bool | None, object]
-    ) -> Iterator[tuple[object, ...]]:
-        """The step written out on numbers bound to locals once: this loop is what a
-        million-row sweep spends its time in."""
-        weights, state, batch = self.weight_bytes, self.state_bytes, self.batch
-        windowed = [(w, e) for w, e in self.kv_segments if w is not None]
-        growing = sum(e for w, e in self.kv_segments if w is None)
-        numerator, denominator = self.sequences * self.kv_numerator, self.kv_denominator
-        bandwidth, extra = self.bandwidth, self.extra_seconds
-        compute0 = (
-            None
-            if self.compute_per_step is None
-            else (self.compute_per_step + self.attention_constant)
-        )
-        attention_windowed = [(w, a) for w, a in self.attention_segments if w is not None]
-        attention_growing = sum(a for w, a in self.attention_segments if w is None)
-        budget, stored = self.budget_bytes, self.stored_bytes
-        terms, peak, comm = self.engine_terms, self.peak_bandwidth, self.comm_seconds
-        for context in contexts:
-            units = growing * context
-            for w, e in windowed:
-                units += e * (context if context < w else w)
-            kv = -(-units * numerator // denominator)
-            total = weights + kv + state
-            seconds = total / bandwidth
-            bound = "memory"
-            compute = 0.0
-            if compute0 is not None:
-                compute = compute0 + attention_growing * context
-                for w, a in attention_windowed:
-                    compute += a * (context if context < w else w)
-                if compute > seconds:
-                    seconds, bound = compute, "compute"
-            seconds += extra
-            fits = labels[None if budget is None else stored + kv + state <= budget]
-            if terms:
-                floor = max(total / peak, compute) + comm
-                middle, low, high = within_band(terms, kv, compute, floor)
-                expected = (middle * 1000, low * 1000, high * 1000)
+    def chunks(
+        self, contexts: Iterable[int], fits_labels: dict[bool | None, object] | None = None
+    ) -> Iterator[Columns]:
+        """The rows as columns, one per ROW_FIELDS, CHUNK_ROWS contexts at a time: a
+        million-row sweep spends its time here, one comprehension per operation and
+        chunk, and its memory stays flat."""
+        labels = fits_labels or {True: True, False: False, None: None}
+        points = tuple(contexts)
+        for start in range(0, len(points), CHUNK_ROWS):
+            chunk = points[start : start + CHUNK_ROWS]
+            if self.general is not None:
+                yield _general_columns(self.general, chunk, labels)
             else:
-                expected = (seconds * 1000,) * 3
-            yield (
-                context,
-                weights,
-                kv,
-                state,
-                total,
-                kv / total,
-                seconds * 1000,
-                1 / seconds,
-                batch / seconds,
-                bound,
-                fits,
-                *expected,
-            )
+                yield self._columns(chunk, labels)
+
+    def _columns(self, contexts: tuple[int, ...], labels: dict[bool | None, object]) -> Columns:
+        """The step written out column by column on numbers bound to locals, each
+        operation the one step.py makes for a row (a float's value depends on its order)."""
+        n, weights, state = len(contexts), self.weight_bytes, self.state_bytes
+        kv = self._kv_bytes(contexts)
+        total = [weights + k + state for k in kv]
+        bandwidth, extra = self.bandwidth, self.extra_seconds
+        memory = [b / bandwidth for b in total]
+        compute = self._compute(contexts)
+        if compute is None:
+            compute = [0.0] * n
+            bound = ["memory"] * n
+            seconds = [m + extra for m in memory]
+        else:
+            bound = ["compute" if c > m else "memory" for m, c in zip(memory, compute, strict=True)]
+            seconds = [(c if c > m else m) + extra for m, c in zip(memory, compute, strict=True)]
+        budget, stored = self.budget_bytes, self.stored_bytes
+        if budget is None:
+            fits = [labels[None]] * n
+        else:
+            fits = [labels[stored + k + state <= budget] for k in kv]
+        ms = [s * 1000 for s in seconds]
+        batch = self.batch
+        return (
+            contexts,
+            [weights] * n,
+            kv,
+            [state] * n,
+            total,
+            [k / b for k, b in zip(kv, total, strict=True)],
+            ms,
+            [1 / s for s in seconds],
+            [batch / s for s in seconds],
+            bound,
+            fits,
+            *self._expected_ms(kv, total, compute, ms),
+        )
+
+    def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:
+        """KV bytes per GPU at each context: ceil(units x unit bytes), in integers."""
+        growing = sum(e for w, e in self.kv_segments if w is None)
+        units = [growing * t for t in contexts]
+        for w, e in self.kv_segments:
+            if w is not None:
+                units = [u + e * (t if t < w else w) for u, t in zip(units, contexts, strict=True)]
+        numerator, denominator = self.sequences * self.kv_numerator, self.kv_denominator
+        return [-(-u * numerator // denominator) for u in units]
+
+    def _expected_ms(
+        self, kv: list[int], total: list[int], compute: list[float], ms: list[float]
+    ) -> tuple[list[float], ...]:
+        """The engine's expected step, low and high edge in ms (the roofline's without
+        an engine), above the floor: every byte at peak bandwidth, or the compute."""
+        if not self.engine_terms:
+            return ms, ms, ms
+        peak, comm = self.peak_bandwidth, self.comm_seconds
+        floor = [
+            (c if c > (x := b / peak) else x) + comm for b, c in zip(total, compute, strict=True)
+        ]
+        bands = band_columns(self.engine_terms, kv, compute, floor)
+        return tuple([s * 1000 for s in column] for column in bands)
+
+    def _compute(self, contexts: tuple[int, ...]) -> list[float] | None:
+        """Seconds of compute per step at each context (None: FLOP/s unknown)."""
+        if self.compute_per_step is None:
+            return None
+        base = self.compute_per_step + self.attention_constant
+        growing = sum(a for w, a in self.attention_segments if w is None)
+        compute = [base + growing * t for t in contexts]
+        for w, a in self.attention_segments:
+            if w is not None:
+                compute = [
+                    c + a * (t if t < w else w) for c, t in zip(compute, contexts, strict=True)
+                ]
+        return compute
+
+
+CHUNK_ROWS = 4096
+"""Contexts a chunk of columns holds: large enough that a column costs one comprehension's
+set-up, small enough that a sweep's memory stays flat."""
+
+Columns = tuple[Sequence[Any], ...]
+"""Rows as columns, one per ROW_FIELDS."""
+Column = Sequence[float]
+
+
+def _general_columns(
+    step: StepModel, contexts: tuple[int, ...], labels: dict[bool | None, object]
+) -> Columns:
+    return tuple(zip(*_general_rows(step, contexts, labels), strict=True))
 
 
 def _general_rows(
@@ -210,3 +262,207 @@ def _general_rows(
             labels[r.fits],
             *(x * 1000 for x in expected),
         )
+
+
+def band_columns(
+    terms: Packed, kv_bytes: Sequence[int], compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """within_band at every row, as columns (expected, low, high), computing only the
+    profiles that can decide them: a sweep's million rows would otherwise each evaluate
+    and sort every profile of a typical engine.
+
+    Over a block of rows each profile is compared with each other (_Block.under): where
+    that shows which profile is the median at every row, and which few can be the band's
+    lowest and highest edge, only those are computed, with the same operations as
+    within_band, so the figures are identical, not close. A block where it does not is
+    halved until it does, or computed profile by profile."""
+    if len(kv_bytes) < PINNED_ROWS or any(t[1] < 0 or t[3] < 0 or t[4] < 0 for t in terms):
+        return every_profile(terms, kv_bytes, compute_s, floor_s)
+    inputs = (
+        (min(kv_bytes), max(kv_bytes)),
+        (min(compute_s), max(compute_s)),
+        (min(floor_s), max(floor_s)),
+    )
+    picked = _pinned(terms, [_Block.of(t, inputs) for t in terms])
+    if picked is not None:
+        return _picked(terms, picked, kv_bytes, compute_s, floor_s)
+    half = len(kv_bytes) // 2
+    first = band_columns(terms, kv_bytes[:half], compute_s[:half], floor_s[:half])
+    second = band_columns(terms, kv_bytes[half:], compute_s[half:], floor_s[half:])
+    return first[0] + second[0], first[1] + second[1], first[2] + second[2]
+
+
+PINNED_ROWS = 16
+"""Blocks of fewer rows are computed profile by profile: pinning them costs more."""
+
+MARGIN = 1e-12
+"""Relative gap between two straight-line steps that rounding (a few parts in 1e16)
+cannot close."""
+
+
+class _Block:
+    """One profile's step over a block of rows, as much as comparing it needs. The step
+    is non-decreasing in KV bytes, compute and floor (profile_seconds), so it lies between
+    ``low`` (at the block's smallest inputs) and ``high`` (at its largest); ``step`` says
+    what decides it: () the floor alone, (added,) compute plus added where the memory side
+    never reaches the compute (a large batch), else the profile's own terms; ``line`` is
+    its memory side plus added at the block's smallest and largest KV bytes, with the
+    margin that rounding cannot close, where compute never binds (a straight line in KV
+    bytes, floored)."""
+
+    __slots__ = ("high", "line", "low", "step")
+
+    def __init__(
+        self,
+        low: float,
+        high: float,
+        step: tuple[float, ...],
+        line: tuple[float, float, float] | None,
+    ) -> None:
+        self.low, self.high, self.step, self.line = low, high, step, line
+
+    @classmethod
+    def of(cls, term: tuple[float, ...], inputs: Sequence[tuple[float, float]]) -> _Block:
+        constant, per_kv, added = term[0], term[1], term[2]
+        (kv_lo, kv_hi), (compute_lo, compute_hi), (floor_lo, _) = inputs
+        low, high = profile_seconds(term, *inputs)
+        memory_lo, memory_hi = constant + kv_lo * per_kv, constant + kv_hi * per_kv
+        step: tuple[float, ...] = (constant, per_kv, added)
+        if (compute_hi if memory_hi < compute_hi else memory_hi) + added <= floor_lo:
+            step = ()
+        elif memory_hi <= compute_lo:
+            step = (added,)
+        line = None
+        if memory_lo >= compute_hi:
+            margin = MARGIN * (abs(constant) + abs(kv_hi * per_kv) + abs(added))
+            line = (memory_lo + added, memory_hi + added, margin)
+        return cls(low, high, step, line)
+
+    def under(self, other: _Block) -> bool:
+        """Whether this step is at most the other's at every row of the block."""
+        if self.step == other.step or self.high <= other.low or self.step == ():
+            return True  # the same step, intervals apart, or the floor no step is under
+        if len(self.step) == 1 and len(other.step) == 1:
+            return self.step[0] <= other.step[0]  # compute plus the smaller added
+        if self.line is None or other.line is None:
+            return False
+        margin = self.line[2] + other.line[2]
+        return other.line[0] - self.line[0] >= margin and other.line[1] - self.line[1] >= margin
+
+
+Edges = tuple[tuple[int, float], ...]
+"""(profile, band factor) pairs: the products that can make a band edge."""
+Picked = tuple[tuple[int, ...], Edges, Edges]
+"""The profiles (by index) whose steps make the median, and the products that can be the
+band's low edge and its high one."""
+
+
+def _pinned(terms: Packed, blocks: Sequence[_Block]) -> Picked | None:
+    """The profiles a block's figures come from, or None where the comparisons do not pin
+    the median. A profile is the k-th smallest at every row when at least k others are
+    never above it and all the rest never below it."""
+    n = len(terms)
+    under = [[i != j and blocks[i].under(blocks[j]) for j in range(n)] for i in range(n)]
+    median = []
+    for rank in (n // 2,) if n % 2 else (n // 2 - 1, n // 2):
+        found = [
+            p
+            for p in range(n)
+            if sum(under[j][p] for j in range(n)) >= rank
+            and sum(under[p][j] for j in range(n)) >= n - 1 - rank
+        ]
+        if not found:
+            return None
+        median.append(found[0])
+    # Profiles with the same step share one column; each edge keeps the products no
+    # other kept one is certainly past.
+    first = {blocks[i].step: i for i in reversed(range(n))}
+    one = [first[b.step] for b in blocks]
+    low = _edge([(one[i], t[3]) for i, t in enumerate(terms)], blocks, under, lowest=True)
+    high = _edge([(one[i], t[4]) for i, t in enumerate(terms)], blocks, under, lowest=False)
+    return tuple(one[p] for p in median), low, high
+
+
+def _edge(
+    products: list[tuple[int, float]],
+    blocks: Sequence[_Block],
+    under: list[list[bool]],
+    lowest: bool,
+) -> Edges:
+    """The (profile, band factor) products whose minimum (lowest) or maximum is the
+    band's edge at every row: each product left out is past one that is kept."""
+
+    def past(a: tuple[int, float], b: tuple[int, float]) -> bool:  # b's never beyond a's
+        (i, f), (j, g) = (a, b) if lowest else (b, a)
+        if f == g and (i == j or under[j][i]):
+            return True
+        return blocks[j].high * g <= blocks[i].low * f
+
+    kept: list[tuple[int, float]] = []
+    start = (lambda p: blocks[p[0]].low * p[1]) if lowest else (lambda p: -blocks[p[0]].high * p[1])
+    for product in sorted(set(products), key=start):
+        if not any(past(product, k) for k in kept):
+            kept.append(product)
+    return tuple(kept)
+
+
+def _picked(
+    terms: Packed, picked: Picked, kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """The block's columns from the profiles _pinned picked: the others cannot change them."""
+    median, low_edge, high_edge = picked
+    seconds = {
+        i: profile_seconds(terms[i], kv_bytes, compute_s, floor_s)
+        for i in {*median, *(i for i, _ in low_edge), *(i for i, _ in high_edge)}
+    }
+    if len(median) == 1:
+        middle = seconds[median[0]]
+    else:
+        middle = [(a + b) / 2 for a, b in zip(seconds[median[0]], seconds[median[1]], strict=True)]
+    lows = [[t * f for t in seconds[i]] for i, f in low_edge]
+    highs = [[t * f for t in seconds[i]] for i, f in high_edge]
+    low = lows[0] if len(lows) == 1 else [min(r) for r in zip(*lows, strict=True)]
+    high = highs[0] if len(highs) == 1 else [max(r) for r in zip(*highs, strict=True)]
+    return clamped(middle, low, high, floor_s)
+
+
+def profile_seconds(
+    term: tuple[float, ...], kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> list[float]:
+    """One profile's step at each row: max(constant + KV bytes x per byte, compute) +
+    added, never below the floor. Written as one comprehension (a sweep's rows spend
+    their time here): each operation is non-decreasing in KV bytes, compute and floor
+    while per_kv_byte >= 0, which band_columns relies on."""
+    constant, per_kv, added = term[0], term[1], term[2]
+    return [
+        f if (t := (c if (t := constant + k * per_kv) < c else t) + added) < f else t
+        for k, c, f in zip(kv_bytes, compute_s, floor_s, strict=True)
+    ]
+
+
+def every_profile(
+    terms: Packed, kv_bytes: Column, compute_s: Column, floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """within_band at every row, every profile computed: the centre their median, the
+    band all of theirs."""
+    seconds = [profile_seconds(t, kv_bytes, compute_s, floor_s) for t in terms]
+    n = len(terms)
+    rows = [sorted(r) for r in zip(*seconds, strict=True)]
+    middle = [r[n // 2] for r in rows] if n % 2 else [(r[n // 2 - 1] + r[n // 2]) / 2 for r in rows]
+    lows = [[s * t[3] for s in column] for t, column in zip(terms, seconds, strict=True)]
+    highs = [[s * t[4] for s in column] for t, column in zip(terms, seconds, strict=True)]
+    low = [min(r) for r in zip(*lows, strict=True)]
+    high = [max(r) for r in zip(*highs, strict=True)]
+    return clamped(middle, low, high, floor_s)
+
+
+def clamped(
+    middle: list[float], low: list[float], high: list[float], floor_s: Column
+) -> tuple[list[float], list[float], list[float]]:
+    """The band around its centre and never below the floor: low between the floor and the
+    centre (the floor wins where it is above the centre), high at least the centre."""
+    low = [
+        m if m < (x := (f if f > lo else lo)) else x
+        for lo, f, m in zip(low, floor_s, middle, strict=True)
+    ]
+    return middle, low, [m if m > h else h for h, m in zip(high, middle, strict=True)]

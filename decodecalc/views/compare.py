@@ -9,11 +9,11 @@ from typing import IO, Any
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import estimate_notes
-from decodecalc.answers.sweep import RATE_FIELDS, with_figures
+from decodecalc.answers.sweep import RATE_FIELDS, rate_columns
 from decodecalc.notes import many_notes
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.fast import ROW_FIELDS
+from decodecalc.step.fast import ROW_FIELDS, Columns
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import (
     COST_COLUMNS,
@@ -212,7 +212,6 @@ _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
 shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
 CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}
 """Labels for the rows' fits field: one %-format then makes the whole line."""
-CHUNK_ROWS = 4096
 SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
 """What identifies a sweep row's scenario (resolved ids: an alias and its preset give the
 same rows), before ROW_FIELDS and after them crossover_context, the scenario's T*, and the
@@ -220,8 +219,9 @@ engine the expected figures are for and the V cache's dtype (added last, after w
 earlier readers expect)."""
 
 Progress = Callable[[int], None]
-Scenarios = Iterable[tuple[Scenario, float | None, Iterator[tuple[Any, ...]]]]
-"""Each scenario of a sweep with its crossover context and the stream of its rows."""
+Scenarios = Iterable[tuple[Scenario, float | None, Iterator[Columns]]]
+"""Each scenario of a sweep with its crossover context and the stream of its rows, in
+chunks of columns (step/fast.py)."""
 
 
 def _engine_id(s: Scenario) -> str:
@@ -245,7 +245,7 @@ def write_sweep_csv(
     added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS, *RATE_FIELDS)
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
-    for scenario, crossover, rows in scenarios:
+    for scenario, crossover, chunks in scenarios:
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = ",".join(
             (
@@ -260,10 +260,11 @@ def write_sweep_csv(
         rates = ",%.12g" * len(RATE_FIELDS)
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
         known = [f for f in per_ms if f is not None]
-        rows = with_figures(rows, known, scenario)
-        while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
-            out.write("".join([line % row for row in chunk]))
-            count += len(chunk)
+        for columns in chunks:
+            scaled = _figures(columns, known)
+            tokens = rate_columns(columns, scenario)
+            out.write("".join(map(line.__mod__, zip(*columns, *scaled, *tokens, strict=True))))
+            count += len(columns[0])
         if progress is not None:
             progress(count)
     return count
@@ -298,14 +299,17 @@ def write_sweep_jsonl(
     import json
 
     count = 0
-    for scenario, crossover, rows in scenarios:
+    for scenario, crossover, chunks in scenarios:
         columns = scenario_ids(scenario)
         per_ms = _cost_per_ms(scenario)
         added = [k for k, f in zip(COST_KEYS, per_ms, strict=True) if f is not None]
         added.extend(RATE_FIELDS)
         width = len(ROW_FIELDS)
         known = [f for f in per_ms if f is not None]
-        for row in with_figures(rows, known, scenario):
+        rows = itertools.chain.from_iterable(
+            zip(*c, *_figures(c, known), *rate_columns(c, scenario), strict=True) for c in chunks
+        )
+        for row in rows:
             record: dict[str, Any] = {
                 **columns,
                 **dict(zip(ROW_FIELDS, row[:width], strict=True)),
@@ -321,3 +325,12 @@ def write_sweep_jsonl(
         if progress is not None:
             progress(count)
     return count
+
+
+_EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
+
+
+def _figures(columns: Columns, per_ms: Sequence[float]) -> list[list[float]]:
+    """The cost and energy columns of a chunk: each known factor per ms of expected step
+    times the rows' expected ms."""
+    return [[ms * f for ms in columns[_EXPECTED]] for f in per_ms]
