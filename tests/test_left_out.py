@@ -22,7 +22,7 @@ from decodecalc.calibration.validation import (
     stand_in,
 )
 from decodecalc.engine.profile import Engine
-from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.record import replace
 from decodecalc.step.step import expected_for
 from tests.conftest import Run
@@ -255,3 +255,20 @@ def test_the_conformal_band_takes_the_ranks_around_80_percent() -> None:
 def test_release_lines_order_as_numbers() -> None:
     assert release_order("0.7") < release_order("0.10") < release_order("0.11")
     assert release_order("2023-12") < release_order("2024-05")
+
+
+def test_a_points_engine_names_its_line_with_at(cli: Run, toy: tuple[Path, Path]) -> None:
+    """'engine: NAME@LINE' in a points file is the engine and its release line; a
+    ``release`` that says otherwise is refused in one line."""
+    path, presets = toy
+    points = yaml.safe_load(path.read_text())
+    engine = points["points"][0]["engine"]
+    points["points"][0]["engine"] = f"{engine}@0.4"
+    path.write_text(yaml.safe_dump(points))
+    read = read_points(path, Catalog((presets, presets_dir())))
+    assert (read[0].engine, read[0].release) == (engine, "0.4")
+    points["points"][0]["release"] = "0.5"
+    path.write_text(yaml.safe_dump(points))
+    r = cli("validate", str(path), "--presets", str(presets))
+    assert r.code == 2 and "'0.5' is not the line of engine" in r.err
+    assert "\n" not in r.err.strip()

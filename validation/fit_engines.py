@@ -49,7 +49,9 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   engine+family's pooled fit as the prior (what the line's points cannot identify, the
   same engine's other lines on the same chips say); a line holding every point of the
   family is the pooled fit. The profile's ``lines:`` block lists every line its points
-  name, with their versions and points, and the parameters of the lines so fitted; the
+  name, with their versions, the dates those versions carry (dates_of: a container tag's
+  date, a dated build; none looked up elsewhere) and points, and the parameters of the
+  lines so fitted; the
   pooled ``families:`` stay the line-less fallback (calibration/validation.py: fit_lines,
   engine/select.py: at_line).
 - Range: each parameter set records what its points span (``range:``: model parameters,
@@ -68,7 +70,9 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from decodecalc.calibration.points import read_points
@@ -152,8 +156,33 @@ def lines_of(engine: str, fits: list[FamilyFit], items: list[Labelled]) -> list[
             if x.line == line
         ]
         versions = tuple(sorted({p.version for p in held if p.version}))
-        out.append(LineProfile(line, versions, len(held), tuple(families)))
+        out.append(
+            LineProfile(line, versions, len(held), tuple(families), dates_of(line, versions))
+        )
     return out
+
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+DATES = re.compile(r"(?<!\d)(20\d\d)-?([01]\d)(?:-?([0-3]\d))?(?!\d)|\b([A-Z][a-z]{2}) (20\d\d)\b")
+
+
+def dates_of(line: str, versions: Sequence[str]) -> tuple[str, ...]:
+    """The dates the points' own version strings give (a container tag's 20250212, a
+    build's 2023-09-01, 'May 2024'), and the line itself where builds go by month: no
+    date is looked up elsewhere, so a line whose versions carry none has none. A month
+    gives way to a day within it.
+
+    >>> dates_of("2023-09", ["PR #2891 build (2023-09-01)", "May 2024 build"])
+    ('2023-09-01', '2024-05')
+    """
+    found = set()
+    for text in (line, *versions):
+        for year, month, day, name, named_year in DATES.findall(text):
+            if name and name.lower() in MONTHS:
+                found.add(f"{named_year}-{MONTHS.index(name.lower()) + 1:02d}")
+            elif year and 1 <= int(month) <= 12:
+                found.add(f"{year}-{month}" + (f"-{day}" if day else ""))
+    return tuple(sorted(d for d in found if not any(o.startswith(f"{d}-") for o in found)))
 
 
 def profiles(

@@ -250,7 +250,8 @@ def fit_lines(pooled: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
     """A pooled engine+family fit with its range and its release lines' own fits: each
     line with MIN_LINE_POINTS points or more, fitted on them with the pooled parameters
     as the prior (what the line's points cannot identify, the engine's other lines on the
-    same chips say best); a line holding every point is the pooled fit itself."""
+    same chips say best); a line holding every point is the pooled fit itself, whatever
+    its count."""
     by_line: dict[str, list[Labelled]] = {}
     for m in members:
         if m.release is not None:
@@ -259,9 +260,9 @@ def fit_lines(pooled: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
     for line in sorted(by_line, key=release_order):
         mine = by_line[line]
         models = {m.point.scenario.model.id for m in mine}
-        if len(mine) < MIN_LINE_POINTS or len(models) < MIN_LINE_MODELS:
-            continue
         whole = len(mine) == len(members)
+        if not whole and (len(mine) < MIN_LINE_POINTS or len(models) < MIN_LINE_MODELS):
+            continue
         fit = pooled if whole else _fit((pooled.engine, pooled.family), mine, pooled.fit.params)
         lines.append(_ranged(replace(fit, line=line), mine))
     return replace(_ranged(pooled, members), lines=tuple(lines))

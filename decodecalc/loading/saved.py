@@ -123,6 +123,7 @@ class LineProfile:
     versions: tuple[str, ...]
     points: int
     families: tuple[FamilyProfile, ...] = ()
+    dates: tuple[str, ...] = ()
 
 
 def engine_profile_text(
@@ -151,6 +152,7 @@ def engine_profile_text(
         doc["lines"] = {
             x.release: {
                 "versions": list(x.versions),
+                **({"dates": list(x.dates)} if x.dates else {}),
                 "points": x.points,
                 **({"families": _families(x.families)} if x.families else {}),
             }
