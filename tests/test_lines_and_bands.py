@@ -4,6 +4,7 @@ range, carried onto serving's TPOT and TTFT (issue 19, sections 2 and 4)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -84,20 +85,28 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     assert "line 0.5 (fitted 0.4)" in note["message"]
 
 
-@pytest.mark.parametrize("where", ["--engine", "deployment"])
-def test_unknown_line_is_one_line_exit_2(cli: Run, tmp_path: object, where: str) -> None:
+POINT = "{model: llama-3.1-8b, gpu: h100-sxm, weights: bf16, kv_dtype: bf16, tp: 1, batch: 1"
+FILES = {
+    "deployment": "model: llama-3.1-8b\ngpu: h100-sxm\nengine: sglang@0.9\n"
+    "targets:\n  max_ms_per_token: 40\n",
+    "points": f"points:\n- {POINT}, context: 512, ms_per_token: 7.5}}\n"
+    f"- {POINT}, context: 4096, ms_per_token: 7.9}}\n",
+}
+"""A deployment file naming an unknown line, and points for calibrate --engine NAME@LINE."""
+
+
+@pytest.mark.parametrize("where", ["--engine", "deployment", "calibrate"])
+def test_unknown_line_is_one_line_exit_2(cli: Run, tmp_path: Path, where: str) -> None:
     if where == "--engine":
         result = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "sglang@0.9")
-    else:
-        from pathlib import Path
-
-        path = Path(str(tmp_path)) / "d.yaml"
-        path.write_text(
-            "model: llama-3.1-8b\ngpu: h100-sxm\nengine: sglang@0.9\n"
-            "targets:\n  max_ms_per_token: 40\n",
-            encoding="utf-8",
-        )
+    elif where == "deployment":
+        path = tmp_path / "d.yaml"
+        path.write_text(FILES["deployment"], encoding="utf-8")
         result = cli("check", str(path))
+    else:
+        path = tmp_path / "points.yaml"
+        path.write_text(FILES["points"], encoding="utf-8")
+        result = cli("calibrate", str(path), "--engine", "sglang@0.9")
     assert result.code == 2
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err
