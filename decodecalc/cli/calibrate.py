@@ -38,8 +38,8 @@ def calibrate(
         typer.Option(
             "--engine",
             help="Engine profile (NAME, or NAME@LINE for a release line) whose values stand in "
-            "for what the points cannot identify (default: KV read at the weights' efficiency, no fixed costs, the link's "
-            "all-reduce latency).",
+            "for what the points cannot identify (default: KV read at the weights' "
+            "efficiency, no fixed costs, the link's all-reduce latency).",
             metavar="ENGINE",
         ),
     ] = None,
