@@ -68,6 +68,7 @@ def test_json_document(cli: Run) -> None:
         "dp_attention": False,
         "gpus_per_node": None,
         "node_link": None,
+        "engine_line": None,  # typical: no one engine's line
     }
     assert doc["weight_bytes_per_step"] == 69_503_033_344
     assert doc["kv_bytes_per_token"] == 163_840

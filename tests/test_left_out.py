@@ -22,7 +22,7 @@ from decodecalc.calibration.validation import (
     stand_in,
 )
 from decodecalc.engine.profile import Engine
-from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.record import replace
 from decodecalc.step.step import expected_for
 from tests.conftest import Run
@@ -115,32 +115,48 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
         for unit in sorted({key(p) for p in items if key(p) is not None}):
             held = [p for p in items if key(p) == unit]
             profiles = profiles_of(fit_engines([p for p in items if keep(p, held[0])]))
-            ratios = [p.terms.measured_s / _expected(p, profiles).seconds for p in held]
+            found = [_expected(p, profiles) for p in held]
+            ratios = [
+                (p.terms.measured_s / e.seconds, out)
+                for p, (e, out) in zip(held, found, strict=True)
+            ]
             first[way].append((held, profiles, ratios))
     residual = [
-        (p, way, r)
+        (p, way, r, out)
         for way, units in first.items()
         for held, _, rs in units
-        for p, r in zip(held, rs, strict=True)
+        for p, (r, out) in zip(held, rs, strict=True)
     ]
     out = {}
     for way, units in first.items():
         errors, inside = [], 0
         for held, profiles, _ in units:
             ids = {id(p) for p in held}
-            calibration = [(p.family, w, r) for p, w, r in residual if id(p) not in ids]
+            rest = [r for r in residual if id(r[0]) not in ids]
+            calibration = [(p.family, w, r) for p, w, r, _ in rest]
+            beyond = [(p.family, w, r) for p, w, r, out in rest if out]
+
             rebanded = tuple(
                 replace(
                     profile,
                     families=tuple(
-                        (f, replace(params, band=_family_band(calibration, f)))
+                        (f, _banded(params, f, calibration, beyond))
                         for f, params in profile.families
+                    ),
+                    lines=tuple(
+                        replace(
+                            x,
+                            families=tuple(
+                                (f, _banded(q, f, calibration, beyond)) for f, q in x.families
+                            ),
+                        )
+                        for x in profile.lines
                     ),
                 )
                 for profile in profiles
             )
             for p in held:
-                e = _expected(p, rebanded)
+                e, _ = _expected(p, rebanded)
                 errors.append(abs(e.seconds / p.terms.measured_s - 1) * 100)
                 inside += e.low_seconds <= p.terms.measured_s <= e.high_seconds
         out[way] = {
@@ -152,9 +168,46 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
     return out
 
 
-def _expected(p: Labelled, profiles: Any) -> Any:
-    params, _ = stand_in(profiles, p.engine, p.family)
-    return expected_for(p.step, p.row, Engine(p.engine, params, p.family))
+def _banded(params: Any, f: str, calibration: Any, beyond: Any) -> Any:
+    """The family's band, and on the range the band of the residuals of points that lay
+    outside their predictor's range, never narrower."""
+    band = _family_band(calibration, f)
+    wide = _family_band(beyond, f) if beyond else band
+    outside = (min(band[0], wide[0]), max(band[1], wide[1]))
+    fitted = params.range and replace(params.range, outside_band=outside)
+    return replace(params, band=band, range=fitted)
+
+
+def _expected(p: Labelled, profiles: Any) -> tuple[Any, bool]:
+    """The prediction at the point's release line, each parameter set's band widened to
+    its outside band where the point lies outside what the set was fitted on; and whether
+    any did."""
+    params, _ = stand_in(profiles, p.engine, p.family, p.point.release)
+    wide = tuple(_widened(x, p) for x in params)
+    outside = any(a is not b for a, b in zip(wide, params, strict=True))
+    return expected_for(p.step, p.row, Engine(p.engine, wide, p.family)), outside
+
+
+def _widened(params: Any, p: Labelled) -> Any:
+    r = params.range
+    if r is None:
+        return params
+    s = p.point.scenario
+    size = s.model.total_params()
+    kind = "dense" if s.model.moe() is None else "moe"
+    line = p.point.release
+    inside = (
+        r.params_min <= size <= r.params_max
+        and kind in r.kinds
+        and r.batch_min <= s.batch <= r.batch_max
+        and r.context_min <= p.point.context_tokens <= r.context_max
+        and s.gpu.id in r.gpus
+        and (line is None or not r.lines or line in r.lines)
+    )
+    if inside:
+        return params
+    low, high = r.outside_band
+    return replace(params, band=(min(params.band[0], low), max(params.band[1], high)))
 
 
 def _older(p: Labelled, held: Labelled) -> bool:
@@ -202,3 +255,20 @@ def test_the_conformal_band_takes_the_ranks_around_80_percent() -> None:
 def test_release_lines_order_as_numbers() -> None:
     assert release_order("0.7") < release_order("0.10") < release_order("0.11")
     assert release_order("2023-12") < release_order("2024-05")
+
+
+def test_a_points_engine_names_its_line_with_at(cli: Run, toy: tuple[Path, Path]) -> None:
+    """'engine: NAME@LINE' in a points file is the engine and its release line; a
+    ``release`` that says otherwise is refused in one line."""
+    path, presets = toy
+    points = yaml.safe_load(path.read_text())
+    engine = points["points"][0]["engine"]
+    points["points"][0]["engine"] = f"{engine}@0.4"
+    path.write_text(yaml.safe_dump(points))
+    read = read_points(path, Catalog((presets, presets_dir())))
+    assert (read[0].engine, read[0].release) == (engine, "0.4")
+    points["points"][0]["release"] = "0.5"
+    path.write_text(yaml.safe_dump(points))
+    r = cli("validate", str(path), "--presets", str(presets))
+    assert r.code == 2 and "'0.5' is not the line of engine" in r.err
+    assert "\n" not in r.err.strip()

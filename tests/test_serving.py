@@ -264,7 +264,10 @@ def test_an_engine_without_scheduler_defaults_says_whose_stand_in(cli: Run) -> N
     args = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--input-len", "1K")
     args += ("--output-len", "256", "--concurrency", "4", "--json")
     sglang = json.loads(cli(*args, "--engine", "sglang").out)
-    assert [n["code"] for n in sglang["notes"]] == ["scheduler-stand-in"]
+    codes = [n["code"] for n in sglang["notes"]]
+    # SGLang 0.5 was fitted on Qwen3-8B (8.19B) at batch 4: Llama-3.1-8B's 8.03B lies
+    # within a quarter of it (engine/select.py SIZE_SLACK), so nothing is extrapolated
+    assert codes == ["scheduler-stand-in"]
     assert sglang["scheduler"]["max_num_seqs"] == 1024  # vLLM's H100 default
     vllm = json.loads(cli(*args, "--engine", "vllm").out)
-    assert vllm["notes"] == []
+    assert "scheduler-stand-in" not in [n["code"] for n in vllm["notes"]]

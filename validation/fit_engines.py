@@ -49,6 +49,21 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   number four or more; else e_p alone); c_req alone at the median e_p of those on the
   same GPU family where prompts are of one size; else e_p alone. Engines+families without
   TTFTs take the family's medians, else e_p 1 and no c_req.
+- Release lines: each engine+family is also fitted per release line (the points'
+  ``release``) where the line has 4 points or more of 3 models or more, with the
+  engine+family's pooled fit as the prior (what the line's points cannot identify, the
+  same engine's other lines on the same chips say); a line holding every point of the
+  family is the pooled fit. The profile's ``lines:`` block lists every line its points
+  name, with their versions, the dates those versions carry (dates_of: a container tag's
+  date, a dated build; none looked up elsewhere) and points, and the parameters of the
+  lines so fitted; the
+  pooled ``families:`` stay the line-less fallback (calibration/validation.py: fit_lines,
+  engine/select.py: at_line).
+- Range: each parameter set records what its points span (``range:``: model parameters,
+  dense or MoE, batch, context, GPUs, lines) and its band outside that range: the
+  conformal interval below over only the left-out residuals whose point lay outside the
+  range of the parameters that predicted it, never narrower than the band
+  (calibration/validation.py: outside_bands).
 - Band: the split-conformal 80% interval of measured / expected over the left-out
   predictions of every point on the profile's GPU family (each point predicted by
   profiles refitted without its group, its model, its GPU and its engine's newer release
@@ -60,12 +75,15 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from decodecalc.calibration.points import read_points
 from decodecalc.calibration.validation import (
     FamilyFit,
+    Labelled,
     fit_engines,
     fit_prefills,
     labelled,
@@ -73,8 +91,9 @@ from decodecalc.calibration.validation import (
     shipped_bands,
     with_prefill,
 )
+from decodecalc.engine.profile import release_order
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.loading.saved import FamilyProfile, engine_profile_text
+from decodecalc.loading.saved import FamilyProfile, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +147,52 @@ HEADER = (
 )
 
 
-def profiles(fits: dict[tuple[str, str], FamilyFit], points_name: str) -> dict[str, str]:
+def lines_of(engine: str, fits: list[FamilyFit], items: list[Labelled]) -> list[LineProfile]:
+    """Each release line the engine's points name, oldest first: its versions and points,
+    and its own parameters on the families where it has enough points (fit_lines)."""
+    mine = [p for p in items if p.engine == engine and p.release]
+    out = []
+    for line in sorted({p.release for p in mine if p.release}, key=release_order):
+        held = [p for p in mine if p.release == line]
+        families = [
+            FamilyProfile(f.family, x.fit.params, x.fit.describe())
+            for f in fits
+            for x in f.lines
+            if x.line == line
+        ]
+        versions = tuple(sorted({p.version for p in held if p.version}))
+        out.append(
+            LineProfile(line, versions, len(held), tuple(families), dates_of(line, versions))
+        )
+    return out
+
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+DATES = re.compile(r"(?<!\d)(20\d\d)-?([01]\d)(?:-?([0-3]\d))?(?!\d)|\b([A-Z][a-z]{2}) (20\d\d)\b")
+
+
+def dates_of(line: str, versions: Sequence[str]) -> tuple[str, ...]:
+    """The dates the points' own version strings give (a container tag's 20250212, a
+    build's 2023-09-01, 'May 2024'), and the line itself where builds go by month: no
+    date is looked up elsewhere, so a line whose versions carry none has none. A month
+    gives way to a day within it.
+
+    >>> dates_of("2023-09", ["PR #2891 build (2023-09-01)", "May 2024 build"])
+    ('2023-09-01', '2024-05')
+    """
+    found = set()
+    for text in (line, *versions):
+        for year, month, day, name, named_year in DATES.findall(text):
+            if name and name.lower() in MONTHS:
+                found.add(f"{named_year}-{MONTHS.index(name.lower()) + 1:02d}")
+            elif year and 1 <= int(month) <= 12:
+                found.add(f"{year}-{month}" + (f"-{day}" if day else ""))
+    return tuple(sorted(d for d in found if not any(o.startswith(f"{d}-") for o in found)))
+
+
+def profiles(
+    fits: dict[tuple[str, str], FamilyFit], points_name: str, items: list[Labelled]
+) -> dict[str, str]:
     """Each engine's profile file text, by engine id."""
     out = {}
     for engine in sorted({e for e, _ in fits} | set(ENGINES)):
@@ -161,6 +225,7 @@ def profiles(fits: dict[tuple[str, str], FamilyFit], points_name: str) -> dict[s
             notes=about.notes,
             aliases=about.aliases,
             header=HEADER,
+            lines=[] if carried else lines_of(engine, mine, items),
         )
     return out
 
@@ -178,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
     name = points.relative_to(ROOT).as_posix() if points.is_relative_to(ROOT) else points.name
     args.out.mkdir(parents=True, exist_ok=True)
-    for engine, text in profiles(fits, name).items():
+    for engine, text in profiles(fits, name, items).items():
         target = args.out / f"{engine}.yaml"
         old = target.read_text(encoding="utf-8") if target.exists() else ""
         target.write_text(text + kept_blocks(old), encoding="utf-8")

@@ -26,13 +26,14 @@ from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import Speculation, draft_scenario
 from decodecalc.engine.scheduler import SchedulerLimits
+from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
 from decodecalc.step.flops import matmul_params, step_flops
 from decodecalc.step.passes import mixed_pass_seconds
-from decodecalc.step.step import StepModel
+from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
 
 MAX_TOKENS = 2**24
@@ -169,10 +170,32 @@ class ServingResult:
     costs: CostEnergy | None = None
     """Money and energy per output token at this operating point: the replica's GPUs over
     its output throughput (None: neither a price nor a board power is known)."""
+    band: tuple[float, float] = (1.0, 1.0)
+    """The engine's band as low / expected and high / expected of the decode step at this
+    operating point (step.step.expected: conformal, widened outside the fitted range);
+    (1, 1) for the roofline."""
 
     @property
     def output_throughput_tokens_per_s(self) -> float:
         return self.request_throughput_per_s * self.workload.output_len
+
+    @property
+    def tpot_low_s(self) -> float:
+        """TPOT is made of steps, each within the step's band: the band's ratios carry over."""
+        return self.tpot_s * self.band[0]
+
+    @property
+    def tpot_high_s(self) -> float:
+        return self.tpot_s * self.band[1]
+
+    @property
+    def ttft_low_s(self) -> float:
+        """TTFT's steps (queue and chunks) within the band; c_req, outside the steps, as is."""
+        return (self.ttft_s - self.per_request_s) * self.band[0] + self.per_request_s
+
+    @property
+    def ttft_high_s(self) -> float:
+        return (self.ttft_s - self.per_request_s) * self.band[1] + self.per_request_s
 
 
 @record
@@ -195,6 +218,27 @@ class _Steps:
         share = batch - low if batch > low else 0.0
         at_low = self._whole(low, chunk)
         return at_low if share == 0 else at_low + share * (self._whole(low + 1, chunk) - at_low)
+
+    def band(self, batch: float) -> tuple[tuple[float, float], tuple[Note, ...]]:
+        """The expected decode step's band at a batch (the nearest whole one) and the
+        workload's mean decode context, as ratios to the expected step ((1, 1) without an
+        engine's expected figure); widened, with a note, where that batch lies outside
+        what the engine's parameters were fitted on (engine.select.beyond)."""
+        engine = self.scenario.engine
+        whole = max(1, round(batch))
+        if engine is None or not engine.expects:
+            return (1.0, 1.0), ()
+        step = self.built.get((False, whole))
+        if step is None:
+            step = self.built[False, whole] = StepModel.at(self.scenario, whole)
+        s = self.scenario
+        wide, axes = beyond(engine, facts_for(engine, s.model, whole, s.gpu))
+        w = self.workload
+        found = expected_for(step, step.row(w.input_len + w.output_len // 2), wide)
+        if found.seconds <= 0:
+            return (1.0, 1.0), ()
+        notes = (extrapolation_note(wide, axes),) if axes else ()
+        return (found.low_seconds / found.seconds, found.high_seconds / found.seconds), notes
 
     def _whole(self, batch: int, chunk: int) -> float:
         spec = self.workload.speculative
@@ -399,6 +443,7 @@ class _Server:
         """TTFT = queue + n mixed steps + c_req; e2e = TTFT + (O - 1) TPOT = queue + L mean
         steps + c_req; the request rate from Little's law on the whole system."""
         w = self.workload
+        band, wider = self.steps.band(point.decode_batch)
         prefill_s = point.chunks * point.mixed_s + self.per_request_s
         e2e = queue_s + point.service_s + self.per_request_s
         even = self.break_even
@@ -431,8 +476,9 @@ class _Server:
             saturation_rate_per_s=saturation,
             break_even_batch=even,
             shared_prefix_attention=self.shared,
-            notes=self.notes(point, queue_s, even),
+            notes=(*self.notes(point, queue_s, even), *wider),
             per_request_s=self.per_request_s,
+            band=band,
             costs=None
             if rates.price_per_gpu_hour is None and rates.power_w is None
             else cost_and_energy(

@@ -11,11 +11,11 @@ its figure is (``measured``, one of MEASURED_KINDS) and why it is left out (``ex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
+from decodecalc.engine.profile import release_order
 from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_yaml
@@ -82,16 +82,6 @@ class MeasuredPoint:
     date): validate predicts each line from the engine's older ones (release_order)."""
 
 
-def release_order(line: str) -> tuple[int, ...]:
-    """A release line as numbers, oldest first: '0.7' < '0.10' < '0.11', '2023-12' <
-    '2024-05' (one engine's lines are all of one kind).
-
-    >>> release_order("0.10") > release_order("0.7")
-    True
-    """
-    return tuple(int(n) for n in re.findall(r"\d+", line))
-
-
 def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     """The points that count. Excluded points are read as strictly (every field typed,
     unknown fields refused) but not resolved: they may name hardware no preset
@@ -130,6 +120,11 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
         raise f.error(
             "gpu_count", f"must be at least {least} ({spec.tp * spec.pp}), got {gpu_count}"
         )
+    if engine is not None and "@" in engine:
+        engine, _, line = engine.partition("@")
+        if release is not None and release != line:
+            raise f.error("release", f"{release!r} is not the line of engine '{engine}@{line}'")
+        release = line
     if release is not None and not release_order(release):
         raise f.error(
             "release", f"a release line holds numbers ('0.10', '2024-05'), got {release!r}"

@@ -39,10 +39,27 @@ from decodecalc.calibration.engine_fit import (
     prefill_identified,
     step_terms,
 )
-from decodecalc.calibration.points import MeasuredPoint, release_order
-from decodecalc.engine.profile import GPU_FAMILIES, Engine, EngineParams, EngineProfile, gpu_family
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.engine.profile import (
+    GPU_FAMILIES,
+    Engine,
+    EngineParams,
+    EngineProfile,
+    FitRange,
+    ReleaseLine,
+    gpu_family,
+    release_order,
+)
 from decodecalc.engine.scheduler import scheduler_limits
-from decodecalc.engine.select import engine_for, measured_on, typical
+from decodecalc.engine.select import (
+    Facts,
+    at_line,
+    engine_for,
+    extrapolated,
+    measured_on,
+    typical,
+    widened,
+)
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.kernels import with_kernel_rates
@@ -71,10 +88,17 @@ class Labelled:
     engine: str
     family: str
     group: str
+    facts: Facts | None = None
+    """What a fitted range is checked against (FitRange): the point's model, batch, GPU,
+    line and context."""
 
     @property
     def version(self) -> str:
         return self.point.engine_version or ""
+
+    @property
+    def release(self) -> str | None:
+        return self.point.release
 
 
 def labelled(points: Iterable[MeasuredPoint], catalog: Catalog) -> list[Labelled]:
@@ -95,9 +119,38 @@ def labelled(points: Iterable[MeasuredPoint], catalog: Catalog) -> list[Labelled
                 engine,
                 family,
                 p.group or f"{engine}/{family}",
+                facts_of(p),
             )
         )
     return out
+
+
+def facts_of(p: MeasuredPoint) -> Facts:
+    s = p.scenario
+    return Facts(
+        s.model.total_params(),
+        "dense" if s.model.moe() is None else "moe",
+        s.batch,
+        s.gpu.id if s.gpu else None,
+        p.release,
+        p.context_tokens,
+    )
+
+
+def fit_range(members: Sequence[Labelled]) -> FitRange:
+    """The setups a fit's points span (engine/profile.py: FitRange)."""
+    facts = [m.facts or facts_of(m.point) for m in members]
+    return FitRange(
+        params_min=min(f.params for f in facts),
+        params_max=max(f.params for f in facts),
+        kinds=tuple(sorted({f.kind for f in facts})),
+        batch_min=min(f.batch for f in facts),
+        batch_max=max(f.batch for f in facts),
+        context_min=min(f.context or 0 for f in facts),
+        context_max=max(f.context or 0 for f in facts),
+        gpus=tuple(sorted({f.gpu for f in facts if f.gpu})),
+        lines=tuple(sorted({f.line for f in facts if f.line}, key=release_order)),
+    )
 
 
 UNDER_LOAD = ("tpot_mean", "tpot_median", "itl_mean")
@@ -139,9 +192,25 @@ class FamilyFit:
     fit: StepFit
     groups: tuple[str, ...]
     versions: tuple[str, ...]
+    line: str | None = None
+    """The release line of a line's own fit; None: every line pooled."""
+    lines: tuple[FamilyFit, ...] = ()
+    """Of a pooled fit: each release line with MIN_LINE_POINTS points or more on the
+    family, fitted on its own points (fit_lines), oldest first."""
+    points: int = 0
 
 
 Fits = dict[tuple[str, str], FamilyFit]
+
+MIN_LINE_POINTS = 4
+MIN_LINE_MODELS = 3
+"""Points and models a release line needs on a GPU family for parameters of its own
+there (what its points cannot tell comes from the engine's pooled fit on the family);
+with fewer, the nearest line's stand in (engine/select.py: at_line). Measured on
+validation/points.yaml: lines of one or two models fit their own parameters to those
+models, and with one model left out the other predicts it worse than the pooled fit
+does (model left out, p90 44% and band coverage 79% at 2 points and 1 model; 34% and
+87% at 4 and 3, against 34% and 85% before lines)."""
 
 
 def fit_engines(points: Sequence[Labelled]) -> Fits:
@@ -180,7 +249,34 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
             fits[key] = first[key]
             continue
         fits[key] = _fit(key, members, prior)
-    return fits
+    return {key: fit_lines(f, keyed[key]) for key, f in fits.items()}
+
+
+def fit_lines(pooled: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
+    """A pooled engine+family fit with its range and its release lines' own fits: each
+    line with MIN_LINE_POINTS points or more, fitted on them with the pooled parameters
+    as the prior (what the line's points cannot identify, the engine's other lines on the
+    same chips say best); a line holding every point is the pooled fit itself, whatever
+    its count."""
+    by_line: dict[str, list[Labelled]] = {}
+    for m in members:
+        if m.release is not None:
+            by_line.setdefault(m.release, []).append(m)
+    lines = []
+    for line in sorted(by_line, key=release_order):
+        mine = by_line[line]
+        models = {m.point.scenario.model.id for m in mine}
+        whole = len(mine) == len(members)
+        if not whole and (len(mine) < MIN_LINE_POINTS or len(models) < MIN_LINE_MODELS):
+            continue
+        fit = pooled if whole else _fit((pooled.engine, pooled.family), mine, pooled.fit.params)
+        lines.append(_ranged(replace(fit, line=line), mine))
+    return replace(_ranged(pooled, members), lines=tuple(lines))
+
+
+def _ranged(f: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
+    params = replace(f.fit.params, range=fit_range(members))
+    return replace(f, fit=replace(f.fit, params=params), points=len(members))
 
 
 def lent_sequence_cost(first: Fits, family: str) -> float:
@@ -245,21 +341,42 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
 
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
-    """Fits as the engine profiles the presets would hold (families in the loader's order)."""
+    """Fits as the engine profiles the presets would hold (families in the loader's order,
+    release lines oldest first)."""
     table: dict[str, list[tuple[str, EngineParams]]] = {}
+    lines: dict[str, dict[str, list[tuple[str, EngineParams]]]] = {}
     for (engine, family), f in sorted(fits.items(), key=lambda i: GPU_FAMILIES.index(i[0][1])):
         table.setdefault(engine, []).append((family, f.fit.params))
-    return tuple(EngineProfile(e, e, tuple(families)) for e, families in sorted(table.items()))
+        for line in f.lines:
+            assert line.line is not None
+            lines.setdefault(engine, {}).setdefault(line.line, []).append((family, line.fit.params))
+    return tuple(
+        EngineProfile(
+            e,
+            e,
+            tuple(families),
+            lines=tuple(
+                ReleaseLine(line, families=tuple(held), points=sum(p.points for _, p in held))
+                for line, held in sorted(
+                    lines.get(e, {}).items(), key=lambda i: release_order(i[0])
+                )
+            ),
+        )
+        for e, families in sorted(table.items())
+    )
 
 
 def stand_in(
-    profiles: Sequence[EngineProfile], engine: str, family: str
+    profiles: Sequence[EngineProfile], engine: str, family: str, line: str | None = None
 ) -> tuple[tuple[EngineParams, ...], str]:
     """The parameters that predict an engine on a family, as decodecalc resolves them
-    (engine.select.engine_for; an engine with no profile left, or none named, gets the
+    (engine.select.engine_for at the point's release line, engine.select.at_line: its
+    own, else the nearest line's; an engine with no profile left, or none named, gets the
     typical band, what a query without --engine shows), and in words which they are."""
     profile = next((p for p in profiles if p.id == engine), None)
     if profile is not None:
+        if line is not None:
+            profile = at_line(profile, line, family)
         found, fitted = engine_for(profile, family, profiles)
         if fitted is None:
             return found.params, f"{engine} on {family}"
@@ -286,6 +403,8 @@ class HeldOut:
     stand_in: str
     profiles: tuple[EngineProfile, ...] = ()
     """The profiles refitted without the unit (conformal re-bands them)."""
+    outside: tuple[bool, ...] = ()
+    """Whether each point lay outside the fitted range of the parameters predicting it."""
 
     @property
     def seconds(self) -> tuple[float, ...]:
@@ -337,11 +456,24 @@ def leave_out(points: Sequence[Labelled], unit: str = "group") -> dict[str, Held
 
 
 def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile, ...]) -> HeldOut:
-    predictions, words = [], ""
+    predictions, outside, words = [], [], ""
     for p in held:
-        params, words = stand_in(profiles, p.engine, p.family)
+        params, words = stand_in(profiles, p.engine, p.family, p.release)
+        params, beyond = widened_for(params, p.facts)
         predictions.append(predicted(p, params, p.engine))
-    return HeldOut(key, tuple(predictions), words, profiles)
+        outside.append(beyond)
+    return HeldOut(key, tuple(predictions), words, profiles, tuple(outside))
+
+
+def widened_for(
+    params: Sequence[EngineParams], facts: Facts | None
+) -> tuple[tuple[EngineParams, ...], bool]:
+    """Each parameter set with its outside band where the setup lies outside its fitted
+    range (engine.select.widened), and whether any did."""
+    if facts is None:
+        return tuple(params), False
+    out = [widened(x) if extrapolated(x.range, facts) else x for x in params]
+    return tuple(out), any(a is not b for a, b in zip(out, params, strict=True))
 
 
 Found = dict[str, dict[str, HeldOut]]
@@ -357,8 +489,9 @@ MIN_SIMILAR = 20
 ALL_FAMILIES = "*"
 
 
-Residual = tuple[Labelled, str, float]
-"""A left-out prediction's point, the way it was left out, and measured / expected."""
+Residual = tuple[Labelled, str, float, bool]
+"""A left-out prediction's point, the way it was left out, measured / expected, and
+whether the point lay outside the fitted range of the parameters that predicted it."""
 
 
 def residuals(points: Sequence[Labelled], found: Found) -> list[Residual]:
@@ -368,8 +501,9 @@ def residuals(points: Sequence[Labelled], found: Found) -> list[Residual]:
     for unit, table in found.items():
         for key, held in table.items():
             members = [p for p in points if unit_of(p, unit) == key]
-            for p, e in zip(members, held.expected, strict=True):
-                out.append((p, unit, p.terms.measured_s / e.seconds))
+            outside = held.outside or (False,) * len(members)
+            for p, e, beyond in zip(members, held.expected, outside, strict=True):
+                out.append((p, unit, p.terms.measured_s / e.seconds, beyond))
     return out
 
 
@@ -392,7 +526,7 @@ def family_bands(found: Sequence[Residual]) -> dict[str, tuple[float, float]]:
     whether a scenario is new by its engine, model, GPU or release. ALL_FAMILIES: the
     same over every family's residuals, for a family with too few."""
     by_way: dict[tuple[str, str], list[float]] = {}
-    for p, unit, ratio in found:
+    for p, unit, ratio, _ in found:
         by_way.setdefault((p.family, unit), []).append(ratio)
         by_way.setdefault((ALL_FAMILIES, unit), []).append(ratio)
     families = sorted({f for f, _ in by_way})
@@ -413,17 +547,54 @@ def family_bands(found: Sequence[Residual]) -> dict[str, tuple[float, float]]:
     return table
 
 
-def banded(
-    profiles: Sequence[EngineProfile], table: dict[str, tuple[float, float]]
-) -> tuple[EngineProfile, ...]:
-    """Each profile's families with the band of family_bands for that family."""
+Bands = dict[str, tuple[tuple[float, float], tuple[float, float]]]
+"""By GPU family (or ALL_FAMILIES): the band inside the fitted range and outside it."""
+
+
+def outside_bands(found: Sequence[Residual]) -> Bands:
+    """family_bands, and beside each the band outside the fitted range: family_bands over
+    the residuals of the points that lay outside the range of the parameters that
+    predicted them (the left-out folds' own extrapolations), never narrower than the band
+    over all. Where no residual lay outside, the band over all."""
+    every = family_bands(found)
+    beyond = [r for r in found if r[3]]
+    wide = family_bands(beyond) if beyond else {}
+    out: Bands = {}
+    for family, band in every.items():
+        other = wide.get(family, wide.get(ALL_FAMILIES, band))
+        out[family] = band, (min(band[0], other[0]), max(band[1], other[1]))
+    return out
+
+
+def with_band(
+    params: EngineParams, bands: tuple[tuple[float, float], tuple[float, float]]
+) -> EngineParams:
+    """Parameters with a family's band and, on their range, its outside band."""
+    band, outside = bands
+    found = params.range
+    return replace(
+        params,
+        band=band,
+        range=None if found is None else replace(found, outside_band=outside),
+    )
+
+
+def banded(profiles: Sequence[EngineProfile], table: Bands) -> tuple[EngineProfile, ...]:
+    """Each profile's families, its lines' too, with the bands of outside_bands for that
+    family."""
+
+    def each(
+        families: tuple[tuple[str, EngineParams], ...],
+    ) -> tuple[tuple[str, EngineParams], ...]:
+        return tuple(
+            (f, with_band(params, table.get(f, table[ALL_FAMILIES]))) for f, params in families
+        )
+
     return tuple(
         replace(
             profile,
-            families=tuple(
-                (f, replace(params, band=table.get(f, table[ALL_FAMILIES])))
-                for f, params in profile.families
-            ),
+            families=each(profile.families),
+            lines=tuple(replace(x, families=each(x.families)) for x in profile.lines),
         )
         for profile in profiles
     )
@@ -433,9 +604,9 @@ def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
     """Each fit with the conformal band of its GPU family's left-out residuals (every way
     of leaving out, LEFT_OUT), said in its ``fitted:`` line."""
     pairs = residuals(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
-    table = family_bands(pairs)
+    table = outside_bands(pairs)
     counts: dict[str, int] = {}
-    for p, _, _ in pairs:
+    for p, _, _, _ in pairs:
         counts[p.family] = counts.get(p.family, 0) + 1
     out: Fits = {}
     for key, f in fits.items():
@@ -446,8 +617,18 @@ def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
             f"band: conformal {COVERAGE_PERCENT}% interval of {n} left-out residuals on {where} "
             "(calibration/validation.py: conformal_band)"
         )
-        params = replace(f.fit.params, band=table[family])
-        out[key] = replace(f, fit=replace(f.fit, params=params, held=(*f.fit.held, how)))
+        beyond = sum(r[3] for r in pairs if family in (ALL_FAMILIES, r[0].family))
+        how += (
+            f"; outside the fitted range: {beyond} of them outside their predictor's range "
+            "(calibration/validation.py: outside_bands)"
+        )
+        lines = tuple(
+            replace(x, fit=replace(x.fit, params=with_band(x.fit.params, table[family])))
+            for x in f.lines
+        )
+        params = with_band(f.fit.params, table[family])
+        fit = replace(f.fit, params=params, held=(*f.fit.held, how))
+        out[key] = replace(f, fit=fit, lines=lines)
     return out
 
 
@@ -462,7 +643,7 @@ def conformal(points: Sequence[Labelled], found: Found) -> Found:
         for key, held in table.items():
             members = [p for p in points if unit_of(p, unit) == key]
             inside = {id(p) for p in members}
-            bands = family_bands([r for r in pairs if id(r[0]) not in inside])
+            bands = outside_bands([r for r in pairs if id(r[0]) not in inside])
             out[unit][key] = _predicted(key, members, banded(held.profiles, bands))
     return out
 
@@ -586,9 +767,11 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
     for group, out in held_out.items():
         members = [p for p in items if p.group == group]
         first = members[0]
-        params, profile = _shipped(catalog, first.engine, first.family)
+        profile = _shipped(catalog, first.engine, first.family, first.release)[1]
         mine = [
-            _checked(p, predicted(p, params, p.engine), s)
+            _checked(
+                p, predicted(p, _shipped(catalog, p.engine, p.family, p.release, p)[0], p.engine), s
+            )
             for p, s in zip(members, out.seconds, strict=True)
         ]
         checks.extend(mine)
@@ -616,11 +799,15 @@ def _checked(p: Labelled, shipped: Expected, held_out_s: float) -> PointCheck:
     return PointCheck(p, shipped.seconds, held_out_s, shipped.low_seconds, shipped.high_seconds)
 
 
-def _shipped(catalog: Catalog, engine: str, family: str) -> tuple[tuple[EngineParams, ...], str]:
-    """The shipped parameters for an engine on a family, as --engine resolves them (an
-    unknown engine is an error with a did-you-mean)."""
+def _shipped(
+    catalog: Catalog, engine: str, family: str, line: str | None, p: Labelled | None = None
+) -> tuple[tuple[EngineParams, ...], str]:
+    """The shipped parameters for an engine on a family at a point's release line, as
+    --engine NAME@LINE resolves them (an unknown engine is an error with a did-you-mean),
+    widened where the point ``p`` lies outside their fitted range."""
     known = engine if engine == TYPICAL else catalog.engine(engine).id
-    return stand_in(catalog.engines(), known, family)
+    params, words = stand_in(catalog.engines(), known, family, line)
+    return widened_for(params, p.facts if p else None)[0], words
 
 
 BAND_PERCENTILES = (10, 90)
@@ -721,10 +908,17 @@ def with_prefill(fits: Fits, table: PrefillTable) -> Fits:
         else:
             out[key] = f
             continue
-        params = replace(f.fit.params, prefill_efficiency=e_p, per_request_s=c_req)
-        fit = replace(f.fit, params=params, held=(*f.fit.held, how))
-        out[key] = replace(f, fit=fit)
+        fit = replace(f.fit, params=_priced(f.fit.params, e_p, c_req), held=(*f.fit.held, how))
+        lines = tuple(
+            replace(x, fit=replace(x.fit, params=_priced(x.fit.params, e_p, c_req)))
+            for x in f.lines
+        )
+        out[key] = replace(f, fit=fit, lines=lines)
     return out
+
+
+def _priced(params: EngineParams, e_p: float, c_req: float) -> EngineParams:
+    return replace(params, prefill_efficiency=e_p, per_request_s=c_req)
 
 
 def ttft_left_out(points: Sequence[MeasuredPoint], catalog: Catalog) -> dict[int, float]:

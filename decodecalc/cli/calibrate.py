@@ -37,9 +37,9 @@ def calibrate(
         str | None,
         typer.Option(
             "--engine",
-            help="Engine profile whose values stand in for what the points cannot identify "
-            "(default: KV read at the weights' efficiency, no fixed costs, the link's "
-            "all-reduce latency).",
+            help="Engine profile (NAME, or NAME@LINE for a release line) whose values stand in "
+            "for what the points cannot identify (default: KV read at the weights' "
+            "efficiency, no fixed costs, the link's all-reduce latency).",
             metavar="ENGINE",
         ),
     ] = None,
@@ -123,16 +123,19 @@ def calibrate(
 
 
 def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":
-    """The values the points cannot identify: --engine's for the points' GPU family (the
-    most common one), else the roofline's assumptions."""
+    """The values the points cannot identify: --engine's (NAME or NAME@LINE) for the
+    points' GPU family (the most common one), else the roofline's assumptions."""
     from decodecalc.calibration.engine_fit import DEFAULT_PRIOR
     from decodecalc.engine.profile import gpu_family
+    from decodecalc.loading.resolve import resolve_engine
 
     if name is None:
         return DEFAULT_PRIOR
     families = [gpu_family(p.scenario.gpu) for p in points]
     family = max(dict.fromkeys(families), key=families.count)
-    return catalog.engine(name).params_for(family)[0]
+    catalog.engine(name.partition("@")[0])  # a profile, not a mode: else its did-you-mean
+    gpu = points[families.index(family)].scenario.gpu
+    return resolve_engine(catalog, name, gpu)[0].params[0]
 
 
 RESERVED = ("typical", "roofline")

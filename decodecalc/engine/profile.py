@@ -7,6 +7,7 @@ stands in on a family it has none for. The step they enter is step/engine_terms.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from decodecalc.model.hardware import GpuSpec
@@ -30,6 +31,16 @@ TILE_ROWS = 16
 """The block M of the grouped MoE kernels at decode batches: vLLM's and SGLang's fused_moe
 default configuration takes BLOCK_SIZE_M 16 while the tokens number no more than the
 experts (get_default_config, `M <= E`)."""
+
+
+def release_order(line: str) -> tuple[int, ...]:
+    """A release line as numbers, oldest first: '0.7' < '0.10' < '0.11', '2023-12' <
+    '2024-05' (one engine's lines are all of one kind).
+
+    >>> release_order("0.10") > release_order("0.7")
+    True
+    """
+    return tuple(int(n) for n in re.findall(r"\d+", line))
 
 
 def gpu_family(gpu: GpuSpec | None) -> str:
@@ -94,6 +105,33 @@ class EngineParams:
     (None: mma_efficiency)."""
     kernel_source: str = ""
     """The kernel tables e_mma and the tile were taken from, if any (explain says so)."""
+    range: FitRange | None = None
+    """What the parameters were fitted on, and the band outside it (None: not recorded)."""
+
+
+@record
+class FitRange:
+    """The setups a parameter set was fitted on: a scenario beyond them is extrapolated
+    and takes ``outside_band`` (engine/select.py: extrapolated, widened).
+
+    ``outside_band`` is the conformal band of the left-out residuals of the points that lay
+    outside the range of the parameters that predicted them (calibration/validation.py:
+    family_bands), never narrower than the parameters' own band."""
+
+    params_min: int
+    """Model parameters, the smallest and largest model fitted."""
+    params_max: int
+    kinds: tuple[str, ...]
+    """'dense', 'moe' or both."""
+    batch_min: int
+    batch_max: int
+    context_min: int
+    context_max: int
+    gpus: tuple[str, ...]
+    """GPU preset ids."""
+    lines: tuple[str, ...] = ()
+    """Release lines of the points ('0.10'); empty where none says its line."""
+    outside_band: tuple[float, float] = (1.0, 1.0)
 
 
 @record
@@ -111,6 +149,8 @@ class Engine:
     """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
     kind: str = "profile"
     """One of ENGINE_KINDS: how the parameters were chosen (engine/select.py)."""
+    line: str | None = None
+    """The release line the parameters stand for (None: every line pooled, or none kept)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ENGINE_KINDS:
@@ -132,18 +172,40 @@ have (engine/select.py engine_for)."""
 
 
 @record
+class ReleaseLine:
+    """One release line of an engine ('0.5' for SGLang 0.5.x; 'YYYY-MM' for builds named by
+    date): the versions and dates of its points, and its parameters on each GPU family
+    where it has enough points of its own (validation/fit_engines.py)."""
+
+    release: str
+    versions: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()
+    """When the versions behind the points were released or built (YYYY-MM-DD or
+    YYYY-MM), where the points' sources say."""
+    families: tuple[tuple[str, EngineParams], ...] = ()
+    points: int = 0
+    """The line's points over every family (some may be too few to fit a family)."""
+
+
+@record
 class EngineProfile:
     """An engine preset: parameters per GPU family, with where they came from."""
 
     id: str
     name: str
     families: tuple[tuple[str, EngineParams], ...]
+    """Fitted on every point of the engine, whatever its line: the line-less fallback."""
     versions: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
     aliases: tuple[str, ...] = ()
     serving: ServingDefaults | None = None
     """Scheduler defaults, each value sourced (the preset's hand-written ``serving:``)."""
+    lines: tuple[ReleaseLine, ...] = ()
+    """Release lines, oldest first (release_order); the last is the newest."""
+    line: str | None = None
+    """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
+    every line pooled."""
 
     def params_for(self, family: str) -> tuple[EngineParams, str]:
         """The parameters for a family, and the family they were fitted on: the same one,

@@ -5,8 +5,21 @@ or every profile measured on the family (typical)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from decodecalc.engine.profile import Engine, EngineParams, EngineProfile
+from decodecalc.engine.profile import (
+    Engine,
+    EngineParams,
+    EngineProfile,
+    FitRange,
+    release_order,
+)
+from decodecalc.notes import Note
+
+if TYPE_CHECKING:
+    from decodecalc.model.hardware import GpuSpec
+    from decodecalc.model.model import Model
+from decodecalc.record import record, replace
 
 
 def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str, EngineParams]]:
@@ -63,4 +76,125 @@ def engine_for(
             kind="fallback",
         ),
         fitted,
+    )
+
+
+def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProfile:
+    """A profile at a release line for a GPU family. ``line`` None: the newest line
+    measured on the family (the newest of the profile's where none was). Each family takes
+    the line's own parameters, else those of the nearest line fitted on that family (the
+    newest not newer than it, else the oldest newer one), else the pooled fit over every
+    line, as before lines were kept; a line the profile lacks (a newer one predicted from
+    older ones) takes the nearest. The view's ``line`` says which line it stands for; a
+    profile without lines is returned as it is. Where another line's parameters (or the
+    pooled ones) stand in, their range does not hold the line: the scenario is
+    extrapolated and says so (extrapolated)."""
+    if not profile.lines:
+        return profile
+    name = line or newest_line(profile, family)
+    here = release_order(name)
+    lines = sorted(profile.lines, key=lambda found: release_order(found.release))
+    families: list[tuple[str, EngineParams]] = []
+    for kind, pooled in profile.families:
+        fitted = [x for x in lines if kind in dict(x.families)]
+        older = [x for x in fitted if release_order(x.release) <= here]
+        nearest = older[-1] if older else (fitted[0] if fitted else None)
+        families.append((kind, pooled if nearest is None else dict(nearest.families)[kind]))
+    return replace(profile, families=tuple(families), line=name)
+
+
+def newest_line(profile: EngineProfile, family: str) -> str:
+    """What --engine NAME takes: the newest release line with points on the GPU family
+    (the pooled fit's range says which), else the profile's newest."""
+    pooled = dict(profile.families).get(family)
+    measured = pooled.range.lines if pooled is not None and pooled.range else ()
+    every = [x.release for x in profile.lines]
+    return max(measured or every, key=release_order)
+
+
+@record
+class Facts:
+    """What of a scenario a fitted range is checked against (FitRange)."""
+
+    params: int
+    kind: str
+    """'moe' or 'dense'."""
+    batch: int
+    gpu: str | None
+    line: str | None
+    context: int | None = None
+    """None where the figures span many contexts (checked per answer, not here)."""
+
+
+SIZE_SLACK = 1.25
+"""A model within a quarter of the fitted sizes is inside them: the models called "8B" run
+from 7.6B to 8.2B parameters, and such a step streams like the fitted ones."""
+
+
+def extrapolated(found: FitRange | None, facts: Facts) -> tuple[str, ...]:
+    """What of a scenario lies outside the setups its parameters were fitted on, in words
+    (empty: inside, or no range recorded)."""
+    if found is None:
+        return ()
+    out = []
+    if not found.params_min / SIZE_SLACK <= facts.params <= found.params_max * SIZE_SLACK:
+        low, high = _billions(found.params_min), _billions(found.params_max)
+        out.append(f"{_billions(facts.params)} params (fitted {low}-{high})")
+    if facts.kind not in found.kinds:
+        out.append(f"a {facts.kind} model (fitted {'+'.join(found.kinds)})")
+    if not found.batch_min <= facts.batch <= found.batch_max:
+        side = "above" if facts.batch > found.batch_max else "below"
+        out.append(f"batch {side} the fitted {found.batch_min}-{found.batch_max}")
+    if facts.context is not None and not found.context_min <= facts.context <= found.context_max:
+        out.append(
+            f"context {facts.context:,} (fitted {found.context_min:,}-{found.context_max:,})"
+        )
+    if facts.gpu is not None and facts.gpu not in found.gpus:
+        out.append(f"{facts.gpu} (fitted {', '.join(found.gpus)})")
+    if facts.line is not None and found.lines and facts.line not in found.lines:
+        out.append(f"line {facts.line} (fitted {', '.join(found.lines)})")
+    return tuple(out)
+
+
+def widened(params: EngineParams) -> EngineParams:
+    """The parameters with the band for a scenario outside their range: the wider of
+    their own band and the range's ``outside_band`` on each side."""
+    if params.range is None:
+        return params
+    low, high = params.range.outside_band
+    return replace(params, band=(min(params.band[0], low), max(params.band[1], high)))
+
+
+def _billions(count: int) -> str:
+    return f"{count / 1e9:,.3g}B"
+
+
+def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
+    """An engine with each parameter set the scenario lies outside of widened (widened),
+    and what its own parameters (the first) extrapolate, in words. The typical band is
+    left as it is: it spans every profile measured on the family already."""
+    if engine.kind not in ("profile", "fallback") or not engine.params:
+        return engine, ()
+    params = tuple(widened(p) if extrapolated(p.range, facts) else p for p in engine.params)
+    return replace(engine, params=params), extrapolated(engine.params[0].range, facts)
+
+
+def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
+    """What a scenario extrapolates (extrapolated's words), with the widened band of the
+    engine's own parameters."""
+    low, high = engine.params[0].band
+    return Note(
+        "engine-extrapolated",
+        f"{engine.id} extrapolated: {'; '.join(axes)}; band x{low:.2f}-x{high:.2f}",
+    )
+
+
+def facts_for(engine: Engine, model: Model, batch: int, gpu: GpuSpec | None) -> Facts:
+    """A scenario's facts as a fitted range is checked against (context aside)."""
+    return Facts(
+        model.total_params(),
+        "dense" if model.moe() is None else "moe",
+        batch,
+        gpu.id if gpu else None,
+        engine.line,
     )

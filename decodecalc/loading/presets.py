@@ -22,7 +22,13 @@ from decodecalc.model.precision import GROUP_NAMES, Mix, WeightRecipe
 from decodecalc.scenarios.rates import MAX_POWER_W, MAX_PRICE, PriceList
 
 if TYPE_CHECKING:
-    from decodecalc.engine.profile import EngineProfile, ServingDefaults
+    from decodecalc.engine.profile import (
+        EngineParams,
+        EngineProfile,
+        FitRange,
+        ReleaseLine,
+        ServingDefaults,
+    )
 from decodecalc.units import parse_bandwidth, parse_duration, parse_flops, parse_size
 
 T = TypeVar("T")
@@ -297,19 +303,62 @@ def load_link(doc: Document, preset_id: str) -> Link:
 
 def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
-    measured points (see validation/ and bench/fit_engines.py)."""
+    measured points (see validation/ and validation/fit_engines.py), and per release line
+    those fitted on the line's own points."""
+    from decodecalc.engine.profile import GPU_FAMILIES, EngineProfile, release_order
+
+    top = Fields(doc)
+    name, aliases, source = _common(top)
+    families = _families(top.mapping("families"))
+    if not families:
+        raise top.error(
+            "families", f"give parameters for at least one of {', '.join(GPU_FAMILIES)}"
+        )
+    lines = []
+    if top.has("lines"):
+        table = top.mapping("lines")
+        for release in table.data:
+            if not isinstance(release, str) or not release_order(release):
+                raise table.error(str(release), "a release line holds numbers ('0.10', '2024-05')")
+            lines.append(_line(table.mapping(release), release))
+    profile = EngineProfile(
+        id=preset_id,
+        name=name,
+        families=families,
+        versions=top.texts("versions"),
+        source=source,
+        notes=top.text("notes", ""),
+        aliases=aliases,
+        serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
+        lines=tuple(sorted(lines, key=lambda x: release_order(x.release))),
+    )
+    top.finish()
+    return profile
+
+
+def _line(f: Fields, release: str) -> ReleaseLine:
+    """A release line: its versions and dates, and parameters on the families it was
+    fitted on by itself."""
+    from decodecalc.engine.profile import ReleaseLine
+
+    return ReleaseLine(
+        release,
+        versions=f.texts("versions"),
+        dates=f.texts("dates"),
+        families=_families(f.mapping("families")) if f.has("families") else (),
+        points=f.integer("points", default=0, minimum=0),
+    )
+
+
+def _families(table: Fields) -> tuple[tuple[str, EngineParams], ...]:
     from decodecalc.engine.profile import (
         GPU_FAMILIES,
         KV_READS,
         MMA_EFFICIENCY,
         TILE_ROWS,
         EngineParams,
-        EngineProfile,
     )
 
-    top = Fields(doc)
-    name, aliases, source = _common(top)
-    table = top.mapping("families")
     families = []
     for family in GPU_FAMILIES:
         if not table.has(family):
@@ -318,9 +367,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         kv_read = f.text("kv_read", "once")
         if kv_read not in KV_READS:
             raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {kv_read!r}")
-        band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
-        if band[1] < 1:
-            raise f.error("band_high", f"must be at least 1, got {band[1]}")
+        band = _band(f)
         latency = _duration(f, "allreduce_latency")
         families.append(
             (
@@ -347,28 +394,46 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
                     ),
                     tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
                     mma_fitted=f.boolean("mma_fitted", False),
+                    range=_range(f.mapping("range")) if f.has("range") else None,
                 ),
             )
         )
         f.text("fitted", "")
         f.finish()
     table.finish()
-    if not families:
-        raise top.error(
-            "families", f"give parameters for at least one of {', '.join(GPU_FAMILIES)}"
-        )
-    profile = EngineProfile(
-        id=preset_id,
-        name=name,
-        families=tuple(families),
-        versions=top.texts("versions"),
-        source=source,
-        notes=top.text("notes", ""),
-        aliases=aliases,
-        serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
+    return tuple(families)
+
+
+def _band(f: Fields) -> tuple[float, float]:
+    band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
+    if band[1] < 1:
+        raise f.error("band_high", f"must be at least 1, got {band[1]}")
+    return band
+
+
+def _range(f: Fields) -> FitRange:
+    """What a parameter set was fitted on ([min, max] pairs), and its band outside it."""
+    from decodecalc.engine.profile import FitRange
+
+    def pair(key: str) -> tuple[int, int]:
+        found = f.raw_list(key)
+        if len(found) != 2 or not 0 <= found[0] <= found[1]:
+            raise f.error(key, f"expected [smallest, largest], got {list(found)}")
+        return found[0], found[1]
+
+    params, batch, context = pair("params"), pair("batch"), pair("context")
+    return FitRange(
+        params_min=params[0],
+        params_max=params[1],
+        kinds=f.texts("kinds"),
+        batch_min=batch[0],
+        batch_max=batch[1],
+        context_min=context[0],
+        context_max=context[1],
+        gpus=f.texts("gpus"),
+        lines=f.texts("lines"),
+        outside_band=_band(f),
     )
-    top.finish()
-    return profile
 
 
 def _serving(f: Fields, engine: str) -> ServingDefaults:

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.engine.profile import Engine, gpu_family
-from decodecalc.engine.select import engine_for, measured_on, typical
+from decodecalc.engine.profile import Engine, EngineProfile, gpu_family
+from decodecalc.engine.select import (
+    at_line,
+    beyond,
+    engine_for,
+    extrapolation_note,
+    facts_for,
+    measured_on,
+    typical,
+)
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.fields import suggest
 from decodecalc.loading.kernels import with_kernel_rates
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
@@ -311,6 +320,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
+    engine, wider = extrapolation(engine, model, spec.batch, gpu)
     engine = with_kernel_rates(engine, gpu, weights, experts_dtype(model, weights, overrides))
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
@@ -340,6 +350,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         notes=(
             *fit.notes,
             *engine_notes,
+            *wider,
             *numbers_notes(model, gpu),
             *links.notes,
             *parallelism_notes(spec, model),
@@ -393,8 +404,11 @@ def resolve_engine(
                 "('decodecalc engines' lists what each profile was fitted on)",
             ),
         )
-    profile = catalog.engine(word)
-    engine, fitted = engine_for(profile, family, catalog.engines())
+    name, _, line = word.partition("@")
+    profile = catalog.engine(name)
+    view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
+    engine, fitted = engine_for(view, family, catalog.engines())
+    engine = replace(engine, line=view.line)
     notes: list[Note] = []
     if not engine.params[0].points:
         notes.append(
@@ -420,6 +434,33 @@ def resolve_engine(
             )
         )
     return engine, tuple(notes)
+
+
+def release_line(profile: EngineProfile, line: str) -> str:
+    """A release line the profile holds ('sglang@0.4'), or one line naming those it has."""
+    known = [x.release for x in profile.lines]
+    if line in known:
+        return line
+    if not known:
+        raise InputError(
+            f"{profile.id} keeps no release lines (its points name none): use --engine {profile.id}"
+        )
+    hint = suggest(line, known) if line else ""
+    raise InputError(
+        f"unknown release line {line!r} of {profile.id}{hint} (its lines: {', '.join(known)})"
+    )
+
+
+def extrapolation(
+    engine: Engine, model: Model, batch: int, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine with its band widened where the scenario lies outside the setups its
+    parameters were fitted on (engine.select.beyond), and a note saying what is
+    extrapolated."""
+    widened_engine, axes = beyond(engine, facts_for(engine, model, batch, gpu))
+    if not axes:
+        return widened_engine, ()
+    return widened_engine, (extrapolation_note(widened_engine, axes),)
 
 
 def resolve_weights(

@@ -114,6 +114,18 @@ class FamilyProfile:
     """What the points identified, and what was held and why (StepFit.describe)."""
 
 
+@record
+class LineProfile:
+    """An engine's release line as a profile file holds it: its versions, points, and
+    parameters on the families where it was fitted on its own."""
+
+    release: str
+    versions: tuple[str, ...]
+    points: int
+    families: tuple[FamilyProfile, ...] = ()
+    dates: tuple[str, ...] = ()
+
+
 def engine_profile_text(
     name: str,
     families: Sequence[FamilyProfile],
@@ -123,12 +135,35 @@ def engine_profile_text(
     notes: str = "",
     aliases: Sequence[str] = (),
     header: str = "",
+    lines: Sequence[LineProfile] = (),
 ) -> str:
     """An engine profile in the presets' YAML (loading.presets.load_engine reads it back),
     rounded so that a refit of the same points writes the same bytes."""
     import yaml
 
-    table = {}
+    doc: dict[str, object] = {"name": name}
+    if aliases:
+        doc["aliases"] = list(aliases)
+    doc.update(versions=list(versions), source=source)
+    if notes:
+        doc["notes"] = notes
+    doc["families"] = _families(families)
+    if lines:
+        doc["lines"] = {
+            x.release: {
+                "versions": list(x.versions),
+                **({"dates": list(x.dates)} if x.dates else {}),
+                "points": x.points,
+                **({"families": _families(x.families)} if x.families else {}),
+            }
+            for x in lines
+        }
+    body = yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=False)
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body
+
+
+def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
+    table: dict[str, object] = {}
     for f in families:
         p = f.params
         entry: dict[str, object] = {
@@ -153,18 +188,22 @@ def engine_profile_text(
             band_low=round(p.band[0], 3),
             band_high=round(p.band[1], 3),
             points=p.points,
-            fitted=f.fitted,
         )
+        if p.range is not None:
+            r = p.range
+            entry["range"] = {
+                "params": [r.params_min, r.params_max],
+                "kinds": list(r.kinds),
+                "batch": [r.batch_min, r.batch_max],
+                "context": [r.context_min, r.context_max],
+                "gpus": list(r.gpus),
+                "lines": list(r.lines),
+                "band_low": round(r.outside_band[0], 3),
+                "band_high": round(r.outside_band[1], 3),
+            }
+        entry["fitted"] = f.fitted
         table[f.family] = entry
-    doc: dict[str, object] = {"name": name}
-    if aliases:
-        doc["aliases"] = list(aliases)
-    doc.update(versions=list(versions), source=source)
-    if notes:
-        doc["notes"] = notes
-    doc["families"] = table
-    body = yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=False)
-    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body
+    return table
 
 
 def _microseconds(seconds: float, digits: int = 2) -> str:

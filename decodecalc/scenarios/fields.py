@@ -224,9 +224,10 @@ SCENARIO_FIELDS = (
     ScenarioField(
         "engine",
         ("--engine",),
-        "Engine profile whose measured step to expect ('decodecalc engines' lists them); "
-        "default 'typical': the band across the profiles for the GPU's family; 'roofline': "
-        "physics alone.",
+        "Engine profile whose measured step to expect ('decodecalc engines' lists them), at "
+        "its newest release line, or NAME@LINE for another ('sglang@0.4'); default "
+        "'typical': the band across the profiles for the GPU's family; 'roofline': physics "
+        "alone.",
         "ENGINE",
         axis="One or more engine profiles (default typical).",
         complete="engines",

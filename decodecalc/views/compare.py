@@ -45,10 +45,13 @@ SCENARIO_KEYS = (
 
 
 def label_parts(scenario: Scenario) -> tuple[str, ...]:
-    """What names a scenario, axis by axis: model, GPU, dtypes, batch, parallelism, engine."""
+    """What names a scenario, axis by axis: model, GPU, dtypes, batch, parallelism, engine
+    (with its release line)."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     engine = "" if s.engine is None or s.engine.id == "typical" else s.engine.id
+    if s.engine is not None and s.engine.line:
+        engine += f"@{s.engine.line}"  # its release line: vllm@0.7 beside vllm@0.11
     return (
         s.model.id,
         gpu,

@@ -46,6 +46,7 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "dp_attention": s.dp_attention,
         "gpus_per_node": s.gpus_per_node,
         "node_link": s.node_link.id if s.node_link else None,
+        "engine_line": s.engine.line if s.engine else None,
     }
 
 

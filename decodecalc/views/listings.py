@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from decodecalc.engine.profile import EngineProfile, gpu_family
+from decodecalc.engine.profile import EngineProfile, ReleaseLine, gpu_family
+from decodecalc.engine.select import newest_line
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
@@ -140,6 +141,22 @@ def links_report(links: list[Link]) -> Report:
     return Report(document(links=list(records)), columns, records)
 
 
+def _line(line: ReleaseLine, family: str) -> dict[str, object]:
+    """A release line as the engines listing shows it beside a family's row: its versions,
+    dates and points, and its own parameters on the family (None: another line's, or the
+    pooled fit's, stand in there)."""
+    own = dict(line.families).get(family)
+    return {
+        "release": line.release,
+        "versions": list(line.versions),
+        "dates": list(line.dates),
+        "points": line.points,
+        "fitted_here": own is not None,
+        "weight_efficiency": None if own is None else own.weight_efficiency,
+        "points_here": None if own is None else own.points,
+    }
+
+
 def engines_report(profiles: list[EngineProfile]) -> Report:
     """One row per engine and GPU family it has parameters for: what each was fitted on."""
     records = tuple(
@@ -164,6 +181,11 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "points": p.points,
             "versions": list(profile.versions),
             "source": profile.source,
+            "lines": [_line(x, family) for x in profile.lines],
+            "newest_line": newest_line(profile, family) if profile.lines else None,
+            "lines_shown": ", ".join(
+                x.release + "*" * (family in dict(x.families)) for x in profile.lines
+            ),
         }
         for profile in profiles
         for family, p in profile.families
@@ -189,6 +211,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         ),
         Column("band_high", "", lambda v: f"x{v:.2f}", drop=5),
         Column("points", "Points", str, drop=1),
+        Column("lines_shown", "Lines (* fitted here)", numeric=False, drop=7),
     )
     bound = sorted(
         {

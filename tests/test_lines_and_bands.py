@@ -1,0 +1,214 @@
+"""Engine release lines (--engine NAME@LINE) and honest bands: widened outside the fitted
+range, carried onto serving's TPOT and TTFT (issue 19, sections 2 and 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decodecalc.answers.serving import Workload, serve
+from decodecalc.engine.profile import (
+    Engine,
+    EngineParams,
+    EngineProfile,
+    FitRange,
+    ReleaseLine,
+)
+from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.select import Facts, at_line, beyond, extrapolated, widened
+from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.resolve import resolve_engine
+from decodecalc.record import replace
+from tests.conftest import Run, preset_scenario
+
+RANGE = FitRange(
+    params_min=7_000_000_000,
+    params_max=70_000_000_000,
+    kinds=("dense",),
+    batch_min=1,
+    batch_max=64,
+    context_min=128,
+    context_max=8192,
+    gpus=("h100-sxm",),
+    lines=("0.4",),
+    outside_band=(0.6, 2.5),
+)
+OLD = EngineParams(weight_efficiency=0.5, kv_efficiency=0.5, band=(0.9, 1.2), range=RANGE)
+NEW = EngineParams(weight_efficiency=0.8, kv_efficiency=0.8, band=(0.9, 1.2))
+POOLED = EngineParams(weight_efficiency=0.7, kv_efficiency=0.7, band=(0.9, 1.2))
+PROFILE = EngineProfile(
+    "toy",
+    "Toy",
+    (("nvidia-datacenter", POOLED), ("amd-instinct", POOLED)),
+    lines=(
+        ReleaseLine("0.4", families=(("nvidia-datacenter", OLD),), points=5),
+        ReleaseLine("0.5", families=(("nvidia-datacenter", NEW),), points=5),
+    ),
+)
+
+
+def test_a_line_selected_by_at() -> None:
+    """'@0.4' takes line 0.4's own e_w (0.5); no '@' the newest line, 0.5 (e_w 0.8); a
+    family the line was not fitted on keeps the fit over every line (e_w 0.7)."""
+    old = at_line(PROFILE, "0.4", "nvidia-datacenter")
+    assert dict(old.families)["nvidia-datacenter"].weight_efficiency == 0.5
+    assert old.line == "0.4"
+    newest = at_line(PROFILE, None, "nvidia-datacenter")
+    assert dict(newest.families)["nvidia-datacenter"].weight_efficiency == 0.8
+    assert newest.line == "0.5"
+    assert dict(newest.families)["amd-instinct"].weight_efficiency == 0.7
+
+
+def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
+    """Line 0.6 is not kept: 0.5, the newest line not newer than it, stands in."""
+    view = at_line(PROFILE, "0.6", "nvidia-datacenter")
+    assert dict(view.families)["nvidia-datacenter"].weight_efficiency == 0.8
+    assert view.line == "0.6"
+
+
+def test_the_shipped_sglang_lines(cli: Run) -> None:
+    """validation/points.yaml holds SGLang 0.4.2 points on MI300X and 0.5.3 on H100: no
+    '@', each GPU family takes the newest line measured on it (JSON says which); on an
+    MI300X '@0.5' has no points, so the parameters fitted on 0.4 stand in and the note
+    says the line is extrapolated."""
+    args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
+    doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
+    assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
+    doc = json.loads(cli(*args, "sglang", "-g", "mi300x").out)
+    assert doc["inputs"]["engine_line"] == "0.4"
+    assert not any("line 0.4" in n["message"] for n in doc["notes"])
+    doc = json.loads(cli(*args, "sglang@0.5", "-g", "mi300x").out)
+    assert doc["inputs"]["engine_line"] == "0.5"
+    note = next(n for n in doc["notes"] if n["code"] == "engine-extrapolated")
+    assert "line 0.5 (fitted 0.4)" in note["message"]
+
+
+POINT = "{model: llama-3.1-8b, gpu: h100-sxm, weights: bf16, kv_dtype: bf16, tp: 1, batch: 1"
+FILES = {
+    "deployment": "model: llama-3.1-8b\ngpu: h100-sxm\nengine: sglang@0.9\n"
+    "targets:\n  max_ms_per_token: 40\n",
+    "points": f"points:\n- {POINT}, context: 512, ms_per_token: 7.5}}\n"
+    f"- {POINT}, context: 4096, ms_per_token: 7.9}}\n",
+}
+"""A deployment file naming an unknown line, and points for calibrate --engine NAME@LINE."""
+
+
+@pytest.mark.parametrize("where", ["--engine", "deployment", "calibrate"])
+def test_unknown_line_is_one_line_exit_2(cli: Run, tmp_path: Path, where: str) -> None:
+    if where == "--engine":
+        result = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "sglang@0.9")
+    elif where == "deployment":
+        path = tmp_path / "d.yaml"
+        path.write_text(FILES["deployment"], encoding="utf-8")
+        result = cli("check", str(path))
+    else:
+        path = tmp_path / "points.yaml"
+        path.write_text(FILES["points"], encoding="utf-8")
+        result = cli("calibrate", str(path), "--engine", "sglang@0.9")
+    assert result.code == 2
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert "unknown release line '0.9' of sglang" in lines[0]
+    assert "0.4, 0.5" in lines[0]  # the lines there are
+    assert "did you mean" in lines[0]
+
+
+def test_extrapolated_axes_in_words() -> None:
+    """A 671B MoE model at batch 128 on an H200, line 0.5: five ways outside RANGE."""
+    facts = Facts(671_000_000_000, "moe", 128, "h200", "0.5", context=4096)
+    axes = extrapolated(RANGE, facts)
+    assert len(axes) == 5
+    assert axes[0] == "671B params (fitted 7B-70B)"
+    assert axes[2] == "batch above the fitted 1-64"
+    inside = Facts(8_000_000_000, "dense", 8, "h100-sxm", "0.4", context=1024)
+    assert extrapolated(RANGE, inside) == ()
+
+
+def test_band_widened_outside_the_range_by_hand(catalog: Catalog) -> None:
+    """Widening takes the wider of each side: low min(0.9, 0.6) = 0.6, high max(1.2, 2.5)
+    = 2.5. On Llama-3.1-8B at batch 1 (inside RANGE but for the GPU: an H200 is not the
+    H100 it was fitted on), e_w = e_kv = 0.5 doubles the streaming time at 4.8 TB/s: the
+    weights stream 16.06 GB less the input embedding, looked up not streamed (128,256 x
+    4,096 x 2 B = 1.05 GB), 15.01 GB: 3.128 ms; the KV at 1,024 tokens is 1,024 x 32
+    layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 134.2 MB: 0.028 ms; expected 2 x 3.156 =
+    6.31 ms, its band 0.6 x to 2.5 x that."""
+    assert widened(OLD).band == (0.6, 2.5)
+    scenario = preset_scenario(catalog, "llama-3.1-8b", gpu="h200")
+    engine = Engine("toy", (OLD,), "nvidia-datacenter", ("toy",), line="0.4")
+    facts = Facts(scenario.model.total_params(), "dense", 1, "h200", "0.4")
+    wide, axes = beyond(engine, facts)
+    assert axes == ("h200 (fitted h100-sxm)",)
+    assert wide.params[0].band == (0.6, 2.5)
+    from decodecalc.step.step import StepModel
+
+    row = StepModel.of(replace(scenario, engine=wide)).row(1024)
+    assert row.expected is not None
+    e = row.expected
+    assert e.seconds == pytest.approx(6.31e-3, rel=2e-3)
+    assert e.low_seconds == pytest.approx(0.6 * e.seconds)
+    assert e.high_seconds == pytest.approx(2.5 * e.seconds)
+
+
+def test_serving_band_fields_by_hand(catalog: Catalog) -> None:
+    """The step band's ratios carry onto TPOT; TTFT's c_req (20 ms) stays outside it:
+    ttft_low = (ttft - 0.02) x 0.8 + 0.02."""
+    params = EngineParams(
+        weight_efficiency=0.5, kv_efficiency=0.5, band=(0.8, 1.5), per_request_s=0.02
+    )
+    scenario = preset_scenario(catalog, "llama-3.1-8b")
+    vllm, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    engine = Engine("vllm", (params,), "nvidia-datacenter", ("vllm",), vllm.serving)
+    scenario = replace(scenario, engine=engine)
+    result = serve(
+        scenario, Workload(1000, 101, concurrency=4), scheduler_limits(engine, scenario.gpu)
+    )
+    assert result.tpot_low_s == pytest.approx(0.8 * result.tpot_s)
+    assert result.tpot_high_s == pytest.approx(1.5 * result.tpot_s)
+    assert result.ttft_low_s == pytest.approx((result.ttft_s - 0.02) * 0.8 + 0.02)
+    assert result.ttft_high_s == pytest.approx((result.ttft_s - 0.02) * 1.5 + 0.02)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "roofline", "typical", "sglang@0.4"])
+def test_serving_rows_order_low_value_high(cli: Run, engine: str) -> None:
+    result = cli(
+        "serving", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", engine,
+        "--input-len", "1000", "--output-len", "200", "--concurrency", "1,8,64", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    for row in json.loads(result.out)["rows"]:
+        assert row["tpot_low_ms"] <= row["tpot_ms"] <= row["tpot_high_ms"]
+        assert row["ttft_low_ms"] <= row["ttft_ms"] <= row["ttft_high_ms"]
+
+
+def test_engines_lists_lines(cli: Run) -> None:
+    result = cli("engines", "--json")
+    assert result.code == 0
+    rows = {r["family"]: r for r in json.loads(result.out)["engines"] if r["id"] == "sglang"}
+    assert rows["nvidia-datacenter"]["newest_line"] == "0.5"
+    assert rows["amd-instinct"]["newest_line"] == "0.4"
+    rows = list(rows.values())
+    releases = [x["release"] for x in rows[0]["lines"]]
+    assert releases == ["0.4", "0.5"]
+    assert rows[0]["lines"][0]["versions"] == ["0.4.2.post4 (rocm/sglang-staging:20250212)"]
+
+
+def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
+    """30 left-out ratios on one family: 20 inside their predictor's range at 1.0, 10
+    outside it at 0.5-0.9 and 1.1-1.5. The band over all 30 (conformal 80%): the
+    floor(31 x 0.1) = 3rd and ceil(31 x 0.9) = 28th smallest, 0.7 and 1.3. The 10 outside
+    are fewer than 20, so they are pooled over every family: the floor(11 x 0.1) = 1st and
+    ceil(11 x 0.9) = 10th smallest, 0.5 and 1.5: the outside band."""
+    from types import SimpleNamespace
+
+    from decodecalc.calibration.validation import ALL_FAMILIES, outside_bands
+
+    point = SimpleNamespace(family="f")
+    outside = [0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5]
+    found = [(point, "group", 1.0, False)] * 20 + [(point, "group", r, True) for r in outside]
+    table = outside_bands(found)  # type: ignore[arg-type]
+    for family in ("f", ALL_FAMILIES):
+        band, wide = table[family]
+        assert band == pytest.approx((0.7, 1.3))
+        assert wide == pytest.approx((0.5, 1.5))
