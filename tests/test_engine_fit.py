@@ -108,7 +108,7 @@ class TestCalibrateRecovers:
         assert doc["kv_read"] == "once"
         assert doc["fitted"] == ["weight_efficiency", "kv_efficiency", "per_step", "per_layer"]
         assert doc["held"] == [
-            "mma_efficiency 0.6 (no compute-bound GEMMs)",
+            "mma_efficiency 0.6 (no compute-bound GEMMs in decode-only figures)",
             "per_moe_layer 0 us (no MoE models)",
             "allreduce_latency the link's (no TP > 1 points)",
             "per_sequence 0 us (no scenario at several batch sizes)",

@@ -197,7 +197,8 @@ def _widened(params: Any, p: Labelled) -> Any:
     kind = "dense" if s.model.moe() is None else "moe"
     line = p.point.release
     inside = (
-        r.params_min <= size <= r.params_max
+        # a model within a quarter of the fitted sizes is inside them (engine/select.py)
+        r.params_min / 1.25 <= size <= r.params_max * 1.25
         and kind in r.kinds
         and r.batch_min <= s.batch <= r.batch_max
         and r.context_min <= p.point.context_tokens <= r.context_max

@@ -151,16 +151,8 @@ def test_an_nvidia_gpu_takes_e_mma_and_the_tile_from_its_kernel_tables(catalog: 
     (fitted,) = [p for f, p in catalog.engine("sglang").families if f == "nvidia-datacenter"]
     assert (params.mma_efficiency, params.grouped_mma_efficiency) == (0.508, 0.328)
     assert params.tile_rows == 64 and "sglang 0.5.14" in params.kernel_source
-    assert (
-        replace(
-            params,
-            mma_efficiency=fitted.mma_efficiency,
-            tile_rows=fitted.tile_rows,
-            grouped_mma_efficiency=None,
-            kernel_source="",
-        )
-        == fitted
-    )
+    same = ("weight_efficiency", "kv_efficiency", "per_layer_s", "per_moe_layer_s", "per_step_s")
+    assert all(getattr(params, k) == getattr(fitted, k) for k in same)
 
 
 def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:

@@ -275,19 +275,25 @@ def _mma_chosen(
     prior: EngineParams,
     chosen: list[str],
 ) -> list[str]:
-    """Adds e_mma to ``chosen`` where compute-bound GEMMs in two distinct points at least
-    tell it apart from the efficiencies taken; else says at what value it stays."""
+    """Adds e_mma to ``chosen`` where compute-bound GEMMs in two distinct decode-only
+    points at least tell it apart from the efficiencies taken; else says at what value it
+    stays. A serving mean holds other requests' prefills, whose share the fit takes off at
+    the roofline: at a high concurrency what remains would pass for slow compute."""
     bound = len(
         {
             (t.scenario_key, t.context_tokens)
             for t, c in zip(terms, columns[MMA], strict=True)
-            if c > 0
+            if c > 0 and t.decode_only
         }
     )
     if bound >= MIN_POINTS_PER_UNKNOWN and _independent(columns[MMA], [columns[c] for c in chosen]):
         chosen.append(MMA)
         return []
-    why = "no compute-bound GEMMs" if not bound else f"compute-bound GEMMs in {bound} point(s)"
+    why = (
+        f"compute-bound GEMMs in {bound} decode-only point(s)"
+        if bound
+        else "no compute-bound GEMMs in decode-only figures"
+    )
     return [f"mma_efficiency {prior.mma_efficiency:.3g} ({why})"]
 
 

@@ -23,7 +23,11 @@ from decodecalc.errors import InputError
 def validate(
     ctx: typer.Context,
     points: Annotated[
-        str, typer.Argument(help="Measured points, as calibrate reads them.", metavar="POINTS")
+        list[str],
+        typer.Argument(
+            help="Measured points, as calibrate reads them; several files are one set.",
+            metavar="POINTS...",
+        ),
     ],
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
@@ -43,7 +47,7 @@ def validate(
     are also replayed through the serving model: predicted mean TPOT and TTFT against the
     measured (docs/serving.md). A report, not a gate: it exits 0 whatever the errors.
 
-    Example: decodecalc validate validation/points.yaml
+    Example: decodecalc validate validation/points.yaml validation/points-2026.yaml
     """
     from decodecalc.calibration.points import read_points
     from decodecalc.calibration.serving_points import validate_serving
@@ -53,11 +57,13 @@ def validate(
     from decodecalc.views.calibration import validation_report
     from decodecalc.views.serving import with_serving_validation
 
-    path = expand_user(points)
-    if not is_file(path):
-        raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
-    measured = read_points(path, catalog)
+    measured = []
+    for given in points:
+        path = expand_user(given)
+        if not is_file(path):
+            raise InputError(f"points file {given!r} does not exist")
+        measured.extend(read_points(path, catalog))
     report = validation_report(run_validate(measured, catalog))
     serving = validate_serving(measured, catalog)
     if serving.checks:
