@@ -80,7 +80,11 @@ def exact_number(text: str) -> Fraction:
         raise ValueError(f"not a number: {text!r}")
     if len(whole) + len(fraction) > MAX_DIGITS:
         raise OverflowError(f"too many digits: {text!r}")
-    return sign * int(whole + fraction) * Fraction(10) ** (power - len(fraction))
+    scale = power - len(fraction)
+    digits_value = sign * int(whole + fraction)
+    if scale >= 0:
+        return Fraction(digits_value * 10**scale)
+    return Fraction(digits_value, 10**-scale)
 
 
 def _split(text: str, what: str, examples: str) -> tuple[Fraction, str]:

@@ -37,11 +37,12 @@ def kernels_dir() -> Path:
 
 
 def kernel_rates(
-    gpu_id: str, engine: str | None = None, directory: Path | None = None
+    gpu_id: str, engine: str | None = None, directory: Path | None = None, whole: bool = True
 ) -> KernelRates | None:
     """The kernel rates of ``engine`` (a decodecalc engine id; None: the file's default
-    engine) on the GPU preset ``gpu_id``; None where no table was measured for them."""
-    found = _kernel_file(gpu_id, directory)
+    engine) on the GPU preset ``gpu_id``; None where no table was measured for them.
+    ``whole`` False: only STEP_CLASSES, what a query's step takes."""
+    found = _kernel_file(gpu_id, directory, whole)
     if found is None:
         return None
     blocks, default = found
@@ -49,9 +50,12 @@ def kernel_rates(
 
 
 @functools.lru_cache(maxsize=16)
-def _kernel_file(gpu_id: str, directory: Path | None) -> tuple[dict[str, KernelRates], str] | None:
-    """A GPU's kernels file, every engine's block, read once per process (from the preset
-    cache's JSON when fresh: a query on an NVIDIA GPU reads it for each profile)."""
+def _kernel_file(
+    gpu_id: str, directory: Path | None, whole: bool
+) -> tuple[dict[str, KernelRates], str] | None:
+    """A GPU's kernels file, every engine's block, read once per process: from the
+    preset cache's JSON when fresh (an entry stored only after the whole strict read),
+    else from the YAML, whole, then cached."""
     from decodecalc.loading import cache
 
     path = (directory or kernels_dir()) / f"{gpu_id}.yaml"
@@ -60,7 +64,7 @@ def _kernel_file(gpu_id: str, directory: Path | None) -> tuple[dict[str, KernelR
     cached = cache.load(path)
     if cached is not None:
         try:
-            return read_kernel_file(Document(str(path), cached), gpu_id)
+            return read_kernel_file(Document(str(path), cached), gpu_id, whole)
         except InputError:
             pass  # the rules changed under the cache: read the file itself
     doc = read_yaml(path)
@@ -94,7 +98,7 @@ def _with_rates(
     if p.mma_fitted:
         return p
     engine_id = name.split(" ")[0].split("@")[0]
-    rates = kernel_rates(gpu_id, engine_id) or kernel_rates(gpu_id)
+    rates = kernel_rates(gpu_id, engine_id, whole=False) or kernel_rates(gpu_id, whole=False)
     if rates is None:
         return p
     dense = rates.gemm_rates(weights.id, weights.matmul)
@@ -119,8 +123,11 @@ def read_kernel_rates(doc: Document, gpu_id: str, engine: str | None) -> KernelR
     return blocks.get(default if engine is None else engine)
 
 
-def read_kernel_file(doc: Document, gpu_id: str) -> tuple[dict[str, KernelRates], str]:
-    """Every engine's block of a kernels file, by engine id, and the default engine's id."""
+def read_kernel_file(
+    doc: Document, gpu_id: str, whole: bool = True
+) -> tuple[dict[str, KernelRates], str]:
+    """Every engine's block of a kernels file, by engine id, and the default engine's id
+    (``whole`` False: of each block only STEP_CLASSES)."""
     top = Fields(doc)
     top.text("name")
     if top.text("gpu") != gpu_id:
@@ -129,7 +136,7 @@ def read_kernel_file(doc: Document, gpu_id: str) -> tuple[dict[str, KernelRates]
     default = top.text("default_engine")
     engines = top.mapping("engines")
     blocks = {
-        str(name): _engine(engines.mapping(str(name)), gpu_id, str(name), source)
+        str(name): _engine(engines.mapping(str(name)), gpu_id, str(name), source, whole)
         for name in engines.data
     }
     if default not in blocks:
@@ -138,7 +145,15 @@ def read_kernel_file(doc: Document, gpu_id: str) -> tuple[dict[str, KernelRates]
     return blocks, default
 
 
-def _engine(block: Fields, gpu_id: str, engine: str, source: str) -> KernelRates:
+STEP_CLASSES = ("gemm", "moe")
+"""The classes the step model takes from the tables (with_kernel_rates). A query reads
+only these from the preset cache, whose entry exists only for a file that passed the
+whole strict read (kernel_rates); every class is read where the file itself is."""
+
+
+def _engine(block: Fields, gpu_id: str, engine: str, source: str, whole: bool) -> KernelRates:
+    if not whole:
+        block.read.update(k for k in block.data if k not in STEP_CLASSES)
     return KernelRates(
         gpu=gpu_id,
         engine=engine,
@@ -147,10 +162,10 @@ def _engine(block: Fields, gpu_id: str, engine: str, source: str) -> KernelRates
         launch_s=_duration(block, "launch"),
         gemm=_per_dtype(block, "gemm"),
         moe=_per_dtype(block, "moe"),
-        attention=_per_dtype(block, "attention"),
-        mla=_per_dtype(block, "mla"),
-        allreduce=_allreduce(block),
-        left_out=block.texts("left_out"),
+        attention=_per_dtype(block, "attention") if whole else (),
+        mla=_per_dtype(block, "mla") if whole else (),
+        allreduce=_allreduce(block) if whole else (),
+        left_out=block.texts("left_out") if whole else (),
     )
 
 
