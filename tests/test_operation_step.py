@@ -164,6 +164,27 @@ def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:
         weight_efficiency=0.9, kv_efficiency=0.8, mma_efficiency=0.7, mma_fitted=True
     )
     engine = with_kernel_rates(
-        Engine("sglang", (own,)), catalog.gpu("h200"), catalog.dtype("fp8"), None
+        Engine("sglang", (own,)), catalog.gpu("h200"), catalog.dtype("fp8"), None, None
     )
     assert engine.params == (own,)
+
+
+def test_a_dense_query_reads_the_tables_only_where_a_gemm_may_be_compute_bound(
+    catalog: Catalog,
+) -> None:
+    """Llama-3.1-8B BF16 on an H100: a parameter's 2 bytes take 5.97e-13 s at 3.35 TB/s,
+    its 2 x B FLOPs 2B / (989.4e12 x 0.2) = B x 1.01e-14 s at the lowest table e_mma: no
+    GEMM can be compute-bound below B = 59, so batch 8 leaves the profile as fitted and
+    batch 512 takes the tables; a server, whose running batch varies, always does."""
+    from decodecalc.loading.resolve import at_any_batch
+
+    def engine_at(batch: int) -> EngineParams:
+        spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", batch=batch)
+        (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
+        return params
+
+    assert engine_at(8).kernel_source == "" and engine_at(58).kernel_source == ""
+    assert "kernel tables on h100-sxm" in engine_at(60).kernel_source
+    spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", batch=1)
+    served = at_any_batch(resolve(spec, catalog))
+    assert "kernel tables" in served.engine.params[0].kernel_source  # type: ignore[union-attr]

@@ -334,9 +334,9 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     roofline)."""
     s = p.point.scenario
     chosen = Engine(engine, tuple(params), p.family)
-    chosen = with_kernel_rates(
-        chosen, s.gpu, s.weights, experts_dtype(s.model, s.weights, s.weight_overrides)
-    )
+    experts = experts_dtype(s.model, s.weights, s.weight_overrides)
+    overridden = bool(s.weight_overrides)
+    chosen = with_kernel_rates(chosen, s.gpu, s.weights, experts, s.batch, overridden)
     return expected_for(p.step, p.row, chosen)
 
 
@@ -594,7 +594,8 @@ def banded(profiles: Sequence[EngineProfile], table: Bands) -> tuple[EngineProfi
         replace(
             profile,
             families=each(profile.families),
-            lines=tuple(replace(x, families=each(x.families)) for x in profile.lines),
+            lines=tuple(replace(x, families=each(x.families)) for x in profile.release_lines()),
+            pending_lines=None,
         )
         for profile in profiles
     )

@@ -8,6 +8,7 @@ stands in on a family it has none for. The step they enter is step/engine_terms.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from decodecalc.model.hardware import GpuSpec
@@ -202,10 +203,19 @@ class EngineProfile:
     serving: ServingDefaults | None = None
     """Scheduler defaults, each value sourced (the preset's hand-written ``serving:``)."""
     lines: tuple[ReleaseLine, ...] = ()
-    """Release lines, oldest first (release_order); the last is the newest."""
+    """Release lines, oldest first (release_order); the last is the newest. Read them
+    through release_lines(): a preset's are parsed on first use."""
+    pending_lines: Callable[[], tuple[ReleaseLine, ...]] | None = None
+    """A preset's lines, parsed when first asked for (loading/presets.py): a query on the
+    default engine selection never asks, and parsing every profile's would cost it a
+    tenth of its start-up."""
     line: str | None = None
     """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
     every line pooled."""
+
+    def release_lines(self) -> tuple[ReleaseLine, ...]:
+        """The release lines, oldest first (``lines``, or the preset's pending ones)."""
+        return self.pending_lines() if self.pending_lines is not None else self.lines
 
     def params_for(self, family: str) -> tuple[EngineParams, str]:
         """The parameters for a family, and the family they were fitted on: the same one,

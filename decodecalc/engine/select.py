@@ -89,11 +89,11 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     profile without lines is returned as it is. Where another line's parameters (or the
     pooled ones) stand in, their range does not hold the line: the scenario is
     extrapolated and says so (extrapolated)."""
-    if not profile.lines:
+    if not profile.release_lines():
         return profile
     name = line or newest_line(profile, family)
     here = release_order(name)
-    lines = sorted(profile.lines, key=lambda found: release_order(found.release))
+    lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
     for kind, pooled in profile.families:
         fitted = [x for x in lines if kind in dict(x.families)]
@@ -108,7 +108,7 @@ def newest_line(profile: EngineProfile, family: str) -> str:
     (the pooled fit's range says which), else the profile's newest."""
     pooled = dict(profile.families).get(family)
     measured = pooled.range.lines if pooled is not None and pooled.range else ()
-    every = [x.release for x in profile.lines]
+    every = [x.release for x in profile.release_lines()]
     return max(measured or every, key=release_order)
 
 

@@ -15,6 +15,7 @@ from decodecalc.loading.datafile import Document, is_file, read_yaml
 from decodecalc.loading.fields import Fields
 from decodecalc.model.kernels import AllReduceRates, FitError, KernelRates, OpRates
 from decodecalc.record import replace
+from decodecalc.step.step import may_bind
 from decodecalc.units import parse_bandwidth, parse_duration
 
 if TYPE_CHECKING:
@@ -74,22 +75,41 @@ def _kernel_file(
 
 
 def with_kernel_rates(
-    engine: Engine, gpu: GpuSpec | None, weights: DType, experts: DType | None
+    engine: Engine,
+    gpu: GpuSpec | None,
+    weights: DType,
+    experts: DType | None,
+    batch: int | None,
+    overridden: bool = False,
 ) -> Engine:
     """The engine with e_mma and the grouped GEMMs' tile from the GPU's kernel tables,
     where it has them (NVIDIA GPUs aiconfigurator measured) and a profile's points did not
     fit e_mma: the dense GEMMs' e_mma for the weights' format, the grouped GEMMs' e_mma
     and tile for the experts' (``experts`` None: the model has none). Each profile takes
     its own engine's tables, else the file's default engine's. Points identify e_w and
-    e_kv; compute-bound GEMMs are rare in them, so the tables are the better witness."""
+    e_kv; compute-bound GEMMs are rare in them, so the tables are the better witness.
+
+    ``batch``: the one batch the answer's steps run at, where a dense model of one weight
+    format (not ``overridden`` by a recipe) then cannot be compute-bound at any e_mma the
+    tables hold and they are not read (a query in a shell loop); None where the answer
+    varies it (a server's running batches, a plan's largest)."""
     if gpu is None or not engine.params:
         return engine
-    names = engine.names or (engine.id,) * len(engine.params)
+    dense = experts is None and not overridden
+    if dense and batch is not None and not may_bind(gpu, weights, batch, MIN_DENSE_MMA):
+        return engine
+    names = engine.names
+    if len(names) != len(engine.params):  # a set of parameters not named one by one
+        names = (engine.id,) * len(engine.params)
     params = tuple(
         _with_rates(p, gpu.id, name, weights, experts)
         for p, name in zip(engine.params, names, strict=True)
     )
     return replace(engine, params=params) if params != engine.params else engine
+
+
+MIN_DENSE_MMA = 0.2
+"""Below every dense GEMM's e_mma in the shipped tables (the lowest is 0.228)."""
 
 
 def _with_rates(

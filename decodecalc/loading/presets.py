@@ -6,6 +6,7 @@ Model presets hold architecture fields named as in the model's config.json under
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -19,6 +20,7 @@ from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import GROUP_NAMES, Mix, WeightRecipe
+from decodecalc.record import replace
 from decodecalc.scenarios.rates import MAX_POWER_W, MAX_PRICE, PriceList
 
 if TYPE_CHECKING:
@@ -314,13 +316,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         raise top.error(
             "families", f"give parameters for at least one of {', '.join(GPU_FAMILIES)}"
         )
-    lines = []
-    if top.has("lines"):
-        table = top.mapping("lines")
-        for release in table.data:
-            if not isinstance(release, str) or not release_order(release):
-                raise table.error(str(release), "a release line holds numbers ('0.10', '2024-05')")
-            lines.append(_line(table.mapping(release), release))
+    has_lines = top.has("lines")
+    top.read.add("lines")
     profile = EngineProfile(
         id=preset_id,
         name=name,
@@ -330,10 +327,23 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         notes=top.text("notes", ""),
         aliases=aliases,
         serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
-        lines=tuple(sorted(lines, key=lambda x: release_order(x.release))),
     )
     top.finish()
-    return profile
+    if not has_lines:
+        return profile
+    table = top.mapping("lines")  # after finish: read, and checked, on first use
+
+    @functools.cache
+    def lines() -> tuple[ReleaseLine, ...]:
+        found = []
+        for release in table.data:
+            if not isinstance(release, str) or not release_order(release):
+                raise table.error(str(release), "a release line holds numbers ('0.10', '2024-05')")
+            found.append(_line(table.mapping(release), release))
+        table.finish()
+        return tuple(sorted(found, key=lambda x: release_order(x.release)))
+
+    return replace(profile, pending_lines=lines)
 
 
 def _line(f: Fields, release: str) -> ReleaseLine:

@@ -321,7 +321,9 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
     engine, wider = extrapolation(engine, model, spec.batch, gpu)
-    engine = with_kernel_rates(engine, gpu, weights, experts_dtype(model, weights, overrides))
+    engine = with_kernel_rates(
+        engine, gpu, weights, experts_dtype(model, weights, overrides), spec.batch, bool(overrides)
+    )
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
         overhead_s = parse_duration(spec.overhead, "overhead")
@@ -368,6 +370,19 @@ def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType |
         if group.experts:
             return group_dtype(group.name, default, overrides)
     return None
+
+
+def at_any_batch(scenario: Scenario) -> Scenario:
+    """The scenario for an answer that runs its steps at other batches than its own (a
+    server's running batches, a plan's largest): its engine with the GPU's kernel rates
+    whatever the batch (loading/kernels.py with_kernel_rates)."""
+    engine = scenario.engine
+    if engine is None:
+        return scenario
+    s = scenario
+    experts = experts_dtype(s.model, s.weights, s.weight_overrides)
+    found = with_kernel_rates(engine, s.gpu, s.weights, experts, None)
+    return s if found is engine else replace(s, engine=found)
 
 
 def resolve_engine(
@@ -438,7 +453,7 @@ def resolve_engine(
 
 def release_line(profile: EngineProfile, line: str) -> str:
     """A release line the profile holds ('sglang@0.4'), or one line naming those it has."""
-    known = [x.release for x in profile.lines]
+    known = [x.release for x in profile.release_lines()]
     if line in known:
         return line
     if not known:

@@ -45,6 +45,7 @@ from decodecalc.step.parallelism import (
 )
 
 if TYPE_CHECKING:
+    from decodecalc.model.hardware import GpuSpec
     from decodecalc.model.layers import Mixer
 
 
@@ -249,6 +250,17 @@ def gemm_excess_s(
         )
         for op in ops
     )
+
+
+def may_bind(gpu: GpuSpec, weights: DType, rows: int, mma_efficiency: float) -> bool:
+    """Whether a dense GEMM of ``rows`` rows in ``weights``' format could outlast its
+    weights' streaming on ``gpu``: 2 x rows FLOPs per parameter at ``mma_efficiency`` of
+    peak against its bytes at the full bandwidth (False where the peak is not known)."""
+    peak = gpu.peak_flops(weights.matmul)
+    if peak is None:
+        return False
+    compute = 2 * rows / (peak[1] * mma_efficiency)
+    return compute > float(weights.bytes_for(1)) / gpu.bandwidth_bytes_per_s
 
 
 @record

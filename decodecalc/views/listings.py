@@ -181,10 +181,10 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "points": p.points,
             "versions": list(profile.versions),
             "source": profile.source,
-            "lines": [_line(x, family) for x in profile.lines],
-            "newest_line": newest_line(profile, family) if profile.lines else None,
+            "lines": [_line(x, family) for x in profile.release_lines()],
+            "newest_line": newest_line(profile, family) if profile.release_lines() else None,
             "lines_shown": ", ".join(
-                x.release + "*" * (family in dict(x.families)) for x in profile.lines
+                x.release + "*" * (family in dict(x.families)) for x in profile.release_lines()
             ),
         }
         for profile in profiles
