@@ -304,3 +304,15 @@ def test_a_chart_beside_data_goes_to_stderr(cli: Run, fmt: tuple[str, ...]) -> N
     else:  # every line a CSV row of the header's width
         rows = [line.count(",") for line in r.out.splitlines()]
         assert len(rows) == 3 and len(set(rows)) == 1
+
+
+def test_a_whole_number_of_thousands_of_digits_is_one_line_exit_2(cli: Run) -> None:
+    """int() refuses past 4,300 digits with a ValueError; the option refuses first (a
+    fuzz-found case: plan --batch of 5,000 ones)."""
+    huge = "1" * 5000
+    for args in (
+        ("plan", "-m", "llama-3.1-8b", "-c", "1K", "--gpus", "h100", "--batch", huge),
+        ("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--batch", huge),
+    ):
+        r = cli(*args)
+        assert r.code == 2 and r.err.count("\n") == 1

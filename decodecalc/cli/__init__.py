@@ -232,7 +232,16 @@ def whole_number(text: str | int) -> int:
         return text
     if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
         raise typer.BadParameter(f"{text!r} is not a whole number")
+    digits = len(text.strip().lstrip("+-"))
+    if digits > MAX_OPTION_DIGITS:  # int() refuses past 4,300 with a ValueError
+        raise typer.BadParameter(
+            f"a number of {digits:,} digits; no decodecalc value has more than a few dozen"
+        )
     return int(text)
+
+
+MAX_OPTION_DIGITS = 100
+"""Digits a whole-number option may have: every limit is far below 10^100."""
 
 
 def real_number(text: str | float) -> float:
