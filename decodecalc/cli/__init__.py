@@ -233,15 +233,16 @@ def whole_number(text: str | int) -> int:
     if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
         raise typer.BadParameter(f"{text!r} is not a whole number")
     digits = len(text.strip().lstrip("+-"))
-    if digits > MAX_OPTION_DIGITS:  # int() refuses past 4,300 with a ValueError
+    if digits > MAX_OPTION_DIGITS:  # int() would raise a ValueError
         raise typer.BadParameter(
             f"a number of {digits:,} digits; no decodecalc value has more than a few dozen"
         )
     return int(text)
 
 
-MAX_OPTION_DIGITS = 100
-"""Digits a whole-number option may have: every limit is far below 10^100."""
+MAX_OPTION_DIGITS = 4300
+"""Digits int() reads (sys.get_int_max_str_digits' default); a longer number is refused
+here, a shorter one out of range by the option's own limit."""
 
 
 def real_number(text: str | float) -> float:
