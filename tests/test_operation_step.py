@@ -176,7 +176,7 @@ def test_a_dense_query_reads_the_tables_only_where_a_gemm_may_be_compute_bound(
     its 2 x B FLOPs 2B / (989.4e12 x 0.2) = B x 1.01e-14 s at the lowest table e_mma: no
     GEMM can be compute-bound below B = 59, so batch 8 leaves the profile as fitted and
     batch 512 takes the tables; a server, whose running batch varies, always does."""
-    from decodecalc.loading.resolve import at_any_batch
+    from decodecalc.loading.resolve import kernel_rated
 
     def engine_at(batch: int) -> EngineParams:
         spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", batch=batch)
@@ -186,5 +186,5 @@ def test_a_dense_query_reads_the_tables_only_where_a_gemm_may_be_compute_bound(
     assert engine_at(8).kernel_source == "" and engine_at(58).kernel_source == ""
     assert "kernel tables on h100-sxm" in engine_at(60).kernel_source
     spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", batch=1)
-    served = at_any_batch(resolve(spec, catalog))
+    served = kernel_rated(resolve(spec, catalog), None)
     assert "kernel tables" in served.engine.params[0].kernel_source  # type: ignore[union-attr]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
 from decodecalc.engine.scheduler import scheduler_limits
-from decodecalc.loading.resolve import at_any_batch
+from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
 from decodecalc.step.memory import MemoryFit
@@ -132,7 +132,7 @@ def _per_replica(o: Option) -> float:
 
 def evaluate(scenario: Scenario, targets: Targets) -> Option:
     """A candidate against the targets: its batch, replicas, cost and what it misses."""
-    scenario = at_any_batch(scenario)
+    scenario = kernel_rated(scenario, None)
     if targets.workload is not None:
         return _evaluate_served(scenario, targets, targets.workload)
     context, limit = targets.context, targets.max_seconds_per_token

@@ -28,7 +28,7 @@ from decodecalc.answers.speculative import Speculation, draft_scenario
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
-from decodecalc.loading.resolve import at_any_batch
+from decodecalc.loading.resolve import kernel_rated
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
@@ -587,7 +587,7 @@ def _no_pool(pool: KvPool, limits: SchedulerLimits) -> str:
 
 def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> ServingResult:
     """The steady state of a continuously batched server under a workload."""
-    server = _Server(at_any_batch(scenario), workload, limits)
+    server = _Server(kernel_rated(scenario, None), workload, limits)
     saturation = server.saturation()
     if workload.concurrency is not None:
         return _closed(server, workload.concurrency, saturation)

@@ -62,8 +62,7 @@ from decodecalc.engine.select import (
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.kernels import with_kernel_rates
-from decodecalc.loading.resolve import experts_dtype, resolve_engine
+from decodecalc.loading.resolve import kernel_rated, resolve_engine
 from decodecalc.record import record, replace
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
@@ -333,11 +332,9 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     (step.step.expected: the median over several parameter sets, never below the
     roofline)."""
     s = p.point.scenario
-    chosen = Engine(engine, tuple(params), p.family)
-    experts = experts_dtype(s.model, s.weights, s.weight_overrides)
-    overridden = bool(s.weight_overrides)
-    chosen = with_kernel_rates(chosen, s.gpu, s.weights, experts, s.batch, overridden)
-    return expected_for(p.step, p.row, chosen)
+    rated = kernel_rated(replace(s, engine=Engine(engine, tuple(params), p.family)), s.batch)
+    assert rated.engine is not None
+    return expected_for(p.step, p.row, rated.engine)
 
 
 def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:

@@ -321,15 +321,12 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
     engine, wider = extrapolation(engine, model, spec.batch, gpu)
-    engine = with_kernel_rates(
-        engine, gpu, weights, experts_dtype(model, weights, overrides), spec.batch, bool(overrides)
-    )
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
         overhead_s = parse_duration(spec.overhead, "overhead")
     else:
         overhead_s = fit.overhead_s or 0.0 if spec.overhead is None else float(spec.overhead)
-    return Scenario(
+    scenario = Scenario(
         model=model,
         weights=weights,
         weight_overrides=overrides,
@@ -361,6 +358,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
+    return kernel_rated(scenario, spec.batch)
 
 
 def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:
@@ -372,17 +370,18 @@ def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType |
     return None
 
 
-def at_any_batch(scenario: Scenario) -> Scenario:
-    """The scenario for an answer that runs its steps at other batches than its own (a
-    server's running batches, a plan's largest): its engine with the GPU's kernel rates
-    whatever the batch (loading/kernels.py with_kernel_rates)."""
-    engine = scenario.engine
-    if engine is None:
-        return scenario
+def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
+    """The scenario with its engine taking the GPU's kernel rates where they can matter at
+    ``batch``, the one its steps run at; None for an answer that runs them at other batches
+    (a server's running batches, a plan's largest): then whatever the batch
+    (loading/kernels.py with_kernel_rates)."""
     s = scenario
+    if s.engine is None:
+        return s
     experts = experts_dtype(s.model, s.weights, s.weight_overrides)
-    found = with_kernel_rates(engine, s.gpu, s.weights, experts, None)
-    return s if found is engine else replace(s, engine=found)
+    overridden = bool(s.weight_overrides)
+    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden)
+    return s if found is s.engine else replace(s, engine=found)
 
 
 def resolve_engine(
