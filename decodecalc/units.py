@@ -24,8 +24,8 @@ _DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB, "p": 10**15}
 _BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB}
 _BYTE_PREFIXES = "kKmMgGtT"
 _FLOPS_PREFIXES = "kKmMgGtTpP"
-_TIME_UNIT = {"s": 0, "ms": -3, "us": -6, "µs": -6, "ns": -9}
-"""Powers of ten of each time unit."""
+_TIME_UNIT = {"s": 1, "ms": 10**3, "us": 10**6, "µs": 10**6, "ns": 10**9}
+"""Each time unit's count per second."""
 
 MAX_EXPONENT = 400
 """Largest power of ten a number may carry: 1e999999999 is exact only as a billion-digit
@@ -76,12 +76,13 @@ def exact_number(text: str) -> Fraction:
     sign = -1 if mantissa.startswith("-") else 1
     unsigned = mantissa[1:] if mantissa.startswith(("+", "-")) else mantissa
     whole, _, fraction = unsigned.partition(".")
-    if not (whole or fraction) or not all(p == "" or is_digits(p) for p in (whole, fraction)):
+    digits = whole + fraction  # no digits at all, or a second point, is no number
+    if not is_digits(digits):
         raise ValueError(f"not a number: {text!r}")
-    if len(whole) + len(fraction) > MAX_DIGITS:
+    if len(digits) > MAX_DIGITS:
         raise OverflowError(f"too many digits: {text!r}")
     scale = power - len(fraction)
-    digits_value = sign * int(whole + fraction)
+    digits_value = sign * int(digits)
     if scale >= 0:
         return Fraction(digits_value * 10**scale)
     return Fraction(digits_value, 10**-scale)
@@ -193,7 +194,7 @@ def parse_duration(text: str, what: str = "duration") -> float:
         raise InputError(f"{what} {text!r} needs a unit: s, ms, us or ns ({examples})")
     if value < 0:
         raise InputError(f"{what} {text!r} must not be negative")
-    seconds = value * Fraction(10) ** _TIME_UNIT[unit]
+    seconds = value / _TIME_UNIT[unit]
     if seconds > 3600:
         raise InputError(f"{what} {text!r} is implausibly long (at most an hour)")
     return float(seconds)

@@ -76,3 +76,41 @@ def test_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.delenv("DECODECALC_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "decodecalc"
+
+
+def two_gpus(user_dir: Path) -> Path:
+    (user_dir / "gpus" / "yours.yaml").write_text(L4.replace("NVIDIA L4", "Yours"))
+    return user_dir
+
+
+def test_a_listing_comes_from_one_entry(user_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Catalog((two_gpus(user_dir),)).gpus()
+    forbid_yaml(monkeypatch)
+
+    def refuse(path: Path) -> None:
+        raise AssertionError(f"opened the entry of {path} despite a fresh entry for the set")
+
+    monkeypatch.setattr(cache, "load", refuse)
+    assert Catalog((user_dir,)).gpus() == first
+
+
+def test_an_edit_refreshes_the_listing(user_dir: Path) -> None:
+    Catalog((two_gpus(user_dir),)).gpus()
+    path = user_dir / "gpus" / "mine.yaml"
+    path.write_text(L4.replace("300GB/s", "250GB/s"))
+    os.utime(path, ns=(1, 1))
+    mine = [g for g in Catalog((user_dir,)).gpus() if g.id == "mine"]
+    assert [g.bandwidth_bytes_per_s for g in mine] == [250 * 10**9]
+
+
+def test_a_new_file_joins_the_listing(user_dir: Path) -> None:
+    Catalog((two_gpus(user_dir),)).gpus()
+    (user_dir / "gpus" / "third.yaml").write_text(L4)
+    assert [g.id for g in Catalog((user_dir,)).gpus()] == ["mine", "third", "yours"]
+
+
+def test_a_corrupt_set_entry_falls_back(user_dir: Path) -> None:
+    Catalog((two_gpus(user_dir),)).gpus()
+    for entry in (user_dir / "cache").glob("gpus-set-*"):
+        entry.write_text('{"key": 1, "data": [')
+    assert len(Catalog((user_dir,)).gpus()) == 2

@@ -77,7 +77,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
     memory = step.memory(points[-1])
     rows = tuple(step.row(t, t == marked, memory) for t in points)
     moe = scenario.model.moe()
-    unsplit = KVCurve.for_layers(scenario.model.mixers(), 1).elements_per_token
+    unsplit = KVCurve.for_layers(scenario.model.mixer_counts(), 1).elements_per_token
     est = Estimate(
         scenario=scenario,
         weight_bytes_per_step=step.weight_bytes,

@@ -6,15 +6,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from decodecalc.engine.profile import VLLM_DEFAULTS
+from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, VLLM_DEFAULTS
 from decodecalc.errors import InputError
 from decodecalc.record import field_names, record, replace
 
 if TYPE_CHECKING:
     from decodecalc.engine.profile import Engine
     from decodecalc.model.hardware import GpuSpec
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted: past it a figure is a typo."""
 
 
 @record

@@ -8,6 +8,11 @@ version is read from YAML again. The cache is an optimisation only: any problem 
 
 Location: $DECODECALC_CACHE, else $XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc;
 DECODECALC_CACHE=off disables it, and so does having no home directory to find.
+
+A listing (every engine profile for the typical band, every model for ``models``) reads
+every preset of a kind: those come from one entry for the whole set (load_set), keyed by
+each file's path, size and modification time, so that a query opens one file, not one
+per preset.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +53,33 @@ def _entry(source: Path) -> tuple[Path, list[Any]] | None:
     return directory / name, [path, stat.st_size, stat.st_mtime_ns, __version__]
 
 
+def _set_entry(kind: str, sources: Sequence[Path]) -> tuple[Path, list[Any]] | None:
+    directory = cache_dir()
+    if directory is None:
+        return None
+    try:
+        stats = [source.stat() for source in sources]
+    except OSError:
+        return None
+    paths = [os.path.abspath(source) for source in sources]
+    files = [[p, st.st_size, st.st_mtime_ns] for p, st in zip(paths, stats, strict=True)]
+    name = f"{kind}-set-{zlib.crc32(chr(0).join(paths).encode()):08x}.json"
+    return directory / name, [files, __version__]
+
+
 def load(source: Path) -> Any | None:
     """The cached data of ``source``, or None when there is no fresh entry."""
-    entry = _entry(source)
+    return _stored(_entry(source))
+
+
+def load_set(kind: str, sources: Sequence[Path]) -> list[Any] | None:
+    """The cached data of every file of a set, in order, or None when the set's entry is
+    not fresh for every one of them."""
+    found = _stored(_set_entry(kind, sources))
+    return found if isinstance(found, list) and len(found) == len(sources) else None
+
+
+def _stored(entry: tuple[Path, list[Any]] | None) -> Any | None:
     if entry is None:
         return None
     cached, key = entry
@@ -66,7 +96,15 @@ def load(source: Path) -> Any | None:
 
 def store(source: Path, data: Any) -> None:
     """Remember validated data for ``source``; silently does nothing if it cannot."""
-    entry = _entry(source)
+    _write(_entry(source), data)
+
+
+def store_set(kind: str, sources: Sequence[Path], data: list[Any]) -> None:
+    """Remember the validated data of every file of a set, in order."""
+    _write(_set_entry(kind, sources), data)
+
+
+def _write(entry: tuple[Path, list[Any]] | None, data: Any) -> None:
     if entry is None:
         return
     cached, key = entry

@@ -214,19 +214,20 @@ class Catalog:
 
     def _load_file(self, kind: str, path: Path, cls: type[T]) -> T:
         if path not in self._cache:
-            self._cache[path] = self._read(kind, path)
+            self._cache[path] = self._read(kind, path)[0]
         loaded = self._cache[path]
         assert isinstance(loaded, cls)
         return loaded
 
     @staticmethod
-    def _read(kind: str, path: Path) -> object:
-        """Build a preset from the JSON cache when fresh, else from the YAML (then cached)."""
+    def _read(kind: str, path: Path) -> tuple[object, Any]:
+        """A preset and the data it holds: from the JSON cache when fresh, else from the
+        YAML (then cached)."""
         load = LOADERS[kind]
         cached = cache.load(path)
         if cached is not None:
             try:
-                return load(Document(str(path), cached), preset_id_of(path))
+                return load(Document(str(path), cached), preset_id_of(path)), cached
             except InputError:
                 pass  # the rules changed under the cache: read the file itself
         try:
@@ -237,12 +238,33 @@ class Catalog:
         except InputError as exc:
             raise PresetError([str(exc)]) from None
         cache.store(path, doc.data)
-        return preset
+        return preset, doc.data
 
     def _all(self, kind: str, cls: type[T]) -> list[T]:
         if kind not in self._listed:
-            self._listed[kind] = tuple(self._files(kind))
+            self._listed[kind] = paths = tuple(self._files(kind))
+            self._read_set(kind, [p for p in paths if p not in self._cache])
         return [self._load_file(kind, p, cls) for p in self._listed[kind]]
+
+    def _read_set(self, kind: str, paths: list[Path]) -> None:
+        """The presets of a listing not loaded yet, from one cache entry for them all where
+        it is fresh (loading/cache.py load_set), else each file as _read does."""
+        if len(paths) < 2:
+            return
+        load = LOADERS[kind]
+        found = cache.load_set(kind, paths)
+        if found is not None:
+            try:
+                pairs = zip(paths, found, strict=True)
+                built = [load(Document(str(p), d), preset_id_of(p)) for p, d in pairs]
+            except InputError:
+                pass  # the rules changed under the cache: read each file
+            else:
+                self._cache.update(zip(paths, built, strict=True))
+                return
+        read = [self._read(kind, path) for path in paths]
+        self._cache.update((path, preset) for path, (preset, _) in zip(paths, read, strict=True))
+        cache.store_set(kind, paths, [data for _, data in read])
 
     def _find(self, kind: str, name: str, cls: type[P]) -> P:
         found, names = self._lookup(kind, name, cls)

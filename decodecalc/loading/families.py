@@ -82,9 +82,16 @@ def _common(
         hidden_size=cfg.integer("hidden_size"),
         vocab_size=cfg.integer("vocab_size", default=vocab_default),
         tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=tie_default),
-        layers=tuple(layers),
+        layers=_interned(layers),
         max_context_tokens=cfg.integer("max_position_embeddings", default=context_default),
     )
+
+
+def _interned(layers: list[Layer]) -> tuple[Layer, ...]:
+    """The stack with equal layers as one object: Model sums over its distinct layers, a
+    few, not each of 80 (a query's time goes into such sums)."""
+    seen: dict[Layer, Layer] = {}
+    return tuple(seen.setdefault(layer, layer) for layer in layers)
 
 
 def _unbiased(cfg: Fields, *names: str) -> None:

@@ -139,16 +139,19 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     return Links(link, node, per_node, tuple(notes))
 
 
+def _has_mla(model: Model) -> bool:
+    from decodecalc.model.mla import LatentAttention
+
+    return any(isinstance(m, LatentAttention) for m, _ in model.mixer_counts())
+
+
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
     """A cache format that cannot exist for this model is refused; weights in a format the
     GPU has no tensor cores for are said to run at the class it falls back to."""
-    from decodecalc.model.mla import LatentAttention
-
-    mla = any(isinstance(m, LatentAttention) for m in model.mixers())
     for cache in caches:
-        if cache is not None and cache.mla_only and not mla:
+        if cache is not None and cache.mla_only and not _has_mla(model):
             raise InputError(
                 f"KV dtype {cache.id!r} is FlashMLA's layout of an MLA latent, and "
                 f"{model.id} has no MLA layers; try fp8"

@@ -58,20 +58,21 @@ class KVCurve:
     @classmethod
     def for_layers(
         cls,
-        layers: Iterable[Mixer],
+        mixers: Iterable[tuple[Mixer, int]],
         tp: int,
         weigh: Callable[[Mixer, int], int] | None = None,
         units_per_byte: Fraction | None = None,
     ) -> KVCurve:
-        """``weigh`` turns a layer's elements into other whole units: the estimator counts
+        """``mixers``: each mixer with the layers it stands for (Model.mixer_counts).
+        ``weigh`` turns a layer's elements into other whole units: the estimator counts
         bytes in units when K and V are stored in different formats. ``units_per_byte``
         converts caches of a fixed format (DeepSeek-V3.2's FP8 indexer keys, whatever the
         KV dtype) into the same units; without it, element counts leave them out."""
         read: dict[int | None, int] = {}
         held: dict[int | None, int] = {}
         chunks: dict[int, int] = {}
-        for mixer in layers:
-            elements = mixer.kv_elements_per_token(tp)
+        for mixer, count in mixers:
+            elements = count * mixer.kv_elements_per_token(tp)
             if elements and weigh is not None:
                 elements = weigh(mixer, elements)
             window = mixer.sliding_window
@@ -81,7 +82,7 @@ class KVCurve:
             else:
                 _add(read, window or mixer.kv_read_limit, elements)
                 _add(held, window, elements)
-            reread = mixer.kv_reread_elements_per_token(tp)
+            reread = count * mixer.kv_reread_elements_per_token(tp)
             if reread:  # another layer's cache, read again: read, never held twice
                 _add(read, window, reread if weigh is None else weigh(mixer, reread))
             fixed = mixer.fixed_kv_bytes_per_token
@@ -89,8 +90,8 @@ class KVCurve:
                 units = fixed * units_per_byte
                 if units.denominator != 1:
                     raise ValueError(f"{fixed} bytes are not whole units of 1/{units_per_byte}")
-                _add(read, None, int(units))
-                _add(held, None, int(units))
+                _add(read, None, count * int(units))
+                _add(held, None, count * int(units))
         segments = _ordered(read)
         chunked = tuple(sorted((c, e) for c, e in chunks.items() if e))
         held_segments = _ordered(held)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from decodecalc.model.layers import Layer
 from decodecalc.model.tensors import Sharding, TensorGroup
@@ -21,6 +21,20 @@ if TYPE_CHECKING:
     from decodecalc.model.layers import Mixer
     from decodecalc.model.moe import MoE
     from decodecalc.model.precision import WeightRecipe
+
+T = TypeVar("T")
+
+
+def counted(items: Iterable[T]) -> tuple[tuple[T, int], ...]:
+    """Each distinct object with how many times it occurs, in first-seen order. A stack
+    repeats a few layer and mixer objects (loading/families.py makes equal layers one
+    object), and the sums over it are linear: summing over these pairs is a few terms,
+    not one per layer, and a query makes many such sums."""
+    found: dict[int, tuple[T, int]] = {}
+    for item in items:
+        first, count = found.get(id(item), (item, 0))
+        found[id(item)] = (first, count + 1)
+    return tuple(found.values())
 
 
 @record
@@ -68,14 +82,9 @@ class Model:
                 TensorGroup("embedding", embedding, False, Sharding.SPLIT),
                 TensorGroup("LM head", embedding, True, Sharding.SPLIT),
             ]
-        # A stack repeats a few layer objects many times: count each once, then scale.
-        counts: dict[int, tuple[Layer, int]] = {}
-        for layer in self.layers:
-            first, count = counts.get(id(layer), (layer, 0))
-            counts[id(layer)] = (first, count + 1)
         per_layer = [
             (g, count)
-            for layer, count in counts.values()
+            for layer, count in self.layer_counts()
             for g in layer.tensor_groups(self.hidden_size)
         ]
         final_norm = TensorGroup("norms and biases", self.hidden_size, True, Sharding.REPLICATED)
@@ -105,6 +114,22 @@ class Model:
 
     def mixers(self) -> tuple[Mixer, ...]:
         return self._mixers
+
+    def layer_counts(self) -> tuple[tuple[Layer, int], ...]:
+        """Each distinct layer object with how many layers it stands for (counted)."""
+        return self._layer_counts
+
+    def mixer_counts(self) -> tuple[tuple[Mixer, int], ...]:
+        """Each distinct mixer object with how many layers use it (counted)."""
+        return self._mixer_counts
+
+    @cached_property
+    def _layer_counts(self) -> tuple[tuple[Layer, int], ...]:
+        return counted(self.layers)
+
+    @cached_property
+    def _mixer_counts(self) -> tuple[tuple[Mixer, int], ...]:
+        return counted(self.mixers())
 
     @cached_property
     def _mixers(self) -> tuple[Mixer, ...]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from decodecalc.engine.profile import EngineParams
 from decodecalc.record import record
 
 if TYPE_CHECKING:
     from decodecalc.model.model import Model
+    from decodecalc.model.moe import MoE
     from decodecalc.scenarios.scenario import Scenario
 
 
@@ -50,11 +51,11 @@ def kv_read_factor(s: Scenario) -> float:
     from decodecalc.model.layers import Attention
 
     cached = read = 0
-    for m in s.model.mixers():
-        elements = m.kv_elements_per_token(s.tp)
+    for m, n in s.model.mixer_counts():
+        elements = n * m.kv_elements_per_token(s.tp)
         cached += elements
         if isinstance(m, Attention):
-            read += m.kv_dim * math.ceil(m.num_heads / s.tp)
+            read += n * m.kv_dim * math.ceil(m.num_heads / s.tp)
         else:
             read += elements
     return read / cached if cached else 1.0
@@ -62,7 +63,7 @@ def kv_read_factor(s: Scenario) -> float:
 
 def moe_layers(model: Model) -> int:
     """Layers whose feed-forward block is a mixture of experts."""
-    return sum(1 for layer in model.layers if layer.ffn.routed)
+    return sum(n for layer, n in model.layer_counts() if layer.ffn.routed)
 
 
 def sequence_passes(model: Model) -> int:
@@ -72,10 +73,9 @@ def sequence_passes(model: Model) -> int:
     their weight and KV bytes at peak bandwidth, by a similar time per pass: vLLM on
     Llama-3.1-70B 1.3 us, 405B 2.0 us, DeepSeek-V3 0.8 us, SGLang on DeepSeek-V3 1.5 us;
     counting each layer once, DeepSeek-V3's would be 6 and 11 us (docs/accuracy.md)."""
-    from decodecalc.model.moe import MoE
-
     return sum(
-        layer.ffn.experts_per_token if isinstance(layer.ffn, MoE) else 1 for layer in model.layers
+        n * (cast("MoE", layer.ffn).experts_per_token if layer.ffn.routed else 1)
+        for layer, n in model.layer_counts()
     )
 
 

@@ -22,5 +22,5 @@ def matmul_params(model: Model) -> int:
 
 def step_flops(model: Model, batch: int, context_tokens: int) -> int:
     """FLOPs of one decode step, all GPUs together: B x (2 x matmul params + attention)."""
-    attention = sum(m.attention_flops(context_tokens) for m in model.mixers())
+    attention = sum(n * m.attention_flops(context_tokens) for m, n in model.mixer_counts())
     return batch * (2 * matmul_params(model) + attention)

@@ -20,6 +20,7 @@ from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.kvcache import KVCurve
 from decodecalc.model.layers import Attention
+from decodecalc.model.model import counted
 from decodecalc.model.precision import group_dtype, weight_bytes
 from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record, replace
@@ -157,7 +158,7 @@ def kv_units_for(
     denominator = math.lcm(k.denominator, v.denominator)
     k_scaled, v_scaled = int(k * denominator), int(v * denominator)
     # Caches of a fixed format (an indexer's FP8 keys) must be whole units too.
-    fixed = {m.fixed_kv_bytes_per_token * denominator for m in scenario.model.mixers()}
+    fixed = {m.fixed_kv_bytes_per_token * denominator for m, _ in scenario.model.mixer_counts()}
     common = math.gcd(k_scaled, v_scaled, *fixed)
     k_units, v_units = k_scaled // common, v_scaled // common
 
@@ -165,7 +166,7 @@ def kv_units_for(
         values = v_elements(mixer, elements)
         return (elements - values) * k_units + values * v_units
 
-    layers = scenario.model.mixers() if mixers is None else mixers
+    layers = scenario.model.mixer_counts() if mixers is None else counted(mixers)
     scale = Fraction(denominator, common)
     curve = KVCurve.for_layers(layers, scenario.attention_tp, weigh, scale)
     return curve, Fraction(common, denominator)
@@ -302,7 +303,7 @@ class StepModel:
         step = cls(
             scenario=scenario,
             weight_bytes=sum(st.weight_bytes for st in stages),
-            kv_curve=KVCurve.for_layers(model.mixers(), scenario.attention_tp),
+            kv_curve=KVCurve.for_layers(model.mixer_counts(), scenario.attention_tp),
             kv_units=units,
             kv_unit_bytes=unit_bytes,
             state_bytes=sum(st.state_bytes for st in stages),
@@ -457,8 +458,9 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
     for count, groups in zip(counts, stage_groups(model, scenario.pp), strict=True):
         mixers = model.mixers()[start : start + count]
         start += count
+        pairs = model.mixer_counts() if scenario.pp == 1 else counted(mixers)
         state = scenario.sequences_per_gpu * sum(
-            m.state_elements(scenario.attention_tp) for m in mixers
+            n * m.state_elements(scenario.attention_tp) for m, n in pairs
         )
         stages.append(
             Stage(

@@ -120,7 +120,9 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
     if s.v_dtype is None:
         product = f"x batch {s.sequences_per_gpu} x {h_bits(k_bytes)} bytes"
     else:  # MLA latents count as K: only attention layers have a V half
-        values = KVCurve.for_layers(s.model.mixers(), s.attention_tp, v_elements).elements(context)
+        values = KVCurve.for_layers(s.model.mixer_counts(), s.attention_tp, v_elements).elements(
+            context
+        )
         product = (
             f"= {_n(elements - values)} K x {h_bits(k_bytes)} + {_n(values)} V x "
             f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.sequences_per_gpu}"

@@ -26,7 +26,7 @@ _SHARDING_TEXT = {
 
 
 def _kv_elements(m: Model) -> int:
-    return KVCurve.for_layers(m.mixers(), 1).elements_per_token
+    return KVCurve.for_layers(m.mixer_counts(), 1).elements_per_token
 
 
 def _state_elements(m: Model) -> int:
@@ -379,7 +379,7 @@ def show_report(
     formats ``weights`` gives (default, overrides, recipe: the model's own recipe), and KV
     per token per format."""
     default, overrides, recipe = weights
-    curve = KVCurve.for_layers(m.mixers(), 1)
+    curve = KVCurve.for_layers(m.mixer_counts(), 1)
     elements = curve.elements_per_token
     state = _state_elements(m)
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
