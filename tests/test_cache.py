@@ -114,3 +114,17 @@ def test_a_corrupt_set_entry_falls_back(user_dir: Path) -> None:
     for entry in (user_dir / "cache").glob("gpus-set-*"):
         entry.write_text('{"key": 1, "data": [')
     assert len(Catalog((user_dir,)).gpus()) == 2
+
+
+def test_a_bad_family_is_refused_with_its_line_every_time(user_dir: Path) -> None:
+    """An engine profile's families are parsed on first use, but one read from its file is
+    checked whole, so it never reaches the cache and its error names the line."""
+    text = (presets_dir() / "engines" / "vllm.yaml").read_text()
+    amd = text.index("  amd-instinct:")
+    bad = text[:amd] + text[amd:].replace("weight_efficiency: 0.", "weight_efficiency: 7", 1)
+    (user_dir / "engines").mkdir()
+    (user_dir / "engines" / "bad.yaml").write_text(bad)
+    line = bad[: bad.index("weight_efficiency: 7")].count("\n") + 1
+    for _ in range(2):
+        with pytest.raises(InputError, match=f"bad.yaml:{line}:.*amd-instinct.weight_efficiency"):
+            Catalog((user_dir,)).engine("bad")

@@ -141,7 +141,7 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
                     profile,
                     families=tuple(
                         (f, _banded(params, f, calibration, beyond))
-                        for f, params in profile.families
+                        for f, params in profile.every_family()
                     ),
                     lines=tuple(
                         replace(

@@ -148,7 +148,8 @@ def test_an_nvidia_gpu_takes_e_mma_and_the_tile_from_its_kernel_tables(catalog: 
     e_w, e_kv and the costs stay the profile's own."""
     spec = ScenarioSpec(model="deepseek-v3", gpu="h200", engine="sglang")
     (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
-    (fitted,) = [p for f, p in catalog.engine("sglang").families if f == "nvidia-datacenter"]
+    fitted = catalog.engine("sglang").family("nvidia-datacenter")
+    assert fitted is not None
     assert (params.mma_efficiency, params.grouped_mma_efficiency) == (0.508, 0.328)
     assert params.tile_rows == 64 and "sglang 0.5.14" in params.kernel_source
     same = ("weight_efficiency", "kv_efficiency", "per_layer_s", "per_moe_layer_s", "per_step_s")

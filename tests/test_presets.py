@@ -49,7 +49,7 @@ def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
         # An engine profile's source is the measured points it was fitted on, with the
         # engine versions they came from (none only for a profile carried over, no points).
         assert "validation/points.yaml" in preset.source
-        fitted = sum(p.points for _, p in preset.families)
+        fitted = sum(p.points for _, p in preset.every_family())
         assert preset.versions or not fitted
         return
     assert preset.source.startswith("https://")

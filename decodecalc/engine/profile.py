@@ -194,8 +194,10 @@ class EngineProfile:
 
     id: str
     name: str
-    families: tuple[tuple[str, EngineParams], ...]
-    """Fitted on every point of the engine, whatever its line: the line-less fallback."""
+    families: tuple[tuple[str, EngineParams], ...] = ()
+    """Fitted on every point of the engine, whatever its line: the line-less fallback.
+    Read them through family() and every_family(): a preset's are parsed on first use
+    (``pending_families``), and given ones take precedence."""
     versions: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
@@ -212,19 +214,46 @@ class EngineProfile:
     line: str | None = None
     """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
     every line pooled."""
+    pending_families: PendingFamilies | None = None
+    """A preset's families, each parsed when first asked for (loading/presets.py): the
+    default selection needs one family of every profile, and parsing them all cost a
+    query a twentieth of its own start-up."""
 
     def release_lines(self) -> tuple[ReleaseLine, ...]:
         """The release lines, oldest first (``lines``, or the preset's pending ones)."""
         return self.pending_lines() if self.pending_lines is not None else self.lines
 
+    def family(self, name: str) -> EngineParams | None:
+        """The parameters fitted on one GPU family (None: the profile has none there)."""
+        pending = self.pending_families
+        if self.families or pending is None:
+            return dict(self.families).get(name)
+        return pending.parse(name) if name in pending.names else None
+
+    def every_family(self) -> tuple[tuple[str, EngineParams], ...]:
+        """(GPU family, parameters) for every family the profile was fitted on."""
+        pending = self.pending_families
+        if self.families or pending is None:
+            return self.families
+        return tuple((name, pending.parse(name)) for name in pending.names)
+
     def params_for(self, family: str) -> tuple[EngineParams, str]:
         """The parameters for a family, and the family they were fitted on: the same one,
         or, without data for it, the family with the most points (the caller says so)."""
-        table = dict(self.families)
-        if family in table:
-            return table[family], family
-        fallback = max(self.families, key=lambda item: item[1].points)
+        own = self.family(family)
+        if own is not None:
+            return own, family
+        fallback = max(self.every_family(), key=lambda item: item[1].points)
         return fallback[1], fallback[0]
+
+
+@record
+class PendingFamilies:
+    """A preset's GPU families, named when it is read and each parsed (and checked) on
+    first use: ``parse`` keeps what it built, so every use sees one object."""
+
+    names: tuple[str, ...]
+    parse: Callable[[str], EngineParams]
 
 
 MAX_SCHEDULER_LIMIT = 10_000_000

@@ -28,7 +28,7 @@ def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[st
     return [
         (p.id, found)
         for p in profiles
-        if (found := dict(p.families).get(family)) is not None and found.points > 0
+        if (found := p.family(family)) is not None and found.points > 0
     ]
 
 
@@ -39,7 +39,7 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     chosen = measured_on(profiles, family) or [
         (f"{p.id} ({measured})", params)
         for p in profiles
-        for measured, params in p.families
+        for measured, params in p.every_family()
         if params.points
     ]
     names = tuple(name for name, _ in chosen)
@@ -61,7 +61,7 @@ def engine_for(
     engine's other chips; neither alone transfers (docs/accuracy.md). `decodecalc validate`
     predicts each left-out group by this same rule, so its leave-one-group-out error is
     what a user of such a fallback gets."""
-    own = dict(profile.families).get(family)
+    own = profile.family(family)
     if own is not None:
         return Engine(profile.id, (own,), family, (profile.id,), profile.serving), None
     params, fitted = profile.params_for(family)
@@ -95,7 +95,7 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    for kind, pooled in profile.families:
+    for kind, pooled in profile.every_family():
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
         nearest = older[-1] if older else (fitted[0] if fitted else None)
@@ -106,7 +106,7 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
 def newest_line(profile: EngineProfile, family: str) -> str:
     """What --engine NAME takes: the newest release line with points on the GPU family
     (the pooled fit's range says which), else the profile's newest."""
-    pooled = dict(profile.families).get(family)
+    pooled = profile.family(family)
     measured = pooled.range.lines if pooled is not None and pooled.range else ()
     every = [x.release for x in profile.release_lines()]
     return max(measured or every, key=release_order)

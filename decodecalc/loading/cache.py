@@ -48,7 +48,7 @@ def _entry(source: Path) -> tuple[Path, list[Any]] | None:
         stat = source.stat()
     except OSError:
         return None
-    path = str(source.resolve())
+    path = os.path.abspath(source)  # (size and mtime tell a file from another)
     name = f"{source.stem}-{zlib.crc32(path.encode()):08x}.json"
     return directory / name, [path, stat.st_size, stat.st_mtime_ns, __version__]
 

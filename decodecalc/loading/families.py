@@ -89,9 +89,18 @@ def _common(
 
 def _interned(layers: list[Layer]) -> tuple[Layer, ...]:
     """The stack with equal layers as one object: Model sums over its distinct layers, a
-    few, not each of 80 (a query's time goes into such sums)."""
-    seen: dict[Layer, Layer] = {}
-    return tuple(seen.setdefault(layer, layer) for layer in layers)
+    few, not each of 80 (a query's time goes into such sums). Readers build each kind of
+    mixer and feed-forward block once, so layers are matched by those objects first and
+    compared by value (hashing every field) once per such pair."""
+    by_parts: dict[tuple[int, int, int, int], Layer] = {}
+    by_value: dict[Layer, Layer] = {}
+    shared = []
+    for layer in layers:  # (the list keeps every object alive, so no id is reused)
+        key = (id(layer.mixer), id(layer.ffn), layer.norms, layer.side_params)
+        if key not in by_parts:
+            by_parts[key] = by_value.setdefault(layer, layer)
+        shared.append(by_parts[key])
+    return tuple(shared)
 
 
 def _unbiased(cfg: Fields, *names: str) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         EngineParams,
         EngineProfile,
         FitRange,
+        PendingFamilies,
         ReleaseLine,
         ServingDefaults,
     )
@@ -306,13 +307,18 @@ def load_link(doc: Document, preset_id: str) -> Link:
 def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     """An engine profile: per GPU family, the efficiencies and fixed costs fitted on
     measured points (see validation/ and validation/fit_engines.py), and per release line
-    those fitted on the line's own points."""
+    those fitted on the line's own points.
+
+    Families and lines are parsed on first use, which a query needs of one family only.
+    A document read from its file (its marks known) is checked whole at once, so that
+    its errors name a line and column and only a whole-checked document reaches the
+    cache (loading/cache.py); one from the cache was checked so when it was stored."""
     from decodecalc.engine.profile import GPU_FAMILIES, EngineProfile, release_order
 
     top = Fields(doc)
     name, aliases, source = _common(top)
-    families = _families(top.mapping("families"))
-    if not families:
+    families = _pending_families(top.mapping("families"))
+    if not families.names:
         raise top.error(
             "families", f"give parameters for at least one of {', '.join(GPU_FAMILIES)}"
         )
@@ -321,7 +327,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     profile = EngineProfile(
         id=preset_id,
         name=name,
-        families=families,
+        pending_families=families,
         versions=top.texts("versions"),
         source=source,
         notes=top.text("notes", ""),
@@ -329,6 +335,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
     )
     top.finish()
+    if doc.marks:
+        profile.every_family()
     if not has_lines:
         return profile
     table = top.mapping("lines")  # after finish: read, and checked, on first use
@@ -343,6 +351,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         table.finish()
         return tuple(sorted(found, key=lambda x: release_order(x.release)))
 
+    if doc.marks:
+        lines()
     return replace(profile, pending_lines=lines)
 
 
@@ -360,58 +370,60 @@ def _line(f: Fields, release: str) -> ReleaseLine:
     )
 
 
-def _families(table: Fields) -> tuple[tuple[str, EngineParams], ...]:
-    from decodecalc.engine.profile import (
-        GPU_FAMILIES,
-        KV_READS,
-        MMA_EFFICIENCY,
-        TILE_ROWS,
-        EngineParams,
-    )
+def _pending_families(table: Fields) -> PendingFamilies:
+    """A profile's families, named and checked for unknown keys now, each parsed when
+    first asked for (EngineProfile.family)."""
+    from decodecalc.engine.profile import GPU_FAMILIES, PendingFamilies
 
-    families = []
-    for family in GPU_FAMILIES:
-        if not table.has(family):
-            continue
-        f = table.mapping(family)
-        kv_read = f.text("kv_read", "once")
-        if kv_read not in KV_READS:
-            raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {kv_read!r}")
-        band = _band(f)
-        latency = _duration(f, "allreduce_latency")
-        families.append(
-            (
-                family,
-                EngineParams(
-                    weight_efficiency=_efficiency(f, "weight_efficiency"),
-                    kv_efficiency=_efficiency(f, "kv_efficiency"),
-                    per_layer_s=_duration(f, "per_layer") or 0.0,
-                    per_step_s=_duration(f, "per_step") or 0.0,
-                    per_moe_layer_s=_duration(f, "per_moe_layer") or 0.0,
-                    per_sequence_s=_duration(f, "per_sequence") or 0.0,
-                    allreduce_latency_s=latency,
-                    kv_read=kv_read,
-                    band=band,
-                    points=f.integer("points", default=0, minimum=0),
-                    prefill_efficiency=(
-                        _efficiency(f, "prefill_efficiency") if f.has("prefill_efficiency") else 1.0
-                    ),
-                    per_request_s=_duration(f, "per_request") or 0.0,
-                    mma_efficiency=(
-                        _efficiency(f, "mma_efficiency")
-                        if f.has("mma_efficiency")
-                        else MMA_EFFICIENCY
-                    ),
-                    tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
-                    mma_fitted=f.boolean("mma_fitted", False),
-                    range=_range(f.mapping("range")) if f.has("range") else None,
-                ),
-            )
-        )
-        f.text("fitted", "")
-        f.finish()
+    names = tuple(family for family in GPU_FAMILIES if table.has(family))
+    table.read.update(names)
     table.finish()
-    return tuple(families)
+    return PendingFamilies(names, functools.cache(lambda family: _params(table, family)))
+
+
+def _families(table: Fields) -> tuple[tuple[str, EngineParams], ...]:
+    from decodecalc.engine.profile import GPU_FAMILIES
+
+    families = tuple(
+        (family, _params(table, family)) for family in GPU_FAMILIES if table.has(family)
+    )
+    table.finish()
+    return families
+
+
+def _params(table: Fields, family: str) -> EngineParams:
+    """One GPU family's parameters in a profile or a release line."""
+    from decodecalc.engine.profile import KV_READS, MMA_EFFICIENCY, TILE_ROWS, EngineParams
+
+    f = table.mapping(family)
+    kv_read = f.text("kv_read", "once")
+    if kv_read not in KV_READS:
+        raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {kv_read!r}")
+    params = EngineParams(
+        weight_efficiency=_efficiency(f, "weight_efficiency"),
+        kv_efficiency=_efficiency(f, "kv_efficiency"),
+        per_layer_s=_duration(f, "per_layer") or 0.0,
+        per_step_s=_duration(f, "per_step") or 0.0,
+        per_moe_layer_s=_duration(f, "per_moe_layer") or 0.0,
+        per_sequence_s=_duration(f, "per_sequence") or 0.0,
+        allreduce_latency_s=_duration(f, "allreduce_latency"),
+        kv_read=kv_read,
+        band=_band(f),
+        points=f.integer("points", default=0, minimum=0),
+        prefill_efficiency=(
+            _efficiency(f, "prefill_efficiency") if f.has("prefill_efficiency") else 1.0
+        ),
+        per_request_s=_duration(f, "per_request") or 0.0,
+        mma_efficiency=(
+            _efficiency(f, "mma_efficiency") if f.has("mma_efficiency") else MMA_EFFICIENCY
+        ),
+        tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
+        mma_fitted=f.boolean("mma_fitted", False),
+        range=_range(f.mapping("range")) if f.has("range") else None,
+    )
+    f.text("fitted", "")
+    f.finish()
+    return params
 
 
 def _band(f: Fields) -> tuple[float, float]:
