@@ -217,7 +217,7 @@ class EngineProfile:
     pending_families: PendingFamilies | None = None
     """A preset's families, each parsed when first asked for (loading/presets.py): the
     default selection needs one family of every profile, and parsing them all cost a
-    query a twentieth of its own start-up."""
+    query 0.8 ms of the 19 it spends past importing Typer."""
 
     def release_lines(self) -> tuple[ReleaseLine, ...]:
         """The release lines, oldest first (``lines``, or the preset's pending ones)."""
