@@ -139,9 +139,9 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
             rebanded = tuple(
                 replace(
                     profile,
-                    families=tuple(
+                    params_by_family=tuple(
                         (f, _banded(params, f, calibration, beyond))
-                        for f, params in profile.every_family()
+                        for f, params in profile.families
                     ),
                     lines=tuple(
                         replace(

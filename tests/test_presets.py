@@ -49,7 +49,7 @@ def test_every_preset_loads_with_a_source(catalog: Catalog, path: Path) -> None:
         # An engine profile's source is the measured points it was fitted on, with the
         # engine versions they came from (none only for a profile carried over, no points).
         assert "validation/points.yaml" in preset.source
-        fitted = sum(p.points for _, p in preset.every_family())
+        fitted = sum(p.points for _, p in preset.families)
         assert preset.versions or not fitted
         return
     assert preset.source.startswith("https://")
@@ -217,3 +217,13 @@ def _finds(lookup: object, name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_engine_families_read_whole_or_one_at_a_time_agree() -> None:
+    """A preset's families are parsed one at a time on first use (EngineProfile.family);
+    ``families`` still lists them all, the same objects."""
+    for profile in Catalog().engines():
+        whole = profile.families
+        assert whole, profile.id
+        assert all(profile.family(name) is params for name, params in whole)
+        assert profile.family("no-such-family") is None

@@ -590,7 +590,7 @@ def banded(profiles: Sequence[EngineProfile], table: Bands) -> tuple[EngineProfi
     return tuple(
         replace(
             profile,
-            families=each(profile.every_family()),
+            params_by_family=each(profile.families),
             lines=tuple(replace(x, families=each(x.families)) for x in profile.release_lines()),
             pending_lines=None,
         )

@@ -194,10 +194,10 @@ class EngineProfile:
 
     id: str
     name: str
-    families: tuple[tuple[str, EngineParams], ...] = ()
-    """Fitted on every point of the engine, whatever its line: the line-less fallback.
-    Read them through family() and every_family(): a preset's are parsed on first use
-    (``pending_families``), and given ones take precedence."""
+    params_by_family: tuple[tuple[str, EngineParams], ...] = ()
+    """(GPU family, parameters) fitted on every point of the engine, whatever its line: the
+    line-less fallback. Read them as ``families`` or family(): a preset's are parsed on
+    first use (``pending_families``); given ones take precedence."""
     versions: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
@@ -226,15 +226,16 @@ class EngineProfile:
     def family(self, name: str) -> EngineParams | None:
         """The parameters fitted on one GPU family (None: the profile has none there)."""
         pending = self.pending_families
-        if self.families or pending is None:
-            return dict(self.families).get(name)
+        if self.params_by_family or pending is None:
+            return dict(self.params_by_family).get(name)
         return pending.parse(name) if name in pending.names else None
 
-    def every_family(self) -> tuple[tuple[str, EngineParams], ...]:
+    @property
+    def families(self) -> tuple[tuple[str, EngineParams], ...]:
         """(GPU family, parameters) for every family the profile was fitted on."""
         pending = self.pending_families
-        if self.families or pending is None:
-            return self.families
+        if self.params_by_family or pending is None:
+            return self.params_by_family
         return tuple((name, pending.parse(name)) for name in pending.names)
 
     def params_for(self, family: str) -> tuple[EngineParams, str]:
@@ -243,7 +244,7 @@ class EngineProfile:
         own = self.family(family)
         if own is not None:
             return own, family
-        fallback = max(self.every_family(), key=lambda item: item[1].points)
+        fallback = max(self.families, key=lambda item: item[1].points)
         return fallback[1], fallback[0]
 
 

@@ -39,7 +39,7 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     chosen = measured_on(profiles, family) or [
         (f"{p.id} ({measured})", params)
         for p in profiles
-        for measured, params in p.every_family()
+        for measured, params in p.families
         if params.points
     ]
     names = tuple(name for name, _ in chosen)
@@ -95,12 +95,12 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    for kind, pooled in profile.every_family():
+    for kind, pooled in profile.families:
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
         nearest = older[-1] if older else (fitted[0] if fitted else None)
         families.append((kind, pooled if nearest is None else dict(nearest.families)[kind]))
-    return replace(profile, families=tuple(families), line=name)
+    return replace(profile, params_by_family=tuple(families), line=name)
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:

@@ -336,7 +336,8 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     )
     top.finish()
     if doc.marks:
-        profile.every_family()
+        for family in families.names:
+            families.parse(family)
     if not has_lines:
         return profile
     table = top.mapping("lines")  # after finish: read, and checked, on first use

@@ -188,7 +188,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             ),
         }
         for profile in profiles
-        for family, p in profile.every_family()
+        for family, p in profile.families
     )
     columns = (
         Column("id", "Engine", numeric=False),
@@ -217,7 +217,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         {
             profile.id
             for profile in profiles
-            for _, p in profile.every_family()
+            for _, p in profile.families
             if p.weight_efficiency >= 1
         }
     )
