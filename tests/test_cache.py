@@ -88,9 +88,9 @@ def test_a_listing_comes_from_one_entry(user_dir: Path, monkeypatch: pytest.Monk
     forbid_yaml(monkeypatch)
 
     def refuse(path: Path) -> None:
-        raise AssertionError(f"opened the entry of {path} despite a fresh entry for the set")
+        raise AssertionError(f"looked up the entry of {path} despite a fresh entry for the set")
 
-    monkeypatch.setattr(cache, "load", refuse)
+    monkeypatch.setattr(cache, "entry", refuse)
     assert Catalog((user_dir,)).gpus() == first
 
 
@@ -116,15 +116,62 @@ def test_a_corrupt_set_entry_falls_back(user_dir: Path) -> None:
     assert len(Catalog((user_dir,)).gpus()) == 2
 
 
-def test_a_bad_family_is_refused_with_its_line_every_time(user_dir: Path) -> None:
-    """An engine profile's families are parsed on first use, but one read from its file is
-    checked whole, so it never reaches the cache and its error names the line."""
+def test_a_link_pointed_at_another_file_with_the_same_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Size and modification time alone would take a same-sized file behind a re-pointed
+    link (Nix stores, cp -p) for the one cached: the file's identity is in the key."""
+    monkeypatch.setenv("DECODECALC_CACHE", str(tmp_path / "cache"))
+    for version, bandwidth in (("v1", "300GB/s"), ("v2", "250GB/s")):
+        (tmp_path / version / "gpus").mkdir(parents=True)
+        (tmp_path / version / "gpus" / "mine.yaml").write_text(L4.replace("300GB/s", bandwidth))
+        os.utime(tmp_path / version / "gpus" / "mine.yaml", ns=(1, 1))
+    link = tmp_path / "current"
+    link.symlink_to(tmp_path / "v1")
+    assert Catalog((link,)).gpu("mine").bandwidth_bytes_per_s == 300 * 10**9
+    link.unlink()
+    link.symlink_to(tmp_path / "v2")
+    assert Catalog((link,)).gpu("mine").bandwidth_bytes_per_s == 250 * 10**9
+
+
+def test_an_unreadable_presets_folder_is_one_line(
+    user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: Path) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    with pytest.raises(InputError, match=r"presets directory .*gpus' cannot be read"):
+        Catalog((user_dir,)).gpus()
+
+
+def test_one_entry_per_listing_whatever_was_loaded_first(user_dir: Path) -> None:
+    """A listing's entry covers every file of it, those a query named first included, so
+    queries naming different presets share it."""
+    two_gpus(user_dir)
+    Catalog((user_dir,)).gpus()
+    catalog = Catalog((user_dir,))
+    catalog.gpu("yours")
+    catalog.gpus()
+    assert len(list((user_dir / "cache").glob("gpus-set-*"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("block", "where"),
+    [("  amd-instinct:", "families.amd-instinct"), ("\nlines:", "lines")],
+)
+def test_a_bad_family_or_line_is_refused_with_its_line_every_time(
+    user_dir: Path, block: str, where: str
+) -> None:
+    """An engine profile's families and release lines are parsed on first use, but one
+    read from its file is checked whole: the error names the line, and nothing is cached
+    that a later query would trip on without it."""
     text = (presets_dir() / "engines" / "vllm.yaml").read_text()
-    amd = text.index("  amd-instinct:")
-    bad = text[:amd] + text[amd:].replace("weight_efficiency: 0.", "weight_efficiency: 7", 1)
+    start = text.index(block)
+    bad = text[:start] + text[start:].replace("weight_efficiency: 0.", "weight_efficiency: 9", 1)
     (user_dir / "engines").mkdir()
     (user_dir / "engines" / "bad.yaml").write_text(bad)
-    line = bad[: bad.index("weight_efficiency: 7")].count("\n") + 1
+    line = bad[: bad.index("weight_efficiency: 9")].count("\n") + 1
     for _ in range(2):
-        with pytest.raises(InputError, match=f"bad.yaml:{line}:.*amd-instinct.weight_efficiency"):
+        with pytest.raises(InputError, match=f"bad.yaml:{line}:.*{where}.*weight_efficiency"):
             Catalog((user_dir,)).engine("bad")

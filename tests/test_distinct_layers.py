@@ -39,3 +39,28 @@ def test_sums_over_distinct_layers_equal_sums_over_every_layer(model_id: str) ->
         assert KVCurve.for_layers(model.mixer_counts(), tp) == KVCurve.for_layers(one_each, tp)
     every_layer = sum(m.attention_flops(32_768) for m in model.mixers())
     assert step_flops(model, 1, 32_768) == 2 * matmul_params(model) + every_layer
+
+
+@pytest.mark.parametrize("model_id", ["gemma-3-27b", "qwen3-next-80b-a3b", "deepseek-v3.2"])
+def test_shared_or_separate_layer_objects_give_the_same_answer(model_id: str) -> None:
+    """The same stack built of separate (equal) objects sums layer by layer; the loaded one
+    sums over shared objects. Split K/V formats and pipeline stages must not tell them
+    apart."""
+    from decodecalc.answers.estimate import estimate
+    from decodecalc.loading.resolve import resolve
+    from decodecalc.record import replace
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    shared = CATALOG.model(model_id)
+    separate = replace(
+        shared,
+        layers=tuple(replace(x, mixer=replace(x.mixer), ffn=replace(x.ffn)) for x in shared.layers),
+    )
+    assert len({id(x.mixer) for x in separate.layers}) == len(separate.layers)
+    answers = []
+    for model in (shared, separate):
+        spec = ScenarioSpec(
+            model=model, gpu="h200", kv_dtype="fp8", v_dtype="bf16", batch=8, pp=2, engine="vllm"
+        )
+        answers.append(estimate(resolve(spec, CATALOG), (1, 4_096, 65_536, 1_000_000)))
+    assert answers[0].rows == answers[1].rows

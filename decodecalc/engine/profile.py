@@ -219,6 +219,10 @@ class EngineProfile:
     default selection needs one family of every profile, and parsing them all cost a
     query 0.8 ms of the 19 it spends past importing Typer."""
 
+    def __post_init__(self) -> None:
+        if not self.params_by_family and self.pending_families is None:
+            raise ValueError(f"engine profile {self.id!r} has parameters for no GPU family")
+
     def release_lines(self) -> tuple[ReleaseLine, ...]:
         """The release lines, oldest first (``lines``, or the preset's pending ones)."""
         return self.pending_lines() if self.pending_lines is not None else self.lines

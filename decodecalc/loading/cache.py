@@ -2,17 +2,16 @@
 
 A query is a whole process, and importing and running PyYAML costs more than the rest of a
 query together. A preset that loaded cleanly is stored as JSON (a much cheaper import), keyed
-by its path, size, modification time and decodecalc's version, so an edited file or a new
-version is read from YAML again. The cache is an optimisation only: any problem with it
-(read-only home, corrupt entry) falls back to reading the YAML.
+by its path, size, modification time, identity (inode) and decodecalc's version, so an
+edited file or a new version is read from YAML again. The cache is an optimisation only:
+any problem with it (read-only home, corrupt entry) falls back to reading the YAML.
 
 Location: $DECODECALC_CACHE, else $XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc;
 DECODECALC_CACHE=off disables it, and so does having no home directory to find.
 
 A listing (every engine profile for the typical band, every model for ``models``) reads
-every preset of a kind: those come from one entry for the whole set (load_set), keyed by
-each file's path, size and modification time, so that a query opens one file, not one
-per preset.
+every preset of a kind: those come from one entry for the whole listing (set_entry), keyed
+file by file the same way, so that a query opens one file, not one per preset.
 """
 
 from __future__ import annotations
@@ -40,7 +39,25 @@ def cache_dir() -> Path | None:
     return None if base is None else base / "decodecalc"
 
 
-def _entry(source: Path) -> tuple[Path, list[Any]] | None:
+Entry = tuple[Path, list[Any]]
+"""Where an entry is kept, and the key it must hold to be fresh."""
+
+FORMAT = 2
+"""What a stored preset was checked against. Bump it when a loader's rules tighten or a
+loader leaves more to be checked on first use: entries checked under the old rules are then
+read from their files again (a developer's tree keeps one version number across such
+changes, and what a loader parses later is never checked against a fresh file)."""
+
+
+def _stamp(stat: os.stat_result) -> list[int]:
+    """What tells one state of a file from another: its size and modification time, and
+    which file it is (a link in the path may now point to another with the same times)."""
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev]
+
+
+def entry(source: Path) -> Entry | None:
+    """The entry of one file as it is now. Take it before reading the file, so that an
+    edit made meanwhile leaves a stale entry, never the old data under the new key."""
     directory = cache_dir()
     if directory is None:
         return None
@@ -48,12 +65,13 @@ def _entry(source: Path) -> tuple[Path, list[Any]] | None:
         stat = source.stat()
     except OSError:
         return None
-    path = os.path.abspath(source)  # (size and mtime tell a file from another)
+    path = os.path.abspath(source)
     name = f"{source.stem}-{zlib.crc32(path.encode()):08x}.json"
-    return directory / name, [path, stat.st_size, stat.st_mtime_ns, __version__]
+    return directory / name, [path, *_stamp(stat), FORMAT, __version__]
 
 
-def _set_entry(kind: str, sources: Sequence[Path]) -> tuple[Path, list[Any]] | None:
+def set_entry(kind: str, sources: Sequence[Path]) -> Entry | None:
+    """The one entry of a whole listing of files (see entry)."""
     directory = cache_dir()
     if directory is None:
         return None
@@ -62,27 +80,16 @@ def _set_entry(kind: str, sources: Sequence[Path]) -> tuple[Path, list[Any]] | N
     except OSError:
         return None
     paths = [os.path.abspath(source) for source in sources]
-    files = [[p, st.st_size, st.st_mtime_ns] for p, st in zip(paths, stats, strict=True)]
+    files = [[p, *_stamp(st)] for p, st in zip(paths, stats, strict=True)]
     name = f"{kind}-set-{zlib.crc32(chr(0).join(paths).encode()):08x}.json"
-    return directory / name, [files, __version__]
+    return directory / name, [files, FORMAT, __version__]
 
 
-def load(source: Path) -> Any | None:
-    """The cached data of ``source``, or None when there is no fresh entry."""
-    return _stored(_entry(source))
-
-
-def load_set(kind: str, sources: Sequence[Path]) -> list[Any] | None:
-    """The cached data of every file of a set, in order, or None when the set's entry is
-    not fresh for every one of them."""
-    found = _stored(_set_entry(kind, sources))
-    return found if isinstance(found, list) and len(found) == len(sources) else None
-
-
-def _stored(entry: tuple[Path, list[Any]] | None) -> Any | None:
-    if entry is None:
+def load(found: Entry | None) -> Any | None:
+    """The data an entry holds, or None when it is absent or not fresh."""
+    if found is None:
         return None
-    cached, key = entry
+    cached, key = found
     try:
         if not cached.is_file():  # absent, or something that is no cache entry (a FIFO)
             return None
@@ -94,20 +101,11 @@ def _stored(entry: tuple[Path, list[Any]] | None) -> Any | None:
     return stored.get("data")
 
 
-def store(source: Path, data: Any) -> None:
-    """Remember validated data for ``source``; silently does nothing if it cannot."""
-    _write(_entry(source), data)
-
-
-def store_set(kind: str, sources: Sequence[Path], data: list[Any]) -> None:
-    """Remember the validated data of every file of a set, in order."""
-    _write(_set_entry(kind, sources), data)
-
-
-def _write(entry: tuple[Path, list[Any]] | None, data: Any) -> None:
-    if entry is None:
+def store(found: Entry | None, data: Any) -> None:
+    """Remember validated data under an entry; silently does nothing if it cannot."""
+    if found is None:
         return
-    cached, key = entry
+    cached, key = found
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         temporary = cached.with_suffix(f".{os.getpid()}.tmp")

@@ -206,8 +206,13 @@ class Catalog:
             folder = directory / kind
             if not is_dir(folder):
                 continue
-            # (iterdir, not glob: a glob compiles a pattern, a cost every query would pay)
-            for path in sorted(folder.iterdir()):
+            try:  # (iterdir, not glob: a glob compiles a pattern, a cost every query pays)
+                found = sorted(folder.iterdir())
+            except OSError as exc:
+                raise InputError(
+                    f"presets directory {str(folder)!r} cannot be read: {exc.strerror}"
+                ) from None
+            for path in found:
                 stem = preset_id_of(path)
                 if stem not in seen and path.suffix in (".yaml", ".yml") and is_file(path):
                     seen.add(stem)
@@ -225,7 +230,8 @@ class Catalog:
         """A preset and the data it holds: from the JSON cache when fresh, else from the
         YAML (then cached)."""
         load = LOADERS[kind]
-        cached = cache.load(path)
+        entry = cache.entry(path)
+        cached = cache.load(entry)
         if cached is not None:
             try:
                 return load(Document(str(path), cached), preset_id_of(path)), cached
@@ -238,34 +244,41 @@ class Catalog:
             raise PresetError(exc.problems) from None
         except InputError as exc:
             raise PresetError([str(exc)]) from None
-        cache.store(path, doc.data)
+        cache.store(entry, doc.data)
         return preset, doc.data
 
     def _all(self, kind: str, cls: type[T]) -> list[T]:
         if kind not in self._listed:
             self._listed[kind] = paths = tuple(self._files(kind))
-            self._read_set(kind, [p for p in paths if p not in self._cache])
+            self._read_set(kind, paths)
         return [self._load_file(kind, p, cls) for p in self._listed[kind]]
 
-    def _read_set(self, kind: str, paths: list[Path]) -> None:
-        """The presets of a listing not loaded yet, from one cache entry for them all where
-        it is fresh (loading/cache.py load_set), else each file as _read does."""
+    def _read_set(self, kind: str, paths: tuple[Path, ...]) -> None:
+        """Every preset of a listing, from one cache entry for the whole listing where it
+        is fresh (loading/cache.py set_entry), else each file as _read does; those loaded
+        already are kept."""
         if len(paths) < 2:
             return
         load = LOADERS[kind]
-        found = cache.load_set(kind, paths)
-        if found is not None:
+        entry = cache.set_entry(kind, paths)
+        found = cache.load(entry)
+        if isinstance(found, list) and len(found) == len(paths):
+            pairs = zip(paths, found, strict=True)
             try:
-                pairs = zip(paths, found, strict=True)
-                built = [load(Document(str(p), d), preset_id_of(p)) for p, d in pairs]
+                built = {
+                    p: load(Document(str(p), d), preset_id_of(p))
+                    for p, d in pairs
+                    if p not in self._cache
+                }
             except InputError:
                 pass  # the rules changed under the cache: read each file
             else:
-                self._cache.update(zip(paths, built, strict=True))
+                self._cache.update(built)
                 return
         read = [self._read(kind, path) for path in paths]
-        self._cache.update((path, preset) for path, (preset, _) in zip(paths, read, strict=True))
-        cache.store_set(kind, paths, [data for _, data in read])
+        for path, (preset, _) in zip(paths, read, strict=True):
+            self._cache.setdefault(path, preset)
+        cache.store(entry, [data for _, data in read])
 
     def _find(self, kind: str, name: str, cls: type[P]) -> P:
         found, names = self._lookup(kind, name, cls)

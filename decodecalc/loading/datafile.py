@@ -33,6 +33,11 @@ class Document:
     duplicates: tuple[str, ...] = ()
     """Duplicate-key problems, kept when the caller reports every problem in one pass."""
 
+    @property
+    def from_file(self) -> bool:
+        """Read from its file, where every key's line is known (the cache keeps none)."""
+        return bool(self.marks)
+
     def where(self, key_path: KeyPath) -> str:
         """``file:line:col`` of the deepest known prefix of ``key_path``."""
         for end in range(len(key_path), -1, -1):

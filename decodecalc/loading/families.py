@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from decodecalc.loading.fields import Fields
 from decodecalc.model.layers import Attention, DenseMLP, Layer
 from decodecalc.model.tensors import Sharding, TensorGroup
-from decodecalc.record import record, replace
+from decodecalc.record import field_names, record, replace
 
 if TYPE_CHECKING:
     from decodecalc.model.layers import FFN, Mixer
@@ -92,11 +92,12 @@ def _interned(layers: list[Layer]) -> tuple[Layer, ...]:
     few, not each of 80 (a query's time goes into such sums). Readers build each kind of
     mixer and feed-forward block once, so layers are matched by those objects first and
     compared by value (hashing every field) once per such pair."""
-    by_parts: dict[tuple[int, int, int, int], Layer] = {}
+    by_parts: dict[tuple[int, ...], Layer] = {}
     by_value: dict[Layer, Layer] = {}
     shared = []
+    names = field_names(Layer)
     for layer in layers:  # (the list keeps every object alive, so no id is reused)
-        key = (id(layer.mixer), id(layer.ffn), layer.norms, layer.side_params)
+        key = tuple(id(getattr(layer, name)) for name in names)  # the same objects: equal
         if key not in by_parts:
             by_parts[key] = by_value.setdefault(layer, layer)
         shared.append(by_parts[key])

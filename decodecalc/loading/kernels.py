@@ -62,7 +62,8 @@ def _kernel_file(
     path = (directory or kernels_dir()) / f"{gpu_id}.yaml"
     if not is_file(path):
         return None
-    cached = cache.load(path)
+    entry = cache.entry(path)
+    cached = cache.load(entry)
     if cached is not None:
         try:
             return read_kernel_file(Document(str(path), cached), gpu_id, whole)
@@ -70,7 +71,7 @@ def _kernel_file(
             pass  # the rules changed under the cache: read the file itself
     doc = read_yaml(path)
     found = read_kernel_file(doc, gpu_id)
-    cache.store(path, doc.data)
+    cache.store(entry, doc.data)
     return found
 
 

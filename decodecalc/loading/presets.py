@@ -335,7 +335,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
     )
     top.finish()
-    if doc.marks:
+    if doc.from_file:
         for family in families.names:
             families.parse(family)
     if not has_lines:
@@ -352,7 +352,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         table.finish()
         return tuple(sorted(found, key=lambda x: release_order(x.release)))
 
-    if doc.marks:
+    if doc.from_file:
         lines()
     return replace(profile, pending_lines=lines)
 
@@ -374,22 +374,24 @@ def _line(f: Fields, release: str) -> ReleaseLine:
 def _pending_families(table: Fields) -> PendingFamilies:
     """A profile's families, named and checked for unknown keys now, each parsed when
     first asked for (EngineProfile.family)."""
-    from decodecalc.engine.profile import GPU_FAMILIES, PendingFamilies
+    from decodecalc.engine.profile import PendingFamilies
 
-    names = tuple(family for family in GPU_FAMILIES if table.has(family))
+    names = _family_names(table)
     table.read.update(names)
     table.finish()
     return PendingFamilies(names, functools.cache(lambda family: _params(table, family)))
 
 
 def _families(table: Fields) -> tuple[tuple[str, EngineParams], ...]:
-    from decodecalc.engine.profile import GPU_FAMILIES
-
-    families = tuple(
-        (family, _params(table, family)) for family in GPU_FAMILIES if table.has(family)
-    )
+    families = tuple((family, _params(table, family)) for family in _family_names(table))
     table.finish()
     return families
+
+
+def _family_names(table: Fields) -> tuple[str, ...]:
+    from decodecalc.engine.profile import GPU_FAMILIES
+
+    return tuple(family for family in GPU_FAMILIES if table.has(family))
 
 
 def _params(table: Fields, family: str) -> EngineParams:

@@ -150,12 +150,12 @@ def format_notes(
 ) -> tuple[Note, ...]:
     """A cache format that cannot exist for this model is refused; weights in a format the
     GPU has no tensor cores for are said to run at the class it falls back to."""
-    for cache in caches:
-        if cache is not None and cache.mla_only and not _has_mla(model):
-            raise InputError(
-                f"KV dtype {cache.id!r} is FlashMLA's layout of an MLA latent, and "
-                f"{model.id} has no MLA layers; try fp8"
-            )
+    latent = next((c for c in caches if c is not None and c.mla_only), None)
+    if latent is not None and not _has_mla(model):
+        raise InputError(
+            f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
+            f"{model.id} has no MLA layers; try fp8"
+        )
     if gpu is None or weights.matmul == "bf16":
         return ()
     peak = gpu.peak_flops(weights.matmul)
