@@ -64,6 +64,12 @@ def exact_number(text: str) -> Fraction:
     >>> exact_number("3.35"), exact_number("2.5e3")
     (Fraction(67, 20), Fraction(2500, 1))
     """
+    return Fraction(*_decimal(text))
+
+
+def _decimal(text: str) -> tuple[int, int]:
+    """exact_number as (numerator, denominator), the denominator a power of ten, not
+    reduced: parse_duration's arithmetic needs no Fraction (a query reads dozens)."""
     mantissa, marker, exponent = text.strip().lower().partition("e")
     power = 0
     if marker:
@@ -84,23 +90,28 @@ def exact_number(text: str) -> Fraction:
     scale = power - len(fraction)
     digits_value = sign * int(digits)
     if scale >= 0:
-        return Fraction(digits_value * 10**scale)
-    return Fraction(digits_value, 10**-scale)
+        return digits_value * 10**scale, 1
+    return digits_value, 10**-scale
 
 
 def _split(text: str, what: str, examples: str) -> tuple[Fraction, str]:
     """The number and the unit after it (letters and slashes, as in TB/s)."""
+    numerator, denominator, unit = _split_parts(text, what, examples)
+    return Fraction(numerator, denominator), unit
+
+
+def _split_parts(text: str, what: str, examples: str) -> tuple[int, int, str]:
     body = text.strip()
     end = len(body)
     while end and (body[end - 1].isalpha() or body[end - 1] == "/"):
         end -= 1
     try:
-        value = exact_number(body[:end])
+        numerator, denominator = _decimal(body[:end])
     except OverflowError:
         raise InputError(f"{what} {text!r} is out of range ({examples})") from None
     except ValueError:
         raise InputError(f"{what} {text!r} is not a number with a unit ({examples})") from None
-    return value, body[end:]
+    return numerator, denominator, body[end:]
 
 
 def _byte_prefix(unit: str) -> tuple[str, str] | None:
@@ -189,12 +200,12 @@ def parse_duration(text: str, what: str = "duration") -> float:
     (0.0005, 1e-05)
     """
     examples = "e.g. 0.5ms, 10us"
-    value, unit = _split(text, what, examples)
+    numerator, denominator, unit = _split_parts(text, what, examples)
     if unit not in _TIME_UNIT:
         raise InputError(f"{what} {text!r} needs a unit: s, ms, us or ns ({examples})")
-    if value < 0:
+    if numerator < 0:
         raise InputError(f"{what} {text!r} must not be negative")
-    seconds = value / _TIME_UNIT[unit]
-    if seconds > 3600:
+    denominator *= _TIME_UNIT[unit]
+    if numerator > 3600 * denominator:
         raise InputError(f"{what} {text!r} is implausibly long (at most an hour)")
-    return float(seconds)
+    return numerator / denominator  # int / int rounds once, as float(Fraction) does

@@ -205,3 +205,22 @@ def test_exactly_the_point_limit_is_allowed() -> None:
     assert len(parse_context(f"1..{MAX_CONTEXT_POINTS}:1")) == MAX_CONTEXT_POINTS
     with pytest.raises(InputError, match="10,001 points"):
         parse_context(f"0..{MAX_CONTEXT_POINTS}:1")
+
+
+@given(
+    whole=st.integers(0, 10**6),
+    fraction=st.integers(0, 10**12),
+    exponent=st.integers(-20, 3),
+    unit=st.sampled_from(["s", "ms", "us", "ns"]),
+)
+def test_duration_is_the_exact_decimal_rounded_once(
+    whole: int, fraction: int, exponent: int, unit: str
+) -> None:
+    """parse_duration works on integers (no Fraction) and must give float(exact seconds)."""
+    text = f"{whole}.{fraction}e{exponent}"
+    seconds = Fraction(exact_number(text), {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit])
+    if seconds > 3600:
+        with pytest.raises(InputError, match="implausibly long"):
+            parse_duration(text + unit)
+    else:
+        assert parse_duration(text + unit) == float(seconds)
