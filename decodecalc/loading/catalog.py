@@ -84,6 +84,9 @@ class Catalog:
     _listed: dict[str, tuple[Path, ...]] = field(default_factory=dict)
     """The files of each kind, listed once: resolving a sweep's every scenario asks for all
     engine profiles (the typical band) again and again."""
+    _named: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """The preset each (kind, name) found: a sweep names the same few for every scenario,
+    and each search tries files on disk (an alias, every file of its kind)."""
 
     @classmethod
     def with_user_dirs(cls, extra: Sequence[str | Path] = ()) -> Catalog:
@@ -294,7 +297,15 @@ class Catalog:
 
     def _lookup(self, kind: str, name: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
         """The preset a name or alias spells, else None with every spelling (for a hint)."""
-        key = name.strip().lower()
+        named = self._named.get((kind, name))
+        if isinstance(named, cls):
+            return named, {}
+        found, names = self._search(kind, name.strip().lower(), cls)
+        if found is not None:
+            self._named[kind, name] = found
+        return found, names
+
+    def _search(self, kind: str, key: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
         if _is_safe_stem(key):
             for directory in self.dirs:
                 for suffix in (".yaml", ".yml"):
