@@ -258,7 +258,8 @@ def describe_engine(s: Scenario) -> str:
         )
         return f" · expected: {engine.names[0]} ({engine.params[0].points} points); {beside}"
     (params,) = engine.params
-    return f" · expected: {engine.id} on {engine.family} ({params.points} points)"
+    line = f"@{engine.line}" if engine.line else ""  # the release line it stands for
+    return f" · expected: {engine.id}{line} on {engine.family} ({params.points} points)"
 
 
 def _memory_line(est: Estimate, capacity: int) -> str:
