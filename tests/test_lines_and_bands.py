@@ -76,13 +76,21 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
+    assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang", "-g", "mi300x").out)
     assert doc["inputs"]["engine_line"] == "0.4"
     assert not any("line 0.4" in n["message"] for n in doc["notes"])
+    # ...and says that a newer line exists, measured elsewhere only
+    (older,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-older-line"]
+    assert (
+        older == "sglang@0.4 is the newest line measured on amd-instinct GPUs (0.5, newer, is not)"
+    )
     doc = json.loads(cli(*args, "sglang@0.5", "-g", "mi300x").out)
     assert doc["inputs"]["engine_line"] == "0.5"
     note = next(n for n in doc["notes"] if n["code"] == "engine-extrapolated")
     assert "line 0.5 (fitted 0.4)" in note["message"]
+    doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
+    assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
 
 
 POINT = "{model: llama-3.1-8b, gpu: h100-sxm, weights: bf16, kv_dtype: bf16, tp: 1, batch: 1"

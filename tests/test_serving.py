@@ -271,3 +271,20 @@ def test_an_engine_without_scheduler_defaults_says_whose_stand_in(cli: Run) -> N
     assert sglang["scheduler"]["max_num_seqs"] == 1024  # vLLM's H100 default
     vllm = json.loads(cli(*args, "--engine", "vllm").out)
     assert "scheduler-stand-in" not in [n["code"] for n in vllm["notes"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("-g", "a100-80gb", "-w", "fp8"), "matmul-fallback"),
+        (("-g", "mi300x", "--engine", "tensorrt-llm"), "engine-fallback"),
+        (("-g", "mi300x", "--engine", "sglang"), "engine-older-line"),
+    ],
+)
+def test_serving_carries_the_scenarios_notes(cli: Run, args: tuple[str, ...], code: str) -> None:
+    """What holds for the scenario at any load (a format multiplied at another rate, an
+    engine standing in for one never measured on the GPU) is said under load too."""
+    doc = run_json(
+        cli, *args, "--input-len", "1000", "--output-len", "100", "--concurrency", "1,64"
+    )
+    assert code in [n["code"] for n in doc["notes"]]

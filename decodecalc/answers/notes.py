@@ -33,6 +33,13 @@ TINY_STEP_S = 0.002
 """Below this much streaming per step, launch and scheduling overheads likely dominate."""
 
 
+def serving_scenario_notes(s: Scenario) -> list[Note]:
+    """scenario_notes for a server: less the engine's fitted range checked at the
+    scenario's one batch, for a server runs many, and serve checks each of them
+    (answers/serving.py)."""
+    return [n for n in scenario_notes(s) if n.code != "engine-extrapolated"]
+
+
 def scenario_notes(s: Scenario) -> list[Note]:
     """What holds for a scenario at any context."""
     notes = list(s.notes)

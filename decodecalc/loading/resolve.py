@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.engine.profile import Engine, EngineProfile, gpu_family
+from decodecalc.engine.profile import Engine, EngineProfile, gpu_family, release_order
 from decodecalc.engine.select import (
     at_line,
     beyond,
@@ -426,7 +426,7 @@ def resolve_engine(
     view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
     engine, fitted = engine_for(view, family, catalog.engines())
     engine = replace(engine, line=view.line)
-    notes: list[Note] = []
+    notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
     if not engine.params[0].points:
         notes.append(
             Note(
@@ -451,6 +451,26 @@ def resolve_engine(
             )
         )
     return engine, tuple(notes)
+
+
+def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[Note, ...]:
+    """What --engine NAME leaves unsaid where it takes the newest line measured on the GPU
+    family and the profile holds newer lines measured elsewhere: the figures are those of
+    the older builds (SGLang 0.4 on AMD Instinct, where 2026 builds ran 2-3x faster)."""
+    newer = [
+        x.release
+        for x in profile.release_lines()
+        if line is not None and release_order(x.release) > release_order(line)
+    ]
+    if not newer:
+        return ()
+    return (
+        Note(
+            "engine-older-line",
+            f"{profile.id}@{line} is the newest line measured on {family} GPUs "
+            f"({', '.join(newer)}, newer, {'is' if len(newer) == 1 else 'are'} not)",
+        ),
+    )
 
 
 def release_line(profile: EngineProfile, line: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.answers.notes import cost_notes
+from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import ServingResult
 from decodecalc.notes import unique
 from decodecalc.views import humanize as h
@@ -158,7 +158,8 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         title=_title(results, marked is not None and results[marked]),
         highlight=frozenset() if marked is None else frozenset({marked}),
     )
-    return with_notes(report, unique([*(n for r in results for n in r.notes), *cost_notes(s)]))
+    found = [*serving_scenario_notes(s), *(n for r in results for n in r.notes), *cost_notes(s)]
+    return with_notes(report, unique(found))
 
 
 def human_view(report: Report) -> Report:
