@@ -4,8 +4,7 @@ that have no preset and no config.json: ``--model 'layers=80,hidden=8192,heads=6
 
 The numbers build the same layer objects the config.json readers build (loading/families.py),
 so a model's numbers give exactly its preset's figures. What comes from numbers says so: its
-id starts with ``numbers:`` and its notes become a note on every result (numbers_notes, which
-scenarios.resolve adds).
+id starts with ``numbers:`` and its notes become a note on every result (resolve adds it).
 
 In comma lists (compare, sweep) a numbers spec keeps its commas: consecutive ``key=value``
 pieces are one spec, and a key given again starts the next one (split_items).
@@ -20,10 +19,10 @@ from decodecalc.context import parse_tokens
 from decodecalc.errors import InputError
 from decodecalc.loading.families import MAX_LAYERS
 from decodecalc.loading.fields import suggest
+from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.hardware import GpuSpec
 from decodecalc.model.layers import Attention, DenseMLP, Layer
 from decodecalc.model.model import Model
-from decodecalc.notes import Note
 from decodecalc.units import exact_number, parse_bandwidth, parse_flops, parse_size
 
 if TYPE_CHECKING:
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from decodecalc.model.mla import LatentAttention
     from decodecalc.model.moe import MoE
 
-PREFIX = "numbers:"
-"""How the id of a model or GPU given by numbers starts (numbers_notes looks for it)."""
 
 MODEL_EXAMPLE = (
     "e.g. layers=80,hidden=8192,heads=64,kv_heads=8,head_dim=128,intermediate=28672,vocab=128256"
@@ -75,12 +72,6 @@ FROM_NUMBERS = (
     "given by numbers on the command line, not a preset: its figures follow from these "
     "numbers alone"
 )
-
-
-def numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
-    """A note for each model or GPU given by numbers: its figures are only as good as the
-    numbers typed, with no preset's sources behind them."""
-    return tuple(Note("from-numbers", d.notes) for d in described if d and d.id.startswith(PREFIX))
 
 
 def split_items(text: str) -> list[str]:
@@ -181,7 +172,7 @@ class _Given:
     def label(self) -> tuple[str, str]:
         """The id (``numbers:`` and the name, else the spec itself) and the name."""
         name = self.value("name")
-        return PREFIX + (name or self.text.replace(" ", "")), name or self.text
+        return NUMBERS_PREFIX + (name or self.text.replace(" ", "")), name or self.text
 
     def finish(self, why: dict[str, str]) -> None:
         """Refuse the first field given but not read, saying why it does not apply."""

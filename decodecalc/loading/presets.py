@@ -531,6 +531,11 @@ def preset_id_of(path: Path) -> str:
     return path.stem.lower()
 
 
+NUMBERS_PREFIX = "numbers:"
+"""How the id of a model or GPU given by numbers starts (loading/numbers.py builds them;
+resolve tells them by it, without importing that reader for a preset query)."""
+
+
 def config_model_id(path: Path) -> str:
     """``models/Llama-3.1-8B/config.json`` is ``llama-3.1-8b``; ``qwen3.json`` is ``qwen3``."""
     stem = path.resolve().parent.name if path.stem == "config" else path.stem

@@ -21,6 +21,7 @@ from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.kernels import with_kernel_rates
+from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
@@ -137,6 +138,14 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
             )
         )
     return Links(link, node, per_node, tuple(notes))
+
+
+def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
+    """A note for each model or GPU given by numbers: its figures are only as good as the
+    numbers typed, with no preset's sources behind them."""
+    return tuple(
+        Note("from-numbers", d.notes) for d in described if d and d.id.startswith(NUMBERS_PREFIX)
+    )
 
 
 def _has_mla(model: Model) -> bool:
@@ -301,8 +310,6 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
 
 def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     """The Scenario a spec describes, every name looked up and every text parsed."""
-    from decodecalc.loading.numbers import numbers_notes  # a preset query never needs it
-
     check_values(spec, catalog)
     model = catalog.model(spec.model) if isinstance(spec.model, str) else spec.model
     gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
@@ -353,7 +360,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *fit.notes,
             *engine_notes,
             *wider,
-            *numbers_notes(model, gpu),
+            *_numbers_notes(model, gpu),
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),

@@ -19,8 +19,8 @@ FORMATS = ("table", "json", "csv", "markdown")
 
 def to_json(report: Report, out: IO[str], exact: bool = False) -> None:
     # allow_nan=False: a NaN or Infinity would be invalid JSON for every other parser.
-    json.dump(report.document, out, indent=2, allow_nan=False)
-    out.write("\n")
+    # One write of the whole text: json.dump writes each token (thousands) on its own.
+    out.write(json.dumps(report.document, indent=2, allow_nan=False) + "\n")
 
 
 def to_csv(report: Report, out: IO[str], exact: bool = False) -> None:
