@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file, read_yaml
 from decodecalc.loading.fields import Fields
-from decodecalc.model.kernels import AllReduceRates, FitError, KernelRates, OpRates
 from decodecalc.record import replace
 from decodecalc.step.step import may_bind
 from decodecalc.units import parse_bandwidth, parse_duration
@@ -22,6 +21,9 @@ if TYPE_CHECKING:
     from decodecalc.engine.profile import Engine, EngineParams
     from decodecalc.model.dtypes import DType
     from decodecalc.model.hardware import GpuSpec
+    from decodecalc.model.kernels import AllReduceRates, FitError, KernelRates, OpRates
+# (the rate records are imported where a table is read: a dense query at a small batch
+# reads none, see with_kernel_rates)
 
 MAX_EFFICIENCY = 2
 """An efficiency past twice the preset's peak is a wrong preset or a misread table."""
@@ -173,6 +175,8 @@ whole strict read (kernel_rates); every class is read where the file itself is."
 
 
 def _engine(block: Fields, gpu_id: str, engine: str, source: str, whole: bool) -> KernelRates:
+    from decodecalc.model.kernels import KernelRates
+
     if not whole:
         block.read.update(k for k in block.data if k not in STEP_CLASSES)
     return KernelRates(
@@ -202,6 +206,8 @@ def _per_dtype(block: Fields, name: str) -> tuple[OpRates, ...]:
 
 
 def _op(fields: Fields, key: str, table: str) -> OpRates:
+    from decodecalc.model.kernels import OpRates
+
     has_compute = fields.has("mma_efficiency")
     return OpRates(
         key=key,
@@ -223,6 +229,8 @@ def _op(fields: Fields, key: str, table: str) -> OpRates:
 
 
 def _allreduce(block: Fields) -> tuple[AllReduceRates, ...]:
+    from decodecalc.model.kernels import AllReduceRates
+
     if not block.has("allreduce"):
         block.read.add("allreduce")
         return ()
@@ -247,6 +255,8 @@ def _allreduce(block: Fields) -> tuple[AllReduceRates, ...]:
 
 
 def _error(fields: Fields, name: str) -> FitError:
+    from decodecalc.model.kernels import FitError
+
     error = fields.mapping(name)
     return FitError(
         median=float(error.fraction("median", MAX_FIT_ERROR)),
