@@ -176,6 +176,9 @@ class Catalog:
     def engine(self, name: str) -> EngineProfile:
         from decodecalc.engine.profile import EngineProfile
 
+        # Whoever names a profile reads them all too (the profiles measured on the GPU
+        # stand beside it), so the listing's one cache entry serves the name as well.
+        self._all("engines", EngineProfile)
         return self._find("engines", name, EngineProfile)
 
     def engines(self) -> list[EngineProfile]:
@@ -237,7 +240,7 @@ class Catalog:
         cached = cache.load(entry)
         if cached is not None:
             try:
-                return load(Document(str(path), cached), preset_id_of(path)), cached
+                return load(Document(str(path), cached, cached=True), preset_id_of(path)), cached
             except InputError:
                 pass  # the rules changed under the cache: read the file itself
         try:
@@ -269,7 +272,7 @@ class Catalog:
             pairs = zip(paths, found, strict=True)
             try:
                 built = {
-                    p: load(Document(str(p), d), preset_id_of(p))
+                    p: load(Document(str(p), d, cached=True), preset_id_of(p))
                     for p, d in pairs
                     if p not in self._cache
                 }

@@ -32,11 +32,10 @@ class Document:
     marks: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     duplicates: tuple[str, ...] = ()
     """Duplicate-key problems, kept when the caller reports every problem in one pass."""
-
-    @property
-    def from_file(self) -> bool:
-        """Read from its file, where every key's line is known (the cache keeps none)."""
-        return bool(self.marks)
+    cached: bool = False
+    """Built from the preset cache (loading/cache.py), which keeps only data checked whole
+    when it was stored, and no lines: what a loader leaves for first use is then safe to
+    leave."""
 
     def where(self, key_path: KeyPath) -> str:
         """``file:line:col`` of the deepest known prefix of ``key_path``."""

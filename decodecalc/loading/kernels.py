@@ -68,7 +68,7 @@ def _kernel_file(
     cached = cache.load(entry)
     if cached is not None:
         try:
-            return read_kernel_file(Document(str(path), cached), gpu_id, whole)
+            return read_kernel_file(Document(str(path), cached, cached=True), gpu_id, whole)
         except InputError:
             pass  # the rules changed under the cache: read the file itself
     doc = read_yaml(path)

@@ -310,9 +310,9 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
     those fitted on the line's own points.
 
     Families and lines are parsed on first use, which a query needs of one family only.
-    A document read from its file (its marks known) is checked whole at once, so that
-    its errors name a line and column and only a whole-checked document reaches the
-    cache (loading/cache.py); one from the cache was checked so when it was stored."""
+    A document read from its file is checked whole at once, so that its errors name a
+    line and column and only a whole-checked document reaches the cache
+    (loading/cache.py); one from the cache was checked so when it was stored."""
     from decodecalc.engine.profile import GPU_FAMILIES, EngineProfile, release_order
 
     top = Fields(doc)
@@ -335,7 +335,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
     )
     top.finish()
-    if doc.from_file:
+    if not doc.cached:
         for family in families.names:
             families.parse(family)
     if not has_lines:
@@ -352,7 +352,7 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         table.finish()
         return tuple(sorted(found, key=lambda x: release_order(x.release)))
 
-    if doc.from_file:
+    if not doc.cached:
         lines()
     return replace(profile, pending_lines=lines)
 
