@@ -223,7 +223,9 @@ def test_engine_families_read_whole_or_one_at_a_time_agree() -> None:
     """A preset's families are parsed one at a time on first use (EngineProfile.family);
     ``families`` still lists them all, the same objects."""
     for profile in Catalog().engines():
+        names = profile.family_names
         whole = profile.families
+        assert names == tuple(name for name, _ in whole)
         assert whole, profile.id
         assert all(profile.family(name) is params for name, params in whole)
         assert profile.family("no-such-family") is None

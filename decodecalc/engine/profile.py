@@ -235,6 +235,14 @@ class EngineProfile:
         return pending.parse(name) if name in pending.names else None
 
     @property
+    def family_names(self) -> tuple[str, ...]:
+        """The GPU families the profile was fitted on, none of them parsed for it."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            return tuple(name for name, _ in self.params_by_family)
+        return pending.names
+
+    @property
     def families(self) -> tuple[tuple[str, EngineParams], ...]:
         """(GPU family, parameters) for every family the profile was fitted on."""
         pending = self.pending_families

@@ -95,11 +95,13 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    for kind, pooled in profile.families:
+    for kind in profile.family_names:  # (the pooled fit is parsed only where it stands in)
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
         nearest = older[-1] if older else (fitted[0] if fitted else None)
-        families.append((kind, pooled if nearest is None else dict(nearest.families)[kind]))
+        params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
+        assert params is not None  # (a name the profile lists)
+        families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
 
 
