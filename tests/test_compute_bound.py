@@ -79,3 +79,13 @@ def test_moe_ridge_uses_the_search(catalog: Catalog) -> None:
     at, below = (estimate(replace(s, batch=b), [0]).rows[0] for b in (ridge, ridge - 1))
     assert at.bound == "compute" or at.compute_seconds == at.memory_seconds
     assert below.bound == "memory"
+
+
+@pytest.mark.parametrize(("model", "dtype"), [("llama-3.1-8b", "bf16"), ("mixtral-8x7b", "fp8")])
+def test_ridge_reuses_the_scenarios_own_step(catalog: Catalog, model: str, dtype: str) -> None:
+    """estimate hands ridge_batch the step it built; the answer is the one built anew."""
+    from decodecalc.step.step import StepModel
+
+    s = h100(catalog, model, dtype, dtype)
+    for context in (0, 300):
+        assert ridge_batch(s, context, StepModel.of(s)) == ridge_batch(s, context)

@@ -91,7 +91,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         ),
         kv_split_ways=unsplit / step.kv_curve.elements_per_token if unsplit else 1.0,
         memory=memory,
-        ridge_batch=ridge_batch(scenario, points[-1]),
+        ridge_batch=ridge_batch(scenario, points[-1], step),
         flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
         stages=step.stages,
         experts_touched_per_gpu=None

@@ -10,23 +10,32 @@ from decodecalc.step.flops import step_flops
 from decodecalc.step.step import StepModel
 
 
-def ridge_batch(scenario: Scenario, context_tokens: int) -> int | None:
+def ridge_batch(
+    scenario: Scenario, context_tokens: int, step: StepModel | None = None
+) -> int | None:
     """The smallest batch whose step at this context takes longer to compute than to
     stream: where batching stops being free. Compute grows faster with the batch than
-    bytes do, so a doubling search then bisection finds it."""
+    bytes do, so a doubling search then bisection finds it. ``step``: the scenario's own,
+    where the caller has built it, taken where the search asks for the scenario's batch."""
     peak = scenario.peak_flops()
     if peak is None:
         return None
     if scenario.model.moe() is None:
-        return _dense_ridge(scenario, context_tokens, peak[1])
-    return _searched_ridge(scenario, context_tokens)
+        return _dense_ridge(scenario, context_tokens, peak[1], step)
+    return _searched_ridge(scenario, context_tokens, step)
 
 
-def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
+def _at(scenario: Scenario, batch: int, step: StepModel | None) -> StepModel:
+    return step if step is not None and scenario.batch == batch else StepModel.at(scenario, batch)
+
+
+def _searched_ridge(
+    scenario: Scenario, context_tokens: int, own: StepModel | None = None
+) -> int | None:
     """For MoE weights, which grow with the batch: doubling, then bisection."""
 
     def compute_bound(batch: int) -> bool:
-        step = StepModel.at(scenario, batch)
+        step = _at(scenario, batch, own)
         compute = step.compute_seconds(context_tokens) or 0.0
         return compute >= step.memory_seconds(context_tokens)
 
@@ -42,10 +51,12 @@ def _searched_ridge(scenario: Scenario, context_tokens: int) -> int | None:
     return high
 
 
-def _dense_ridge(scenario: Scenario, context_tokens: int, peak_flops_per_s: int) -> int | None:
+def _dense_ridge(
+    scenario: Scenario, context_tokens: int, peak_flops_per_s: int, own: StepModel | None = None
+) -> int | None:
     """With weights that do not grow with the batch, memory time is W + B x (KV + state)
     and compute time B x FLOPs per sequence, so the crossing batch is one division."""
-    one = StepModel.at(scenario, 1)
+    one = _at(scenario, 1, own)
     bandwidth = scenario.effective_bandwidth_bytes_per_s
     per_sequence_memory = (one.kv_bytes(context_tokens) + one.state_bytes) / bandwidth
     per_sequence_compute = (
