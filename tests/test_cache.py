@@ -175,3 +175,17 @@ def test_a_bad_family_or_line_is_refused_with_its_line_every_time(
     for _ in range(2):
         with pytest.raises(InputError, match=f"bad.yaml:{line}:.*{where}.*weight_efficiency"):
             Catalog((user_dir,)).engine("bad")
+
+
+def test_an_unknown_config_field_is_refused_every_time(user_dir: Path) -> None:
+    """A cached model skips the unknown-field check it passed when it was stored; a file
+    that fails it never reaches the cache, so every read refuses it."""
+    text = (presets_dir() / "models" / "llama-3.2-1b.yaml").read_text()
+    (user_dir / "models").mkdir()
+    (user_dir / "models" / "odd.yaml").write_text(
+        text.replace("config:\n", "config:\n  odd_thing: 3\n")
+    )
+    for _ in range(2):
+        with pytest.raises(InputError, match="odd_thing: not a field"):
+            Catalog((user_dir,)).model("odd")
+    assert not list((user_dir / "cache").glob("odd-*"))

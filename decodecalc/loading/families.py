@@ -1208,6 +1208,8 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
 
         recipe = read_recipe(held, arch.layers, arch.hidden_size)
         arch = Architecture(**{**arch.__dict__, "default_weights": recipe})
+    if cfg.doc.cached:  # checked so when it was stored (loading/cache.py)
+        return model_type, arch
     from decodecalc.loading.ignored_keys import ignored
 
     who = f"decodecalc's {text_type} reader"
