@@ -303,3 +303,26 @@ def test_largest_is_the_brute_force_answer(low: int, span: int, limit: float, sh
     high = low + span
     expected = max((n for n in range(low, high + 1) if value(n) <= limit), default=low - 1)
     assert largest(low, high, value, limit) == expected
+
+
+def test_the_engines_standing_in_are_said_once_per_gpu(cli: Run) -> None:
+    """TensorRT-LLM was never measured on an MI300X: every MI300X option takes other
+    parameters, and the plan says so once, as estimate does."""
+    doc = json_of(
+        cli,
+        "plan",
+        "-m",
+        "llama-3.1-8b",
+        "--gpus",
+        "mi300x,h100-sxm",
+        "--engine",
+        "tensorrt-llm",
+        "-c",
+        "8K",
+        "--max-ms-per-token",
+        "40",
+        "--price",
+        "2",
+    )
+    fallback = [n for n in doc["notes"] if n["code"] == "engine-fallback"]
+    assert len(fallback) == 1 and "amd-instinct" in fallback[0]["message"]

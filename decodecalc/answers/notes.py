@@ -33,6 +33,15 @@ TINY_STEP_S = 0.002
 """Below this much streaming per step, launch and scheduling overheads likely dominate."""
 
 
+ENGINE_CHOICE = ("no-engine-data", "engine-not-fitted", "engine-fallback", "engine-older-line")
+"""The notes on whose parameters the expected figures take (loading/resolve.py
+resolve_engine): one GPU's, whatever the batch, format or split."""
+
+
+def engine_choice_notes(s: Scenario) -> list[Note]:
+    return [n for n in s.notes if n.code in ENGINE_CHOICE]
+
+
 def serving_scenario_notes(s: Scenario) -> list[Note]:
     """scenario_notes for a server: less the engine's fitted range checked at the
     scenario's one batch, for a server runs many, and serve checks each of them

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from decodecalc.answers.headline import basis
-from decodecalc.answers.notes import cost_notes
+from decodecalc.answers.notes import cost_notes, engine_choice_notes
 from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
 from decodecalc.notes import Note, unique
 from decodecalc.record import record
@@ -236,12 +236,11 @@ def _columns(
 
 
 def _notes(options: Sequence[Option]) -> tuple[Note, ...]:
-    """The price and power notes, once per GPU (its options share them), and the
+    """The engine, price and power notes, once per GPU (its options share them), and the
     weight-only formats."""
     by_gpu = {o.scenario.gpu.id if o.scenario.gpu else "": o.scenario for o in options}
-    return unique(
-        [*(n for s in by_gpu.values() for n in cost_notes(s)), *weight_only_notes(options)]
-    )
+    per_gpu = (n for s in by_gpu.values() for n in (*engine_choice_notes(s), *cost_notes(s)))
+    return unique([*per_gpu, *weight_only_notes(options)])
 
 
 def _every_field(
