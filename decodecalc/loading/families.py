@@ -92,16 +92,28 @@ def _interned(layers: list[Layer]) -> tuple[Layer, ...]:
     few, not each of 80 (a query's time goes into such sums). Readers build each kind of
     mixer and feed-forward block once, so layers are matched by those objects first and
     compared by value (hashing every field) once per such pair."""
+    by_id: dict[int, Layer] = {}
     by_parts: dict[tuple[int, ...], Layer] = {}
     by_value: dict[Layer, Layer] = {}
-    shared = []
     names = field_names(Layer)
     for layer in layers:  # (the list keeps every object alive, so no id is reused)
+        if id(layer) in by_id:
+            continue
         key = tuple(id(getattr(layer, name)) for name in names)  # the same objects: equal
         if key not in by_parts:
             by_parts[key] = by_value.setdefault(layer, layer)
-        shared.append(by_parts[key])
-    return tuple(shared)
+        by_id[id(layer)] = by_parts[key]
+    return tuple(by_id[id(layer)] for layer in layers)
+
+
+def _over(mixers: list[Mixer], ffn: FFN) -> list[Layer]:
+    """A layer per mixer, each with ``ffn``: one Layer object per distinct mixer object,
+    as _interned would leave them, without building 80 to drop 79."""
+    built: dict[int, Layer] = {}
+    for mixer in mixers:
+        if id(mixer) not in built:
+            built[id(mixer)] = Layer(mixer, ffn)
+    return [built[id(mixer)] for mixer in mixers]
 
 
 def _unbiased(cfg: Fields, *names: str) -> None:
@@ -134,7 +146,7 @@ def _llama_like(qkv_bias: bool = False, qk_norm: bool = False, window_flag: bool
         _unbiased(cfg, "mlp_bias")
         mlp = DenseMLP(cfg.integer("intermediate_size"))
         count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-        return _common(cfg, [Layer(m, mlp) for m in _alike(cfg, attention, count)])
+        return _common(cfg, _over(_alike(cfg, attention, count), mlp))
 
     return read
 
@@ -160,7 +172,7 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     )
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
-    return _common(cfg, [Layer(m, moe) for m in attention])
+    return _common(cfg, _over(attention, moe))
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -460,7 +472,7 @@ def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
     whole = norm and cfg.text("qk_norm_type", "per_layer") == "per_layer"
     attention = _gqa(cfg, None, qk_norm=norm, qk_norm_whole=whole)
     moe = _routed(cfg, "num_local_experts", "intermediate_size")
-    return _common(cfg, [Layer(m, moe) for m in _alike(cfg, attention, count)])
+    return _common(cfg, _over(_alike(cfg, attention, count), moe))
 
 
 def _first_integer(cfg: Fields, *names: str) -> int:
@@ -739,7 +751,7 @@ def _same_as(cfg: Fields, name: str, modelled: bool, why: str) -> None:
 
 
 def _stack(cfg: Fields, mixers: dict[str, Mixer], kinds: list[str], ffn: FFN) -> list[Layer]:
-    return [Layer(_kind(cfg, mixers, kind), ffn) for kind in kinds]
+    return _over([_kind(cfg, mixers, kind) for kind in kinds], ffn)
 
 
 def _olmo(cfg: Fields, model_type: str) -> Architecture:
