@@ -89,3 +89,5 @@ def test_ridge_reuses_the_scenarios_own_step(catalog: Catalog, model: str, dtype
     s = h100(catalog, model, dtype, dtype)
     for context in (0, 300):
         assert ridge_batch(s, context, StepModel.of(s)) == ridge_batch(s, context)
+        # a step at another batch is never taken for the batch it was not built at
+        assert ridge_batch(s, context, StepModel.at(s, 64)) == ridge_batch(s, context)

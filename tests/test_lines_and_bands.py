@@ -83,7 +83,7 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     # ...and says that a newer line exists, measured elsewhere only
     (older,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-older-line"]
     assert (
-        older == "sglang@0.4 is the newest line measured on amd-instinct GPUs (0.5, newer, is not)"
+        older == "sglang@0.4: the newest line fitted on amd-instinct GPUs; 0.5 is not fitted there"
     )
     doc = json.loads(cli(*args, "sglang@0.5", "-g", "mi300x").out)
     assert doc["inputs"]["engine_line"] == "0.5"

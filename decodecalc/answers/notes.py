@@ -39,6 +39,8 @@ resolve_engine): one GPU's, whatever the batch, format or split."""
 
 
 def engine_choice_notes(s: Scenario) -> list[Note]:
+    """The scenario's ENGINE_CHOICE notes: what a plan says once per GPU, where the
+    range notes vary with each option's batch."""
     return [n for n in s.notes if n.code in ENGINE_CHOICE]
 
 

@@ -43,10 +43,11 @@ Entry = tuple[Path, list[Any]]
 """Where an entry is kept, and the key it must hold to be fresh."""
 
 FORMAT = 2
-"""What a stored preset was checked against. Bump it when a loader's rules tighten or a
-loader leaves more to be checked on first use: entries checked under the old rules are then
-read from their files again (a developer's tree keeps one version number across such
-changes, and what a loader parses later is never checked against a fresh file)."""
+"""What a stored preset was checked against. Bump it when a loader's rules tighten (a
+bound, a field refused, a key taken out of loading/ignored_keys.py) or a loader leaves more
+to be checked on first use: entries checked under the old rules are then read from their
+files again (a developer's tree keeps one version number across such changes, and what a
+cached preset skips or parses later is never checked against the file again)."""
 
 
 def _stamp(stat: os.stat_result) -> list[int]:

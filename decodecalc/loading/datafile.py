@@ -34,8 +34,9 @@ class Document:
     """Duplicate-key problems, kept when the caller reports every problem in one pass."""
     cached: bool = False
     """Built from the preset cache (loading/cache.py), which keeps only data checked whole
-    when it was stored, and no lines: a check that builds nothing (a config.json field no
-    reader knows) need not run again, and what a loader leaves for first use may be left."""
+    when it was stored, and no line:column marks: a check that builds nothing (a
+    config.json field no reader knows) need not run again, and what a loader leaves for
+    first use may be left."""
 
     def where(self, key_path: KeyPath) -> str:
         """``file:line:col`` of the deepest known prefix of ``key_path``."""

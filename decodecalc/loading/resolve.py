@@ -461,9 +461,10 @@ def resolve_engine(
 
 
 def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[Note, ...]:
-    """What --engine NAME leaves unsaid where it takes the newest line measured on the GPU
-    family and the profile holds newer lines measured elsewhere: the figures are those of
-    the older builds (SGLang 0.4 on AMD Instinct, where 2026 builds ran 2-3x faster)."""
+    """What --engine NAME leaves unsaid where it takes the newest line fitted on the GPU
+    family and the profile holds newer lines fitted only elsewhere: the figures are those
+    of the older builds (SGLang 0.4 on AMD Instinct, where 0.5.13 ran MiniMax-M2 2-3x
+    faster in points kept out of the fits, docs/accuracy.md)."""
     newer = [
         x.release
         for x in profile.release_lines()
@@ -474,8 +475,8 @@ def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[
     return (
         Note(
             "engine-older-line",
-            f"{profile.id}@{line} is the newest line measured on {family} GPUs "
-            f"({', '.join(newer)}, newer, {'is' if len(newer) == 1 else 'are'} not)",
+            f"{profile.id}@{line}: the newest line fitted on {family} GPUs; "
+            f"{', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not fitted there",
         ),
     )
 

@@ -26,7 +26,9 @@ def ridge_batch(
 
 
 def _at(scenario: Scenario, batch: int, step: StepModel | None) -> StepModel:
-    return step if step is not None and scenario.batch == batch else StepModel.at(scenario, batch)
+    if step is not None and step.scenario.batch == batch:
+        return step
+    return StepModel.at(scenario, batch)
 
 
 def _searched_ridge(
