@@ -504,7 +504,7 @@ def test_granite_micro_has_only_the_shared_mlp(tmp_path: Path) -> None:
         ("command-a", "use_parallel_block", False, "use_parallel_block: false is not modelled"),
         ("command-a", "use_qk_norm", True, "use_qk_norm: true is not modelled"),
         ("minimax-m1", "shared_intermediate_size", 512, "a shared expert is not modelled"),
-        ("minimax-m1", "attn_type_list", [0, 1], "expected 80 entries"),
+        ("minimax-m1", "attn_type_list", [0, 1], "has 2 entries for 80 layers"),
         ("hunyuan-a13b", "use_cla", True, "use_cla: true is not modelled"),
         ("hunyuan-a13b", "moe_topk", [8] * 31 + [2], "differs from layer to layer"),
         ("olmo-3-7b", "layer_types", ["chunked_attention"] * 32, "unknown layer type"),

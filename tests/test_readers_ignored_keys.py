@@ -41,6 +41,12 @@ def fixture(name: str) -> dict[str, Any]:
     return config
 
 
+def t5_form(name: str) -> dict[str, Any]:
+    """A config as transformers 5 writes it (tests/fixtures/configs/transformers5)."""
+    config: dict[str, Any] = json.loads((CONFIGS / "transformers5" / f"{name}.json").read_text())
+    return config
+
+
 def text_of(config: dict[str, Any], model_type: str) -> dict[str, Any]:
     """A wrapper's text model as a config of its own."""
     return {**config["text_config"], "model_type": model_type}
@@ -99,6 +105,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "longcat_flash": fixture("longcat-flash"),
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
+        "minimax": t5_form("minimax"),
         "gpt_oss": fixture("gpt-oss-20b"),
         "glm4_moe": preset("glm-4.5"),
         "minimax_m2": preset("minimax-m2"),

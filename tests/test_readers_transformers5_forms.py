@@ -7,8 +7,9 @@ rule. Each is read to the same layers as the older spelling, or refused in one l
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,6 +17,9 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.model.model import Model
 
 from .conftest import Run
+
+if TYPE_CHECKING:
+    from decodecalc.step.step import StepModel
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 
@@ -77,3 +81,185 @@ def test_a_sliding_layer_without_a_window_is_refused(cli: Run, tmp_path: Path) -
     r = cli("show", str(path))
     assert r.code == 2 and r.err.count("\n") == 1
     assert "unknown layer type 'sliding_attention'" in r.err
+
+
+# The configs of issue 35 as transformers 5.24.0 writes them (tests/fixtures/configs/
+# transformers5, written by validation/transformers5_forms.py: AutoConfig.for_model(TYPE)
+# with every default, or a checkpoint's config.json loaded and saved again). Each is read
+# to the parameter count transformers itself builds from the same file on PyTorch's meta
+# device (validation/meta_params.py: parameters and the persistent buffers a checkpoint
+# ships, shared tensors once), and to KV and state bytes counted by hand here (BF16, one
+# sequence, a 1,000-token context).
+T5 = CONFIGS / "transformers5"
+
+META_COUNTS = {
+    "glm_moe_dsa": 743_911_218_432,  # GLM-5's shape, first_k_dense_replace 3 and its lists
+    "glm4_moe_lite": 29_943_393_920,  # qk_head_dim 256 = 192 + 64, said again
+    "nemotron_h": 1_968_355_720,
+    "nemotron_h-dense": 1_577_662_848,  # MoE defaults written beside MLP-only blocks
+    "granitemoehybrid": 38_601_064_448,  # 32 "linear_attention" (Mamba-2) layers
+    "mimo_v2_flash": 308_778_780_864,  # no swa_* fields: transformers' defaults
+    "minimax": 47_373_946_880,  # layer_types where MiniMax-M1 has attn_type_list
+    "qwen3_5_moe": 35_114_261_360,  # with the vision tower (image-text-to-text class)
+    "qwen3_5": 9_407_453_936,  # with the vision tower (image-text-to-text class)
+    "mistral3": 23_340_272_640,  # the head tied by the wrapper's tie_word_embeddings
+    "deepseek-v3.resaved": 671_026_419_200,
+    "glm-5.resaved": 743_911_218_432,
+    "mimo-v2-flash.resaved": 308_778_780_864,
+    "gpt-oss-20b.resaved": 20_914_757_184,
+    "mixtral-8x7b.resaved": 46_702_792_704,
+    "gemma-3-27b.resaved": 27_432_406_640,
+    "mistral-small-3.2-24b.resaved": 23_340_272_640,
+}
+
+
+def t5_step(catalog: Catalog, name: str) -> StepModel:
+    from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.step.step import StepModel
+
+    bf16 = catalog.dtype("bf16")
+    m = catalog.model(str(T5 / f"{name}.json"))
+    return StepModel.of(Scenario(m, bf16, bf16, 4_800_000_000_000))
+
+
+@pytest.mark.parametrize("name", sorted(META_COUNTS))
+def test_transformers5_forms_count_as_transformers_does(catalog: Catalog, name: str) -> None:
+    assert catalog.model(str(T5 / f"{name}.json")).total_params() == META_COUNTS[name]
+
+
+def test_every_transformers5_form_is_tested() -> None:
+    assert {p.stem for p in T5.glob("*.json")} == {*META_COUNTS, "gemma3n_text"}
+
+
+@pytest.mark.parametrize(
+    ("name", "kv", "state"),
+    [
+        # 78 MLA layers: latent 512 + rope 64 = 576 x 2 bytes = 1,152, the indexer's key
+        # 128 FP8 bytes + a 4-byte scale = 132: 78 x 1,000 x 1,284.
+        ("glm_moe_dsa", 100_152_000, 0),
+        # 47 MLA layers x 1,000 x 1,152 (no indexer).
+        ("glm4_moe_lite", 54_144_000, 0),
+        # One attention layer: 2 x 8 KV heads x 128 x 2 bytes = 4,096 a token. One Mamba-2
+        # layer: 128 heads x 64 x 128 state = 1,048,576, conv (8,192 + 2 x 8 x 128) x 3 =
+        # 30,720: 1,079,296 elements x 2 bytes.
+        ("nemotron_h", 4_096_000, 2_158_592),
+        ("nemotron_h-dense", 4_096_000, 2_158_592),
+        # No attention. 32 Mamba-2 layers: 128 heads x 64 x 256 state = 2,097,152, conv
+        # (8,192 + 2 x 256) x 3 = 26,112: 32 x 2,123,264 elements x 2 bytes.
+        ("granitemoehybrid", 0, 135_888_896),
+        # 9 full layers (0 and every 6th): 4 KV heads x (192 + 128) x 2 bytes = 2,560 a
+        # token; 39 sliding with twice the KV heads (5,120) over a 129-token window:
+        # 9 x 1,000 x 2,560 + 39 x 129 x 5,120 = 23,040,000 + 25,758,720.
+        ("mimo_v2_flash", 48_798_720, 0),
+        # The checkpoint's 128-token window: 23,040,000 + 39 x 128 x 5,120 = 25,559,040.
+        ("mimo-v2-flash.resaved", 48_599_040, 0),
+        # 16 full layers: 2 x 8 x 128 x 2 = 4,096 a token; 16 lightning layers:
+        # 32 heads x 128 x 128 = 524,288 elements each, x 2 bytes.
+        ("minimax", 65_536_000, 16_777_216),
+        # 10 full layers x 2 x 2 x 256 x 2 = 20,480 a token; 30 Gated DeltaNet layers x
+        # (32 x 128 x 128 + (2 x 16 x 128 + 32 x 128) x 3) = 30 x 548,864 elements x 2.
+        ("qwen3_5_moe", 20_480_000, 32_931_840),
+        # 8 full layers x 2 x 4 x 256 x 2 = 32,768 a token; 24 x 548,864 x 2.
+        ("qwen3_5", 32_768_000, 26_345_472),
+        # 40 layers x 2 x 8 x 128 x 2 = 163,840 a token.
+        ("mistral3", 163_840_000, 0),
+    ],
+)
+def test_transformers5_forms_kv_and_state_by_hand(
+    catalog: Catalog, name: str, kv: int, state: int
+) -> None:
+    s = t5_step(catalog, name)
+    assert s.kv_bytes(1000) == kv
+    assert s.state_bytes == state
+
+
+class TestDifferencesOnPurpose:
+    """Where decodecalc's count and transformers' differ for one file, on purpose; both
+    numbers held (validation/meta_params.py, transformers 5.24.0)."""
+
+    def test_gemma3n_counts_the_shared_layers_k_and_v_the_checkpoint_ships(
+        self, catalog: Catalog
+    ) -> None:
+        # transformers 5 builds no k_proj, v_proj or k_norm in the 15 KV-shared layers
+        # (it drops them from the checkpoint as unexpected keys): 6,835,235,568. The
+        # checkpoint ships them: 15 x (2 x 2,048 x 512 + 256) = 31,461,120 more.
+        m = catalog.model(str(T5 / "gemma3n_text.json"))
+        assert m.total_params() == 6_835_235_568 + 31_461_120
+        # Read per step at 1,000 tokens: 28 sliding layers x 512 + 7 full x 1,000 tokens x
+        # 2 x 2 x 256 x 2 bytes = 29,360,128 + 14,336,000 (the shared layers read the
+        # cache of an earlier layer); held: 16 sliding x 512 + 4 full x 1,000 of the 20
+        # layers with a cache of their own, 16,777,216 + 8,192,000.
+        s = t5_step(catalog, "gemma3n_text")
+        assert s.kv_bytes(1000) == 43_696_128
+        assert s.kv_bytes(1000, held=True) == 24_969_216
+
+    @pytest.mark.parametrize(
+        ("name", "text_only"), [("qwen3_5_moe", 34_660_610_688), ("qwen3_5", 8_953_803_264)]
+    )
+    def test_qwen3_5_adds_the_vision_tower_the_causal_lm_class_leaves_out(
+        self, cli: Run, name: str, text_only: int
+    ) -> None:
+        # transformers' AutoModelForCausalLM builds the text model alone; the wrapper's
+        # default vision tower (27 blocks of 1,152, out_hidden_size 3,584) is 453,650,672
+        # more, as its image-text-to-text class counts (META_COUNTS).
+        assert META_COUNTS[name] - text_only == 453_650_672
+        r = cli("show", str(T5 / f"{name}.json"))
+        assert r.code == 0
+        assert re.search(r"vision encoder +453,650,672 params", r.out)
+
+    def test_mistral_small_keeps_the_head_its_checkpoint_ships(
+        self, catalog: Catalog, cli: Run
+    ) -> None:
+        # The published config.json says nothing of tying at its top level; transformers
+        # 5.24.0's Mistral3Config defaults to tied (huggingface/transformers#43429) and
+        # builds 23,340,272,640. The checkpoint ships its own language_model.lm_head
+        # (131,072 x 5,120 = 671,088,640) and the text config leaves it untied, which
+        # decodecalc follows; once re-saved by transformers 5 the file says tied, and
+        # decodecalc reads it tied (META_COUNTS).
+        m = catalog.model(str(CONFIGS / "mistral-small-3.2-24b.json"))
+        assert m.total_params() == 23_340_272_640 + 671_088_640
+        r = cli("show", str(CONFIGS / "mistral-small-3.2-24b.json"))
+        assert re.search(r"LM head +671,088,640 params", r.out)
+
+
+def test_granite_linear_attention_is_the_mamba_layer(catalog: Catalog, tmp_path: Path) -> None:
+    """transformers 5's GraniteMoeHybrid builds its Mamba-2 layer for "linear_attention"
+    (the checkpoints' "mamba"): both names read to the same layers."""
+    config = json.loads((T5 / "granitemoehybrid.json").read_text())
+    kinds = ["mamba"] * 31 + ["attention"]
+    renamed = ["linear_attention"] * 31 + ["full_attention"]
+    old = read(catalog, tmp_path, {**config, "layer_types": kinds})
+    assert read(catalog, tmp_path, {**config, "layer_types": renamed}).layers == old.layers
+
+
+def test_minimax_m1_reads_layer_types_as_its_attn_type_list(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    config = fixture("minimax-m1")
+    kinds = ["linear_attention" if t == 0 else "full_attention" for t in config["attn_type_list"]]
+    listed = {k: v for k, v in config.items() if k != "attn_type_list"}
+    assert read(catalog, tmp_path, {**listed, "layer_types": kinds}).layers == (
+        catalog.model(str(CONFIGS / "minimax-m1.json")).layers
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "words"),
+    [
+        ("glm_moe_dsa", "first_k_dense_replace", 5, "disagrees with first_k_dense_replace"),
+        ("glm4_moe_lite", "qk_head_dim", 128, "differs from qk_nope + qk_rope_head_dim 256"),
+        ("mimo_v2_flash", "sliding_window_size", 64, "differs from sliding_window_size 64"),
+        ("gemma-3-27b.resaved", "use_bidirectional_attention", True, "an embedding model"),
+    ],
+)
+def test_a_restated_field_that_disagrees_is_refused(
+    cli: Run, tmp_path: Path, name: str, field: str, value: object, words: str
+) -> None:
+    config = json.loads((T5 / f"{name}.json").read_text())
+    target = config.get("text_config", config)
+    target[field] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    r = cli("show", str(path))
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert words in r.err

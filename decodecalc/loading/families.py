@@ -250,12 +250,18 @@ def _sparse_layers(cfg: Fields, count: int, dense_first: int) -> list[bool]:
     "dense" or "sparse"); earlier configs give the dense layers first
     (``first_k_dense_replace``, ``dense_first`` when absent), then MoE every
     ``moe_layer_freq`` layers."""
-    if cfg.has("mlp_layer_types"):
-        kinds = _layer_kinds_named(cfg, "mlp_layer_types", count, ("dense", "sparse"))
-        return [kind == "sparse" for kind in kinds]
     first = cfg.integer("first_k_dense_replace", default=dense_first, minimum=0)
     frequency = cfg.integer("moe_layer_freq", default=1)
-    return [i >= first and i % frequency == 0 for i in range(count)]
+    rule = [i >= first and i % frequency == 0 for i in range(count)]
+    if not cfg.has("mlp_layer_types"):
+        return rule
+    kinds = _layer_kinds_named(cfg, "mlp_layer_types", count, ("dense", "sparse"))
+    listed = [kind == "sparse" for kind in kinds]
+    # transformers 5 writes both and builds from the list; a rule that says otherwise
+    # leaves the file ambiguous (engines that read the rule would build another model).
+    if listed != rule and (cfg.has("first_k_dense_replace") or cfg.has("moe_layer_freq")):
+        raise cfg.error("mlp_layer_types", "disagrees with first_k_dense_replace")
+    return listed
 
 
 def _layer_kinds_named(
@@ -291,6 +297,9 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
         )
     _unbiased(cfg, "mlp_bias")
     sparse_layers = _sparse_layers(cfg, count, 1 if model_type == "glm4_moe_lite" else 0)
+    if cfg.has("layer_types"):  # transformers 5 lists each MLA layer's kind: all alike
+        kind = "indexed_attention" if model_type in SPARSE_MLA else "full_attention"
+        _layer_kinds_named(cfg, "layer_types", count, (kind,))
     attention = _indexer_schedule(cfg, mla, count)
     expert = cfg.integer("moe_intermediate_size")
     moe = MoE(
@@ -316,11 +325,14 @@ def _mla(cfg: Fields) -> LatentAttention:
     _unbiased(cfg, "attention_bias")
     cfg.optional_integer("num_key_value_heads")  # present in the file, unused by MLA
     cfg.optional_integer("head_dim")  # transformers 5 repeats qk_rope_head_dim here
+    nope, rope = cfg.integer("qk_nope_head_dim"), cfg.integer("qk_rope_head_dim")
+    if cfg.integer("qk_head_dim", default=nope + rope) != nope + rope:  # transformers 5's sum
+        raise cfg.error("qk_head_dim", f"differs from qk_nope + qk_rope_head_dim {nope + rope}")
     return LatentAttention(
         num_heads=cfg.integer("num_attention_heads"),
         kv_lora_rank=cfg.integer("kv_lora_rank"),
-        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
-        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
+        qk_nope_head_dim=nope,
+        qk_rope_head_dim=rope,
         v_head_dim=cfg.integer("v_head_dim"),
         q_lora_rank=cfg.optional_integer("q_lora_rank"),
     )
@@ -346,7 +358,6 @@ def _longcat_flash(cfg: Fields, model_type: str) -> Architecture:
     for scale in ("mla_scale_q_lora", "mla_scale_kv_lora"):  # scalars: no bytes
         cfg.boolean(scale, default=False)
     _unbiased(cfg, "router_bias")
-    cfg.optional_integer("qk_head_dim")  # qk_nope_head_dim + qk_rope_head_dim, said again
     mla = _mla(cfg)
     dense = cfg.integer("ffn_hidden_size")
     moe = MoE(
@@ -503,6 +514,17 @@ def _nemotron_blocks(cfg: Fields) -> tuple[str, str]:
     return "".join(BLOCK_NAMES[n] for n in names), "layers_block_type"
 
 
+NEMOTRON_MOE_FIELDS = (
+    "n_routed_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "moe_shared_expert_intermediate_size",
+    "n_shared_experts",
+)
+"""Nemotron-H's MoE sizes: read with an E block, read through (sizing nothing) without."""
+
+
 def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
     """Nemotron-H and Nemotron 3: each block is one op, M (Mamba-2), * (attention), -
     (a squared-ReLU MLP of ``intermediate_size``) or E (Nemotron 3's MoE: squared-ReLU
@@ -543,6 +565,9 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
             router_bias=True,
             gated=False,
         )
+    else:  # transformers 5 writes its MoE defaults into every config: they size nothing
+        for name in NEMOTRON_MOE_FIELDS:
+            cfg.optional_integer(name, minimum=0)
     layers: list[Layer] = []
     for i, block in enumerate(pattern):
         if block in mixers:
@@ -653,55 +678,83 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(_kind(cfg, mixers, k), moe) for k in kinds])
 
 
-def _mimo_v2_flash(cfg: Fields, model_type: str) -> Architecture:
-    """MiMo-V2-Flash: 192-wide keys with 128-wide values; full attention in the layers
-    ``hybrid_layer_pattern`` marks 0 (or ``layer_types`` calls full), sliding-window
-    attention with heads of its own (``swa_*``) and attention sinks in the rest; a dense
-    first layer (``moe_layer_freq`` 0, or ``mlp_layer_types`` dense), then MoE with a
-    score-correction bias on the router."""
-    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    _unbiased(cfg, "attention_bias")
-    sizes = {cfg.optional_integer(n) for n in ("sliding_window", "sliding_window_size")}
-    window = max((w for w in sizes if w), default=None)
-    if window is None or len(sizes - {None}) > 1:
+def _mimo_window(cfg: Fields) -> int:
+    """The sliding layers' window: ``sliding_window_size`` in the checkpoint's config,
+    ``sliding_window`` in transformers 5's, which re-saves it as that plus one (the
+    reference attends to that many earlier tokens and the query itself)."""
+    window = cfg.optional_integer("sliding_window")
+    size = cfg.optional_integer("sliding_window_size")
+    if size is None and window is None:
         raise cfg.error("sliding_window", "one window size is needed (sliding_window_size)")
+    if size is not None and window not in (None, size, size + 1):
+        raise cfg.error("sliding_window", f"differs from sliding_window_size {size}")
+    return size if size is not None else window  # type: ignore[return-value]
 
-    def attention(prefix: str, sinks: str, window: int | None) -> Attention:
-        heads = cfg.integer(f"{prefix}num_attention_heads")
-        kv = cfg.integer(f"{prefix}num_key_value_heads")
-        if heads % kv:
-            raise cfg.error(f"{prefix}num_key_value_heads", f"{kv} does not divide {heads}")
-        return Attention(
-            num_heads=heads,
-            num_kv_heads=kv,
-            head_dim=cfg.integer(f"{prefix}head_dim"),
-            v_head_dim=cfg.integer(f"{prefix}v_head_dim"),
-            sliding_window=window,
-            sinks=cfg.boolean(sinks, default=False),
-        )
 
-    mixers: dict[str, Mixer] = {
-        "full_attention": attention("", "add_full_attention_sink_bias", None),
-        "sliding_attention": attention("swa_", "add_swa_attention_sink_bias", window),
-    }
+def _mimo_kinds(cfg: Fields, count: int) -> tuple[list[str], list[bool]]:
+    """Each layer's attention kind and whether its MLP is a MoE: the checkpoint's lists
+    (``hybrid_layer_pattern`` 1 sliding, ``moe_layer_freq`` 1 MoE) or transformers 5's
+    (``layer_types``, ``mlp_layer_types``; its defaults where absent: full attention
+    first and every 6th layer, a dense first layer). Where a file has both, they agree."""
+    rule = _layer_kinds(
+        cfg,
+        count,
+        lambda i: "full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention",
+    )
+    kinds = rule
     if cfg.has("hybrid_layer_pattern"):
         pattern = cfg.raw_list("hybrid_layer_pattern")
         if len(pattern) != count or not set(pattern) <= {0, 1}:
             raise cfg.error("hybrid_layer_pattern", f"needs {count} entries, each 0 or 1")
         kinds = ["sliding_attention" if p else "full_attention" for p in pattern]
-    else:  # transformers' MiMoV2FlashConfig: full attention first and every 6th layer
-        kinds = _layer_kinds(
-            cfg,
-            count,
-            lambda i: "full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention",
-        )
+        if cfg.has("layer_types") and kinds != rule:
+            raise cfg.error("layer_types", "disagrees with hybrid_layer_pattern")
     if cfg.has("moe_layer_freq"):  # the released config lists it per layer
         freq = cfg.raw_list("moe_layer_freq")
         if len(freq) != count or not set(freq) <= {0, 1}:
             raise cfg.error("moe_layer_freq", f"needs {count} entries, each 0 or 1")
         sparse = [bool(f) for f in freq]
+        if cfg.has("mlp_layer_types"):
+            listed = _layer_kinds_named(cfg, "mlp_layer_types", count, ("dense", "sparse"))
+            if [kind == "sparse" for kind in listed] != sparse:
+                raise cfg.error("mlp_layer_types", "disagrees with moe_layer_freq")
     else:
         sparse = _sparse_layers(cfg, count, 1)
+    return kinds, sparse
+
+
+def _mimo_v2_flash(cfg: Fields, model_type: str) -> Architecture:
+    """MiMo-V2-Flash: 192-wide keys with 128-wide values; full attention in the layers
+    ``hybrid_layer_pattern`` marks 0 (or ``layer_types`` calls full), sliding-window
+    attention with heads of its own (``swa_*``) and attention sinks in the rest; a dense
+    first layer (``moe_layer_freq`` 0, or ``mlp_layer_types`` dense), then MoE with a
+    score-correction bias on the router. transformers 5's config has no ``swa_*`` fields:
+    its sliding layers keep the query heads and widths and double the KV heads, and have
+    sinks where the full layers have none; those are the defaults here."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    _unbiased(cfg, "attention_bias")
+    window = _mimo_window(cfg)
+
+    def attention(prefix: str, sinks: str, window: int | None, kv_scale: int) -> Attention:
+        heads = cfg.integer(f"{prefix}num_attention_heads", cfg.integer("num_attention_heads"))
+        kv_default = kv_scale * cfg.integer("num_key_value_heads")
+        kv = cfg.integer(f"{prefix}num_key_value_heads", kv_default)
+        if heads % kv:
+            raise cfg.error(f"{prefix}num_key_value_heads", f"{kv} does not divide {heads}")
+        return Attention(
+            num_heads=heads,
+            num_kv_heads=kv,
+            head_dim=cfg.integer(f"{prefix}head_dim", cfg.integer("head_dim", 192)),
+            v_head_dim=cfg.integer(f"{prefix}v_head_dim", cfg.integer("v_head_dim", 128)),
+            sliding_window=window,
+            sinks=cfg.boolean(sinks, default=window is not None),
+        )
+
+    mixers: dict[str, Mixer] = {
+        "full_attention": attention("", "add_full_attention_sink_bias", None, 1),
+        "sliding_attention": attention("swa_", "add_swa_attention_sink_bias", window, 2),
+    }
+    kinds, sparse = _mimo_kinds(cfg, count)
     expert = cfg.integer("moe_intermediate_size")
     shared = cfg.integer("n_shared_experts", default=0, minimum=0) * expert
     cfg.text("topk_method", "noaux_tc")  # its router keeps a score-correction bias either way
@@ -722,7 +775,9 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
 
     def read(text: Fields, model_type: str) -> Architecture:
         count = text.integer("num_hidden_layers", maximum=MAX_LAYERS)
-        pattern = text.integer("sliding_window_pattern", default=pattern_default)
+        # transformers 5 saves the pattern as _sliding_window_pattern (layer_types rule)
+        saved = text.integer("_sliding_window_pattern", default=pattern_default)
+        pattern = text.integer("sliding_window_pattern", default=saved)
         kinds = _layer_kinds(
             text,
             count,
@@ -736,6 +791,8 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
             "full_attention": _gqa(text, None, qk_norm=qk_norm),
         }
         _unbiased(text, "attention_bias")
+        # transformers 5's switch for EmbeddingGemma, a model that attends both ways
+        _same_as(text, "use_bidirectional_attention", False, "an embedding model: no decode")
         mlp = DenseMLP(text.integer("intermediate_size"))
         layers = [Layer(_kind(text, mixers, k), mlp, norms=4) for k in kinds]
         return _common(text, layers, True, vocab, context)
@@ -858,7 +915,8 @@ def _cohere2(cfg: Fields, model_type: str) -> Architecture:
 
 def _granite_hybrid(cfg: Fields, model_type: str) -> Architecture:
     """Granite 4.0-H (granitemoehybrid): Mamba-2 and attention layers as ``layer_types``
-    lists them (attention without positions, ``position_embedding_type`` nope), each
+    lists them (attention without positions, ``position_embedding_type`` nope; transformers
+    5 names the Mamba-2 layer "linear_attention", the checkpoints "mamba"), each
     followed by a MoE of ``num_local_experts`` experts with a shared expert of
     ``shared_intermediate_size``; without experts (H-Micro) the shared MLP alone. The Mamba-2
     width is ``mamba_expand`` x hidden."""
@@ -868,9 +926,10 @@ def _granite_hybrid(cfg: Fields, model_type: str) -> Architecture:
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     kinds = _layer_kinds(cfg, count, lambda i: "attention")
     bias = cfg.boolean("attention_bias", default=False)
-    mixers: dict[str, Mixer] = {"attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias)}
-    if "mamba" in kinds:
-        mixers["mamba"] = Mamba2(
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    mixers: dict[str, Mixer] = {"attention": attention, "full_attention": attention}
+    if {"mamba", "linear_attention"} & set(kinds):
+        mixers["mamba"] = mixers["linear_attention"] = Mamba2(
             num_heads=cfg.integer("mamba_n_heads"),
             head_dim=cfg.integer("mamba_d_head"),
             state_size=cfg.integer("mamba_d_state"),
@@ -971,28 +1030,56 @@ def _lfm2(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, _stack(cfg, mixers, kinds, mlp), tie_default=tie)
 
 
+def _minimax_kinds(cfg: Fields, count: int) -> list[str]:
+    """MiniMax's layer kinds: ``attn_type_list`` of the checkpoint's config (0 lightning,
+    1 full) or ``layer_types`` of transformers 5's (linear_attention, full_attention;
+    where absent, its MiniMaxConfig default: full attention in the even layers)."""
+    if not cfg.has("attn_type_list"):
+        return list(
+            _layer_kinds_named(cfg, "layer_types", count, MINIMAX_KINDS)
+            if cfg.has("layer_types")
+            else [MINIMAX_KINDS[1 - i % 2] for i in range(count)]
+        )
+    types = cfg.raw_list("attn_type_list")
+    if len(types) != count:
+        raise cfg.error(
+            "attn_type_list", f"has {len(types)} entries for {count} layers (num_hidden_layers)"
+        )
+    if not set(types) <= {0, 1}:
+        raise cfg.error("attn_type_list", "entries are 0 (lightning) or 1 (full)")
+    kinds = [MINIMAX_KINDS[t] for t in types]
+    if cfg.has("layer_types") and list(_layer_kinds(cfg, count, kinds.__getitem__)) != kinds:
+        raise cfg.error("layer_types", "disagrees with attn_type_list")
+    return kinds
+
+
+MINIMAX_KINDS = ("linear_attention", "full_attention")
+"""MiniMax's layer kinds by the checkpoint's attn_type_list numbers (0, 1)."""
+
+
 def _minimax_m1(cfg: Fields, model_type: str) -> Architecture:
-    """MiniMax-M1 (and MiniMax-Text-01): lightning (linear) attention where
-    ``attn_type_list`` says 0, full GQA softmax attention where it says 1 (one layer in
-    eight); every layer a MoE of ``num_local_experts`` experts of ``intermediate_size``."""
+    """MiniMax-M1 and MiniMax-Text-01 (minimax_m1, and transformers' minimax): lightning
+    (linear) attention where ``attn_type_list`` says 0, full GQA softmax attention where
+    it says 1 (one layer in eight), or as ``layer_types`` says; every layer a MoE of
+    ``num_local_experts`` experts of ``intermediate_size``."""
     from decodecalc.model.linear_attention import LightningAttention
     from decodecalc.model.moe import MoE
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    types = cfg.raw_list("attn_type_list")
-    if len(types) != count or not set(types) <= {0, 1}:
-        raise cfg.error("attn_type_list", f"expected {count} entries of 0 (lightning) or 1 (full)")
+    kinds = _minimax_kinds(cfg, count)
     if cfg.integer("shared_intermediate_size", default=0, minimum=0):
         raise cfg.error("shared_intermediate_size", "a shared expert is not modelled for MiniMax")
     full = _gqa(cfg, None)
-    lightning = LightningAttention(full.num_heads, full.head_dim)
+    mixers: dict[str, Mixer] = {
+        "full_attention": full,
+        "linear_attention": LightningAttention(full.num_heads, full.head_dim),
+    }
     moe = MoE(
         num_experts=cfg.integer("num_local_experts"),
         experts_per_token=cfg.integer("num_experts_per_tok"),
         expert_intermediate_size=cfg.integer("intermediate_size"),
     )
-    layers = [Layer(full if t else lightning, moe) for t in types]
-    return _common(cfg, layers)
+    return _common(cfg, _stack(cfg, mixers, kinds, moe))
 
 
 def _gemma3n_widths(text: Fields, count: int) -> list[int]:
@@ -1153,6 +1240,7 @@ FAMILIES: dict[str, Reader] = {
     "ernie4_5_moe": _ernie,
     "lfm2": _lfm2,
     "minimax_m1": _minimax_m1,
+    "minimax": _minimax_m1,
     "gemma3n": _gemma3n,
     "gemma3n_text": _gemma3n,
     "hunyuan_v1_dense": _hunyuan,
@@ -1230,13 +1318,14 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
 
 
 def _wrapped(cfg: Fields, text: Fields, model_type: str, arch: Architecture) -> Architecture:
-    """A text model read from a wrapper's ``text_config``: the wrapper may say whether the
-    embeddings are tied, and its vision tower (with the projector) is held in memory and
-    never read by text decode (counted where config.json sizes it)."""
+    """A text model read from a wrapper's ``text_config``: the wrapper's flag, where
+    given, says whether the embeddings are tied, and its vision tower (with the projector)
+    is held in memory and never read by text decode (counted where config.json sizes it)."""
     from decodecalc.loading.vision import TOWERS
 
-    said = cfg.boolean("tie_word_embeddings", default=arch.tie_word_embeddings)
-    tied = arch.tie_word_embeddings if text.has("tie_word_embeddings") else said
+    # transformers 5 ties by the wrapper's own flag where the file gives one (a re-saved
+    # config writes it), else as the text model says.
+    tied = cfg.boolean("tie_word_embeddings", default=arch.tie_word_embeddings)
     tower = TOWERS.get(model_type)  # (Gemma 3n's MobileNetV5: config.json gives no size)
     towers = (tower(cfg, arch.hidden_size),) if tower and cfg.has("vision_config") else ()
     extra = (*arch.extra_groups, *towers)

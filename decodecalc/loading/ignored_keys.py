@@ -66,6 +66,7 @@ COMMON = frozenset(
         "embd_pdrop",
         "resid_pdrop",
         "swiglu_limit",
+        "swiglu_alpha",  # gpt-oss's clamped SwiGLU constant (transformers 5 writes it)
         "final_logit_softcapping",
         "attn_logit_softcapping",
         "query_pre_attn_scalar",
@@ -86,6 +87,7 @@ COMMON = frozenset(
         "n_group",
         "topk_group",
         "output_router_logits",
+        "router_jitter_noise",  # noise on the router in training only
         "router_aux_loss_coef",
         "aux_loss_alpha",
         "seq_aux",
@@ -150,7 +152,6 @@ LLAMA4 = frozenset(
         "attn_temperature_tuning",
         "floor_scale",
         "attn_scale",
-        "router_jitter_noise",
     }
 )
 
@@ -250,7 +251,6 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "moe_random_routing_dropped_token": "training-time capacity",
     },
     "minimax_m1": {
-        "router_jitter_noise": "router noise in training only",
         "rotary_dim": "RoPE on part of each head: no bytes",
         "postnorm": "where the residual is taken: no bytes",
         "layernorm_full_attention_alpha": "a residual scale",
@@ -262,7 +262,20 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "shared_moe_mode": "applies only with a shared expert, refused",
         "sliding_window": "null in M1, and MiniMax's layers have no window",
     },
+    "minimax": {
+        "block_size": "the lightning attention's prefill block: arithmetic, no bytes",
+        "full_attn_alpha_factor": "a residual scale",
+        "full_attn_beta_factor": "a residual scale",
+        "linear_attn_alpha_factor": "a residual scale",
+        "linear_attn_beta_factor": "a residual scale",
+        "mlp_alpha_factor": "a residual scale",
+        "mlp_beta_factor": "a residual scale",
+        "sliding_window": "null: MiniMax's layers have no window",
+    },
 }
+
+
+READER_IGNORES["gemma3n_text"] = READER_IGNORES["gemma3n"]  # the same text model, unwrapped
 
 
 def ignored(*model_types: str) -> frozenset[str]:
