@@ -217,3 +217,38 @@ def test_known_but_unmodelled_families_are_refused_in_one_line(
     r = cli("show", str(path))
     assert r.code == 2
     assert r.err.count("\n") == 1 and what in r.err
+
+
+@pytest.mark.parametrize(
+    ("model_type", "harmless", "harmful"),
+    [
+        # Qwen3-Coder-480B-A35B's qkv_bias: false is the family's default (transformers'
+        # Qwen3-MoE reads attention_bias; no q, k or v bias at false).
+        ("qwen3_moe", {"qkv_bias": False}, {"qkv_bias": True}),
+        # Nemotron-H-56B's attention_head_dim: hidden / heads, the head width said again.
+        ("nemotron_h", {"attention_head_dim": 128}, {"attention_head_dim": 64}),
+        # SmolLM2's export marker: bookkeeping.
+        ("llama", {"is_llama_config": True}, {"kv_bytes_multiplier": 2}),
+        # Phi-4-mini's original-code fields: every layer full attention (what transformers'
+        # Phi3 builds, never reading it), its RoPE interpolation, no head bias.
+        (
+            "phi3",
+            {"full_attn_mod": 1, "interpolate_factor": 1, "lm_head_bias": False},
+            {"full_attn_mod": 2},
+        ),
+    ],
+)
+def test_harmless_fields_of_published_configs_read_through(
+    cli: Run,
+    tmp_path: Path,
+    model_type: str,
+    harmless: dict[str, object],
+    harmful: dict[str, object],
+) -> None:
+    config = CONFIGS_BY_TYPE[model_type]
+    assert read(tmp_path, {**config, **harmless}) == read(tmp_path, config)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, **harmful}))
+    r = cli("show", str(path))
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert next(iter(harmful)) in r.err

@@ -116,8 +116,15 @@ def recipes(
 def show(
     ctx: typer.Context,
     model: Annotated[
-        str, typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL")
-    ],
+        str | None,
+        typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL"),
+    ] = None,
+    named: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="The model, as -m names it in other commands.", metavar="MODEL"
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -132,8 +139,10 @@ def show(
     from decodecalc.loading.resolve import resolve_weights
     from decodecalc.views.listings import show_report
 
+    if (model is None) == (named is None):
+        raise InputError("give one model: show MODEL or show -m MODEL")
     catalog = load_catalog(presets)
-    found = catalog.model(model)
+    found = catalog.model(str(model or named))
     weights = resolve_weights(catalog, None, found)
     emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, destination(ctx))
 

@@ -162,6 +162,18 @@ def _alike(cfg: Fields, attention: Attention, count: int) -> list[Mixer]:
     return [_kind(cfg, mixers, k) for k in _layer_kinds(cfg, count, lambda i: kind)]
 
 
+_LLAMA = _llama_like()
+
+
+def _phi3(cfg: Fields, model_type: str) -> Architecture:
+    """Phi-3 and Phi-4-mini: Llama's block. Phi-4-mini's ``full_attn_mod`` 1 (from the
+    original code: every layer full attention) is what transformers' Phi3 builds, which
+    never reads it; another value would ask for a layer schedule it does not build."""
+    if cfg.integer("full_attn_mod", default=1) != 1:
+        raise cfg.error("full_attn_mod", "only 1 (every layer full attention) is modelled")
+    return _LLAMA(cfg, model_type)
+
+
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.model.moe import MoE
 
@@ -200,6 +212,8 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
 
 def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    # Qwen3-Coder's qkv_bias: false, the family's default (transformers reads attention_bias)
+    _same_as(cfg, "qkv_bias", False, "q, k and v biases")
     attention = _gqa(
         cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
     )
@@ -541,6 +555,9 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
         raise cfg.error(field, f"has {len(pattern)} blocks for {count} layers")
     bias = cfg.boolean("attention_bias", default=False)
     _unbiased(cfg, "mlp_bias", "mamba_proj_bias")  # use_bias gives the Mamba projections'
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    if cfg.integer("attention_head_dim", default=attention.head_dim) != attention.head_dim:
+        raise cfg.error("attention_head_dim", f"differs from the head width {attention.head_dim}")
     mixers: dict[str, Mixer] = {
         "M": Mamba2(
             num_heads=cfg.integer("mamba_num_heads"),
@@ -551,7 +568,7 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
             proj_bias=cfg.boolean("use_bias", default=False),
             conv_bias=cfg.boolean("use_conv_bias", default=True),
         ),
-        "*": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
+        "*": attention,
     }
     ffns: dict[str, FFN] = {"-": DenseMLP(cfg.integer("intermediate_size"), gated=False)}
     if "E" in pattern:
@@ -1198,7 +1215,7 @@ FAMILIES: dict[str, Reader] = {
     "llama": _llama_like(),
     "mistral": _llama_like(),
     "ministral3": _llama_like(),  # Ministral 3, Devstral 2: Mistral's text model, YaRN RoPE
-    "phi3": _llama_like(),
+    "phi3": _phi3,
     "qwen2": _llama_like(qkv_bias=True, window_flag=True),
     "qwen3": _llama_like(qk_norm=True, window_flag=True),
     "mixtral": _mixtral,

@@ -29,6 +29,7 @@ COMMON = frozenset(
         "num_logits_to_keep",
         "keys_to_ignore_at_inference",
         "cache_implementation",  # how transformers allocates its cache, not what it holds
+        "is_llama_config",  # SmolLM2's export marker: Llama's graph, which it reads as
         # What transformers 4 writes into every config it saves (PretrainedConfig's own).
         "add_cross_attention",
         "chunk_size_feed_forward",
@@ -210,6 +211,10 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "mamba_chunk_size": "prefill chunking of the scan",
         "normalization_function": "rmsnorm, one weight a channel as counted",
         "time_step_limit": "a clamp on dt",
+    },
+    "phi3": {
+        "interpolate_factor": "original Phi code's RoPE interpolation: positions only",
+        "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
     "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
     "ernie4_5_moe": {

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from decodecalc.model.layers import Layer
+    from decodecalc.model.model import Model
+    from decodecalc.notes import Note
 
 CHECKPOINT = "checkpoint"
 """The id of a recipe read from a model's own config (JSON's ``weights_recipe``)."""
@@ -353,3 +355,40 @@ def with_side_file(doc: Document, path: Path) -> Document:
         raise InputError(f"{side}: expected a 'quantization' mapping (ModelOpt's format)")
     folded = {"quant_method": "modelopt", "quantization": inner}
     return replace(doc, data={**doc.data, "quantization_config": folded})
+
+
+EXPORT_FORMATS = {
+    "fp8": "fp8",
+    "fp4": "nvfp4",
+    "nvfp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "int4": "int4-g128",
+    "awq": "int4-g128",
+    "gptq": "int4-g128",
+}
+"""Words of a quantized export's name (Llama-3.1-8B-Instruct-FP8, Qwen3-8B-AWQ) and the
+weight format to suggest for each."""
+
+
+def export_name_note(model: Model, weights: str, given: bool) -> tuple[Note, ...]:
+    """A model read from a config.json that names no format (neither its
+    quantization_config nor an hf_quant_config.json beside it) whose id or folder says a
+    quantized one: its weights are read as ``weights``, likely 2-4x the bytes the export
+    holds, so a note says so and how to give the format. Nothing where --weights is
+    given or the config names a format."""
+    if given or model.default_weights is not None or model.official_params:
+        return ()
+    words = re.split(r"[-_./ ]+", model.id.lower())
+    named = next((w for w in words if w in EXPORT_FORMATS), None)
+    if named is None:
+        return ()
+    from decodecalc.notes import Note
+
+    return (
+        Note(
+            "export-format-unread",
+            f"{model.id}: the name says {named.upper()}, but neither config.json nor an "
+            f"hf_quant_config.json beside it names a weight format, so weights are read as "
+            f"{weights}; give the format with -w (e.g. -w {EXPORT_FORMATS[named]})",
+        ),
+    )

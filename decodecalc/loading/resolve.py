@@ -321,6 +321,8 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         raise InputError(
             "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
         )
+    from decodecalc.loading.quantization import export_name_note
+
     weights, overrides, recipe = resolve_weights(catalog, spec.weights, model)
     kv = (
         default_kv_dtype(catalog, weights)
@@ -364,6 +366,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
+            *export_name_note(model, weights.id, spec.weights is not None),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
