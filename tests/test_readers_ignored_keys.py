@@ -106,6 +106,18 @@ def configs() -> dict[str, dict[str, Any]]:
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
         "minimax": t5_form("minimax"),
+        **{
+            name: t5_form(name)
+            for name in (
+                "cohere",
+                "qwen2_moe",
+                "olmoe",
+                "granitemoe",
+                "granitemoeshared",
+                "internlm3",
+                "exaone4",
+            )
+        },
         "gpt_oss": fixture("gpt-oss-20b"),
         "glm4_moe": preset("glm-4.5"),
         "minimax_m2": preset("minimax-m2"),

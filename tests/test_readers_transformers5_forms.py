@@ -110,6 +110,14 @@ META_COUNTS = {
     "mixtral-8x7b.resaved": 46_702_792_704,
     "gemma-3-27b.resaved": 27_432_406_640,
     "mistral-small-3.2-24b.resaved": 23_340_272_640,
+    # Readers added for issue 31, at transformers' defaults (validation/meta_params.py).
+    "cohere": 34_980_831_232,  # Command R's shape (c4ai-command-r-v01), tied
+    "qwen2_moe": 14_315_784_192,  # Qwen1.5-MoE-A2.7B's shape
+    "olmoe": 13_361_612_800,  # 16 layers, 64 experts of 2,048
+    "granitemoe": 37_039_116_288,
+    "granitemoeshared": 37_039_116_288,  # shared_intermediate_size 0: no shared MLP
+    "internlm3": 8_804_241_408,  # InternLM3-8B's shape
+    "exaone4": 9_429_069_824,
 }
 
 
@@ -163,6 +171,19 @@ def test_every_transformers5_form_is_tested() -> None:
         ("qwen3_5", 32_768_000, 26_345_472),
         # 40 layers x 2 x 8 x 128 x 2 = 163,840 a token.
         ("mistral3", 163_840_000, 0),
+        # 40 layers x 2 x 64 KV heads x 128 x 2 = 1,310,720 a token.
+        ("cohere", 1_310_720_000, 0),
+        # 24 layers x 2 x 16 x 128 x 2 = 196,608 a token.
+        ("qwen2_moe", 196_608_000, 0),
+        # 16 layers x 2 x 16 x 128 x 2 = 131,072 a token.
+        ("olmoe", 131_072_000, 0),
+        # 32 layers x 2 x 32 x 128 x 2 = 524,288 a token.
+        ("granitemoe", 524_288_000, 0),
+        ("granitemoeshared", 524_288_000, 0),
+        # 48 layers x 2 x 2 x 128 x 2 = 49,152 a token.
+        ("internlm3", 49_152_000, 0),
+        # 32 layers x 2 x 32 x 128 x 2 = 524,288 a token (every window holds 1,000).
+        ("exaone4", 524_288_000, 0),
     ],
 )
 def test_transformers5_forms_kv_and_state_by_hand(
@@ -263,3 +284,9 @@ def test_a_restated_field_that_disagrees_is_refused(
     r = cli("show", str(path))
     assert r.code == 2 and r.err.count("\n") == 1
     assert words in r.err
+
+
+def test_exaone4_windows(catalog: Catalog) -> None:
+    # T = 10,000: 8 full layers (every 4th) x 10,000 + 24 sliding x 4,096 tokens, each
+    # 2 x 32 x 128 x 2 = 16,384 bytes: 1,310,720,000 + 1,610,612,736.
+    assert t5_step(catalog, "exaone4").kv_bytes(10_000) == 2_921_332_736

@@ -36,6 +36,15 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen3_5_moe": ("qwen3_5_moe", {}),
     "qwen3_5": ("qwen3_5", {}),
     "mistral3": ("mistral3", {}),
+    # New readers (issue 31), each at transformers' defaults, which its docstring names
+    # a published checkpoint's shape.
+    "cohere": ("cohere", {}),
+    "qwen2_moe": ("qwen2_moe", {}),
+    "olmoe": ("olmoe", {}),
+    "granitemoe": ("granitemoe", {}),
+    "granitemoeshared": ("granitemoeshared", {}),
+    "internlm3": ("internlm3", {}),
+    "exaone4": ("exaone4", {}),
 }
 
 RESAVED = (

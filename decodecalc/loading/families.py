@@ -124,7 +124,7 @@ def _unbiased(cfg: Fields, *names: str) -> None:
 
 
 def _window(cfg: Fields, needs_flag: bool) -> int | None:
-    window = cfg.optional_integer("sliding_window")
+    window = cfg.optional_integer("sliding_window", minimum=0) or None  # 0: none (Qwen2-MoE)
     enabled = cfg.boolean("use_sliding_window", default=not needs_flag)
     if not enabled:  # Qwen's first layers without a window: moot while no layer has one
         cfg.optional_integer("max_window_layers", minimum=0)
@@ -211,11 +211,18 @@ def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
 
 
 def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
+    """Qwen3-MoE (QK norms, no biases) and Qwen2-MoE / Qwen1.5-MoE (q, k and v biases, no
+    QK norms): GQA, then MoE layers as ``_qwen_moe_ffn`` schedules them (Qwen2-MoE's shared
+    expert with its sigmoid gate)."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    qwen2 = model_type == "qwen2_moe"
     # Qwen3-Coder's qkv_bias: false, the family's default (transformers reads attention_bias)
-    _same_as(cfg, "qkv_bias", False, "q, k and v biases")
+    _same_as(cfg, "qkv_bias", qwen2, "q, k and v biases")
     attention = _gqa(
-        cfg, _window(cfg, True), qkv_bias=cfg.boolean("attention_bias", default=False), qk_norm=True
+        cfg,
+        _window(cfg, True),
+        qkv_bias=qwen2 or cfg.boolean("attention_bias", default=False),
+        qk_norm=not qwen2,
     )
     mixers = _alike(cfg, attention, count)
     return _common(cfg, [Layer(m, _qwen_moe_ffn(cfg, i, count)) for i, m in enumerate(mixers)])
@@ -847,6 +854,68 @@ def _olmo(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, _stack(cfg, mixers, kinds, mlp))
 
 
+def _olmoe(cfg: Fields, model_type: str) -> Architecture:
+    """OLMoE: OLMo's attention with QK norms over the whole q and k projections (norms
+    before each sub-block here), every layer a MoE of ``num_experts`` experts of
+    ``intermediate_size``, no shared expert. ``clip_qkv`` clamps activations: no bytes."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    bias = cfg.boolean("attention_bias", default=False)
+    flags = {"qkv_bias": bias, "o_bias": bias, "qk_norm": True, "qk_norm_whole": True}
+    attention = _gqa(cfg, None, **flags)
+    moe = MoE(
+        num_experts=cfg.integer("num_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("intermediate_size"),
+    )
+    return _common(cfg, _over(_alike(cfg, attention, count), moe))
+
+
+def _granite_moe(cfg: Fields, model_type: str) -> Architecture:
+    """Granite 3.x MoE (granitemoe) and its shared-expert variant (granitemoeshared):
+    Llama's attention, every layer ``num_experts_per_tok`` of ``num_local_experts``
+    experts of ``intermediate_size`` and, in granitemoeshared, a shared MLP of
+    ``shared_intermediate_size`` (none at 0). The scalar multipliers move no bytes."""
+    from decodecalc.model.moe import MoE
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    moe = MoE(
+        num_experts=cfg.integer("num_local_experts"),
+        experts_per_token=cfg.integer("num_experts_per_tok"),
+        expert_intermediate_size=cfg.integer("intermediate_size"),
+        shared_intermediate_size=cfg.integer("shared_intermediate_size", default=0, minimum=0),
+    )
+    return _common(cfg, _over(_alike(cfg, attention, count), moe))
+
+
+def _internlm3(cfg: Fields, model_type: str) -> Architecture:
+    """InternLM3: Llama's block; its original ``qkv_bias`` and ``bias`` switches (false in
+    InternLM3-8B) would add biases transformers' InternLM3 builds from attention_bias and
+    mlp_bias, so a true one is refused."""
+    _same_as(cfg, "qkv_bias", False, "q, k and v biases")
+    _same_as(cfg, "bias", False, "output and MLP biases")
+    return _LLAMA(cfg, model_type)
+
+
+def _exaone4(cfg: Fields, model_type: str) -> Architecture:
+    """EXAONE 4.0: QK norms per head, a norm after each sub-block (none before), three
+    ``sliding_window`` layers to one full (``sliding_window_pattern``, or ``layer_types``),
+    the full layers without positions (NoPE: no bytes)."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    pattern = cfg.integer("sliding_window_pattern", default=4)
+    window = cfg.optional_integer("sliding_window")
+    rule = "sliding_attention" if window else "full_attention"
+    kinds = _layer_kinds(cfg, count, lambda i: "full_attention" if (i + 1) % pattern == 0 else rule)
+    mixers: dict[str, Mixer] = {"full_attention": _gqa(cfg, None, qk_norm=True)}
+    if window:
+        mixers["sliding_attention"] = _gqa(cfg, window, qk_norm=True)
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    return _common(cfg, _stack(cfg, mixers, kinds, mlp))
+
+
 def _nope_rule(cfg: Fields, count: int) -> tuple[int, ...]:
     """SmolLM3's ``no_rope_layers`` (1: RoPE, 0: NoPE), or every
     ``no_rope_layer_interval``-th layer NoPE. Positions move no bytes; the list is checked
@@ -906,24 +975,34 @@ def _apertus(cfg: Fields, model_type: str) -> Architecture:
 
 
 def _cohere2(cfg: Fields, model_type: str) -> Architecture:
-    """Cohere2 (Command R7B, Command A): attention and the MLP side by side behind one
+    """Cohere (Command R, R+; QK norms over the whole q and k where ``use_qk_norm``) and
+    Cohere2 (Command R7B, Command A): attention and the MLP side by side behind one
     LayerNorm (weights, no bias), so one norm a layer; sliding-window RoPE layers with a
     global NoPE layer every ``sliding_window_pattern``-th (``layer_types`` where given);
     tied embeddings. The original Cohere switches that transformers does not follow are
     read so that a config asking for another graph is refused."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     _same_as(cfg, "use_parallel_block", True, "attention and MLP one after the other")
-    _same_as(cfg, "use_qk_norm", False, "QK norms")
     _same_as(cfg, "use_gated_activation", True, "a plain MLP")
-    pattern = cfg.integer("sliding_window_pattern", default=4)
-    kinds = _layer_kinds(
-        cfg, count, lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
-    )
     bias = cfg.boolean("attention_bias", default=False)
-    mixers: dict[str, Mixer] = {
-        "sliding_attention": _gqa(cfg, cfg.integer("sliding_window"), qkv_bias=bias, o_bias=bias),
-        "full_attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
-    }
+    if model_type == "cohere":  # Command R and R+: every layer global, R+ with QK norms
+        norm = cfg.boolean("use_qk_norm", default=False)
+        full = _gqa(cfg, None, qkv_bias=bias, o_bias=bias, qk_norm=norm, qk_norm_whole=norm)
+        kinds = _layer_kinds(cfg, count, lambda i: "full_attention")
+        mixers: dict[str, Mixer] = {"full_attention": full}
+    else:
+        _same_as(cfg, "use_qk_norm", False, "QK norms")
+        pattern = cfg.integer("sliding_window_pattern", default=4)
+        kinds = _layer_kinds(
+            cfg,
+            count,
+            lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention",
+        )
+        window = cfg.integer("sliding_window")
+        mixers = {
+            "sliding_attention": _gqa(cfg, window, qkv_bias=bias, o_bias=bias),
+            "full_attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
+        }
     mlp = DenseMLP(cfg.integer("intermediate_size"))
     layers = [Layer(_kind(cfg, mixers, k), mlp, norms=1) for k in kinds]
     tie = cfg.boolean("use_embedding_sharing", default=True)
@@ -1220,6 +1299,13 @@ FAMILIES: dict[str, Reader] = {
     "qwen3": _llama_like(qk_norm=True, window_flag=True),
     "mixtral": _mixtral,
     "qwen3_moe": _qwen3_moe,
+    "qwen2_moe": _qwen3_moe,
+    "olmoe": _olmoe,
+    "granitemoe": _granite_moe,
+    "granitemoeshared": _granite_moe,
+    "internlm3": _internlm3,
+    "exaone4": _exaone4,
+    "cohere": _cohere2,
     "qwen3_next": _gated_deltanet,
     "qwen3_5": _gated_deltanet,
     "qwen3_5_text": _gated_deltanet,

@@ -216,6 +216,20 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "interpolate_factor": "original Phi code's RoPE interpolation: positions only",
         "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
+    "olmoe": {"clip_qkv": "a clamp on q, k and v activations: no bytes"},
+    "granitemoe": {
+        "embedding_multiplier": "a scalar",
+        "attention_multiplier": "a scalar",
+        "residual_multiplier": "a scalar",
+        "logits_scaling": "a scalar",
+    },
+    "granitemoeshared": {
+        "embedding_multiplier": "a scalar",
+        "attention_multiplier": "a scalar",
+        "residual_multiplier": "a scalar",
+        "logits_scaling": "a scalar",
+    },
+    "cohere": {"logit_scale": "a scalar on the logits"},
     "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
     "ernie4_5_moe": {
         "num_nextn_predict_layers": "the MTP layer: stored, read only by speculative decoding",
