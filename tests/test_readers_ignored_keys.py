@@ -116,6 +116,8 @@ def configs() -> dict[str, dict[str, Any]]:
                 "granitemoeshared",
                 "internlm3",
                 "exaone4",
+                "starcoder2",
+                "gpt_neox",
             )
         },
         "gpt_oss": fixture("gpt-oss-20b"),

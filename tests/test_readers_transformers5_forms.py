@@ -118,6 +118,8 @@ META_COUNTS = {
     "granitemoeshared": 37_039_116_288,  # shared_intermediate_size 0: no shared MLP
     "internlm3": 8_804_241_408,  # InternLM3-8B's shape
     "exaone4": 9_429_069_824,
+    "starcoder2": 3_030_371_328,  # StarCoder2-3B's shape, biases and LayerNorm biases
+    "gpt_neox": 20_554_567_680,  # GPT-NeoX-20B's shape
 }
 
 
@@ -184,6 +186,10 @@ def test_every_transformers5_form_is_tested() -> None:
         ("internlm3", 49_152_000, 0),
         # 32 layers x 2 x 32 x 128 x 2 = 524,288 a token (every window holds 1,000).
         ("exaone4", 524_288_000, 0),
+        # 30 layers x 2 x 2 x 128 x 2 = 30,720 a token.
+        ("starcoder2", 30_720_000, 0),
+        # 44 layers x 2 x 64 heads x 96 x 2 = 1,081,344 a token.
+        ("gpt_neox", 1_081_344_000, 0),
     ],
 )
 def test_transformers5_forms_kv_and_state_by_hand(
@@ -290,3 +296,15 @@ def test_exaone4_windows(catalog: Catalog) -> None:
     # T = 10,000: 8 full layers (every 4th) x 10,000 + 24 sliding x 4,096 tokens, each
     # 2 x 32 x 128 x 2 = 16,384 bytes: 1,310,720,000 + 1,610,612,736.
     assert t5_step(catalog, "exaone4").kv_bytes(10_000) == 2_921_332_736
+
+
+def test_layernorm_biases_and_mlp_biases_by_hand(catalog: Catalog) -> None:
+    # StarCoder2-3B's shape, 30 layers of width 3,072 (24/2 heads x 128, MLP 12,288), tied.
+    # Weights: embedding 49,152 x 3,072 and per layer q and o 2 x 3,072^2, k and v
+    # 2 x 256 x 3,072, MLP up and down 2 x 3,072 x 12,288. Biases and norms per layer:
+    # two LayerNorms of weight and bias 4 x 3,072, q, k, v, o biases 3,072 + 2 x 256 +
+    # 3,072 = 6,656, MLP biases 12,288 + 3,072: 34,304; the final LayerNorm 2 x 3,072.
+    m = catalog.model(str(T5 / "starcoder2.json"))
+    weights = 49_152 * 3_072 + 30 * (2 * 3_072**2 + 2 * 256 * 3_072 + 2 * 3_072 * 12_288)
+    assert m.total_params() - weights == 30 * 34_304 + 2 * 3_072
+    assert {g.name: g.params for g in m.tensor_groups()}["mlp"] == 30 * 2 * 3_072 * 12_288

@@ -45,6 +45,8 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "granitemoeshared": ("granitemoeshared", {}),
     "internlm3": ("internlm3", {}),
     "exaone4": ("exaone4", {}),
+    "starcoder2": ("starcoder2", {}),
+    "gpt_neox": ("gpt_neox", {}),
 }
 
 RESAVED = (

@@ -916,6 +916,25 @@ def _exaone4(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, _stack(cfg, mixers, kinds, mlp))
 
 
+def _layernorm_gpt(cfg: Fields, model_type: str) -> Architecture:
+    """StarCoder2 and GPT-NeoX (Pythia): LayerNorms with biases (two a layer and a final
+    one), biased attention projections (``use_bias``; GPT-NeoX's ``attention_bias``, its
+    q, k and v fused) and a plain biased MLP, up and down. GPT-NeoX's parallel residual
+    changes where the sum is taken, not the weights; StarCoder2 may attend within a
+    ``sliding_window``. Every head has its own K and V in GPT-NeoX."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    neox = model_type == "gpt_neox"
+    bias = cfg.boolean("attention_bias" if neox else "use_bias", default=True)
+    window = None if neox else cfg.optional_integer("sliding_window")
+    attention = _gqa(cfg, window, qkv_bias=bias, o_bias=bias)
+    mlp = DenseMLP(cfg.integer("intermediate_size"), gated=False, bias=True)
+    if neox:
+        cfg.boolean("use_parallel_residual", default=True)  # where the sum is taken
+    layers = [replace(layer, norms=4) for layer in _over(_alike(cfg, attention, count), mlp)]
+    layers[-1] = replace(layers[-1], norms=5)  # and the final LayerNorm's bias
+    return _common(cfg, layers, tie_default=not neox)
+
+
 def _nope_rule(cfg: Fields, count: int) -> tuple[int, ...]:
     """SmolLM3's ``no_rope_layers`` (1: RoPE, 0: NoPE), or every
     ``no_rope_layer_interval``-th layer NoPE. Positions move no bytes; the list is checked
@@ -1306,6 +1325,8 @@ FAMILIES: dict[str, Reader] = {
     "internlm3": _internlm3,
     "exaone4": _exaone4,
     "cohere": _cohere2,
+    "starcoder2": _layernorm_gpt,
+    "gpt_neox": _layernorm_gpt,
     "qwen3_next": _gated_deltanet,
     "qwen3_5": _gated_deltanet,
     "qwen3_5_text": _gated_deltanet,

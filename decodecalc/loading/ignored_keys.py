@@ -230,6 +230,16 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "logits_scaling": "a scalar",
     },
     "cohere": {"logit_scale": "a scalar on the logits"},
+    "starcoder2": {
+        "norm_epsilon": "an epsilon",
+        "embedding_dropout": "training only",
+        "residual_dropout": "training only",
+    },
+    "gpt_neox": {
+        "rotary_pct": "RoPE on part of each head: no bytes",
+        "rotary_emb_base": "RoPE base",
+        "classifier_dropout": "training only (a classification head not in the causal LM)",
+    },
     "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
     "ernie4_5_moe": {
         "num_nextn_predict_layers": "the MTP layer: stored, read only by speculative decoding",

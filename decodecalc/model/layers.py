@@ -165,6 +165,8 @@ class DenseMLP:
 
     intermediate_size: int
     gated: bool = True
+    bias: bool = False
+    """Biases on its projections (StarCoder2's, GPT-NeoX's): one a channel of each."""
 
     routed = False
     """Not a mixture of experts (MoE.routed is True)."""
@@ -173,7 +175,11 @@ class DenseMLP:
         if not self.intermediate_size:
             return ()
         matrices = 3 if self.gated else 2
-        return (TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, SPLIT),)
+        weights = TensorGroup("mlp", matrices * hidden * self.intermediate_size, True, SPLIT)
+        if not self.bias:
+            return (weights,)
+        biases = (matrices - 1) * self.intermediate_size + hidden
+        return (weights, TensorGroup("norms and biases", biases, True, REPLICATED))
 
     def describe(self) -> str:
         if not self.intermediate_size:
