@@ -118,7 +118,16 @@ def configs() -> dict[str, dict[str, Any]]:
                 "exaone4",
                 "starcoder2",
                 "gpt_neox",
+                "phimoe",
+                "qwen2_vl",
+                "qwen2_5_vl",
+                "qwen3_vl",
+                "qwen3_vl_moe",
             )
+        },
+        **{
+            f"{name}_text": text_of(t5_form(name), f"{name}_text")
+            for name in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
         },
         "gpt_oss": fixture("gpt-oss-20b"),
         "glm4_moe": preset("glm-4.5"),

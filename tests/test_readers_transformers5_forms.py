@@ -120,6 +120,12 @@ META_COUNTS = {
     "exaone4": 9_429_069_824,
     "starcoder2": 3_030_371_328,  # StarCoder2-3B's shape, biases and LayerNorm biases
     "gpt_neox": 20_554_567_680,  # GPT-NeoX-20B's shape
+    "phimoe": 41_872_793_600,  # Phi-3.5-MoE's shape, LayerNorm biases
+    # Qwen's vision-language models with their vision towers (image-text-to-text class)
+    "qwen2_vl": 73_381_962_752,  # Qwen2-VL-72B's shape; tower 675,759,104
+    "qwen2_5_vl": 75_789_228_800,  # tower 3,083,025,152
+    "qwen3_vl": 12_616_410_352,  # tower with 3 deepstack mergers 566,949,104
+    "qwen3_vl_moe": 14_052_070_640,  # the same tower
 }
 
 
@@ -190,6 +196,15 @@ def test_every_transformers5_form_is_tested() -> None:
         ("starcoder2", 30_720_000, 0),
         # 44 layers x 2 x 64 heads x 96 x 2 = 1,081,344 a token.
         ("gpt_neox", 1_081_344_000, 0),
+        # 32 layers x 2 x 8 x 128 x 2 = 131,072 a token.
+        ("phimoe", 131_072_000, 0),
+        # 80 layers x 2 x 8 x 128 x 2 = 327,680 a token.
+        ("qwen2_vl", 327_680_000, 0),
+        ("qwen2_5_vl", 327_680_000, 0),
+        # 32 layers x 2 x 32 x 128 x 2 = 524,288 a token.
+        ("qwen3_vl", 524_288_000, 0),
+        # 24 layers x 2 x 16 x 128 x 2 = 196,608 a token.
+        ("qwen3_vl_moe", 196_608_000, 0),
     ],
 )
 def test_transformers5_forms_kv_and_state_by_hand(
@@ -308,3 +323,20 @@ def test_layernorm_biases_and_mlp_biases_by_hand(catalog: Catalog) -> None:
     weights = 49_152 * 3_072 + 30 * (2 * 3_072**2 + 2 * 256 * 3_072 + 2 * 3_072 * 12_288)
     assert m.total_params() - weights == 30 * 34_304 + 2 * 3_072
     assert {g.name: g.params for g in m.tensor_groups()}["mlp"] == 30 * 2 * 3_072 * 12_288
+
+
+def test_qwen2_vl_vision_tower_by_hand(catalog: Catalog, tmp_path: Path) -> None:
+    # embed_dim 1,280, 32 blocks, MLP 4 x 1,280, patches 14 x 14 over 2 frames, merger of
+    # 2 x 2 patches into 3,584: patch embedding 3 x 2 x 14 x 14 x 1,280 = 1,505,280; a
+    # block: LayerNorms 4 x 1,280 = 5,120, qkv 1,280 x 3,840 + 3,840 = 4,919,040, proj
+    # 1,639,680, fc1 1,280 x 5,120 + 5,120 = 6,558,720, fc2 6,554,880: 19,677,440, x 32 =
+    # 629,678,080; merger LayerNorm 2,560 + 5,120^2 + 5,120 + 5,120 x 3,584 + 3,584 =
+    # 44,575,744. Tower 675,759,104, the same whether the text model's fields sit under
+    # text_config (transformers 5) or at the top level (the published Qwen2-VL form).
+    nested = json.loads((T5 / "qwen2_vl.json").read_text())
+    text = nested.pop("text_config")
+    flat = {**{k: v for k, v in text.items() if k != "model_type"}, **nested}
+    for config in (json.loads((T5 / "qwen2_vl.json").read_text()), flat):
+        m = read(catalog, tmp_path, config)
+        assert sum(g.params for g in m.extra_groups) == 675_759_104
+        assert m.total_params() == META_COUNTS["qwen2_vl"]

@@ -47,6 +47,11 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "exaone4": ("exaone4", {}),
     "starcoder2": ("starcoder2", {}),
     "gpt_neox": ("gpt_neox", {}),
+    "phimoe": ("phimoe", {}),
+    "qwen2_vl": ("qwen2_vl", {}),
+    "qwen2_5_vl": ("qwen2_5_vl", {}),
+    "qwen3_vl": ("qwen3_vl", {}),
+    "qwen3_vl_moe": ("qwen3_vl_moe", {}),
 }
 
 RESAVED = (

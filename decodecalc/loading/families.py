@@ -175,6 +175,8 @@ def _phi3(cfg: Fields, model_type: str) -> Architecture:
 
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
+    """Mixtral, and Phi-3.5-MoE (phimoe): Mixtral's with LayerNorms that have biases (two a
+    layer and the final one) and q, k, v and o biases where ``attention_bias`` says so."""
     from decodecalc.model.moe import MoE
 
     moe = MoE(
@@ -183,8 +185,15 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
         expert_intermediate_size=cfg.integer("intermediate_size"),
     )
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
-    return _common(cfg, _over(attention, moe))
+    if model_type != "phimoe":
+        attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
+        return _common(cfg, _over(attention, moe))
+    _same_as(cfg, "lm_head_bias", False, "a bias on the LM head")
+    bias = cfg.boolean("attention_bias", default=False)
+    mixers = _alike(cfg, _gqa(cfg, _window(cfg, False), qkv_bias=bias, o_bias=bias), count)
+    layers = [replace(layer, norms=4) for layer in _over(mixers, moe)]
+    layers[-1] = replace(layers[-1], norms=5)  # and the final LayerNorm's bias
+    return _common(cfg, layers)
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -1326,6 +1335,15 @@ FAMILIES: dict[str, Reader] = {
     "exaone4": _exaone4,
     "cohere": _cohere2,
     "starcoder2": _layernorm_gpt,
+    "phimoe": _mixtral,
+    # Qwen's vision-language models: the text model of each (its own model_type under
+    # text_config in transformers 5, the wrapper's own fields in Qwen2-VL's published form)
+    "qwen2_vl": _llama_like(qkv_bias=True, window_flag=True),
+    "qwen2_vl_text": _llama_like(qkv_bias=True, window_flag=True),
+    "qwen2_5_vl": _llama_like(qkv_bias=True, window_flag=True),
+    "qwen2_5_vl_text": _llama_like(qkv_bias=True, window_flag=True),
+    "qwen3_vl_text": _llama_like(qk_norm=True, window_flag=True),
+    "qwen3_vl_moe_text": _qwen3_moe,
     "gpt_neox": _layernorm_gpt,
     "qwen3_next": _gated_deltanet,
     "qwen3_5": _gated_deltanet,
@@ -1379,9 +1397,17 @@ WRAPPERS: dict[str, str] = {
     "mistral3": "mistral",
     "kimi_k25": "kimi_k2",
     "gemma3n": "gemma3n_text",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }
 """Multimodal wrappers: the text model under ``text_config`` is read by the reader of its
 own model_type (this one when it names none); the vision tower is loading/vision.py's."""
+
+FLAT_WRAPPERS = ("qwen2_vl", "qwen2_5_vl")
+"""Wrappers whose published config.json gives the text model's fields at its top level
+beside ``vision_config`` (transformers 5 re-saves them under ``text_config``)."""
 
 REFUSED: dict[str, str] = {
     "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
@@ -1426,6 +1452,11 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
     arch = _reader(text, text_type)(text, text_type)
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
+    elif model_type in FLAT_WRAPPERS and cfg.has("vision_config"):  # no text_config
+        from decodecalc.loading.vision import TOWERS
+
+        tower = TOWERS[model_type](cfg, arch.hidden_size)
+        arch = Architecture(**{**arch.__dict__, "extra_groups": (*arch.extra_groups, tower)})
     held = cfg if cfg.has("quantization_config") or text is cfg else text
     if held.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
         from decodecalc.loading.quantization import read_recipe

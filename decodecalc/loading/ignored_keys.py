@@ -216,6 +216,7 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "interpolate_factor": "original Phi code's RoPE interpolation: positions only",
         "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
+    "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
     "olmoe": {"clip_qkv": "a clamp on q, k and v activations: no bytes"},
     "granitemoe": {
         "embedding_multiplier": "a scalar",

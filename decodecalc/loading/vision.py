@@ -87,6 +87,57 @@ def _qwen_vit(cfg: Fields, text_hidden: int) -> TensorGroup:
     return _tower(embed + vision.integer("depth") * block + merger)
 
 
+def _qwen3_vl(cfg: Fields, text_hidden: int) -> TensorGroup:
+    """Qwen3-VL's ViT: Qwen3.5's (``_qwen_vit``) and a deepstack merger for each of
+    ``deepstack_visual_indexes`` (a LayerNorm over the merged patches, then the two biased
+    linears into ``out_hidden_size``), which feed early text layers."""
+    tower = _qwen_vit(cfg, text_hidden).params
+    vision = cfg.mapping("vision_config")
+    merged = vision.integer("hidden_size") * vision.integer("spatial_merge_size", default=2) ** 2
+    out = vision.integer("out_hidden_size", default=text_hidden)
+    deepstack = 2 * merged + _linear(merged, merged) + _linear(merged, out)
+    return _tower(tower + len(vision.raw_list("deepstack_visual_indexes")) * deepstack)
+
+
+def _qwen2_vl(cfg: Fields, text_hidden: int) -> TensorGroup:
+    """Qwen2-VL's ViT (``embed_dim`` wide): a bias-free 3-D patch embedding over
+    ``temporal_patch_size`` frames, ``depth`` blocks of two LayerNorms with biases, biased
+    fused qkv and output projections and a biased MLP of ``mlp_ratio`` x the width; then
+    the merger of ``spatial_merge_size``^2 patches: a LayerNorm and two biased linears
+    into the text model (``hidden_size``). No learned positions (rotary)."""
+    vision = cfg.mapping("vision_config")
+    e = vision.integer("embed_dim")
+    inner = vision.integer("mlp_ratio", default=4) * e
+    block = 4 * e + _linear(e, 3 * e) + _linear(e, e) + _linear(e, inner) + _linear(inner, e)
+    merged = e * vision.integer("spatial_merge_size", default=2) ** 2
+    out = vision.integer("hidden_size", default=text_hidden)
+    merger = 2 * e + _linear(merged, merged) + _linear(merged, out)
+    return _tower(_qwen_patches(vision, e) + vision.integer("depth") * block + merger)
+
+
+def _qwen2_5_vl(cfg: Fields, text_hidden: int) -> TensorGroup:
+    """Qwen2.5-VL's ViT: Qwen2-VL's patch embedding, ``depth`` blocks of two RMSNorms,
+    biased fused qkv and output projections and a biased gated MLP of
+    ``intermediate_size``; the merger an RMSNorm and two biased linears into
+    ``out_hidden_size``. Its window attention (``window_size``, ``fullatt_block_indexes``)
+    moves no weights."""
+    vision = cfg.mapping("vision_config")
+    h = vision.integer("hidden_size")
+    inner = vision.integer("intermediate_size")
+    block = 2 * h + _linear(h, 3 * h) + _linear(h, h) + 2 * _linear(h, inner) + _linear(inner, h)
+    merged = h * vision.integer("spatial_merge_size", default=2) ** 2
+    out = vision.integer("out_hidden_size", default=text_hidden)
+    merger = h + _linear(merged, merged) + _linear(merged, out)
+    return _tower(_qwen_patches(vision, h) + vision.integer("depth") * block + merger)
+
+
+def _qwen_patches(vision: Fields, width: int) -> int:
+    """Qwen2-VL's and Qwen2.5-VL's patch embedding: a bias-free 3-D convolution."""
+    patch = vision.integer("patch_size")
+    frames = vision.integer("temporal_patch_size", default=2)
+    return vision.integer("in_channels", default=3) * frames * patch * patch * width
+
+
 def _pixtral(cfg: Fields, text_hidden: int) -> TensorGroup:
     """Mistral 3's Pixtral ViT: a bias-free patch convolution, an RMSNorm, layers of two
     RMSNorms, bias-free q, k, v, o and a gated MLP; then the projector: an RMSNorm, a
@@ -135,6 +186,10 @@ TOWERS: dict[str, Callable[[Fields, int], TensorGroup]] = {
     "gemma3": _siglip,
     "qwen3_5": _qwen_vit,
     "qwen3_5_moe": _qwen_vit,
+    "qwen3_vl": _qwen3_vl,
+    "qwen3_vl_moe": _qwen3_vl,
+    "qwen2_vl": _qwen2_vl,
+    "qwen2_5_vl": _qwen2_5_vl,
     "mistral3": _pixtral,
     "kimi_k25": _moonvit,
 }
