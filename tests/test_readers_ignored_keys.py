@@ -123,6 +123,8 @@ def configs() -> dict[str, dict[str, Any]]:
                 "qwen2_5_vl",
                 "qwen3_vl",
                 "qwen3_vl_moe",
+                "minicpm3",
+                "dots1",
             )
         },
         **{

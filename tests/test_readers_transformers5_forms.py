@@ -126,6 +126,8 @@ META_COUNTS = {
     "qwen2_5_vl": 75_789_228_800,  # tower 3,083,025,152
     "qwen3_vl": 12_616_410_352,  # tower with 3 deepstack mergers 566,949,104
     "qwen3_vl_moe": 14_052_070_640,  # the same tower
+    "minicpm3": 4_073_875_968,  # MiniCPM3-4B's shape: MLA, dense MLPs, tied
+    "dots1": 161_206_283_840,  # transformers' widths, dots.llm1's experts
 }
 
 
@@ -205,6 +207,10 @@ def test_every_transformers5_form_is_tested() -> None:
         ("qwen3_vl", 524_288_000, 0),
         # 24 layers x 2 x 16 x 128 x 2 = 196,608 a token.
         ("qwen3_vl_moe", 196_608_000, 0),
+        # 62 MLA layers: latent 256 + rope 32 = 288 x 2 bytes = 576 a token.
+        ("minicpm3", 35_712_000, 0),
+        # 62 layers x 2 x 32 x 144 x 2 = 1,142,784 a token.
+        ("dots1", 1_142_784_000, 0),
     ],
 )
 def test_transformers5_forms_kv_and_state_by_hand(

@@ -52,6 +52,18 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen2_5_vl": ("qwen2_5_vl", {}),
     "qwen3_vl": ("qwen3_vl", {}),
     "qwen3_vl_moe": ("qwen3_vl_moe", {}),
+    "minicpm3": ("minicpm3", {}),
+    # Dots1Config leaves the experts unset (None): dots.llm1's 128 routed experts, 6 a
+    # token, 2 shared, one dense layer first.
+    "dots1": (
+        "dots1",
+        {
+            "n_routed_experts": 128,
+            "n_shared_experts": 2,
+            "num_experts_per_tok": 6,
+            "first_k_dense_replace": 1,
+        },
+    ),
 }
 
 RESAVED = (

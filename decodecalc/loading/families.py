@@ -944,6 +944,35 @@ def _layernorm_gpt(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, layers, tie_default=not neox)
 
 
+def _minicpm3(cfg: Fields, model_type: str) -> Architecture:
+    """MiniCPM3: DeepSeek-V2's multi-head latent attention (``q_lora_rank``,
+    ``kv_lora_rank``) in every layer, each followed by a dense gated MLP; tied embeddings.
+    Its ``scale_emb``, ``scale_depth`` and ``dim_model_base`` are scalars."""
+    _unbiased(cfg, "mlp_bias")
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    layer = Layer(_mla(cfg), DenseMLP(cfg.integer("intermediate_size")))
+    return _common(cfg, [layer] * count, tie_default=True)
+
+
+def _dots1(cfg: Fields, model_type: str) -> Architecture:
+    """dots.llm1: Qwen3's attention (QK norms per head; a window only where
+    ``use_sliding_window`` turns it on), the first ``first_k_dense_replace`` layers dense,
+    the rest DeepSeek-V3's MoE: ``n_routed_experts`` of ``moe_intermediate_size`` with a
+    score-correction bias on the router and ``n_shared_experts`` shared ones."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    bias = cfg.boolean("attention_bias", default=False)
+    attention = _gqa(cfg, _window(cfg, True), qkv_bias=bias, o_bias=bias, qk_norm=True)
+    expert = cfg.integer("moe_intermediate_size")
+    shared = expert * cfg.integer("n_shared_experts", default=0, minimum=0)
+    moe = _routed(cfg, "n_routed_experts", "moe_intermediate_size", shared)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    sparse = _sparse_layers(cfg, count, 0)
+    mixers = _alike(cfg, attention, count)
+    return _common(
+        cfg, [Layer(m, moe if s else dense) for m, s in zip(mixers, sparse, strict=True)]
+    )
+
+
 def _nope_rule(cfg: Fields, count: int) -> tuple[int, ...]:
     """SmolLM3's ``no_rope_layers`` (1: RoPE, 0: NoPE), or every
     ``no_rope_layer_interval``-th layer NoPE. Positions move no bytes; the list is checked
@@ -1336,6 +1365,8 @@ FAMILIES: dict[str, Reader] = {
     "cohere": _cohere2,
     "starcoder2": _layernorm_gpt,
     "phimoe": _mixtral,
+    "minicpm3": _minicpm3,
+    "dots1": _dots1,
     # Qwen's vision-language models: the text model of each (its own model_type under
     # text_config in transformers 5, the wrapper's own fields in Qwen2-VL's published form)
     "qwen2_vl": _llama_like(qkv_bias=True, window_flag=True),

@@ -217,6 +217,11 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
     "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
+    "minicpm3": {
+        "scale_emb": "a scalar on the embeddings",
+        "scale_depth": "a scalar on the residual",
+        "dim_model_base": "a scalar on the logits",
+    },
     "olmoe": {"clip_qkv": "a clamp on q, k and v activations: no bytes"},
     "granitemoe": {
         "embedding_multiplier": "a scalar",
