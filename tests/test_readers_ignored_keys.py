@@ -232,6 +232,10 @@ def test_a_value_a_reader_cannot_honour_stops_it(
     ("model_type", "what"),
     [
         ("deepseek_v4", "DeepSeek-V4's compressed sparse attention"),
+        ("nemotron-nas", "per-layer block_configs"),
+        ("jetmoe", "mixture of attention heads"),
+        ("step3", "multi-matrix factorised attention"),
+        ("internlm2", "not read yet"),
     ],
 )
 def test_known_but_unmodelled_families_are_refused_in_one_line(
@@ -277,3 +281,9 @@ def test_harmless_fields_of_published_configs_read_through(
     r = cli("show", str(path))
     assert r.code == 2 and r.err.count("\n") == 1
     assert next(iter(harmful)) in r.err
+
+
+def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None:
+    r = cli("models", "--family", "olmoe")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "decodecalc reads its config.json" in r.err

@@ -49,7 +49,16 @@ def models(
     from decodecalc.views.listings import models_report
 
     catalog = load_catalog(presets)
-    found = matching(catalog.models(), family, lambda m: m.family, "family")
+    every = catalog.models()
+    if family and not any(m.family == family for m in every):
+        from decodecalc.loading.families import FAMILIES, WRAPPERS
+
+        if family in FAMILIES or family in WRAPPERS:  # read from config.json, no preset
+            raise InputError(
+                f"no preset has family {family!r}; decodecalc reads its config.json: give "
+                "-m a model folder, a config.json or a Hugging Face id"
+            )
+    found = matching(every, family, lambda m: m.family, "family")
     emit(models_report(found, catalog.dtype("bf16")), fmt, as_json, False, destination(ctx))
 
 
