@@ -222,6 +222,26 @@ def families(run: Run) -> str:
     return ", ".join(f"`{name}`" for name in sorted({*FAMILIES, *WRAPPERS})) + ".\n"
 
 
+def reader_counts(run: Run) -> str:
+    """Each transformers-5 config of tests/fixtures/configs/transformers5: decodecalc's
+    parameter count beside the one transformers builds from the same file on the meta
+    device (validation/meta_params.py; the tests hold those counts)."""
+    from decodecalc.loading.catalog import Catalog
+
+    from .test_readers_transformers5_forms import META_COUNTS, T5, THEIRS
+
+    catalog = Catalog()
+    rows = [
+        "| config | model_type | decodecalc | transformers (meta device) |",
+        "|---|---|---:|---:|",
+    ]
+    for name, theirs in sorted({**META_COUNTS, **THEIRS}.items()):
+        config = json.loads((T5 / f"{name}.json").read_text())
+        ours = catalog.model(str(T5 / f"{name}.json")).total_params()
+        rows.append(f"| `{name}.json` | `{config['model_type']}` | {ours:,} | {theirs:,} |")
+    return "\n".join(rows) + "\n"
+
+
 def calibration_summary(run: Run) -> str:
     """What the fit to the published measurements gives, from a real run of it."""
     doc = json.loads(ran(run, *JSON_EXAMPLES["calibrate"].split(), "--json"))
@@ -328,6 +348,7 @@ GENERATED: dict[str, Callable[[Run], str]] = {
     **{kind: listing(kind) for kind in LISTINGS},
     "preset-sources": preset_sources,
     "families": families,
+    "reader-counts": reader_counts,
     "json-keys": json_keys,
     "calibration-summary": calibration_summary,
     "api-reference": api_reference,
