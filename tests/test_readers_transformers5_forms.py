@@ -110,6 +110,7 @@ META_COUNTS = {
     "mixtral-8x7b.resaved": 46_702_792_704,
     "gemma-3-27b.resaved": 27_432_406_640,
     "mistral-small-3.2-24b.resaved": 23_340_272_640,
+    "kimi-k2.5.resaved": 1_026_879_376_368,  # projection_hidden_size = mm_hidden_size
     # Readers added for issue 31, at transformers' defaults (validation/meta_params.py).
     "cohere": 34_980_831_232,  # Command R's shape (c4ai-command-r-v01), tied
     "qwen2_moe": 14_315_784_192,  # Qwen1.5-MoE-A2.7B's shape

@@ -74,6 +74,7 @@ RESAVED = (
     "mixtral-8x7b",
     "mistral-small-3.2-24b",
     "gemma-3-27b",
+    "kimi-k2.5",
 )
 """Checkpoint configs of tests/fixtures/configs, loaded and saved again by transformers 5."""
 

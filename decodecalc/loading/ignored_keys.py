@@ -216,6 +216,7 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "interpolate_factor": "original Phi code's RoPE interpolation: positions only",
         "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
+    "kimi_k25": {"projection_layer_norm_eps": "an epsilon (transformers 5 writes it)"},
     "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
     "minicpm3": {
         "scale_emb": "a scalar on the embeddings",

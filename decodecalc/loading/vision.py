@@ -175,9 +175,12 @@ def _moonvit(cfg: Fields, text_hidden: int) -> TensorGroup:
     embed = _linear(3 * patch * patch, h) + positions * h
     block = 2 * 2 * h + _linear(h, 3 * h) + _linear(h, h) + _linear(h, inner) + _linear(inner, h)
     kernel = vision.raw_list("merge_kernel_size") or (2, 2)
-    merged = vision.integer("mm_hidden_size") * kernel[0] * kernel[-1]
+    width = vision.integer("mm_hidden_size")
+    if cfg.integer("projection_hidden_size", default=width) != width:  # transformers 5's
+        raise cfg.error("projection_hidden_size", f"differs from mm_hidden_size {width}")
+    merged = width * kernel[0] * kernel[-1]
     out = vision.integer("text_hidden_size", default=text_hidden)
-    merger = 2 * vision.integer("mm_hidden_size") + _linear(merged, merged) + _linear(merged, out)
+    merger = 2 * width + _linear(merged, merged) + _linear(merged, out)
     return _tower(embed + vision.integer("vt_num_hidden_layers") * block + 2 * h + merger)
 
 
