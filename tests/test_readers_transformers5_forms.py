@@ -129,6 +129,36 @@ META_COUNTS = {
     "qwen3_vl_moe": 14_052_070_640,  # the same tower
     "minicpm3": 4_073_875_968,  # MiniCPM3-4B's shape: MLA, dense MLPs, tied
     "dots1": 161_206_283_840,  # transformers' widths, dots.llm1's experts
+    # Every other family at transformers' defaults (validation/transformers5_forms.py).
+    "cohere2": 34_980_831_232,
+    "deepseek_v3": 671_026_419_200,
+    "deepseek_v32": 671_877_944_064,
+    "ernie4_5": 360_748_032,
+    "ernie4_5_moe": 21_825_437_888,
+    "falcon_h1": 8_514_961_408,
+    "gemma2": 2_614_341_888,
+    "gemma3_text": 2_628_658_432,
+    "glm4_moe": 103_481_206_400,
+    "gpt_oss": 116_829_156_672,
+    "jamba": 51_570_323_328,
+    "lfm2": 2_705_497_600,
+    "llama": 6_738_415_616,
+    "llama4_text": 107_769_861_120,
+    "minimax_m2": 228_689_764_864,
+    "ministral3": 8_489_553_920,
+    "mistral": 7_241_732_096,
+    "mixtral": 46_702_792_704,
+    "olmo2": 6_888_624_128,
+    "olmo3": 6_888_624_128,
+    "phi3": 3_821_079_552,
+    "qwen2": 12_049_846_272,
+    "qwen3": 12_049_461_248,
+    "qwen3_5_moe_text": 34_660_610_688,
+    "qwen3_5_text": 8_953_803_264,
+    "qwen3_moe": 15_350_731_776,
+    "qwen3_next": 79_674_391_296,
+    "seed_oss": 28_921_040_896,
+    "smollm3": 3_075_098_624,
 }
 
 

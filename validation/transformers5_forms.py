@@ -66,6 +66,39 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 
+READERS_AT_DEFAULTS = (
+    "cohere2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "ernie4_5",
+    "ernie4_5_moe",
+    "falcon_h1",
+    "gemma2",
+    "gemma3_text",
+    "glm4_moe",
+    "gpt_oss",
+    "jamba",
+    "lfm2",
+    "llama",
+    "llama4_text",
+    "minimax_m2",
+    "ministral3",
+    "mistral",
+    "mixtral",
+    "olmo2",
+    "olmo3",
+    "phi3",
+    "qwen2",
+    "qwen3",
+    "qwen3_5_moe_text",
+    "qwen3_5_text",
+    "qwen3_moe",
+    "qwen3_next",
+    "seed_oss",
+    "smollm3",
+)
+"""The other families decodecalc reads, each at transformers' defaults."""
+
 RESAVED = (
     "deepseek-v3",
     "glm-5",
@@ -83,6 +116,8 @@ def main(out: Path) -> None:
     from transformers import AutoConfig
 
     out.mkdir(parents=True, exist_ok=True)
+    for name in READERS_AT_DEFAULTS:
+        DEFAULTS.setdefault(name, (name, {}))
     for name, (model_type, overrides) in DEFAULTS.items():
         with tempfile.TemporaryDirectory() as folder:
             AutoConfig.for_model(model_type, **overrides).save_pretrained(folder)

@@ -337,8 +337,10 @@ def _deepseek(cfg: Fields, model_type: str) -> Architecture:
         experts_per_token=cfg.integer("num_experts_per_tok"),
         expert_intermediate_size=expert,
         shared_intermediate_size=expert * cfg.integer("n_shared_experts", default=0, minimum=0),
-        # V3's noaux_tc routing adds a per-expert score-correction bias; GLM's always has it.
-        router_bias=glm or cfg.text("topk_method", "greedy") == "noaux_tc",
+        # V3's noaux_tc routing adds a per-expert score-correction bias; GLM's always has
+        # it, and so does transformers 5's DeepSeek-V3, whose config drops topk_method.
+        router_bias=glm
+        or cfg.text("topk_method", TOPK_METHODS.get(model_type, "greedy")) == "noaux_tc",
     )
     dense = DenseMLP(cfg.integer("intermediate_size"))
     layers = [
@@ -403,6 +405,8 @@ def _longcat_flash(cfg: Fields, model_type: str) -> Architecture:
 
 
 SPARSE_MLA = ("deepseek_v32", "glm_moe_dsa")
+TOPK_METHODS = {"deepseek_v3": "noaux_tc", "deepseek_v32": "noaux_tc", "kimi_k2": "noaux_tc"}
+"""Routing where a config does not say (transformers 5 writes no topk_method)."""
 GLM_MLA = ("glm4_moe_lite", "glm_moe_dsa")
 
 
@@ -436,7 +440,8 @@ def _llama4(text: Fields, model_type: str) -> Architecture:
     moe_layers = set(
         text.raw_list("moe_layers") if text.has("moe_layers") else range(step - 1, count, step)
     )
-    global_attention = _gqa(text, None)
+    bias = text.boolean("attention_bias", default=False)  # transformers 5 writes it
+    global_attention = _gqa(text, None, qkv_bias=bias, o_bias=bias)
     mixers: dict[str, Mixer] = {
         "chunked_attention": replace(
             global_attention, attention_chunk=text.optional_integer("attention_chunk_size")
@@ -509,7 +514,7 @@ def _minimax_m2(cfg: Fields, model_type: str) -> Architecture:
     projections (``qk_norm_type`` per_layer), and a MoE of ``num_local_experts`` experts of
     ``intermediate_size`` with no shared expert."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    norm = cfg.boolean("use_qk_norm", default=False)
+    norm = cfg.boolean("use_qk_norm", default=True)  # transformers 5 always builds them
     whole = norm and cfg.text("qk_norm_type", "per_layer") == "per_layer"
     attention = _gqa(cfg, None, qk_norm=norm, qk_norm_whole=whole)
     moe = _routed(cfg, "num_local_experts", "intermediate_size")
@@ -625,6 +630,7 @@ def _falcon_h1(cfg: Fields, model_type: str) -> Architecture:
 
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     bias = cfg.boolean("attention_bias", default=False)
+    _unbiased(cfg, "projectors_bias", "mlp_bias")
     attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
     mamba = Mamba2(
         num_heads=cfg.integer("mamba_n_heads"),

@@ -110,6 +110,7 @@ COMMON = frozenset(
         "mm_tokens_per_image",
         "media_placeholder_token_id",
         "projector_hidden_act",
+        "projection_layer_norm_eps",  # Kimi-K2.5's projector epsilon (transformers 5)
         "use_unified_vision_chunk",
         "video_placeholder",
         "vision_feature_select_strategy",
@@ -132,6 +133,8 @@ MAMBA = frozenset(
         "mamba_ssm_cache_dtype",
         "mamba_ssm_dtype",
         "use_mamba_kernels",
+        "use_associative_scan",  # Jamba's scan algorithm in transformers 5
+        "use_mambapy",  # the pure-PyTorch scan fallback
         "residual_in_fp32",
         "rescale_prenorm_residual",
         "expand",
@@ -216,7 +219,19 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "interpolate_factor": "original Phi code's RoPE interpolation: positions only",
         "lm_head_bias": "false in Phi-4-mini; transformers' Phi3 builds no head bias either way",
     },
-    "kimi_k25": {"projection_layer_norm_eps": "an epsilon (transformers 5 writes it)"},
+    "falcon_h1": {
+        **{
+            f"{part}_multiplier": "a scalar (muP)"
+            for part in ("attention_in", "attention_out", "embedding", "key", "lm_head")
+        },
+        "ssm_in_multiplier": "a scalar (muP)",
+        "ssm_out_multiplier": "a scalar (muP)",
+        "mlp_multipliers": "scalars on the MLP's gate and down projection",
+        "ssm_multipliers": "scalars on the Mamba projections' parts",
+        "mamba_expand": "mamba_d_ssm gives the width",
+        "mamba_chunk_size": "prefill chunking of the scan",
+        "mamba_norm_before_gate": "where the gated norm sits: the same weights",
+    },
     "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
     "minicpm3": {
         "scale_emb": "a scalar on the embeddings",
