@@ -130,6 +130,8 @@ META_COUNTS = {
     "minicpm3": 4_073_875_968,  # MiniCPM3-4B's shape: MLA, dense MLPs, tied
     "dots1": 161_206_283_840,  # transformers' widths, dots.llm1's experts
     # Every other family at transformers' defaults (validation/transformers5_forms.py).
+    "gemma3": 2_723_312_896,  # SigLIP's pooling head on (vision_use_head true)
+    "llama4": 108_225_039_360,  # the vision adapter from the MLP width
     "cohere2": 34_980_831_232,
     "deepseek_v3": 671_026_419_200,
     "deepseek_v32": 671_877_944_064,

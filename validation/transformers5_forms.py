@@ -67,6 +67,8 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 READERS_AT_DEFAULTS = (
+    "gemma3",
+    "llama4",
     "cohere2",
     "deepseek_v3",
     "deepseek_v32",

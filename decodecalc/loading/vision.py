@@ -52,15 +52,24 @@ def _llama4(cfg: Fields, text_hidden: int) -> TensorGroup:
         vision.integer("projector_input_dim"),
         vision.integer("projector_output_dim"),
     )
-    adapter = int(shuffled) * adapter_in + adapter_out * adapter_out
+    # The adapter's first linear takes the MLP width (the shuffled channels, 4 x 1,408 =
+    # 5,632, in the published configs), as transformers builds it.
+    adapter = vision.integer("intermediate_size") * adapter_in + adapter_out * adapter_out
     projector = vision.integer("vision_output_dim") * text_hidden
     return _tower(tower + adapter + projector)
 
 
 def _siglip(cfg: Fields, text_hidden: int) -> TensorGroup:
     """Gemma 3's SigLIP vision tower (a square ViT and a final LayerNorm) and its
-    projection into the text model: held in memory, never read by text decode."""
-    h, tower = _square_vit(cfg.mapping("vision_config"))
+    projection into the text model: held in memory, never read by text decode. Gemma 3's
+    configs turn SigLIP's pooling head off (``vision_use_head`` false, the default here);
+    transformers 5 writes its own default, true: a probe, biased attention, a LayerNorm
+    and a biased MLP."""
+    vision = cfg.mapping("vision_config")
+    h, tower = _square_vit(vision)
+    if vision.boolean("vision_use_head", default=False):
+        inner = vision.integer("intermediate_size")
+        tower += h + 4 * (h * h + h) + 2 * h + _linear(h, inner) + _linear(inner, h)
     return _tower(tower + 2 * h + h * text_hidden + h)
 
 
