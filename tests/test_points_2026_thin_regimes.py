@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from decodecalc.calibration.points import MEASURED_KINDS, read_points, release_order
+from decodecalc.calibration.points import MEASURED_KINDS, read_points
+from decodecalc.engine.profile import release_order
 from decodecalc.loading.catalog import Catalog, presets_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ def _points() -> tuple[dict[str, Any], ...]:
 
 
 def test_the_points_load(catalog: Catalog) -> None:
-    assert len(read_points(POINTS, catalog)) == len(_points()) >= 100
+    assert len(read_points(POINTS, catalog)) == len(_points()) >= 150
 
 
 @pytest.mark.parametrize("field", ["source", "engine_version", "release", "group", "notes"])
@@ -111,3 +112,19 @@ def test_no_point_is_listed_twice() -> None:
         for p in _points()
     )
     assert [k for k, n in keys.items() if n > 1] == []
+
+
+def test_llama_bench_steps_are_a_thousand_over_its_tokens_per_second() -> None:
+    """lhl/strix-halo-testing's raw llama-bench JSON, gpt-oss-120b F16 GGUF, build 6097, HIP,
+    flash attention off, tg128: avg_ts 33.580682 t/s -> 1000 / 33.580682 = 29.779 ms per step;
+    128 tokens from an empty cache -> mean context 128 / 2 = 64."""
+    (p,) = [
+        p
+        for p in _points()
+        if p["gpu"] == "ryzen-ai-max-395"
+        and p["model"] == "gpt-oss-120b"
+        and p["context"] == 64
+        and "HIP" in p["engine_version"]
+        and "flash attention off" in p["engine_version"]
+    ]
+    assert (p["measured"], p["ms_per_token"]) == ("step", pytest.approx(29.779, abs=1e-3))
