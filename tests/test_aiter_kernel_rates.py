@@ -6,11 +6,13 @@ only the engines that call aiter, and at decode price no operation above its byt
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.kernels import kernel_rates
+from decodecalc.loading.kernels import kernel_rates, kernels_dir
 from decodecalc.loading.resolve import kernel_rated, resolve
 from decodecalc.model.kernels import KernelRates, OpRates
 from decodecalc.scenarios.spec import ScenarioSpec
@@ -210,3 +212,15 @@ def test_deepseek_expert_gemms_at_decode_cost_their_bytes(
     bandwidth = float(catalog.gpu(gpu).bandwidth_bytes_per_s)
     experts = [op for op in weight_ops(s) if op.grouped]
     assert experts and gemm_excess_s(experts, bandwidth, peak[1], params) == 0
+
+
+def test_a_wrong_other_engines_names_file_and_field(tmp_path: Path) -> None:
+    """other_engines is a boolean, and a misspelt field is refused, file:line:col."""
+    text = (kernels_dir() / "mi300x.yaml").read_text()
+    quoted = text.replace("other_engines: false", "other_engines: 'false'")
+    (tmp_path / "mi300x.yaml").write_text(quoted)
+    with pytest.raises(InputError, match=r"mi300x\.yaml:\d+:\d+: .*other_engines.*true or false"):
+        kernel_rates("mi300x", directory=tmp_path)
+    (tmp_path / "mi300x.yaml").write_text(text.replace("measured_by:", "measured_bye:"))
+    with pytest.raises(InputError, match=r"mi300x\.yaml:\d+:\d+: .*measured_bye"):
+        kernel_rates("mi300x", directory=tmp_path)
