@@ -18,7 +18,7 @@ from decodecalc.model.kernels import KernelRates, OpRates
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import gemm_excess_s, weight_ops
 
-AMD = ("mi300x", "mi325x", "mi355x")
+AMD = ("mi300x", "mi325x", "mi355x", "mi350x")
 AITER_ENGINES = ("sglang", "vllm")
 COMMIT = "e4048607a535ace3a2b51ded31b1c8c2d45c0879"  # the aiter commit the files cite
 CONFIGS = f"https://github.com/ROCm/aiter/tree/{COMMIT}/aiter/configs: "
@@ -77,13 +77,28 @@ def test_mi325x_is_fitted_on_the_304_cu_rows_against_its_own_bandwidth() -> None
         )
 
 
+def test_mi350x_is_fitted_on_the_256_cu_rows_against_its_own_peaks() -> None:
+    """MI350X and MI355X share 256 CUs and 8 TB/s; MI350X's peaks are 2,306.9 / 2,516.6
+    = 0.9167 of MI355X's (BF16; FP8 and FP4 the same ratio), so the same times give e_mma
+    1 / 0.9167 = 1.091 times MI355X's: within 0.03, as the joint fit may land the pair of
+    efficiencies on neighbouring grid points."""
+    mi355x, mi350x = _rates("mi355x"), _rates("mi350x")
+    assert "mi355x has the same 256 CUs" in mi350x.source
+    assert "mi350x has the same 256 CUs" in mi355x.source
+    for a, b in zip(_ops(mi355x), _ops(mi350x), strict=True):
+        assert (a.key, a.tile_rows) == (b.key, b.tile_rows)
+        assert a.mma_efficiency is not None and b.mma_efficiency is not None
+        assert b.mma_efficiency == pytest.approx(a.mma_efficiency * 2516.6 / 2306.9, abs=0.03)
+        assert b.memory_efficiency == pytest.approx(a.memory_efficiency, abs=0.03)
+
+
 def test_only_the_engines_that_call_aiter_take_its_rates() -> None:
     """llama.cpp's HIP kernels are not aiter's: on an MI300X it gets none, where on an
     H200 the file's default engine (TensorRT-LLM) stands in for it."""
     assert kernel_rates("mi300x", "llama.cpp", stand_in=True) is None
     h200 = kernel_rates("h200", "llama.cpp", stand_in=True)
     assert h200 is not None and h200.engine == "tensorrt-llm"
-    assert kernel_rates("mi350x") is None  # 256 CUs as MI355X, at other clocks: no file
+    assert kernel_rates("mi250x-gcd") is None  # gfx90a: aiter tunes no config for it
 
 
 def _time(op: OpRates, bandwidth: float, peak: float, memory_bytes: float, flops: float) -> float:

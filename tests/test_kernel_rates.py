@@ -13,7 +13,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.kernels import kernel_rates, kernels_dir
 from decodecalc.model.kernels import KernelRates, OpRates
 
-AITER_FILES = ("mi300x", "mi325x", "mi355x")
+AITER_FILES = ("mi300x", "mi325x", "mi350x", "mi355x")
 KERNEL_FILES = sorted(p for p in kernels_dir().glob("*.yaml") if p.stem not in AITER_FILES)
 ENGINES = ("tensorrt-llm", "vllm", "sglang")
 US = 1e-6
@@ -70,7 +70,7 @@ def test_every_kernels_file_loads_plausible_rates_with_a_source(
 
 def test_a_gpu_without_tables_has_no_kernel_rates() -> None:
     assert kernel_rates("m4-max") is None
-    assert kernel_rates("mi350x") is None
+    assert kernel_rates("mi250x-gcd") is None
     assert kernel_rates("h200", "llama.cpp") is None
 
 

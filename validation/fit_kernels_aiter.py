@@ -18,12 +18,12 @@ against decodecalc's own GPU presets' bandwidth and peak FLOP/s, writing
 presets/kernels/<gpu>.yaml. decodecalc never reads the CSVs.
 
 The rules:
-- GPUs: gfx942 with 304 CUs (MI300X and MI325X share the chip; the CSVs do not say which
-  board ran them: both files are fitted on the same rows, each against its own preset's
-  bandwidth) and gfx950 with 256 CUs (MI355X; MI350X has the same 256 CUs at lower clocks
-  and gets no file). Rows naming another gfx (gfx1250 also has 256 CUs) are left out; fused
-  MoE files older than the `gfx` column are all gfx950 at 256 CUs (gfx1250's are newer).
-  80 CUs (MI308X) has no decodecalc preset.
+- GPUs: gfx942 with 304 CUs (MI300X and MI325X share the chip) and gfx950 with 256 CUs
+  (MI355X and MI350X, the air-cooled part at lower clocks). The CSVs do not say which
+  board ran them: the boards of one chip are fitted on the same rows, each against its own
+  preset's bandwidth and peaks. Rows naming another gfx (gfx1250 also has 256 CUs) are
+  left out; fused MoE files older than the `gfx` column are all gfx950 at 256 CUs
+  (gfx1250's are newer). 80 CUs (MI308X) has no decodecalc preset.
 - Untuned and batched GEMM files are left out, and so is a row whose time equals, to the
   last digit, that of the same shape at another M in the same file (66 fused MoE and 42
   GEMM rows: copied, not timed; DeepSeek's fused MoE on gfx950 takes 77.4907 us at 1 to 8
@@ -90,6 +90,7 @@ CHIPS = {  # decodecalc GPU preset -> (gfx, cu_num) its tables were tuned on
     "mi300x": ("gfx942", 304),
     "mi325x": ("gfx942", 304),
     "mi355x": ("gfx950", 256),
+    "mi350x": ("gfx950", 256),
 }
 ENGINES = ("sglang", "vllm")
 """The decodecalc engines whose ROCm builds call aiter's GEMMs and fused MoE; no other
