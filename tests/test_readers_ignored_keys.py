@@ -96,6 +96,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "kimi_k25": fixture("kimi-k2.5"),
         "glm4_moe_lite": preset("glm-4.7-flash"),
         "glm_moe_dsa": fixture("glm-5"),
+        "deepseek_v4": fixture("deepseek-v4-flash-0731"),
         "longcat_flash": fixture("longcat-flash"),
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
@@ -199,7 +200,8 @@ def test_a_value_a_reader_cannot_honour_stops_it(
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [
-        ("deepseek_v4", "DeepSeek-V4's compressed sparse attention"),
+        ("kimi_linear", "Kimi Linear's Kimi Delta Attention"),
+        ("gemma4_text", "Gemma 4's config"),
     ],
 )
 def test_known_but_unmodelled_families_are_refused_in_one_line(

@@ -185,6 +185,12 @@ _HUNYUAN_IGNORES = {
     "cla_share_factor": "applies only with use_cla, refused",
 }
 READER_IGNORES: dict[str, dict[str, str]] = {
+    "deepseek_v4": {
+        "hc_eps": "the hyper-connections' Sinkhorn epsilon: arithmetic",
+        "hc_sinkhorn_iters": "Sinkhorn iterations of the stream mix: arithmetic, no bytes",
+        "compress_rope_theta": "the pooled entries' RoPE base: no bytes",
+        "topk_method": "noaux_tc routing: its bias is counted per layer from the config",
+    },
     # Keys each reader above leaves unread on purpose, with why they move no decode bytes
     # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
     # dropout, initialisation, cache switches). A key in none of these lists is unknown.

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -63,6 +64,8 @@ class Attention:
 
     kind = "attention"
     kv_read_limit = None
+    compressed_kv = NO_POOLED
+    """DeepSeek-V4's pooled entries (model/compressed_attention.py); none here."""
     """Top-k sparse attention's cap on tokens read (DeepSeek-V3.2's MLA); none here."""
     fixed_kv_bytes_per_token = 0
     """Cache bytes per token in a fixed format, whatever the KV dtype (an indexer's keys)."""
@@ -208,6 +211,7 @@ class Layer:
 
 
 if TYPE_CHECKING:
+    from decodecalc.model.compressed_attention import CompressedAttention
     from decodecalc.model.linear_attention import LightningAttention, LinearAttention
     from decodecalc.model.mamba import Mamba1, Mamba2
     from decodecalc.model.mla import LatentAttention
@@ -222,5 +226,6 @@ if TYPE_CHECKING:
         | Mamba1
         | LightningAttention
         | ShortConv
+        | CompressedAttention
     )
     FFN: TypeAlias = DenseMLP | MoE
