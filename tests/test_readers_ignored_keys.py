@@ -97,6 +97,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "glm4_moe_lite": preset("glm-4.7-flash"),
         "glm_moe_dsa": fixture("glm-5"),
         "deepseek_v4": fixture("deepseek-v4-flash-0731"),
+        "kimi_linear": fixture("kimi-linear-48b-a3b"),
         "longcat_flash": fixture("longcat-flash"),
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
@@ -200,7 +201,6 @@ def test_a_value_a_reader_cannot_honour_stops_it(
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [
-        ("kimi_linear", "Kimi Linear's Kimi Delta Attention"),
         ("gemma4_text", "Gemma 4's config"),
     ],
 )

@@ -1108,6 +1108,13 @@ def _deepseek_v4(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 
+def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.kimi_linear import read_kimi_linear  # its own module
+
+    fields = read_kimi_linear(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -1135,6 +1142,7 @@ FAMILIES: dict[str, Reader] = {
     "glm4_moe_lite": _deepseek,
     "glm_moe_dsa": _deepseek,
     "deepseek_v4": _deepseek_v4,
+    "kimi_linear": _kimi_linear,
     "longcat_flash": _longcat_flash,
     "mimo_v2_flash": _mimo_v2_flash,
     "mimo_v2": _mimo_v2_flash,
@@ -1184,8 +1192,6 @@ REFUSED: dict[str, str] = {
     "checkpoint: its layer schedule and cache sharing are not modelled yet",
     "gemma4_text": "Gemma 4's config (transformers 5) has not been checked against a published "
     "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "kimi_linear": "Kimi Linear's Kimi Delta Attention (its per-channel gated state) is not "
-    "modelled",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

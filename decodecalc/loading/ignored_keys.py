@@ -185,6 +185,16 @@ _HUNYUAN_IGNORES = {
     "cla_share_factor": "applies only with use_cla, refused",
 }
 READER_IGNORES: dict[str, dict[str, str]] = {
+    "kimi_linear": {
+        "head_dim": "hidden / heads (72), unused: MLA and KDA give their own widths",
+        "num_key_value_heads": "unused by MLA, whose latent is one per token",
+        "mla_use_nope": "MLA without RoPE: the same weights and latent",
+        "moe_renormalize": "routing arithmetic",
+        "moe_router_activation_func": "routing arithmetic (sigmoid)",
+        "num_expert_group": "routing arithmetic",
+        "use_grouped_topk": "routing arithmetic",
+        "gate_lower_bound": "the decay's lower bound: arithmetic",
+    },
     "deepseek_v4": {
         "hc_eps": "the hyper-connections' Sinkhorn epsilon: arithmetic",
         "hc_sinkhorn_iters": "Sinkhorn iterations of the stream mix: arithmetic, no bytes",

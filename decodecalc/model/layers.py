@@ -212,6 +212,7 @@ class Layer:
 
 if TYPE_CHECKING:
     from decodecalc.model.compressed_attention import CompressedAttention
+    from decodecalc.model.kimi_delta import KimiDeltaAttention
     from decodecalc.model.linear_attention import LightningAttention, LinearAttention
     from decodecalc.model.mamba import Mamba1, Mamba2
     from decodecalc.model.mla import LatentAttention
@@ -227,5 +228,6 @@ if TYPE_CHECKING:
         | LightningAttention
         | ShortConv
         | CompressedAttention
+        | KimiDeltaAttention
     )
     FFN: TypeAlias = DenseMLP | MoE
