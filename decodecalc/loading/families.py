@@ -1115,6 +1115,13 @@ def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 
+def _gemma4(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.gemma4 import read_gemma4  # its own module
+
+    fields = read_gemma4(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -1143,6 +1150,8 @@ FAMILIES: dict[str, Reader] = {
     "glm_moe_dsa": _deepseek,
     "deepseek_v4": _deepseek_v4,
     "kimi_linear": _kimi_linear,
+    "gemma4": _gemma4,
+    "gemma4_text": _gemma4,
     "longcat_flash": _longcat_flash,
     "mimo_v2_flash": _mimo_v2_flash,
     "mimo_v2": _mimo_v2_flash,
@@ -1183,16 +1192,12 @@ WRAPPERS: dict[str, str] = {
     "mistral3": "mistral",
     "kimi_k25": "kimi_k2",
     "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
 }
 """Multimodal wrappers: the text model under ``text_config`` is read by the reader of its
 own model_type (this one when it names none); the vision tower is loading/vision.py's."""
 
-REFUSED: dict[str, str] = {
-    "gemma4": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "gemma4_text": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-}
+REFUSED: dict[str, str] = {}
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""
 

@@ -185,6 +185,20 @@ _HUNYUAN_IGNORES = {
     "cla_share_factor": "applies only with use_cla, refused",
 }
 READER_IGNORES: dict[str, dict[str, str]] = {
+    "gemma4": {
+        "audio_token_id": "a token id",
+        "boa_token_id": "a token id",
+        "boi_token_id": "a token id",
+        "eoa_token_id": "a token id",
+        "eoa_token_index": "a token id",
+        "eoi_token_id": "a token id",
+        "image_token_id": "a token id",
+        "video_token_id": "a token id",
+        "vision_soft_tokens_per_image": "image tokens per image: prefill length, no weights",
+    },
+    "gemma4_text": {
+        "use_bidirectional_attention": "image tokens attend both ways in prefill: no bytes",
+    },
     "kimi_linear": {
         "head_dim": "hidden / heads (72), unused: MLA and KDA give their own widths",
         "num_key_value_heads": "unused by MLA, whose latent is one per token",
