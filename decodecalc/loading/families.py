@@ -1111,7 +1111,8 @@ def _deepseek_v4(cfg: Fields, model_type: str) -> Architecture:
 def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.loading.kimi_linear import read_kimi_linear  # its own module
 
-    fields = read_kimi_linear(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    fields = read_kimi_linear(cfg, count, _mla(cfg))
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 

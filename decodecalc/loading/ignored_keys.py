@@ -200,8 +200,6 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "use_bidirectional_attention": "image tokens attend both ways in prefill: no bytes",
     },
     "kimi_linear": {
-        "head_dim": "hidden / heads (72), unused: MLA and KDA give their own widths",
-        "num_key_value_heads": "unused by MLA, whose latent is one per token",
         "mla_use_nope": "MLA without RoPE: the same weights and latent",
         "moe_renormalize": "routing arithmetic",
         "moe_router_activation_func": "routing arithmetic (sigmoid)",

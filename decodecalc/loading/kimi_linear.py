@@ -7,18 +7,21 @@ a score-correction bias. The checkpoint is BF16 but for KDA's A_log and dt_bias 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decodecalc.loading.fields import Fields
 from decodecalc.model.kimi_delta import KimiDeltaAttention
 from decodecalc.model.layers import DenseMLP, Layer
-from decodecalc.model.mla import LatentAttention
 from decodecalc.model.moe import MoE
 from decodecalc.model.precision import WeightRecipe
 
+if TYPE_CHECKING:
+    from decodecalc.model.mla import LatentAttention
 
-def read_kimi_linear(cfg: Fields, count: int) -> dict[str, Any]:
-    """The fields of an Architecture (loading/families.py builds it) for ``count`` layers."""
+
+def read_kimi_linear(cfg: Fields, count: int, mla: LatentAttention) -> dict[str, Any]:
+    """The fields of an Architecture (loading/families.py builds it) for ``count`` layers,
+    ``mla`` the MLA layers' attention as DeepSeek's configs give it (families._mla)."""
     linear = cfg.mapping("linear_attn_config")
     kda = set(linear.raw_list("kda_layers"))
     full = set(linear.raw_list("full_attn_layers"))
@@ -33,16 +36,6 @@ def read_kimi_linear(cfg: Fields, count: int) -> dict[str, Any]:
     )
     if linear.boolean("use_full_rank_gate", default=False):
         raise linear.error("use_full_rank_gate", "a full-rank decay gate is not modelled")
-    if cfg.boolean("attention_bias", default=False):
-        raise cfg.error("attention_bias", "biases here are not modelled")
-    mla = LatentAttention(
-        num_heads=cfg.integer("num_attention_heads"),
-        kv_lora_rank=cfg.integer("kv_lora_rank"),
-        qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
-        qk_rope_head_dim=cfg.integer("qk_rope_head_dim"),
-        v_head_dim=cfg.integer("v_head_dim"),
-        q_lora_rank=cfg.optional_integer("q_lora_rank"),
-    )
     expert = cfg.integer("moe_intermediate_size")
     moe = MoE(
         num_experts=cfg.integer("num_experts"),
