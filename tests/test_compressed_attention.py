@@ -133,6 +133,10 @@ def flash(kv_dtype: str) -> StepModel:
         ("fp8", 8192, 31_170_560, 14_655_488),
         ("fp8", 131_072, 456_458_240, 109_641_728),
         ("fp8", M, 3_631_939_584, 818_872_320),
+        # SGLang's 584-byte entries: held 43 x 128 x 584 = 3,214,336 + (21 x 146 + 20 x 4.5625
+        # + 693) T = 3,214,336 + 3,850.25 T; read 3,214,336 + 21 x 512 x 584 = 6,279,168 +
+        # (20 x 4.5625 + 693) T = 784.25 T past 2,048 tokens.
+        ("fp8-ds-v4", M, 4_040_494_080, 831_839_232),
     ],
 )
 def test_flash_store_and_read(kv: str, context: int, held: int, read: int) -> None:
