@@ -190,3 +190,22 @@ def test_cli_estimate_and_explain(cli: Run, command: str) -> None:
     r = cli(command, "-m", "deepseek-v4-flash", "-g", "b200", "-c", contexts)
     assert r.code == 0, r.err
     assert "1,048,576" in r.out
+
+
+def test_compare_shows_the_kv_term_shrink(cli: Run) -> None:
+    """At 1M on a B200 (BF16 KV, B = 1): V3.2 reads 8,587,051,008 KV bytes beside
+    38,520,046,563 of weights (18.2%), V4-Flash 911,081,472 beside 11,217,572,060 (7.5%); the
+    crossovers 4,766,037 and 13,131,214 tokens (docs/physics.md section 3)."""
+    import json
+
+    r = cli(
+        "compare", "-m", "deepseek-v3.2,deepseek-v4-flash", "-g", "b200", "-c", "1M",
+        "--format", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    rows = {row["model"]: row for row in json.loads(r.out)["rows"]}
+    v32, v4 = rows["deepseek-v3.2"], rows["deepseek-v4-flash"]
+    assert v32["kv_share"] == pytest.approx(8_587_051_008 / (8_587_051_008 + 38_520_046_563))
+    assert v4["kv_share"] == pytest.approx(911_081_472 / (911_081_472 + 11_217_572_060))
+    assert round(v32["crossover_context"]) == 4_766_037
+    assert round(v4["crossover_context"]) == 13_131_214
