@@ -209,3 +209,21 @@ def test_compare_shows_the_kv_term_shrink(cli: Run) -> None:
     assert v4["kv_share"] == pytest.approx(911_081_472 / (911_081_472 + 11_217_572_060))
     assert round(v32["crossover_context"]) == 4_766_037
     assert round(v4["crossover_context"]) == 13_131_214
+
+
+def test_a_serving_pool_holds_the_pooled_entries() -> None:
+    """vLLM-style KV pool for V4-Flash in BF16: 43 window slots of 1,024 bytes, 21 CSA
+    layers of 128 x 2 + 33 = 289 bytes a token, 20 HCA layers of 4 x 2 = 8: 50,261 bytes a
+    token, the same as the cache figure above, and a 1M-token request keeps every pooled
+    entry while its window slots hold 128 - 1 + a chunk of tokens."""
+    from decodecalc.answers.kv_pool import kv_pool
+    from decodecalc.engine.scheduler import scheduler_limits
+
+    scenario = api.scenario("deepseek-v4-flash", "b200", engine="vllm")
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert [(k.window, k.layers, k.slots, k.bytes_per_token) for k in pool.kinds] == [
+        (128, 43, 43, 1024),
+        (None, 21, 21, 289),
+        (None, 20, 20, 8),
+    ]
+    assert pool.kv_bytes_per_token == 50_261
