@@ -227,3 +227,24 @@ def test_a_serving_pool_holds_the_pooled_entries() -> None:
         (None, 20, 20, 8),
     ]
     assert pool.kv_bytes_per_token == 50_261
+
+
+def test_flash_bytes_by_format_group(cli: Run) -> None:
+    """show's tensor groups summed by format, each worked above: FP8 5,857,345,536 params
+    -> 5,857,703,040 bytes; FP4 experts 147,169,738,752; BF16 1,414,188,672 params ->
+    2,828,377,344; FP32 35,315,671 -> 141,262,684; int64 2,327,040 -> 18,616,320."""
+    import json
+
+    r = cli("show", "deepseek-v4-flash", "--json")
+    assert r.code == 0, r.err
+    by_format: dict[str, list[int]] = {}
+    for group in json.loads(r.out)["tensor_groups"]:
+        params, size = by_format.setdefault(group["dtype"], [0, 0])
+        by_format[group["dtype"]] = [params + group["params"], size + group["bytes"]]
+    assert by_format == {
+        "fp8-128x128-ue8m0": [5_857_345_536, 5_857_703_040],
+        "mxfp4": [277_025_390_592, 147_169_738_752],
+        "bf16": [1_414_188_672, 2_828_377_344],
+        "fp32": [35_315_671, 141_262_684],
+        "int64": [2_327_040, 18_616_320],
+    }
