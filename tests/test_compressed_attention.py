@@ -222,9 +222,9 @@ def test_a_serving_pool_holds_the_pooled_entries() -> None:
     scenario = api.scenario("deepseek-v4-flash", "b200", engine="vllm")
     pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
     assert [(k.window, k.layers, k.slots, k.bytes_per_token) for k in pool.kinds] == [
-        (128, 43, 43, 1024),
-        (None, 21, 21, 289),
-        (None, 20, 20, 8),
+        (128, 43, 43, Fraction(1024)),
+        (None, 21, 21, Fraction(289)),
+        (None, 20, 20, Fraction(8)),
     ]
     assert pool.kv_bytes_per_token == 50_261
 
