@@ -154,7 +154,7 @@ def test_flash_crossover_is_past_ten_million_tokens() -> None:
     assert 13_000_000 < flash("bf16").crossover() < 13_200_000  # type: ignore[operator]
 
 
-def test_flash_holds_a_twelfth_of_v32s_cache_at_1m() -> None:
+def test_flash_holds_8_percent_of_v32s_cache_at_1m() -> None:
     """DeepSeek-V3.2 holds 61 x (576 elements + 132 index bytes) a token: FP8 61 x 708 =
     43,188 bytes, 45,285,900,288 at 1M. V4-Flash's 3,631,939,584 is 8.0% of it (the card's
     "10%" is V4-Pro's: 11.5% by this count, docs/physics.md section 7)."""
