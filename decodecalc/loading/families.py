@@ -1101,6 +1101,28 @@ def _hunyuan(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(attention, moe)] * count)
 
 
+def _deepseek_v4(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.deepseek_v4 import read_deepseek_v4  # its own module
+
+    fields = read_deepseek_v4(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
+def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.kimi_linear import read_kimi_linear  # its own module
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    fields = read_kimi_linear(cfg, count, _mla(cfg))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
+def _gemma4(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.gemma4 import read_gemma4  # its own module
+
+    fields = read_gemma4(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -1127,6 +1149,10 @@ FAMILIES: dict[str, Reader] = {
     "kimi_k2": _deepseek,
     "glm4_moe_lite": _deepseek,
     "glm_moe_dsa": _deepseek,
+    "deepseek_v4": _deepseek_v4,
+    "kimi_linear": _kimi_linear,
+    "gemma4": _gemma4,
+    "gemma4_text": _gemma4,
     "longcat_flash": _longcat_flash,
     "mimo_v2_flash": _mimo_v2_flash,
     "mimo_v2": _mimo_v2_flash,
@@ -1167,20 +1193,12 @@ WRAPPERS: dict[str, str] = {
     "mistral3": "mistral",
     "kimi_k25": "kimi_k2",
     "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
 }
 """Multimodal wrappers: the text model under ``text_config`` is read by the reader of its
 own model_type (this one when it names none); the vision tower is loading/vision.py's."""
 
-REFUSED: dict[str, str] = {
-    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
-    "ratios) is not modelled",
-    "gemma4": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "gemma4_text": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "kimi_linear": "Kimi Linear's Kimi Delta Attention (its per-channel gated state) is not "
-    "modelled",
-}
+REFUSED: dict[str, str] = {}
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""
 
@@ -1215,7 +1233,7 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
     held = cfg if cfg.has("quantization_config") or text is cfg else text
-    if held.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
+    if held.has("quantization_config") and arch.default_weights is None:  # (or the reader's)
         from decodecalc.loading.quantization import read_recipe
 
         recipe = read_recipe(held, arch.layers, arch.hidden_size)

@@ -3,6 +3,7 @@ DeltaNet here, Mamba in mamba.py."""
 
 from __future__ import annotations
 
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -16,6 +17,7 @@ class ConstantState:
     sliding_window = None
     attention_chunk = None
     kv_read_limit = None
+    compressed_kv = NO_POOLED
     fixed_kv_bytes_per_token = 0
 
     def kv_elements_per_token(self, tp: int) -> int:

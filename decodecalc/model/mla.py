@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -33,6 +34,7 @@ class LatentAttention:
     kind = "mla"
     sliding_window = None
     attention_chunk = None
+    compressed_kv = NO_POOLED
 
     @property
     def kv_read_limit(self) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any
 from decodecalc.answers.estimate import estimate
 from decodecalc.answers.headline import Headline
 from decodecalc.engine.profile import EngineParams
+from decodecalc.model.compressed_attention import CompressedAttention
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layers import Attention
 from decodecalc.model.linear_attention import LinearAttention
@@ -71,6 +72,15 @@ def h_bits(bits: Fraction | float) -> str:
     return f"{float(bits):g}"
 
 
+def _compressed_line(m: CompressedAttention) -> str:
+    """A DeepSeek-V4 layer: its window's entries, and its pooled ones per token."""
+    window = f"compressed attention: window {m.sliding_window:,} x {m.head_dim} elements"
+    for ratio, per_token, read in m.compressed_kv:
+        reads = f"top {read // ratio:,} read" if read else "all read"
+        return f"{window} + {m.head_dim} / {ratio} = {per_token} per token pooled ({reads})"
+    return f"{window} (window only)"
+
+
 def _kv_lines(step: StepModel, context: int) -> list[str]:
     s = step.scenario
     k_bytes = s.kv_dtype.bytes_for(1)
@@ -98,6 +108,8 @@ def _kv_lines(step: StepModel, context: int) -> list[str]:
                 "(whole on every GPU)"
                 + (f", top {m.index_topk:,} tokens read" if m.index_topk else "")
             )
+        elif isinstance(m, CompressedAttention):
+            key = _compressed_line(m)
         else:
             kind = "linear attention" if isinstance(m, LinearAttention) else m.kind
             key = (

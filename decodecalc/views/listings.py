@@ -46,6 +46,10 @@ def tp_kv_rule(m: Model) -> str:
         rules.append("linear-attention state split by head")
     if any(x.kind.startswith("mamba") for x in m.mixers()):
         rules.append("Mamba state split by head (and by group where TP divides them)")
+    if any(x.kind == "kimi delta attention" for x in m.mixers()):
+        rules.append("Kimi Delta Attention state split by head")
+    if any(x.kind == "compressed attention" for x in m.mixers()):
+        rules.append("one KV head: window and pooled entries replicated on every TP rank")
     return "; ".join(rules)
 
 
