@@ -24,7 +24,7 @@ from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import band_of
 from decodecalc.engine.profile import Engine, EngineParams, gpu_family
 from decodecalc.errors import InputError
-from decodecalc.loading.saved import FamilyProfile, Fit, engine_profile_text
+from decodecalc.loading.saved import FamilyProfile, Fit, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MIN_FRACTION
 from decodecalc.step.step import StepModel, expected_for
@@ -122,10 +122,21 @@ def profile_text(cal: Calibration, name: str, source: str) -> str:
     """The fit as an engine profile (one set of parameters for each GPU family among the
     points), its band from the points' own residuals (validation.band_of)."""
     params = replace(cal.fit.params, band=band_of([1 / (1 + c.error) for c in cal.points]))
+    families = [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families]
+    versions = sorted({p.point.engine_version for p in cal.points if p.point.engine_version})
+    releases = {p.point.release for p in cal.points}
+    # Points of one release line (--engine NAME@LINE) make that line of the profile too, so
+    # that --engine NAME@LINE finds the fit under the line it was measured on.
+    lines = (
+        [LineProfile(release, tuple(versions), len(cal.points), tuple(families))]
+        if len(releases) == 1 and (release := releases.pop()) is not None
+        else []
+    )
     return engine_profile_text(
         name,
-        [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families],
+        families,
         source=source,
-        versions=sorted({p.point.engine_version for p in cal.points if p.point.engine_version}),
+        versions=versions,
         notes=f"Fitted by decodecalc calibrate on {len(cal.points)} points.",
+        lines=lines,
     )
