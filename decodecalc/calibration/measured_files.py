@@ -41,9 +41,12 @@ class Given:
 
 @record
 class ReadPoint:
-    """A point and, for one from a benchmark file, the run it was read from."""
+    """A point, where it was read, and for one from a benchmark file the run it was read
+    from."""
 
     point: MeasuredPoint
+    where: str
+    """``file:line`` or ``file[row]`` of a benchmark result, ``file #N`` of a YAML point."""
     run: BenchRun | None = None
 
 
@@ -76,11 +79,12 @@ def read_measured(files: Sequence[str], catalog: Catalog, given: Given) -> list[
     for path in expand(files):
         runs = read_benchmark(path)
         if runs is None:
-            read.extend(ReadPoint(p) for p in _points_file(path, catalog))
+            found = _points_file(path, catalog)
+            read.extend(ReadPoint(p, f"{path} #{i}") for i, p in enumerate(found, 1))
             continue
         if not runs:
             raise InputError(f"{path}: no decode measurement in it (prompt tests only?)")
-        read.extend(ReadPoint(point_of(run, catalog, given), run) for run in runs)
+        read.extend(ReadPoint(point_of(run, catalog, given), run.where, run) for run in runs)
     return read
 
 

@@ -31,7 +31,7 @@ FORMATS: dict[str, str] = {
     "benchmarks/benchmark_serving.py before 0.9; one result per file, or per line with "
     "--append-result)",
     "sglang-bench-serving": "SGLang 'python -m sglang.bench_serving --output-file' JSONL "
-    "(python/sglang/bench_serving.py, 0.4-0.5: one result per line)",
+    "(python/sglang/bench_serving.py, 0.3 to 0.5: one result per line)",
     "llama-bench": "llama.cpp 'llama-bench -o json|jsonl|csv|md' (tools/llama-bench, build 5163 "
     "schema; older builds lack n_depth, read as 0)",
     "genai-perf": "genai-perf profile_export_genai_perf.json (0.0.9+) or AIPerf "
@@ -118,7 +118,15 @@ def _from_json(text: str, name: str) -> list[BenchRun] | None:
     return runs
 
 
-SIGNS = ("avg_ts", "n_gen", "tokenizer_id", "mean_tpot_ms", "inter_token_latency")
+SIGNS = (
+    "avg_ts",
+    "n_gen",
+    "tokenizer_id",
+    "mean_tpot_ms",
+    "median_itl_ms",
+    "total_output_tokens_retokenized",
+    "inter_token_latency",
+)
 """Keys that only the tools read here write: JSON that holds one and does not parse is a
 result cut short, not some other file."""
 
@@ -204,10 +212,28 @@ class _Obj:
 # --- vLLM and SGLang serving benchmarks -----------------------------------------------------
 
 
+FIGURES = (
+    ("mean_tpot_ms", "tpot_mean", "mean TPOT"),
+    ("median_itl_ms", "itl_median", "median ITL"),
+    ("mean_itl_ms", "itl_mean", "mean ITL"),
+)
+"""The per-token figure a serving result is read at, the first it holds: its mean TPOT
+(every vLLM result, SGLang's from 0.4.1 on), else the median inter-token latency (SGLang
+0.3-0.4 wrote no TPOT), else the mean one. Each is a MEASURED_KINDS key."""
+
+
+def _figure(o: _Obj) -> tuple[float, str, str]:
+    for key, kind, words in FIGURES:
+        value = o.number(key, required=False)
+        if value is not None:
+            return value, kind, words
+    raise o.missing("mean_tpot_ms", " (nor median_itl_ms, mean_itl_ms)")
+
+
 def _serving(o: _Obj, in_flight: Callable[[_Obj, int], tuple[int, str]]) -> list[BenchRun]:
     """A serving result: the mean lengths from the totals over completed requests, the
-    decode at input + output / 2, the mean TPOT as the figure, the batch as ``in_flight``
-    finds it."""
+    decode at input + output / 2, the per-token figure of FIGURES, the batch as
+    ``in_flight`` finds it."""
     completed = round(o.need("completed"))
     input_len = max(1, round(o.need("total_input_tokens") / completed))
     output_len = round(o.need("total_output_tokens") / completed)
@@ -215,61 +241,68 @@ def _serving(o: _Obj, in_flight: Callable[[_Obj, int], tuple[int, str]]) -> list
         raise InputError(
             f"{o.where}: {output_len} output token(s) per request: no decode step to time"
         )
-    tpot = o.need("mean_tpot_ms")
+    ms, kind, words = _figure(o)
     batch, said = in_flight(o, output_len)
     context = input_len + output_len // 2
-    ttft = o.number("mean_ttft_ms", required=False)
     how = (
-        f"mean TPOT {tpot:.3f} ms at context {input_len:,} + {output_len:,} / 2 = {context:,} "
+        f"{words} {ms:.3f} ms at context {input_len:,} + {output_len:,} / 2 = {context:,} "
         f"(mean lengths: totals over {completed:,} requests), batch {batch} ({said})"
     )
     return [
         BenchRun(
             o.tool,
             o.where,
-            tpot,
-            "tpot_mean",
+            ms,
+            kind,
             context,
             batch,
             how,
             model=o.text("model_id"),
             input_len=input_len,
             output_len=output_len,
-            ttft_ms=ttft,
+            ttft_ms=o.number("mean_ttft_ms", required=False),
         )
     ]
 
 
-def _little(o: _Obj, output_len: int, latency_ms: float | None = None) -> tuple[int, str]:
-    """Requests in flight by Little's law: throughput x mean request latency (TTFT plus
-    the decode of the tokens after the first where the file gives no latency)."""
-    rate = o.number("request_throughput")
-    if latency_ms is None:
-        latency_ms = o.need("mean_ttft_ms", positive=False) + o.need("mean_tpot_ms") * (
-            output_len - 1
-        )
-    assert rate is not None
+def _rate(o: _Obj) -> float:
+    """Completed requests per second: the file's figure, else completed over duration."""
+    found = o.number("request_throughput", required=False)
+    return found if found is not None else o.need("completed") / o.need("duration")
+
+
+def _little(o: _Obj, latency_ms: float) -> tuple[int, str]:
+    """Requests in flight by Little's law: throughput x mean request latency."""
+    rate = _rate(o)
     return max(1, round(rate * latency_ms / 1000)), (
         f"requests in flight by Little's law: {rate:.3f} req/s x {latency_ms / 1000:.3f} s"
     )
 
 
 def _vllm_in_flight(o: _Obj, output_len: int) -> tuple[int, str]:
+    """max_concurrency where set (an upper bound), else Little's law with each request's
+    mean latency: its TTFT plus the decode of the tokens after the first (the E2E
+    latency where the file has it)."""
     cap = o.number("max_concurrency", required=False)
     if cap is not None:
-        completed = round(o.need("completed"))
-        return min(round(cap), completed), "max_concurrency, an upper bound"
-    return _little(o, output_len)
+        return min(round(cap), round(o.need("completed"))), "max_concurrency, an upper bound"
+    latency = o.number("mean_e2el_ms", required=False)
+    if latency is None:
+        ttft = o.need("mean_ttft_ms", positive=False)
+        latency = ttft + o.need("mean_tpot_ms") * (output_len - 1)
+    return _little(o, latency)
 
 
 def _sglang_in_flight(o: _Obj, output_len: int) -> tuple[int, str]:
+    """SGLang's own mean in flight ('concurrency', from 0.4.1 on), else max_concurrency
+    (an upper bound), else Little's law with the mean E2E latency."""
     mean = o.number("concurrency", required=False)
     if mean is not None:
         return max(1, round(mean)), "the mean in flight bench_serving reports"
     cap = o.number("max_concurrency", required=False)
     if cap is not None:
-        return round(cap), "max_concurrency, an upper bound"
-    return _little(o, output_len, o.number("mean_e2e_latency_ms"))
+        return min(round(cap), round(o.need("completed"))), "max_concurrency, an upper bound"
+    return _little(o, o.need("mean_e2e_latency_ms"))
 
 
 # --- llama-bench ------------------------------------------------------------------------------
