@@ -322,8 +322,12 @@ def measured_report(checks: Sequence[MeasuredCheck]) -> Report:
         shown,
         footer=(
             f"{len(records)} measured point{'s' if len(records) != 1 else ''}, {verdict}",
-            f"held to: {engines} expected ms_per_token, plus other requests' prefills in a "
-            "serving figure",
+            f"held to: {engines} expected ms_per_token"
+            + (
+                ", plus other requests' prefills in a serving mean"
+                if any(c.prefill_s for c in checks)
+                else ""
+            ),
         ),
         highlight=frozenset(i for i, r in enumerate(records) if not r["passed"]),
     )
