@@ -121,7 +121,7 @@ def calibrate(
 
     catalog = load_catalog(presets)
     given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
-    measured = [r.point for r in read_files(points, catalog, given, show_points)]
+    measured = [r.point for r in read_files(points, catalog, given, show_points, engine_too=False)]
     paths = expand(points)
     source = ", ".join(str(p) for p in paths)
     prefills = [prefill_share(p, catalog) for p in measured]

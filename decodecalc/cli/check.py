@@ -134,6 +134,7 @@ def check(
     from decodecalc.loading.resolve import resolve_engine
 
     catalog = load_catalog(presets)
+    _measured_only(measured, model, weights, kv_dtype, tp, replicas, show_points)
     if measured:
         given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
         _check_measured(ctx, files, given, show_points, fmt, output, catalog)
@@ -152,6 +153,36 @@ def check(
         raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
     if not all(c.passed for c in checked):
         raise typer.Exit(EXIT_VIOLATION)
+
+
+def _measured_only(
+    measured: bool,
+    model: str | None,
+    weights: str | None,
+    kv_dtype: str | None,
+    tp: int,
+    replicas: int,
+    show: bool,
+) -> None:
+    """The options that describe benchmark runs, refused without --measured: a deployment
+    file names its own model, formats and split."""
+    given = [
+        flag
+        for flag, value in (
+            ("-m", model),
+            ("-w", weights),
+            ("-k", kv_dtype),
+            ("--tp", tp != 1 or None),
+            ("--replicas", replicas != 1 or None),
+            ("--show-points", show or None),
+        )
+        if value is not None
+    ]
+    if given and not measured:
+        raise InputError(
+            f"{', '.join(given)} describe --measured files; deployment files and vLLM configs "
+            "name their own (give --measured, or put them in the file)"
+        )
 
 
 def _check_measured(

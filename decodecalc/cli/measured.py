@@ -62,10 +62,12 @@ ShowPointsOpt = Annotated[
 
 
 def read_files(
-    files: list[str], catalog: "Catalog", given: "Given", show: bool
+    files: list[str], catalog: "Catalog", given: "Given", show: bool, engine_too: bool = True
 ) -> "list[ReadPoint]":
     """Every point of the files (benchmark results or YAML points), printed as points
-    with how each was read when ``show``."""
+    with how each was read when ``show``. Options that describe benchmark runs are refused
+    when no file is one (a points file says its own deployment); ``engine_too``: --engine
+    is one of them (calibrate's also stands in for what the points cannot identify)."""
     import sys
 
     from decodecalc.calibration.measured_files import read_measured
@@ -75,6 +77,24 @@ def read_files(
     if given.tp < 1 or given.replicas < 1:
         raise InputError("--tp and --replicas must be at least 1")
     read = read_measured(files, catalog, given)
+    described = [
+        flag
+        for flag, value in (
+            ("-m", given.model),
+            ("-g", given.gpu),
+            ("-w", given.weights),
+            ("-k", given.kv_dtype),
+            ("--tp", given.tp != 1 or None),
+            ("--replicas", given.replicas != 1 or None),
+            ("--engine", given.engine if engine_too else None),
+        )
+        if value is not None
+    ]
+    if described and all(r.run is None for r in read):
+        raise InputError(
+            f"{', '.join(described)} describe benchmark result files, and none of the files "
+            "is one: a points file names its own deployment"
+        )
     if show:
         sys.stderr.write(points_yaml(read))
     return read
