@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from decodecalc.errors import InputError
-from decodecalc.loading.datafile import read_text
+from decodecalc.loading.datafile import MAX_DIGITS, read_text
 from decodecalc.record import record
 
 FORMATS: dict[str, str] = {
@@ -97,7 +97,7 @@ def parse_benchmark(text: str, name: str) -> list[BenchRun] | None:
 
 def _from_json(text: str, name: str) -> list[BenchRun] | None:
     try:
-        data = json.loads(text)
+        data = _loads(text, name)
         items = (
             [(f"{name}[{i}]", item) for i, item in enumerate(data)]
             if isinstance(data, list)
@@ -143,12 +143,27 @@ def _json_lines(text: str, name: str, whole: json.JSONDecodeError) -> list[tuple
     found = []
     for number, line in lines:
         try:
-            found.append((f"{name}:{number}", json.loads(line)))
+            found.append((f"{name}:{number}", _loads(line, f"{name}:{number}")))
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"{name}:{number}:{exc.colno}: not valid JSON ({exc.msg}): is the line cut short?"
             ) from None
     return found
+
+
+def _loads(text: str, name: str) -> Any:
+    """JSON as json.loads reads it, with a number too long for an integer or nesting
+    deeper than Python's stack refused in one line (an InputError)."""
+
+    def whole(digits: str) -> int:
+        if len(digits) > MAX_DIGITS:
+            raise InputError(f"{name}: a number of {len(digits):,} digits; no benchmark has one")
+        return int(digits)
+
+    try:
+        return json.loads(text, parse_int=whole)
+    except RecursionError:
+        raise InputError(f"{name}: nested too deeply to be a benchmark result") from None
 
 
 def _tool_of(item: object) -> str | None:
