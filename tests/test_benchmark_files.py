@@ -214,6 +214,20 @@ class TestCommands:
         # json, jsonl and csv one tg test each, the table two.
         assert sorted(p["context"] for p in points) == [64, 64, 64, 64, 576]
 
+    def test_a_side_file_says_what_its_benchmarks_do_not(self, cli: Run, tmp_path: Path) -> None:
+        side = tmp_path / "runs.yaml"
+        side.write_text(
+            f"benchmarks: [{SGLANG}]\nmodel: llama-3.1-70b\ngpu: h200\nweights: bf16\n"
+            "tp: 4\nengine: sglang\n"
+        )
+        from_side = cli("calibrate", str(side), "--engine", "sglang", "--json")
+        from_options = cli("calibrate", str(SGLANG), *SGLANG_SETUP, "--engine", "sglang", "--json")
+        assert from_side.code == from_options.code == 0, from_side.err
+        assert json.loads(from_side.out) == json.loads(from_options.out)
+        side.write_text(f"benchmarks: {SGLANG}\ngpus: h200\n")
+        r = cli("calibrate", str(side))
+        assert r.code == 2 and "gpus: unknown field; did you mean 'gpu'?" in r.err
+
     def test_save_engine_writes_a_release_line_naming_files_and_versions(
         self, cli: Run, tmp_path: Path
     ) -> None:

@@ -16,7 +16,7 @@ from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.benchmarks import FORMATS, BenchRun, read_benchmark
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve
-from decodecalc.record import record
+from decodecalc.record import record, replace
 from decodecalc.scenarios.spec import ScenarioSpec
 
 SERVING_KV = "bf16"
@@ -78,14 +78,54 @@ def read_measured(files: Sequence[str], catalog: Catalog, given: Given) -> list[
     read: list[ReadPoint] = []
     for path in expand(files):
         runs = read_benchmark(path)
-        if runs is None:
-            found = _points_file(path, catalog)
-            read.extend(ReadPoint(p, f"{path} #{i}") for i, p in enumerate(found, 1))
+        if runs is not None:
+            read.extend(_runs_read(path, runs, catalog, given))
             continue
-        if not runs:
-            raise InputError(f"{path}: no decode measurement in it (prompt tests only?)")
-        read.extend(ReadPoint(point_of(run, catalog, given), run.where, run) for run in runs)
+        side = _side_file(path, given)
+        if side is not None:
+            for listed in expand(side[0]):
+                found = read_benchmark(listed)
+                if found is None:
+                    raise InputError(f"{path}: benchmarks: {listed} is no benchmark result file")
+                read.extend(_runs_read(listed, found, catalog, side[1]))
+            continue
+        points = _points_file(path, catalog)
+        read.extend(ReadPoint(p, f"{path} #{i}") for i, p in enumerate(points, 1))
     return read
+
+
+def _runs_read(
+    path: Path, runs: Sequence[BenchRun], catalog: Catalog, given: Given
+) -> list[ReadPoint]:
+    if not runs:
+        raise InputError(f"{path}: no decode measurement in it (prompt tests only?)")
+    return [ReadPoint(point_of(run, catalog, given), run.where, run) for run in runs]
+
+
+SIDE_FIELDS = ("model", "gpu", "weights", "kv_dtype", "engine")
+"""Text fields a side file may give for its benchmarks (with tp and replicas, counts)."""
+
+
+def _side_file(path: Path, given: Given) -> tuple[list[str], Given] | None:
+    """A side file: ``benchmarks:`` (files or globs, relative to it) and what they do not
+    say, its fields winning over the command line's; None for any other file."""
+    from decodecalc.loading.datafile import read_yaml
+    from decodecalc.loading.fields import Fields
+
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return None
+    doc = read_yaml(path)
+    if not isinstance(doc.data, dict) or "benchmarks" not in doc.data:
+        return None
+    f = Fields(doc)
+    listed = f.texts("benchmarks") if isinstance(f.data["benchmarks"], list) else None
+    names = list(listed) if listed is not None else [f.text("benchmarks")]
+    texts = {name: f.text(name, "") or None for name in SIDE_FIELDS}
+    counts = {name: f.optional_integer(name) for name in ("tp", "replicas")}
+    f.finish()
+    fields = {k: v for k, v in {**texts, **counts}.items() if v is not None}
+    base = path.parent
+    return [str(base / n) for n in names], replace(given, **fields)
 
 
 def _points_file(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
