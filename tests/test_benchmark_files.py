@@ -201,6 +201,17 @@ class TestCommands:
         again.write_text(yaml.safe_dump(shown))
         assert cli("calibrate", str(again), "--json").code == 0
 
+    def test_replicas_divide_the_requests_in_flight(self, cli: Run) -> None:
+        r = cli("validate", str(VLLM), "-g", "l40s", "-w", "bf16", "--replicas", "4",
+                "--engine", "vllm", "--show-points")  # fmt: skip
+        assert r.code == 0, r.err
+        (shown,) = yaml.safe_load(
+            r.err[: r.err.index("\ndecodecalc")] if "\ndecodecalc" in r.err else r.err
+        )
+        # 153.8 in flight over the gateway's 4 decode replicas: 38.4 per replica.
+        assert (shown["model"], shown["batch"], shown["concurrency"]) == ("llama-3.2-3b", 38, 38)
+        assert "154 / 4 replicas = batch 38" in shown["source"]
+
     def test_globs_and_several_formats_at_once(self, cli: Run) -> None:
         r = cli(
             "calibrate",

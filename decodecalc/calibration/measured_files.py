@@ -178,11 +178,14 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
     if run.input_len is not None and run.output_len is not None:
         ttft = None if run.ttft_ms is None else run.ttft_ms / 1000
         serving = ServingLoad(run.input_len, run.output_len, batch, ttft)
+    split = (
+        f"; {run.batch} / {given.replicas} replicas = batch {batch}" if given.replicas > 1 else ""
+    )
     return MeasuredPoint(
         scenario,
         run.context,
         run.ms_per_token / 1000,
-        f"{run.where} ({run.tool}): {run.how}",
+        f"{run.where} ({run.tool}): {run.how}{split}",
         engine or None,
         run.engine_version,
         None,

@@ -19,6 +19,7 @@ from decodecalc.calibration.validation import prefill_share
 from decodecalc.engine.profile import Engine
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve_engine
+from decodecalc.notes import Note
 from decodecalc.record import record
 from decodecalc.step.step import StepModel, expected_for
 
@@ -34,6 +35,8 @@ class MeasuredCheck:
     high_s: float
     prefill_s: float = 0.0
     """Other requests' prefills in a serving figure, inside expected, low and high."""
+    notes: tuple[Note, ...] = ()
+    """What stands in for the engine on this GPU, where its profile has no data for it."""
 
     @property
     def ratio(self) -> float:
@@ -54,7 +57,7 @@ def check_measured(
     for r in read:
         p = r.point
         named = p.engine if p.release is None else f"{p.engine}@{p.release}"
-        chosen, _ = resolve_engine(catalog, named if p.engine else engine, p.scenario.gpu)
+        chosen, notes = resolve_engine(catalog, named if p.engine else engine, p.scenario.gpu)
         step = StepModel.of(p.scenario)
         expected = expected_for(step, step.row(p.context_tokens), chosen)
         share = prefill_share(p, catalog)
@@ -67,6 +70,7 @@ def check_measured(
                 expected.low_seconds + share,
                 expected.high_seconds + share,
                 share,
+                notes,
             )
         )
     return checks

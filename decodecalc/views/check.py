@@ -316,7 +316,7 @@ def measured_report(checks: Sequence[MeasuredCheck]) -> Report:
         if failed == 0
         else f"{failed} of {len(records)} outside the expected band"
     )
-    return Report(
+    report = Report(
         doc,
         columns,
         shown,
@@ -331,6 +331,7 @@ def measured_report(checks: Sequence[MeasuredCheck]) -> Report:
         ),
         highlight=frozenset(i for i, r in enumerate(records) if not r["passed"]),
     )
+    return with_notes(report, unique([n for c in checks for n in c.notes]))
 
 
 def _file_of(where: str) -> str:
