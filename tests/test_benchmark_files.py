@@ -132,6 +132,39 @@ class TestReaders:
         assert (run.ms_per_token, run.batch, run.context) == (20.0, 16, 1000 + 100)
         assert run.model == "Qwen/Qwen3-8B"
 
+    @pytest.mark.parametrize(
+        ("changes", "batch", "said"),
+        [
+            # vllm bench serve --max-concurrency 64: the cap, an upper bound.
+            ({"max_concurrency": 64}, 64, "max_concurrency"),
+            # A cap above the requests sent: no more than were sent run at once.
+            ({"max_concurrency": 4096}, 900, "max_concurrency"),
+            # Newer vLLM with e2el in its percentile metrics: 22.2567 x 5.0 s = 111.3.
+            ({"mean_e2el_ms": 5000.0}, 111, "Little's law"),
+        ],
+    )
+    def test_vllm_in_flight_rules(
+        self, tmp_path: Path, changes: dict[str, float], batch: int, said: str
+    ) -> None:
+        path = tmp_path / "result.json"
+        path.write_text(json.dumps({**json.loads(VLLM.read_text()), **changes}))
+        (run,) = read_benchmark(path) or []
+        assert run.batch == batch and said in run.how
+
+    def test_sglang_with_tpot_and_its_own_concurrency(self, tmp_path: Path) -> None:
+        # The layout of SGLang 0.4.1 on: mean TPOT and the mean in flight it measured.
+        line = json.loads(SGLANG.read_text().splitlines()[0])
+        line.update(mean_tpot_ms=14.5, concurrency=7.6, mean_ttft_ms=90.0)
+        path = tmp_path / "result.jsonl"
+        path.write_text(json.dumps(line) + "\n")
+        (run,) = read_benchmark(path) or []
+        assert (run.measured, run.ms_per_token, run.batch, run.ttft_ms) == (
+            "tpot_mean",
+            14.5,
+            8,
+            90.0,
+        )
+
     def test_a_points_file_is_no_benchmark(self) -> None:
         assert read_benchmark(Path(__file__).parent / "data" / "measured-decode.yaml") is None
 
