@@ -369,8 +369,18 @@ class TestBadFiles:
                 + "\n",
                 "fewer or more fields than the header",
             ),
+            (GENAI_PERF.read_text()[:900], "is the file cut short?"),
+            (SGLANG.read_text().splitlines()[0] + '\n{"rows": 3}\n', "as the rest are"),
         ],
-        ids=["text", "other-json", "truncated", "missing-figure", "truncated-csv"],
+        ids=[
+            "text",
+            "other-json",
+            "truncated",
+            "missing-figure",
+            "truncated-csv",
+            "truncated-pretty",
+            "mixed",
+        ],
     )
     def test_one_line_and_exit_2(
         self, cli: Run, tmp_path: Path, content: str, message: str

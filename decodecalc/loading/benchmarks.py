@@ -109,11 +109,13 @@ def _from_json(text: str, name: str) -> list[BenchRun] | None:
         items = _json_lines(text, name, whole)
     if not items:
         return None
+    tools = [_tool_of(item) for _, item in items]
+    if all(tool is None for tool in tools):
+        return None
     runs: list[BenchRun] = []
-    for where, item in items:
-        tool = _tool_of(item)
+    for (where, item), tool in zip(items, tools, strict=True):
         if tool is None:
-            return None
+            raise InputError(f"{where}: not a result of any benchmark tool read, as the rest are")
         runs.extend(READERS[tool](_Obj(item, where, tool)))
     return runs
 
@@ -135,7 +137,7 @@ def _json_lines(text: str, name: str, whole: json.JSONDecodeError) -> list[tuple
     """One JSON object per line (JSONL); a file that is neither is cut short or broken,
     and the message says where."""
     lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if len(lines) < 2:
+    if len(lines) < 2 or not lines[0][1].rstrip().endswith("}"):  # one document, cut short
         raise InputError(
             f"{name}:{whole.lineno}:{whole.colno}: not valid JSON ({whole.msg}): "
             "is the file cut short?"
