@@ -439,7 +439,7 @@ def _markdown_runs(text: str, name: str) -> list[BenchRun]:
         test = _MD_TEST.match(row.get("test", ""))
         if test is None or test.group(1) != "tg":
             continue
-        rate = re.match(r"^\s*([0-9.]+)", row.get("t/s", ""))
+        rate = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:±\s*\d+(?:\.\d+)?)?\s*", row.get("t/s", ""))
         if rate is None or float(rate.group(1)) <= 0:
             raise InputError(f"{where}: t/s {row.get('t/s', '')!r} is not a rate")
         fields = {"gpu_info": None, "backends": row.get("backend")}
