@@ -152,7 +152,7 @@ class TestReaders:
         assert run.batch == batch and said in run.how
 
     def test_sglang_with_tpot_and_its_own_concurrency(self, tmp_path: Path) -> None:
-        # The layout of SGLang 0.4.1 on: mean TPOT and the mean in flight it measured.
+        # The later SGLang layout: mean TPOT and the mean in flight it measured.
         line = json.loads(SGLANG.read_text().splitlines()[0])
         line.update(mean_tpot_ms=14.5, concurrency=7.6, mean_ttft_ms=90.0)
         path = tmp_path / "result.jsonl"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from decodecalc.calibration.points import MeasuredPoint, ServingLoad, read_points
 from decodecalc.errors import InputError, PresetError
-from decodecalc.loading.benchmarks import FORMATS, BenchRun, read_benchmark
+from decodecalc.loading.benchmarks import KNOWN, BenchRun, read_benchmark
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.resolve import resolve
 from decodecalc.record import record, replace
@@ -135,10 +135,9 @@ def _points_file(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     except InputError as exc:
         if path.suffix.lower() in (".yaml", ".yml") or "ms_per_token" in str(exc):
             raise
-        known = "; ".join(FORMATS.values())
         raise InputError(
             f"{path}: not a file decodecalc reads: neither a YAML list of points nor a "
-            f"benchmark result of a known format ({known})"
+            f"benchmark result ({KNOWN})"
         ) from None
 
 

@@ -2,11 +2,22 @@
 
 Users have usually run a benchmark already; retyping its figures into a points file means
 working out again what "context" and "ms per token" meant in it. Each reader here knows one
-tool's format at a stated version (FORMATS) and maps each result by the rules
+tool's format at a stated version and maps each result by the rules
 docs/accuracy.md gives ("Benchmark files"), the rules validation/README.md applies to
 published points: a serving run decodes at input + output / 2 on average, a llama-bench tg
 test at its depth + n_gen / 2; a serving mean per output token is ``tpot_mean``, a genai-perf
 inter-token latency ``itl_mean``, a llama-bench tg rate one decode step (``step``).
+
+The formats (READERS' keys) and the versions whose layout they follow:
+
+- ``vllm-bench-serve``: ``vllm bench serve --save-result`` JSON (vllm/benchmarks/serve.py;
+  benchmarks/benchmark_serving.py before 0.9), one result per file or, appended, per line;
+- ``sglang-bench-serving``: ``python -m sglang.bench_serving --output-file`` JSONL, one
+  result per line (python/sglang/bench_serving.py, 0.3 to 0.5; the late-2024 layout has no TPOT);
+- ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (tools/llama-bench, build 5163's
+  schema; older builds lack n_depth, read as 0);
+- ``genai-perf``: genai-perf's profile_export_genai_perf.json (0.0.9 on) and AIPerf's
+  profile_export_aiperf.json (0.1 on): metrics as {unit, avg, p50, ...} with input_config.
 
 A file is recognised by what it holds, never by its name alone. What it cannot say (the
 GPU, TP, the weights' format where it does not name them, the engine profile) is left to
@@ -26,18 +37,11 @@ from decodecalc.errors import InputError
 from decodecalc.loading.datafile import MAX_DIGITS, read_text
 from decodecalc.record import record
 
-FORMATS: dict[str, str] = {
-    "vllm-bench-serve": "vLLM 'vllm bench serve --save-result' JSON (vllm/benchmarks/serve.py, "
-    "benchmarks/benchmark_serving.py before 0.9; one result per file, or per line with "
-    "--append-result)",
-    "sglang-bench-serving": "SGLang 'python -m sglang.bench_serving --output-file' JSONL "
-    "(python/sglang/bench_serving.py, 0.3 to 0.5: one result per line)",
-    "llama-bench": "llama.cpp 'llama-bench -o json|jsonl|csv|md' (tools/llama-bench, build 5163 "
-    "schema; older builds lack n_depth, read as 0)",
-    "genai-perf": "genai-perf profile_export_genai_perf.json (0.0.9+) or AIPerf "
-    "profile_export_aiperf.json (0.1+): metrics as {unit, avg, p50, ...} with input_config",
-}
-"""Each format read, with the tool version whose layout it follows."""
+KNOWN = (
+    "vLLM bench serve JSON, SGLang bench_serving JSONL, llama-bench JSON, JSONL, CSV or "
+    "markdown, genai-perf or AIPerf profile export JSON"
+)
+"""The formats in one line, for a message about a file in none of them."""
 
 
 @record
@@ -45,7 +49,7 @@ class BenchRun:
     """One decode measurement from a benchmark file, before any preset is looked up."""
 
     tool: str
-    """A key of FORMATS."""
+    """A key of READERS."""
     where: str
     """The file and the result in it (``file:line`` or ``file[row]``)."""
     ms_per_token: float
@@ -74,8 +78,8 @@ class BenchRun:
 
 
 def read_benchmark(path: Path) -> list[BenchRun] | None:
-    """The measurements of a benchmark file, or None when the file is in no format of
-    FORMATS (then it may be a points file). A file that starts as one of them but is cut
+    """The measurements of a benchmark file, or None when the file is in no format read
+    here (then it may be a points file). A file that starts as one of them but is cut
     short or lacks what its format requires is an InputError naming what is missing."""
     return parse_benchmark(read_text(path), str(path))
 
@@ -235,8 +239,8 @@ FIGURES = (
     ("mean_itl_ms", "itl_mean", "mean ITL"),
 )
 """The per-token figure a serving result is read at, the first it holds: its mean TPOT
-(every vLLM result, SGLang's from 0.4.1 on), else the median inter-token latency (SGLang
-0.3-0.4 wrote no TPOT), else the mean one. Each is a MEASURED_KINDS key."""
+(every vLLM result, SGLang's later layouts), else the median inter-token latency (SGLang's
+late-2024 output file held no TPOT), else the mean one. Each is a MEASURED_KINDS key."""
 
 
 def _figure(o: _Obj) -> tuple[float, str, str]:
@@ -311,7 +315,7 @@ def _vllm_in_flight(o: _Obj, output_len: int) -> tuple[int, str]:
 
 
 def _sglang_in_flight(o: _Obj, output_len: int) -> tuple[int, str]:
-    """SGLang's own mean in flight ('concurrency', from 0.4.1 on), else max_concurrency
+    """SGLang's own mean in flight ('concurrency', in its later layouts), else max_concurrency
     (an upper bound), else Little's law with the mean E2E latency."""
     mean = o.number("concurrency", required=False)
     if mean is not None:
