@@ -13,7 +13,9 @@ The formats (READERS' keys) and the versions whose layout they follow:
 - ``vllm-bench-serve``: ``vllm bench serve --save-result`` JSON (vllm/benchmarks/serve.py;
   benchmarks/benchmark_serving.py before 0.9), one result per file or, appended, per line;
 - ``sglang-bench-serving``: ``python -m sglang.bench_serving --output-file`` JSONL, one
-  result per line (python/sglang/bench_serving.py, 0.3 to 0.5; the late-2024 layout has no TPOT);
+  result per line (python/sglang/bench_serving.py): the layout of the 0.4.0 line (December
+  2024: median ITL and TTFT, mean E2E latency, no TPOT), and the later one's mean TPOT,
+  request_throughput and concurrency where a line has them;
 - ``llama-bench``: ``llama-bench -o json|jsonl|csv|md`` (tools/llama-bench, build 5163's
   schema; older builds lack n_depth, read as 0);
 - ``genai-perf``: genai-perf's profile_export_genai_perf.json (0.0.9 on) and AIPerf's
