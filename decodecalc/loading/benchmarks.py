@@ -10,8 +10,9 @@ inter-token latency ``itl_mean``, a llama-bench tg rate one decode step (``step`
 
 The formats (READERS' keys) and the versions whose layout they follow:
 
-- ``vllm-bench-serve``: ``vllm bench serve --save-result`` JSON (vllm/benchmarks/serve.py;
-  benchmarks/benchmark_serving.py before 0.9), one result per file or, appended, per line;
+- ``vllm-bench-serve``: ``vllm bench serve --save-result`` JSON (vllm/benchmarks/serve.py
+  at def9ce85, whose keys benchmarks/benchmark_serving.py wrote before it, as in May 2025),
+  one result per file or, appended, per line;
 - ``sglang-bench-serving``: ``python -m sglang.bench_serving --output-file`` JSONL, one
   result per line (python/sglang/bench_serving.py): the layout of the 0.4.0 line (December
   2024: median ITL and TTFT, mean E2E latency, no TPOT), and the later one's mean TPOT,
