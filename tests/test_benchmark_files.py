@@ -295,6 +295,24 @@ class TestCommands:
             "--presets", str(tmp_path), "--json",
         )  # fmt: skip
         assert used.code == 0, used.err
+        # A later release line of the same engine, from the first three runs alone: the
+        # profile gains it and keeps 0.4; NAME alone uses the newest.
+        first = tmp_path / "later.jsonl"
+        first.write_text("".join(SGLANG.read_text().splitlines(keepends=True)[:3]))
+        again = cli(
+            "calibrate", str(first), *SGLANG_SETUP, "--engine", "sglang@0.5",
+            "--save-engine", "my-sglang", "--presets", str(tmp_path),
+        )  # fmt: skip
+        assert again.code == 0, again.err
+        both = yaml.safe_load((tmp_path / "engines" / "my-sglang.yaml").read_text())
+        assert list(both["lines"]) == ["0.4", "0.5"]
+        assert (both["lines"]["0.4"]["points"], both["lines"]["0.5"]["points"]) == (7, 3)
+        assert both["families"] == both["lines"]["0.5"]["families"]
+        assert str(SGLANG) in both["source"] and str(first) in both["source"]
+        for line in ("my-sglang@0.4", "my-sglang@0.5", "my-sglang"):
+            r = cli("estimate", *SGLANG_SETUP, "--engine", line, "-c", "1K",
+                    "--presets", str(tmp_path), "--json")  # fmt: skip
+            assert r.code == 0, r.err
 
 
 PASSING = (str(FIXTURES / "llama-bench-depth.md"), *LLAMA_SETUP, "--engine", "llama.cpp")

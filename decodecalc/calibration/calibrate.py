@@ -22,7 +22,7 @@ from decodecalc.calibration.engine_fit import (
 from decodecalc.calibration.least_squares import fit_line
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import band_of
-from decodecalc.engine.profile import Engine, EngineParams, gpu_family
+from decodecalc.engine.profile import Engine, EngineParams, gpu_family, release_order
 from decodecalc.errors import InputError
 from decodecalc.loading.saved import FamilyProfile, Fit, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
@@ -140,3 +140,29 @@ def profile_text(cal: Calibration, name: str, source: str) -> str:
         notes=f"Fitted by decodecalc calibrate on {len(cal.points)} points.",
         lines=lines,
     )
+
+
+def with_lines_of(text: str, old: object) -> str:
+    """A new profile's text with the release lines of the profile it replaces kept: a
+    user's engine gains the line just fitted beside the lines fitted before (a refit of a
+    line replaces it). Its families are the newest line's, what --engine NAME without a
+    line uses; its versions and sources are both profiles'. A new profile without a
+    line, or an earlier file (``old``, as read) that is not a profile with lines, replaces
+    it whole."""
+    import yaml
+
+    new = yaml.safe_load(text)
+    if not isinstance(old, dict) or not isinstance(old.get("lines"), dict) or "lines" not in new:
+        return text
+    lines = {**old["lines"], **new["lines"]}
+    ordered = dict(sorted(lines.items(), key=lambda item: release_order(str(item[0]))))
+    newest = list(ordered.values())[-1]
+    sources = str(old.get("source", "")).split("; ")
+    merged = {
+        **new,
+        "versions": sorted({*old.get("versions", ()), *new["versions"]}),
+        "source": "; ".join(s for s in dict.fromkeys([*sources, new["source"]]) if s),
+        "families": newest.get("families", new["families"]),
+        "lines": ordered,
+    }
+    return yaml.safe_dump(merged, sort_keys=False, width=100, allow_unicode=False)

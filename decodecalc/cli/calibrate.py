@@ -180,8 +180,9 @@ def _save_engine(
     """Write the fit as a user engine profile where the catalog reads user presets."""
     import re
 
-    from decodecalc.calibration.calibrate import profile_text
+    from decodecalc.calibration.calibrate import profile_text, with_lines_of
     from decodecalc.loading.catalog import ENV_VAR, user_dirs
+    from decodecalc.loading.datafile import is_file, read_yaml
     from decodecalc.loading.saved import save_engine_profile
 
     engine_id = name.strip().lower()
@@ -197,4 +198,7 @@ def _save_engine(
             f"set ${ENV_VAR}"
         )
     text = profile_text(result, name, source)
+    earlier = dirs[0] / "engines" / f"{engine_id}.yaml"
+    if is_file(earlier):  # a line of a profile saved before: its other lines stay
+        text = with_lines_of(text, read_yaml(earlier).data)
     return save_engine_profile(dirs[0], engine_id, text, force=force, inputs=inputs)
