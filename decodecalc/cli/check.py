@@ -46,7 +46,11 @@ class CheckFormat(str, Enum):
 def check(
     ctx: typer.Context,
     files: Annotated[
-        list[str], typer.Argument(help="Deployment files or vLLM serve configs.", metavar="FILE...")
+        list[str],
+        typer.Argument(
+            help="Deployment files or vLLM serve configs; with --measured, benchmark results.",
+            metavar="FILE...",
+        ),
     ],
     fmt: Annotated[
         CheckFormat,
