@@ -389,6 +389,7 @@ class TestBadFiles:
             ),
             (GENAI_PERF.read_text()[:900], "is the file cut short?"),
             (SGLANG.read_text().splitlines()[0] + '\n{"rows": 3}\n', "as the rest are"),
+            ('[{"n_prompt": 0, "n_gen": 128, "n_depth": 0}]', "without 'avg_ts'"),
         ],
         ids=[
             "text",
@@ -398,6 +399,7 @@ class TestBadFiles:
             "truncated-csv",
             "truncated-pretty",
             "mixed",
+            "llama-bench-no-rate",
         ],
     )
     def test_one_line_and_exit_2(

@@ -179,7 +179,7 @@ def _tool_of(item: object) -> str | None:
     if not isinstance(item, dict):
         return None
     keys = set(item)
-    if {"n_gen", "avg_ts"} <= keys or {"n_prompt", "avg_ts"} <= keys:
+    if {"n_gen", "n_prompt"} <= keys or ("avg_ts" in keys and keys & {"n_gen", "n_prompt"}):
         return "llama-bench"
     if "tokenizer_id" in keys or "burstiness" in keys:
         return "vllm-bench-serve"
