@@ -360,6 +360,10 @@ class TestCheckMeasured:
             assert "expected; band" in (failure.get("message") or "")
         assert "measured point" in r.out  # the table still goes to stdout
 
+    def test_targets_are_for_deployment_files(self, cli: Run) -> None:
+        r = cli("check", "--measured", *PASSING, "-t", "max_ms_per_token=10")
+        assert r.code == 2 and "give one or the other" in r.err
+
     def test_junit_on_stdout_per_file(self, cli: Run) -> None:
         r = cli("check", "--measured", str(SGLANG), *SGLANG_SETUP, "--engine", "sglang",
                 "-f", "junit")  # fmt: skip

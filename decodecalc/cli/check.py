@@ -139,6 +139,11 @@ def check(
 
     catalog = load_catalog(presets)
     _measured_only(measured, model, weights, kv_dtype, tp, replicas, show_points)
+    if measured and target:
+        raise InputError(
+            "--target holds deployment files to targets; --measured holds results to the band "
+            "decodecalc expects (give one or the other)"
+        )
     if measured:
         given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
         _check_measured(ctx, files, given, show_points, fmt, output, catalog)
