@@ -16,6 +16,15 @@ from decodecalc.cli import (
     emit,
     load_catalog,
 )
+from decodecalc.cli.measured import (
+    GpuOpt,
+    KvOpt,
+    ModelOpt,
+    ReplicasOpt,
+    ShowPointsOpt,
+    TpOpt,
+    WeightsOpt,
+)
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -31,7 +40,12 @@ if TYPE_CHECKING:
 def calibrate(
     ctx: typer.Context,
     points: Annotated[
-        str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
+        list[str],
+        typer.Argument(
+            help="Measured points: YAML lists of points, or benchmark result files (vLLM "
+            "bench serve, SGLang bench_serving, llama-bench, genai-perf/AIPerf), globs too.",
+            metavar="FILES...",
+        ),
     ],
     engine: Annotated[
         str | None,
@@ -65,6 +79,13 @@ def calibrate(
             metavar="NAME",
         ),
     ] = None,
+    model: ModelOpt = None,
+    gpu: GpuOpt = None,
+    weights: WeightsOpt = None,
+    kv_dtype: KvOpt = None,
+    tp: TpOpt = 1,
+    replicas: ReplicasOpt = 1,
+    show_points: ShowPointsOpt = False,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -81,27 +102,33 @@ def calibrate(
     contexts, per-layer and per-step costs need models of several layer counts, the
     all-reduce latency needs TP 1 and TP > 1 points; the rest keeps --engine's values.
 
+    Benchmark files are read by their format's rule (docs/accuracy.md, "Benchmark
+    files"); what they do not say comes from -m, -g, -w, -k, --tp and --replicas, and
+    --engine labels their points. --show-points prints the points made.
+
     Example: decodecalc calibrate my-measurements.yaml --save-engine my-vllm --presets ~/dc
+
+    Example: decodecalc calibrate 'runs/*.json' -g h100-sxm --engine vllm --save-engine my-vllm
     """
     from decodecalc.calibration.calibrate import calibrate as run_calibrate
     from decodecalc.calibration.calibrate import roofline_fit
-    from decodecalc.calibration.points import read_points
+    from decodecalc.calibration.measured_files import Given, expand
     from decodecalc.calibration.validation import prefill_share
-    from decodecalc.loading.datafile import is_file
+    from decodecalc.cli.measured import read_files
     from decodecalc.loading.saved import save_calibration
     from decodecalc.paths import expand_user
     from decodecalc.views.calibration import calibration_report
 
-    path = expand_user(points)
-    if not is_file(path):
-        raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
-    measured = read_points(path, catalog)
+    given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
+    measured = [r.point for r in read_files(points, catalog, given, show_points, engine_too=False)]
+    paths = expand(points)
+    source = ", ".join(str(p) for p in paths)
     prefills = [prefill_share(p, catalog) for p in measured]
     result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
     if save_engine is not None:  # into a presets directory this run read: only points count
-        saved_engine = _save_engine(result, save_engine, presets, str(path), force, [path])
+        saved_engine = _save_engine(result, save_engine, presets, source, force, paths)
         engine_saved = str(saved_engine)
     saved, roofline = None, None
     if save or save_to:
@@ -110,7 +137,7 @@ def calibrate(
         roofline = roofline_fit(measured)
         saved = str(
             save_calibration(
-                roofline, str(path), target, gpus, force=force, inputs=destination(ctx).inputs
+                roofline, source, target, gpus, force=force, inputs=destination(ctx).inputs
             )
         )
     emit(
@@ -153,8 +180,9 @@ def _save_engine(
     """Write the fit as a user engine profile where the catalog reads user presets."""
     import re
 
-    from decodecalc.calibration.calibrate import profile_text
+    from decodecalc.calibration.calibrate import profile_text, with_lines_of
     from decodecalc.loading.catalog import ENV_VAR, user_dirs
+    from decodecalc.loading.datafile import is_file, read_yaml
     from decodecalc.loading.saved import save_engine_profile
 
     engine_id = name.strip().lower()
@@ -170,4 +198,7 @@ def _save_engine(
             f"set ${ENV_VAR}"
         )
     text = profile_text(result, name, source)
+    earlier = dirs[0] / "engines" / f"{engine_id}.yaml"
+    if is_file(earlier):  # a line of a profile saved before: its other lines stay
+        text = with_lines_of(text, read_yaml(earlier).data)
     return save_engine_profile(dirs[0], engine_id, text, force=force, inputs=inputs)

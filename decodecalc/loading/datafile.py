@@ -161,6 +161,12 @@ def _read_text(path: Path) -> str:
     return text
 
 
+def read_text(path: Path) -> str:
+    """A data file's text, held to the same limits as every file read (a regular UTF-8
+    file of at most MAX_FILE_BYTES)."""
+    return _read_text(path)
+
+
 def read_yaml(path: Path, keep_duplicates: bool = False) -> Document:
     """Read and parse a YAML file, refusing unreadable, binary or oversized files."""
     return parse_yaml(_read_text(path), str(path), keep_duplicates)
