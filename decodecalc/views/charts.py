@@ -54,6 +54,11 @@ class Series:
     the roofline itself, or there is none)."""
 
 
+def line_label(s: Series) -> str:
+    """A series' own line: the expected figure where it has a band, else the label alone."""
+    return f"{s.label}: expected" if s.high else s.label
+
+
 def series_of(label: str, est: Estimate) -> Series:
     """An estimate's curve: its headline steps with their band, and the roofline as the
     bound where the headline is an engine's expected step."""
@@ -65,7 +70,7 @@ def series_of(label: str, est: Estimate) -> Series:
     if basis(est.scenario) == ROOFLINE:
         return Series(f"{label} (roofline)", contexts, ms, crossover)
     return Series(
-        f"{label}: expected",
+        label,
         contexts,
         ms,
         crossover,
@@ -90,7 +95,7 @@ def terminal_chart(
     plt.theme("pro" if color else "clear")
     for s in series:
         xs = list(s.contexts)
-        plt.plot(xs, list(s.ms_per_token), label=s.label, marker="braille")
+        plt.plot(xs, list(s.ms_per_token), label=line_label(s), marker="braille")
         if s.high:
             plt.plot(xs, list(s.high), label=f"{s.label}: {BAND}", marker=".")
             plt.plot(xs, list(s.low), marker=".")
@@ -187,7 +192,7 @@ def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECO
     marked = False
     for s in series:
         (line,) = plot.plot(
-            s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=s.label
+            s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=line_label(s)
         )
         _band_and_bound(plot, s, line.get_color())
         if s.crossover:
