@@ -95,6 +95,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         for row, head, costs in zip(est.rows, est.headlines, est.costs, strict=True):
             if row.context_tokens not in contexts:
                 continue
+            ratio = head.seconds / first_head[row.context_tokens]
             records.append(
                 {
                     "scenario": index + 1,
@@ -109,10 +110,10 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
                     "bound": row.bound,
                     "fits": row.fits,
                     "crossover_context": est.crossover_context,
-                    "ratio_to_first": head.seconds / first_head[row.context_tokens],
+                    "ratio_to_first": ratio,
                     **cost_fields(costs),
                     **expected_rates(head),
-                    "expected_ratio_to_first": head.seconds / first_head[row.context_tokens],
+                    "expected_ratio_to_first": ratio,
                     **roofline_figures(row),
                     "roofline_ratio_to_first": row.seconds_per_token / first[row.context_tokens],
                 }
@@ -178,13 +179,16 @@ def _ratio(value: float) -> str:
     return f"{value:.2f}x"
 
 
-ROOFLINE_KEYS = (
+ROOFLINE_FIELDS = (
     "roofline_ms_per_token",
     "roofline_tokens_per_s",
     "roofline_throughput_tokens_per_s",
-    "roofline_ratio_to_first",
 )
-"""The roofline's figures, after every key schema 1 had (views/estimate.py
+"""A sweep row's roofline step and rates, last (schema 2): the step model's ms_per_token,
+tokens_per_s and throughput_tokens_per_s, whose names its rows now give the headline."""
+
+ROOFLINE_KEYS = (*ROOFLINE_FIELDS, "roofline_ratio_to_first")
+"""A comparison's roofline figures, after every key schema 1 had (views/estimate.py
 roofline_figures, and the ratio of the roofline steps)."""
 
 
@@ -351,13 +355,6 @@ _EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
 _ROOFLINE = tuple(
     ROW_FIELDS.index(k) for k in ("ms_per_token", "tokens_per_s", "throughput_tokens_per_s")
 )
-ROOFLINE_FIELDS = (
-    "roofline_ms_per_token",
-    "roofline_tokens_per_s",
-    "roofline_throughput_tokens_per_s",
-)
-"""A sweep row's roofline step and rates, last (schema 2): the step model's ms_per_token,
-tokens_per_s and throughput_tokens_per_s, whose names its rows now give the headline."""
 
 
 def _headline_first(
