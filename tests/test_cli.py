@@ -97,9 +97,12 @@ def test_json_document(cli: Run) -> None:
         *("allreduce_ms", "all_to_all_ms", "handoff_ms"),  # comm_ms's parts
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
+        *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
-    assert round(last["ms_per_token"], 3) == 30.529
+    # (69,503,033,344 + 32,768,000,000) bytes / 3.35e12 B/s = 30.529 ms: the bound.
+    assert round(last["roofline_ms_per_token"], 3) == 30.529
+    assert last["ms_per_token"] == last["expected_ms_per_token"]  # the headline
 
 
 def test_json_null_crossover(cli: Run) -> None:

@@ -216,7 +216,7 @@ def test_a_profile_without_data_for_the_family_falls_back_visibly(cli: Run, tmp_
     # Median of two = their mean 9.398371 ms; band: low 0.9 x 7.844901 = 7.060411, high
     # 1.2 x 10.951842 = 13.142210 ms.
     roofline = 15_140_921_344 / 2.765e12 * 1000
-    assert row["ms_per_token"] == pytest.approx(roofline, rel=1e-6)
+    assert row["roofline_ms_per_token"] == pytest.approx(roofline, rel=1e-6)
     a, b = roofline / 0.5, roofline / 0.8 + 1.0
     assert row["expected_ms_per_token"] == pytest.approx((a + b) / 2, rel=1e-6)
     assert row["expected_low_ms_per_token"] == pytest.approx(0.9 * b, rel=1e-6)

@@ -410,7 +410,14 @@ class HeldOut:
 
 LEFT_OUT = ("group", "model", "gpu", "release")
 """What validate leaves out in turn: a point's group (engine and GPU family), its model,
-its GPU, and its engine's release line (predicted from that engine's older lines)."""
+its GPU, and its engine's release line (predicted from that engine's older lines). Their
+residuals make the bands (conformal, shipped_bands)."""
+
+REPORTED = (*LEFT_OUT, "vendor")
+"""What validate reports: LEFT_OUT and the GPU's vendor (NVIDIA, AMD, Apple, ...: every
+GPU of it left out at once, so its points are predicted from the other vendors' fits
+alone). The vendor's residuals make no band: its points are banded by the LEFT_OUT
+residuals of the other vendors' points, as a scenario on a vendor without data would be."""
 
 
 def unit_of(p: Labelled, unit: str) -> str | None:
@@ -423,6 +430,9 @@ def unit_of(p: Labelled, unit: str) -> str | None:
     if unit == "gpu":
         gpu = p.point.scenario.gpu
         return gpu.id if gpu else f"{p.point.scenario.bandwidth_bytes_per_s} B/s"
+    if unit == "vendor":
+        gpu = p.point.scenario.gpu
+        return gpu.vendor if gpu else None
     release = p.point.release
     return f"{p.engine}@{release}" if release and p.engine != TYPICAL else None
 
@@ -630,11 +640,13 @@ def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
     return out
 
 
-def conformal(points: Sequence[Labelled], found: Found) -> Found:
+def conformal(
+    points: Sequence[Labelled], found: Found, pairs: Sequence[Residual] | None = None
+) -> Found:
     """Every left-out prediction again with its band: the conformal band of the residuals
-    of the points outside the unit (their own left-out predictions), so no point's band
-    is calibrated on its own error."""
-    pairs = residuals(points, found)
+    of the points outside the unit (their own left-out predictions; ``pairs``: these
+    residuals instead of found's own), so no point's band is calibrated on its own error."""
+    pairs = residuals(points, found) if pairs is None else pairs
     out: Found = {}
     for unit, table in found.items():
         out[unit] = {}
@@ -647,8 +659,12 @@ def conformal(points: Sequence[Labelled], found: Found) -> Found:
 
 
 def leave_out_all(points: Sequence[Labelled]) -> Found:
-    """Every way of leaving out (LEFT_OUT), with conformal bands."""
-    return conformal(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
+    """Every way of leaving out that validate reports (REPORTED), with conformal bands
+    from the residuals of LEFT_OUT's ways."""
+    found = {unit: leave_out(points, unit) for unit in LEFT_OUT}
+    pairs = residuals(points, found)
+    more = {unit: leave_out(points, unit) for unit in REPORTED if unit not in found}
+    return {**conformal(points, found, pairs), **conformal(points, more, pairs)}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -676,7 +692,7 @@ class ErrorSummary:
 
 @record
 class LeftOut:
-    """One way of leaving points out (LEFT_OUT): the errors of the points it predicts and
+    """One way of leaving points out (REPORTED): the errors of the points it predicts and
     the share of them whose measured figure lies inside the predicted band, in percent."""
 
     unit: str
@@ -746,7 +762,7 @@ class Validation:
     shipped: ErrorSummary
     held_out: ErrorSummary
     left_out: tuple[LeftOut, ...] = ()
-    """Each of LEFT_OUT: the errors and band coverage of the points it predicts."""
+    """Each of REPORTED: the errors and band coverage of the points it predicts."""
 
     @property
     def band_coverage(self) -> float:
@@ -789,7 +805,7 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         tuple(groups),
         ErrorSummary.of([c.error for c in checks]),
         ErrorSummary.of([c.held_out_error for c in checks]),
-        tuple(left_out_summary(items, unit, found[unit]) for unit in LEFT_OUT if found[unit]),
+        tuple(left_out_summary(items, unit, found[unit]) for unit in REPORTED if found[unit]),
     )
 
 

@@ -13,6 +13,7 @@ from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: co
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.parallelism import communication
+from decodecalc.step.step import Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
 
@@ -75,7 +76,7 @@ def scenario_ids(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str, Any]:
+def _row_record(row: Row, head: Headline, costs: CostEnergy | None) -> dict[str, Any]:
     return {
         "context": row.context_tokens,
         "weight_bytes": row.weight_bytes,
@@ -83,9 +84,7 @@ def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str,
         "state_bytes": row.state_bytes,
         "total_bytes": row.total_bytes,
         "kv_share": row.kv_share,
-        "ms_per_token": row.seconds_per_token * 1000,
-        "tokens_per_s": row.tokens_per_s,
-        "throughput_tokens_per_s": row.throughput_tokens_per_s,
+        **headline_figures(head),
         "crossover": row.is_crossover,
         "fits": row.fits,
         "bound": row.bound,
@@ -99,6 +98,29 @@ def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str,
         **expected_fields(head),
         **cost_fields(costs),
         **expected_rates(head),
+        **roofline_figures(row),
+    }
+
+
+def headline_figures(head: Headline) -> dict[str, float]:
+    """The figures a pipeline reads first, at the headline step (answers/headline.py):
+    what the engine is expected to measure, the roofline only under --engine roofline.
+    Schema 2: in schema 1 these held the roofline, now roofline_figures'."""
+    return {
+        "ms_per_token": head.seconds * 1000,
+        "tokens_per_s": head.tokens_per_s,
+        "throughput_tokens_per_s": head.throughput_tokens_per_s,
+    }
+
+
+def roofline_figures(row: Row) -> dict[str, float]:
+    """The roofline step (at the chosen efficiency, with overhead and communication) and
+    its rates: the bound no engine beats, beside the headline (added in schema 2, after
+    what earlier CSV readers expect by position)."""
+    return {
+        "roofline_ms_per_token": row.seconds_per_token * 1000,
+        "roofline_tokens_per_s": row.tokens_per_s,
+        "roofline_throughput_tokens_per_s": row.throughput_tokens_per_s,
     }
 
 
@@ -443,21 +465,21 @@ def estimate_report(est: Estimate) -> Report:
 
 
 def _expected_first(columns: dict[str, Column]) -> dict[str, Column]:
-    """The expected step and its band before the roofline, labelled the bound, and the
-    rates per sequence and for the batch at the expected step."""
-    rates = {
-        "tokens_per_s": "expected_tokens_per_s",
-        "throughput_tokens_per_s": "expected_throughput_tokens_per_s",
-    }
+    """The expected step and its band before the roofline, labelled the bound; the rates
+    per sequence and for the batch are the expected step's (the records' own)."""
     ordered: dict[str, Column] = {}
     for key, column in columns.items():
         if key == "expected_band":
             continue
         if key == "ms_per_token":
             ordered["expected_band"] = columns["expected_band"]
-            column = replace(column, header="Roofline bound ms")
-        ordered[rates.get(key, key)] = replace(column, key=rates.get(key, key))
+            key, column = ROOFLINE_MS, replace(column, key=ROOFLINE_MS, header="Roofline bound ms")
+        ordered[key] = column
     return ordered
+
+
+ROOFLINE_MS = "roofline_ms_per_token"
+"""The bound's key in every record that carries a headline (roofline_figures)."""
 
 
 def expected_band(record: dict[str, Any]) -> str:

@@ -253,7 +253,7 @@ STEP_FIELDS = (
     "all_to_all_ms",
     "handoff_ms",
     "overhead_ms",
-    "ms_per_token",
+    "roofline_ms_per_token",
     "expected_ms_per_token",
     "expected_low_ms_per_token",
     "expected_high_ms_per_token",
