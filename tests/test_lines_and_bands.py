@@ -17,9 +17,8 @@ from decodecalc.engine.profile import (
     ReleaseLine,
 )
 from decodecalc.engine.scheduler import scheduler_limits
-from decodecalc.engine.select import Facts, at_line, beyond, extrapolated, widened
+from decodecalc.engine.select import Facts, at_line, beyond, choose_engine, extrapolated, widened
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import replace
 from tests.conftest import Run, preset_scenario
 
@@ -166,7 +165,7 @@ def test_serving_band_fields_by_hand(catalog: Catalog) -> None:
         weight_efficiency=0.5, kv_efficiency=0.5, band=(0.8, 1.5), per_request_s=0.02
     )
     scenario = preset_scenario(catalog, "llama-3.1-8b")
-    vllm, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    vllm, _ = choose_engine(catalog, "vllm", scenario.gpu)
     engine = Engine("vllm", (params,), "nvidia-datacenter", ("vllm",), vllm.serving)
     scenario = replace(scenario, engine=engine)
     result = serve(

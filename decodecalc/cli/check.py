@@ -100,13 +100,13 @@ def check(
       decodecalc check serve.yaml --gpu h100-sxm -t max_ms_per_token=40 -f junit -o report.xml
     """
     from decodecalc.checks.deployments import DeploymentReader
-    from decodecalc.loading.resolve import resolve_engine
+    from decodecalc.engine.select import choose_engine
 
     catalog = load_catalog(presets)
     if gpu is not None:  # a typo is an error even when every file names its own GPU
         catalog.gpu(gpu)
     if engine is not None:
-        resolve_engine(catalog, engine, None)
+        choose_engine(catalog, engine, None)
     reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
     outcome, checked = _check_files(reader, files)
     problems = [problem for found in outcome.values() for problem in found]

@@ -1,19 +1,25 @@
-"""Which engine a scenario's expected figures come from: a profile's parameters for the GPU
-family, the median of the profiles measured on it when the profile has none (engine_for),
-or every profile measured on the family (typical)."""
+"""Which engine a scenario's expected figures come from, from the spec a user gives
+(``--engine NAME``, ``NAME@LINE``, ``typical``, ``roofline`` or none) to an Engine with the
+notes a reader must know (choose_engine): a profile's parameters for the GPU family, the
+median of the profiles measured on it when the profile has none (engine_for), or every
+profile measured on the family (typical)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.engine.profile import (
     Engine,
+    EngineKind,
     EngineParams,
     EngineProfile,
     FitRange,
+    gpu_family,
     release_order,
+    roofline,
 )
+from decodecalc.errors import InputError
 from decodecalc.notes import Note
 
 if TYPE_CHECKING:
@@ -42,9 +48,10 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
         for measured, params in p.families
         if params.points
     ]
+    if not chosen:  # (no profile measured anywhere)
+        return roofline(family, "typical")
     names = tuple(name for name, _ in chosen)
-    kind = "typical" if chosen else "roofline"  # (no profile measured anywhere)
-    return Engine("typical", tuple(f for _, f in chosen), family, names, kind=kind)
+    return Engine("typical", tuple(f for _, f in chosen), family, names, kind=EngineKind.TYPICAL)
 
 
 def engine_for(
@@ -73,7 +80,7 @@ def engine_for(
             family,
             (f"{profile.id} ({fitted})", *(name for name, _ in others)),
             profile.serving,
-            kind="fallback",
+            kind=EngineKind.FALLBACK,
         ),
         fitted,
     )
@@ -175,7 +182,7 @@ def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
     """An engine with each parameter set the scenario lies outside of widened (widened),
     and what its own parameters (the first) extrapolate, in words. The typical band is
     left as it is: it spans every profile measured on the family already."""
-    if engine.kind not in ("profile", "fallback") or not engine.params:
+    if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
     params = tuple(widened(p) if extrapolated(p.range, facts) else p for p in engine.params)
     return replace(engine, params=params), extrapolated(engine.params[0].range, facts)
@@ -200,3 +207,142 @@ def facts_for(engine: Engine, model: Model, batch: int, gpu: GpuSpec | None) -> 
         gpu.id if gpu else None,
         engine.line,
     )
+
+
+class Profiles(Protocol):
+    """Where engine profiles are looked up (the preset catalog, loading/catalog.py)."""
+
+    def engine(self, name: str) -> EngineProfile:
+        """One profile by id or alias; an unknown name is an InputError with a suggestion."""
+        ...
+
+    def engines(self) -> list[EngineProfile]:
+        """Every profile."""
+        ...
+
+
+def choose_engine(
+    profiles: Profiles, spec: str | Engine | None, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine whose measured step the expected figures predict, and what a reader must
+    know of the choice: a profile's parameters for the GPU's family (or, said in a note,
+    the family it has most data for), 'typical' (the band across every profile with data
+    for that family; the default, None) or 'roofline' (physics alone); ``NAME@LINE`` keeps
+    a release line."""
+    if isinstance(spec, Engine):
+        return spec, ()
+    family = gpu_family(gpu)
+    if spec is not None and not spec.strip():
+        raise InputError(
+            "engine '' is empty: give a profile ('decodecalc engines'), typical or roofline"
+        )
+    word = (spec or "typical").strip().lower()
+    if word == "roofline":
+        return roofline(family), ()
+    if word == "typical":
+        return typical_engine(profiles.engines(), family)
+    name, _, line = word.partition("@")
+    profile = profiles.engine(name)
+    view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
+    engine, fitted = engine_for(view, family, profiles.engines())
+    engine = replace(engine, line=view.line)
+    notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
+    if not engine.params[0].points:
+        notes.append(
+            Note(
+                "engine-not-fitted",
+                f"{profile.name} has no published measurements of its own, so its parameters "
+                f"are an assumption: {profile.notes or 'see decodecalc engines'}",
+            )
+        )
+    if fitted is not None:
+        notes.append(fallback_note(profile.name, family, fitted, len(engine.params) - 1))
+    return engine, tuple(notes)
+
+
+def typical_engine(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The typical band on a family (typical), with a note where no profile was measured
+    on it."""
+    engine = typical(profiles, family)
+    if measured_on(profiles, family):
+        return engine, ()
+    shown = (
+        "are the roofline"
+        if engine.is_roofline
+        else "span every profile on each family it was measured on"
+    )
+    return engine, (
+        Note(
+            "no-engine-data",
+            f"no engine profile has data for {family} GPUs: the expected figures {shown} "
+            "('decodecalc engines' lists what each profile was fitted on)",
+        ),
+    )
+
+
+def fallback_note(name: str, family: str, fitted: str, others: int) -> Note:
+    """What a fallback (engine_for) stands on: the profile's ``fitted`` family, with the
+    ``others`` profiles measured on this one."""
+    joined = (
+        f" with the {others} profile{'s' * (others > 1)} measured on {family} (the "
+        "median of them all; the band spans them)"
+        if others
+        else ""
+    )
+    return Note(
+        "engine-fallback",
+        f"{name} has no measurements on {family} GPUs: its {fitted} "
+        f"parameters stand in{joined}, so expect a wider error than its band says",
+    )
+
+
+def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[Note, ...]:
+    """What --engine NAME leaves unsaid where it takes the newest line fitted on the GPU
+    family and the profile holds newer lines fitted only elsewhere: the figures are those
+    of the older builds (SGLang 0.4 on AMD Instinct, where 0.5.13 ran MiniMax-M2 2-3x
+    faster in points kept out of the fits, docs/accuracy.md)."""
+    newer = [
+        x.release
+        for x in profile.release_lines()
+        if line is not None and release_order(x.release) > release_order(line)
+    ]
+    if not newer:
+        return ()
+    return (
+        Note(
+            "engine-older-line",
+            f"{profile.id}@{line}: the newest line fitted on {family} GPUs; "
+            f"{', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not fitted there",
+        ),
+    )
+
+
+def release_line(profile: EngineProfile, line: str) -> str:
+    """A release line the profile holds ('sglang@0.4'), or one line naming those it has."""
+    import difflib
+
+    known = [x.release for x in profile.release_lines()]
+    if line in known:
+        return line
+    if not known:
+        raise InputError(
+            f"{profile.id} keeps no release lines (its points name none): use --engine {profile.id}"
+        )
+    close = difflib.get_close_matches(line, known, n=3, cutoff=0.6) if line else []
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise InputError(
+        f"unknown release line {line!r} of {profile.id}{hint} (its lines: {', '.join(known)})"
+    )
+
+
+def extrapolation(
+    engine: Engine, model: Model, batch: int, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine with its band widened where the scenario lies outside the setups its
+    parameters were fitted on (beyond), and a note saying what is extrapolated."""
+    widened_engine, axes = beyond(engine, facts_for(engine, model, batch, gpu))
+    if not axes:
+        return widened_engine, ()
+    return widened_engine, (extrapolation_note(widened_engine, axes),)

@@ -314,7 +314,7 @@ class StepModel:
             weight_ops=weight_ops(scenario),
         )
         engine = scenario.engine
-        if engine is None or not engine.expects:
+        if engine.is_roofline:
             return step
         comm = 0.0 if step.comm is None else step.comm.seconds(batch)
         terms = packed([engine_terms(step, p, comm) for p in engine.params])

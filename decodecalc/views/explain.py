@@ -8,7 +8,7 @@ from typing import Any
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.answers.headline import Headline
-from decodecalc.engine.profile import EngineParams
+from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layers import Attention
 from decodecalc.model.linear_attention import LinearAttention
@@ -159,9 +159,9 @@ def _headline_lines(scenario: Scenario, head: Headline, row: Row) -> list[str]:
     """The answer first, where an engine expects a step: its figure with its band and
     rate (section 7 works it), and the roofline of section 5 as the bound beside it."""
     engine = scenario.engine
-    if head.basis != "expected" or engine is None:
+    if head.basis != "expected":
         return []
-    who = "a typical engine" if engine.kind == "typical" else engine.id
+    who = "a typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
         f"Expected: {head.seconds * 1000:.3f} ms per token (band {head.low_seconds * 1000:.3f} "
         f"to {head.high_seconds * 1000:.3f}), {head.tokens_per_s:,.1f} tokens/s per sequence, "
@@ -252,7 +252,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     """Section 7: the same step as the engine's profile says it would measure."""
     s = step.scenario
     engine = s.engine
-    if engine is None or not engine.params or row.expected is None:
+    if engine.is_roofline or row.expected is None:
         return []
     who = "a typical engine" if engine.id == "typical" else engine.id
     lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
