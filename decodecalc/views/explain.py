@@ -17,7 +17,14 @@ from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.step import EngineStep, Row, StepModel, engine_step, v_elements
+from decodecalc.step.step import (
+    MIN_TILE_ROWS,
+    EngineStep,
+    Row,
+    StepModel,
+    engine_step,
+    v_elements,
+)
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -315,7 +322,10 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
 
 def _grouped_rates(params: EngineParams) -> str:
     grouped = params.grouped_mma_efficiency or params.mma_efficiency
-    return f" (dense), {grouped:.2f} (experts), expert rows in tiles of {params.tile_rows}"
+    return (
+        f" (dense), {grouped:.2f} (experts), expert rows in tiles of up to {params.tile_rows}"
+        f" ({MIN_TILE_ROWS} or the next power of two above an expert's rows, if fewer)"
+    )
 
 
 def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
@@ -323,7 +333,7 @@ def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
     padded to whole tiles) at e_mma of peak take longer than their weights at e_w."""
     if t.gemm_compute_s <= 0:
         return ""
-    tiles = f", expert rows in tiles of {params.tile_rows}" if grouped else ""
+    tiles = f", expert rows in tiles of up to {params.tile_rows}" if grouped else ""
     experts = params.grouped_mma_efficiency
     of_experts = f", experts {experts:.2f}" if grouped and experts else ""
     return (
