@@ -279,7 +279,7 @@ def test_an_engine_without_scheduler_defaults_says_whose_stand_in(cli: Run) -> N
     [
         (("-g", "a100-80gb", "-w", "fp8"), "matmul-fallback"),
         (("-g", "mi300x", "--engine", "tensorrt-llm"), "engine-fallback"),
-        (("-g", "mi300x", "--engine", "sglang"), "engine-older-line"),
+        (("-g", "mi300x", "--engine", "sglang"), "engine-transferred"),
     ],
 )
 def test_serving_carries_the_scenarios_notes(cli: Run, args: tuple[str, ...], code: str) -> None:

@@ -58,9 +58,9 @@ from decodecalc.engine.select import (
     choose_engine,
     engine_for,
     extrapolated,
+    fitted_to,
     measured_on,
     typical,
-    widened,
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
@@ -468,12 +468,13 @@ def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile
 def widened_for(
     params: Sequence[EngineParams], facts: Facts | None
 ) -> tuple[tuple[EngineParams, ...], bool]:
-    """Each parameter set with its outside band where the setup lies outside its fitted
-    range (engine.select.widened), and whether any did."""
+    """Each parameter set as it prices the setup (engine.select.fitted_to: a transfer's
+    for the model's kind, the outside band where the setup lies outside its fitted
+    range), and whether any was widened."""
     if facts is None:
         return tuple(params), False
-    out = [widened(x) if extrapolated(x.range, facts) else x for x in params]
-    return tuple(out), any(a is not b for a, b in zip(out, params, strict=True))
+    out = [fitted_to(x, facts) for x in params]
+    return tuple(out), any(extrapolated(x.range, facts) for x in params)
 
 
 Found = dict[str, dict[str, HeldOut]]

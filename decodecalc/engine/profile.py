@@ -109,6 +109,12 @@ class EngineParams:
     """The kernel tables e_mma and the tile were taken from, if any (explain says so)."""
     range: FitRange | None = None
     """What the parameters were fitted on, and the band outside it (None: not recorded)."""
+    transferred: str = ""
+    """Where parameters of a release line on a family it has no points on came from, in
+    words (engine/transfer.py); empty: fitted on the family's own points."""
+    moe_factor: float = 1.0
+    """Of transferred parameters: how much slower an MoE model's step runs than these
+    say, which hold the vendor's factor for dense models (engine/transfer.py for_kind)."""
 
 
 @record

@@ -19,6 +19,7 @@ from decodecalc.engine.profile import (
     release_order,
     roofline,
 )
+from decodecalc.engine.transfer import for_kind
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 
@@ -88,14 +89,15 @@ def engine_for(
 
 def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProfile:
     """A profile at a release line for a GPU family. ``line`` None: the newest line
-    measured on the family (the newest of the profile's where none was). Each family takes
-    the line's own parameters, else those of the nearest line fitted on that family (the
-    newest not newer than it, else the oldest newer one), else the pooled fit over every
-    line, as before lines were kept; a line the profile lacks (a newer one predicted from
-    older ones) takes the nearest. The view's ``line`` says which line it stands for; a
-    profile without lines is returned as it is. Where another line's parameters (or the
-    pooled ones) stand in, their range does not hold the line: the scenario is
-    extrapolated and says so (extrapolated)."""
+    (newest_line). Each family takes the line's own parameters (fitted there, or
+    transferred from another family: engine/transfer.py), else those of the nearest line
+    on that family (the newest not newer than it, else the oldest newer one fitted on the
+    family's own points: a transfer never stands in for an older line), else the pooled
+    fit over every line, as before lines were kept; a line the profile lacks (a newer one
+    predicted from older ones) takes the nearest. The view's ``line`` says which line it
+    stands for; a profile without lines is returned as it is. Where another line's
+    parameters (or the pooled ones) stand in, their range does not hold the line: the
+    scenario is extrapolated and says so (extrapolated)."""
     if not profile.release_lines():
         return profile
     name = line or newest_line(profile, family)
@@ -105,7 +107,8 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     for kind in profile.family_names:  # (the pooled fit is parsed only where it stands in)
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
-        nearest = older[-1] if older else (fitted[0] if fitted else None)
+        newer = [x for x in fitted if not dict(x.families)[kind].transferred]
+        nearest = older[-1] if older else (newer[0] if newer else None)
         params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
         assert params is not None  # (a name the profile lists)
         families.append((kind, params))
@@ -113,12 +116,15 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:
-    """What --engine NAME takes: the newest release line with points on the GPU family
-    (the pooled fit's range says which), else the profile's newest."""
+    """What --engine NAME takes: the engine's newest release line with parameters on the
+    GPU family, its own or transferred from another family (issue 28: today's release by
+    default), or newer with points there (the pooled fit's range says which), else the
+    profile's newest."""
     pooled = profile.family(family)
     measured = pooled.range.lines if pooled is not None and pooled.range else ()
+    held = [x.release for x in profile.release_lines() if family in dict(x.families)]
     every = [x.release for x in profile.release_lines()]
-    return max(measured or every, key=release_order)
+    return max([*measured, *held] or every, key=release_order)
 
 
 @record
@@ -179,13 +185,21 @@ def _billions(count: int) -> str:
 
 
 def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
-    """An engine with each parameter set the scenario lies outside of widened (widened),
-    and what its own parameters (the first) extrapolate, in words. The typical band is
-    left as it is: it spans every profile measured on the family already."""
+    """An engine with each parameter set fitted to the scenario (fitted_to), and what
+    its own parameters (the first) extrapolate, in words. The typical band is left as it
+    is: it spans every profile measured on the family already."""
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
-    params = tuple(widened(p) if extrapolated(p.range, facts) else p for p in engine.params)
+    params = tuple(fitted_to(p, facts) for p in engine.params)
     return replace(engine, params=params), extrapolated(engine.params[0].range, facts)
+
+
+def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
+    """Parameters as they price a scenario: a transfer's for the model's kind
+    (engine/transfer.py for_kind), widened where the scenario lies outside their range
+    (widened)."""
+    found = for_kind(params, facts.kind)
+    return widened(found) if extrapolated(found.range, facts) else found
 
 
 def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
@@ -247,7 +261,15 @@ def choose_engine(
     engine, fitted = engine_for(view, family, profiles.engines())
     engine = replace(engine, line=view.line)
     notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
-    if not engine.params[0].points:
+    moved = engine.params[0].transferred
+    if moved and fitted is None:
+        notes.append(
+            Note(
+                "engine-transferred",
+                f"{profile.id}@{view.line} has no points on {family} GPUs: {moved}",
+            )
+        )
+    elif not engine.params[0].points:
         notes.append(
             Note(
                 "engine-not-fitted",
@@ -258,6 +280,17 @@ def choose_engine(
     if fitted is not None:
         notes.append(fallback_note(profile.name, family, fitted, len(engine.params) - 1))
     return engine, tuple(notes)
+
+
+def engine_at(profiles: Profiles, name: str, line: str | None, gpu: GpuSpec | None) -> Engine:
+    """A profile's engine at a measured point's release line, as validate predicts it:
+    the line's parameters on the GPU's family, else the nearest line's (at_line), where
+    choose_engine refuses a line the profile does not keep (a point of a newer release);
+    ``line`` None: the newest."""
+    family = gpu_family(gpu)
+    view = at_line(profiles.engine(name), line, family)
+    engine, _ = engine_for(view, family, profiles.engines())
+    return replace(engine, line=view.line)
 
 
 def typical_engine(
