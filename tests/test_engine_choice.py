@@ -49,3 +49,18 @@ def test_an_unknown_release_line_is_refused_with_the_lines_there_are() -> None:
     catalog = Catalog()
     with pytest.raises(InputError, match=r"unknown release line '0\.44' of sglang; did you mean"):
         choose_engine(catalog, "sglang@0.44", catalog.gpu("h100-sxm"))
+
+
+def test_one_answer_names_each_release_it_draws_on() -> None:
+    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates (vLLM 0.24.0's
+    kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) in one note."""
+    spec = ScenarioSpec(
+        model="deepseek-r1", gpu="h200", weights="fp8", tp=8, batch=64, engine="vllm"
+    )
+    notes = {n.code: n.message for n in resolve(spec, Catalog()).notes}
+    assert notes["engine-releases"] == (
+        "vllm@0.11: step parameters from the 0.11 line's points; compute rates from vllm "
+        "0.24.0 kernel tables on h200 (aiconfigurator-core); scheduler defaults from 0.19.0"
+    )
+    roofline_spec = ScenarioSpec(model="deepseek-r1", gpu="h200", tp=8, engine="roofline")
+    assert "engine-releases" not in {n.code for n in resolve(roofline_spec, Catalog()).notes}

@@ -33,7 +33,13 @@ TINY_STEP_S = 0.002
 """Below this much streaming per step, launch and scheduling overheads likely dominate."""
 
 
-ENGINE_CHOICE = ("no-engine-data", "engine-not-fitted", "engine-fallback", "engine-older-line")
+ENGINE_CHOICE = (
+    "no-engine-data",
+    "engine-not-fitted",
+    "engine-fallback",
+    "engine-older-line",
+    "engine-transferred",
+)
 """The notes on whose parameters the expected figures take (engine/select.py
 choose_engine): one GPU's, whatever the batch, format or split."""
 

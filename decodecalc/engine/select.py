@@ -6,6 +6,7 @@ profile measured on the family (typical)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -379,3 +380,25 @@ def extrapolation(
     if not axes:
         return widened_engine, ()
     return widened_engine, (extrapolation_note(widened_engine, axes),)
+
+
+def releases_note(engine: Engine) -> tuple[Note, ...]:
+    """One answer, one release, or a note naming each (issue 28): a named profile's step
+    parameters come from its release line's points, its compute rates from the kernel
+    tables of another release (loading/kernels.py), its scheduler defaults from the
+    release its ``serving:`` block cites; said wherever kernel tables enter, the release
+    this project's data of a step and of its kernels most often differ in."""
+    if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
+        return ()
+    parts = [f"step parameters from the {engine.line} line's points"]
+    kernels = engine.params[0].kernel_source
+    if kernels:
+        parts.append(f"compute rates from {kernels}")
+    if engine.serving is not None:
+        cited = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", engine.serving.source)
+        parts.append(
+            f"scheduler defaults from {cited.group(1) if cited else engine.serving.source}"
+        )
+    if not kernels:  # (the line and the scheduler: the profile's own choice, its block cites it)
+        return ()
+    return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)

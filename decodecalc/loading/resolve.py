@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.engine.select import choose_engine, extrapolation
+from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.kernels import with_kernel_rates
@@ -358,7 +358,8 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
-    return kernel_rated(scenario, spec.batch)
+    rated = kernel_rated(scenario, spec.batch)
+    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine)))
 
 
 def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:
