@@ -174,7 +174,7 @@ def lines_of(
             if x.line == line
         ]
         if newest is not None and line == newest[0]:
-            families += transfers(engine, newest, families, vendors)
+            families += transfers(engine, newest, families, vendors, items)
         versions = tuple(sorted({p.version for p in held if p.version}))
         out.append(
             LineProfile(line, versions, len(held), tuple(families), dates_of(line, versions))
@@ -214,11 +214,15 @@ def transfers(
     newest: tuple[str, EngineParams],
     own: Sequence[FamilyProfile],
     vendors: Sequence[VendorFactor],
+    items: Sequence[Labelled],
 ) -> list[FamilyProfile]:
     """The newest line's SOURCE_FAMILY parameters on each family with a vendor factor
-    where the line has none of its own (engine/transfer.py)."""
+    where the line has none of its own and the engine's own points there are not current
+    (current_on; engine/transfer.py)."""
     line, params = newest
-    fitted = {f.family for f in own}
+    fitted = {f.family for f in own} | {
+        v.family for v in vendors if current_on(engine, v.family, items)
+    }
     return [
         FamilyProfile(
             v.family,
@@ -277,19 +281,36 @@ def vendor_factors(
 def newest_points(family: str, items: Sequence[Labelled]) -> list[Labelled]:
     """The family's points of release lines dated within NEWEST_DAYS of its newest dated
     line (dates_of: from the points' own version strings)."""
-    dated: dict[tuple[str, str], str] = {}
+    recent = {key for key, age in line_ages(family, items).items() if age <= NEWEST_DAYS}
+    return [p for p in items if p.family == family and (p.engine, p.release) in recent]
+
+
+def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
+    """Days each (engine, release line) with points on the family is older than the
+    newest line dated there, for the lines whose points' versions give a day."""
+    dated: dict[tuple[str, str | None], date] = {}
     for engine, line in {(p.engine, p.release) for p in items if p.family == family and p.release}:
         versions = [p.version for p in items if (p.engine, p.release) == (engine, line)]
         days = [d for d in dates_of(line or "", versions) if len(d) == 10]
         if days:
-            dated[engine, line or ""] = max(days)
-    if not dated:
-        return []
-    last = date.fromisoformat(max(dated.values()))
-    recent = {
-        key for key, day in dated.items() if (last - date.fromisoformat(day)).days <= NEWEST_DAYS
-    }
-    return [p for p in items if p.family == family and (p.engine, p.release) in recent]
+            dated[engine, line] = date.fromisoformat(max(days))
+    last = max(dated.values(), default=None)
+    return {key: (last - day).days for key, day in dated.items() if last is not None}
+
+
+CURRENT_DAYS = 92
+"""An engine's own line on a family within three months of the newest line dated there is
+as current as the family's data gets: it stands, and no newer line is transferred over
+it (vLLM 0.10.0 on MI300X, August 2025, predicts the 2026 set's vLLM MI300X points at 9%;
+vLLM 0.11 transferred from NVIDIA, at 31%). SGLang's only MI300X line, 0.4.2 of February
+2025, is six months older: its newest line transfers."""
+
+
+def current_on(engine: str, family: str, items: Sequence[Labelled]) -> bool:
+    """Whether the engine has points on the family of a line within CURRENT_DAYS of the
+    family's newest dated line."""
+    ages = line_ages(family, items)
+    return any(age <= CURRENT_DAYS for (e, _), age in ages.items() if e == engine)
 
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
