@@ -311,7 +311,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         f"x{high:.2f}), how far the points each was fitted on fell from it; never below the "
         "roofline"
     )
-    if any(p.weight_efficiency >= 1 for p in engine.params):
+    if any(p.weight_efficiency >= 1 and not p.transferred for p in engine.params):
         lines.append(
             "   e_w 1.00 is where a fit stopped (an efficiency cannot pass 1): past the "
             "fixed costs those points streamed weights at the datasheet's bandwidth, and the "
