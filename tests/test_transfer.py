@@ -47,3 +47,23 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     assert moe.weight_efficiency == pytest.approx(0.8 / 3)  # 0.8 / (2 x 1.5)
     assert moe.per_moe_layer_s == pytest.approx(60e-6)  # 20 us x 2 x 1.5
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "mi355x", "h200", "rtx-4090", "m4-max"])
+def test_every_transferred_prediction_says_so(gpu: str) -> None:
+    """Issue 28: a transfer is never silent, whichever profile and GPU."""
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.loading.resolve import resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    catalog = Catalog()
+    seen = 0
+    for profile in catalog.engines():
+        spec = ScenarioSpec(model="qwen3-30b-a3b", gpu=gpu, engine=profile.id)
+        s = resolve(spec, catalog)
+        codes = {n.code for n in s.notes}
+        if any(p.transferred for p in s.engine.params):
+            seen += 1
+            assert "engine-transferred" in codes, profile.id
+    if gpu.startswith("mi"):
+        assert seen >= 3  # SGLang 0.5, llama.cpp 2023-12 and LMDeploy 0.1

@@ -105,14 +105,16 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    for kind in profile.family_names:  # (the pooled fit is parsed only where it stands in)
+    moved = [k for x in lines for k, _ in x.families if k not in profile.family_names]
+    for kind in (*profile.family_names, *dict.fromkeys(moved)):
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
         newer = [x for x in fitted if not dict(x.families)[kind].transferred]
         nearest = older[-1] if older else (newer[0] if newer else None)
+        # (the pooled fit is parsed only where it stands in)
         params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
-        assert params is not None  # (a name the profile lists)
-        families.append((kind, params))
+        if params is not None:  # (none: a family only a newer line was transferred to)
+            families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
 
 
