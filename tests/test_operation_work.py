@@ -98,3 +98,24 @@ def test_per_tensor_fp8_costs_what_block_fp8_costs_on_h200(catalog: Catalog) -> 
 
     ratio = expected("fp8") / expected("fp8-block128")
     assert 1 / 1.2 <= ratio <= 1.2
+
+
+def test_deepseek_r1_expert_gemm_on_h200_by_hand(catalog: Catalog) -> None:
+    """docs/physics.md section 7, by hand: 64 x 8 = 512 routed tokens over 256 experts
+    touch 256 x (1 - (1 - 8/256)^64) = 222.4 of them, 2.30 rows each, computed as 16;
+    58 MoE layers x 222.4 x 3 x 7,168 x 2,048 / 8 = 71.0 G parameters per GPU."""
+    spec = ScenarioSpec(
+        model="deepseek-r1", gpu="h200", weights="fp8", tp=8, batch=64, engine="vllm"
+    )
+    s = resolve(spec, catalog)
+    (experts,) = [op for op in StepModel.of(s).weight_ops if op.grouped]
+    touched = 256 * (1 - (1 - 8 / 256) ** 64)
+    by_hand = 58 * touched * 3 * 7_168 * 2_048 / 8
+    assert experts.params == pytest.approx(by_hand, rel=1e-6)
+    assert experts.rows == pytest.approx(512 / touched, rel=1e-6)
+    (params,) = s.engine.params
+    assert params.tile_rows == 256  # vLLM 0.24.0's per-tensor FP8 table on H200
+    assert experts.flops(params.tile_rows) == pytest.approx(2 * by_hand * 16, rel=1e-6)
+    # 2.27 TFLOP at 0.168 of 1,978.9 TFLOP/s: 6.8 ms, not 109 ms at 256 rows
+    seconds = experts.flops(params.tile_rows) / (1_978.9e12 * 0.168)
+    assert seconds == pytest.approx(6.83e-3, rel=0.01)
