@@ -14,8 +14,9 @@ import yaml
 
 from decodecalc.calibration.points import MeasuredPoint, ServingLoad
 from decodecalc.calibration.validation import prefill_share, stand_in
+from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.loading.resolve import resolve, resolve_engine
+from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
 from decodecalc.scenarios.spec import ScenarioSpec
 from tests.conftest import Run
@@ -241,11 +242,11 @@ def test_leave_one_group_out_resolves_engines_as_users_get_them(catalog: Catalog
     profiles = catalog.engines()
     for profile in profiles:
         for family, gpu in gpus.items():
-            engine, _ = resolve_engine(catalog, profile.id, catalog.gpu(gpu))
+            engine, _ = choose_engine(catalog, profile.id, catalog.gpu(gpu))
             # at the newest release line, as --engine NAME resolves it (NAME@LINE another)
             assert engine.params == stand_in(profiles, profile.id, family, engine.line)[0]
     for family, gpu in gpus.items():
-        engine, _ = resolve_engine(catalog, None, catalog.gpu(gpu))
+        engine, _ = choose_engine(catalog, None, catalog.gpu(gpu))
         assert engine.params == stand_in(profiles, "typical", family)[0]
 
 

@@ -25,6 +25,7 @@ from statistics import median
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import Speculation, draft_scenario
+from decodecalc.engine.profile import roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
@@ -227,7 +228,7 @@ class _Steps:
         what the engine's parameters were fitted on (engine.select.beyond)."""
         engine = self.scenario.engine
         whole = max(1, round(batch))
-        if engine is None or not engine.expects:
+        if engine.is_roofline:
             return (1.0, 1.0), ()
         step = self.built.get((False, whole))
         if step is None:
@@ -347,7 +348,7 @@ class _Server:
         engine = scenario.engine
         shared = workload.shared_prefix_attention
         if shared is None:
-            shared = engine is not None and engine.id in SHARED_PREFIX_ENGINES
+            shared = engine.id in SHARED_PREFIX_ENGINES
         self.shared = bool(shared and workload.prefix_len)
         self.steps = _Steps(
             scenario,
@@ -363,9 +364,7 @@ class _Server:
                 f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
             )
         self.per_request_s = (
-            0.0
-            if engine is None or not engine.expects
-            else median([p.per_request_s for p in engine.params])
+            0.0 if engine.is_roofline else median([p.per_request_s for p in engine.params])
         )
         """c_req: the profiles' median; outside the steps, so in TTFT and e2e only."""
         self.tau = 1.0 if spec is None else spec.tokens_per_step
@@ -528,12 +527,7 @@ class _Server:
         found = []
         engine = self.steps.scenario.engine
         # a named profile (not the roofline, not the typical band) without a serving: block
-        if (
-            engine is not None
-            and engine.params
-            and engine.serving is None
-            and engine.id != "typical"
-        ):
+        if not engine.is_roofline and engine.serving is None and engine.id != "typical":
             found.append(
                 Note(
                     "scheduler-stand-in",
@@ -606,7 +600,7 @@ def prefill_share_s(scenario: Scenario, workload: Workload, limits: SchedulerLim
     (at most the chunk's own compute and bytes: the share is an upper bound)."""
     if workload.concurrency is None:
         raise InputError("the prefill share is for a closed loop: give a concurrency")
-    server = _Server(replace(scenario, engine=None), workload, limits)
+    server = _Server(replace(scenario, engine=roofline(scenario.engine.family)), workload, limits)
     point = server.point(workload.concurrency)
     return point.tpot_s - point.decode_s / server.tau
 

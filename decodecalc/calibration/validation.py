@@ -49,20 +49,22 @@ from decodecalc.engine.profile import (
     ReleaseLine,
     gpu_family,
     release_order,
+    roofline,
 )
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import (
     Facts,
     at_line,
+    choose_engine,
     engine_for,
     extrapolated,
+    fitted_to,
     measured_on,
     typical,
-    widened,
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import kernel_rated, resolve_engine
+from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
@@ -168,7 +170,7 @@ def prefill_share(point: MeasuredPoint, catalog: Catalog) -> float:
     if load is None or load.concurrency <= 1 or point.measured not in UNDER_LOAD:
         return 0.0
     gpu = point.scenario.gpu
-    engine, _ = resolve_engine(catalog, point.engine or TYPICAL, gpu)
+    engine, _ = choose_engine(catalog, point.engine or TYPICAL, gpu)
     workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
     try:
         share = prefill_share_s(point.scenario, workload, scheduler_limits(engine, gpu))
@@ -332,8 +334,9 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     (step.step.expected: the median over several parameter sets, never below the
     roofline)."""
     s = p.point.scenario
-    rated = kernel_rated(replace(s, engine=Engine(engine, tuple(params), p.family)), s.batch)
-    assert rated.engine is not None
+    # (a refit left with no points has no parameters: the roofline stands)
+    chosen = Engine(engine, tuple(params), p.family) if params else roofline(p.family, engine)
+    rated = kernel_rated(replace(s, engine=chosen), s.batch)
     return expected_for(p.step, p.row, rated.engine)
 
 
@@ -475,12 +478,13 @@ def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile
 def widened_for(
     params: Sequence[EngineParams], facts: Facts | None
 ) -> tuple[tuple[EngineParams, ...], bool]:
-    """Each parameter set with its outside band where the setup lies outside its fitted
-    range (engine.select.widened), and whether any did."""
+    """Each parameter set as it prices the setup (engine.select.fitted_to: a transfer's
+    for the model's kind, the outside band where the setup lies outside its fitted
+    range), and whether any was widened."""
     if facts is None:
         return tuple(params), False
-    out = [widened(x) if extrapolated(x.range, facts) else x for x in params]
-    return tuple(out), any(a is not b for a, b in zip(out, params, strict=True))
+    out = [fitted_to(x, facts) for x in params]
+    return tuple(out), any(extrapolated(x.range, facts) for x in params)
 
 
 Found = dict[str, dict[str, HeldOut]]
@@ -859,7 +863,7 @@ def _case(p: Labelled, catalog: Catalog, params: tuple[EngineParams, ...]) -> Pr
     load = p.point.serving
     assert load is not None and load.ttft_seconds is not None
     gpu = p.point.scenario.gpu
-    engine, _ = resolve_engine(catalog, p.engine, gpu)
+    engine, _ = choose_engine(catalog, p.engine, gpu)
     scenario = replace(p.point.scenario, engine=replace(engine, params=params))
     workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
     case = PrefillCase(

@@ -154,7 +154,7 @@ def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") 
     points' GPU family (the most common one), else the roofline's assumptions."""
     from decodecalc.calibration.engine_fit import DEFAULT_PRIOR
     from decodecalc.engine.profile import gpu_family
-    from decodecalc.loading.resolve import resolve_engine
+    from decodecalc.engine.select import choose_engine
 
     if name is None:
         return DEFAULT_PRIOR
@@ -162,7 +162,7 @@ def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") 
     family = max(dict.fromkeys(families), key=families.count)
     catalog.engine(name.partition("@")[0])  # a profile, not a mode: else its did-you-mean
     gpu = points[families.index(family)].scenario.gpu
-    return resolve_engine(catalog, name, gpu)[0].params[0]
+    return choose_engine(catalog, name, gpu)[0].params[0]
 
 
 RESERVED = ("typical", "roofline")

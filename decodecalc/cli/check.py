@@ -135,7 +135,7 @@ def check(
     """
     from decodecalc.calibration.measured_files import Given
     from decodecalc.checks.deployments import DeploymentReader
-    from decodecalc.loading.resolve import resolve_engine
+    from decodecalc.engine.select import choose_engine
 
     catalog = load_catalog(presets)
     _measured_only(measured, model, weights, kv_dtype, tp, replicas, show_points)
@@ -151,7 +151,7 @@ def check(
     if gpu is not None:  # a typo is an error even when every file names its own GPU
         catalog.gpu(gpu)
     if engine is not None:
-        resolve_engine(catalog, engine, None)
+        choose_engine(catalog, engine, None)
     reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
     outcome, checked = _check_files(reader, files)
     problems = [problem for found in outcome.values() for problem in found]

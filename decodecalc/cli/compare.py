@@ -145,7 +145,8 @@ def sweep(
     """
     from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
-    from decodecalc.loading.resolve import check_values, price_lists, resolve_engine
+    from decodecalc.engine.select import choose_engine
+    from decodecalc.loading.resolve import check_values, price_lists
     from decodecalc.notes import many_notes
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
@@ -171,7 +172,7 @@ def sweep(
                     "weights": catalog.weights,
                     "kv_dtype": catalog.dtype,
                     "v_dtype": catalog.dtype,
-                    "engine": partial(resolve_engine, catalog, gpu=None),
+                    "engine": partial(choose_engine, catalog, gpu=None),
                     "price": partial(price_lists, catalog),
                 }
                 lookups[name](value)

@@ -172,7 +172,7 @@ def serving(
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
 
     scenario = scenario_of(ctx)
-    roofline_only(ctx, "roofline" if scenario.engine is None else scenario.engine.id, "serving")
+    roofline_only(ctx, scenario.engine.id, "serving")
     overrides: dict[str, Any] = {
         "max_num_batched_tokens": max_num_batched_tokens,
         "max_num_seqs": max_num_seqs,

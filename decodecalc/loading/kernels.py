@@ -107,7 +107,7 @@ def with_kernel_rates(
     format (not ``overridden`` by a recipe) then cannot be compute-bound at any e_mma the
     tables hold and they are not read (a query in a shell loop); None where the answer
     varies it (a server's running batches, a plan's largest)."""
-    if gpu is None or not engine.params:
+    if gpu is None or engine.is_roofline:
         return engine
     dense = experts is None and not overridden
     if dense and batch is not None and not may_bind(gpu, weights, batch, MIN_DENSE_MMA):

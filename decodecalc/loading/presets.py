@@ -423,6 +423,8 @@ def _params(table: Fields, family: str) -> EngineParams:
         tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
         mma_fitted=f.boolean("mma_fitted", False),
         range=_range(f.mapping("range")) if f.has("range") else None,
+        transferred=f.text("transferred", ""),
+        moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
     )
     f.text("fitted", "")
     f.finish()

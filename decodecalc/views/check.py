@@ -9,6 +9,7 @@ from decodecalc.answers.headline import basis
 from decodecalc.checks.measured import MeasuredCheck
 from decodecalc.checks.run import CheckedDeployment
 from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
+from decodecalc.engine.profile import EngineKind
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
 from decodecalc.views.report import KEPT, Column, Report, document, with_notes
@@ -31,12 +32,12 @@ TYPICAL = Note(
 def held_to(c: CheckedDeployment) -> str:
     """The figure a deployment's speed targets were compared with, in words."""
     s = c.deployment.scenario
-    if held_to_engine(c.estimate) and s.engine is not None and s.engine.kind == "typical":
+    if held_to_engine(c.estimate) and s.engine.kind is EngineKind.TYPICAL:
         return (
             f"typical expected ms_per_token (the median of {len(s.engine.params)} engine "
             f"profiles measured on {s.engine.family} GPUs)"
         )
-    if held_to_engine(c.estimate) and s.engine is not None:
+    if held_to_engine(c.estimate):
         params, *others = s.engine.params
         if others:  # no data on this family: a fallback (engine/select.py engine_for)
             return (
@@ -133,7 +134,7 @@ def _basis_notes(timed: list[CheckedDeployment]) -> list[Note]:
 
 def _held_to_typical(c: CheckedDeployment) -> bool:
     engine = c.deployment.scenario.engine
-    return held_to_engine(c.estimate) and engine is not None and engine.kind == "typical"
+    return held_to_engine(c.estimate) and engine.kind is EngineKind.TYPICAL
 
 
 def check_report(checked: list[CheckedDeployment]) -> Report:

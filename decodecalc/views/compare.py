@@ -50,8 +50,8 @@ def label_parts(scenario: Scenario) -> tuple[str, ...]:
     (with its release line)."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
-    engine = "" if s.engine is None or s.engine.id == "typical" else s.engine.id
-    if s.engine is not None and s.engine.line:
+    engine = "" if s.engine.id == "typical" else s.engine.id
+    if s.engine.line:
         engine += f"@{s.engine.line}"  # its release line: vllm@0.7 beside vllm@0.11
     return (
         s.model.id,
@@ -238,7 +238,7 @@ chunks of columns (step/fast.py)."""
 
 
 def _engine_id(s: Scenario) -> str:
-    return s.engine.id if s.engine else "roofline"
+    return s.engine.id
 
 
 def _v_dtype(s: Scenario) -> str:

@@ -10,6 +10,7 @@ from decodecalc.answers.cost import cost_factors as cost_factors  # re-exported:
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import Headline, basis
 from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: compare
+from decodecalc.engine.profile import EngineKind
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.parallelism import communication
@@ -41,7 +42,7 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "link": s.link.id if s.link else None,
         "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
         "overhead_ms": s.overhead_s * 1000,
-        "engine": s.engine.id if s.engine else "roofline",
+        "engine": s.engine.id,
         "pp": s.pp,
         "ep": s.ep,
         "dp_attention": s.dp_attention,
@@ -267,11 +268,11 @@ def describe_engine(s: Scenario) -> str:
     """Whose measurements the expected column predicts, so a reader never mistakes a
     typical band for one engine's figure."""
     engine = s.engine
-    if engine is None or not engine.expects:
+    if engine.is_roofline:
         return ""
-    if engine.kind == "typical":
+    if engine.kind is EngineKind.TYPICAL:
         return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
-    if engine.kind == "fallback":  # no data on this family (engine/select.py engine_for)
+    if engine.kind is EngineKind.FALLBACK:  # no data on this family (engine/select.py engine_for)
         others = len(engine.params) - 1
         beside = (
             f"with {others} engine profiles on {engine.family}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from decodecalc.answers.estimate import estimate
 from decodecalc.answers.headline import Headline
-from decodecalc.engine.profile import EngineParams
+from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.model.compressed_attention import CompressedAttention
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layers import Attention
@@ -18,7 +18,14 @@ from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.step import EngineStep, Row, StepModel, engine_step, v_elements
+from decodecalc.step.step import (
+    MIN_TILE_ROWS,
+    EngineStep,
+    Row,
+    StepModel,
+    engine_step,
+    v_elements,
+)
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -171,9 +178,9 @@ def _headline_lines(scenario: Scenario, head: Headline, row: Row) -> list[str]:
     """The answer first, where an engine expects a step: its figure with its band and
     rate (section 7 works it), and the roofline of section 5 as the bound beside it."""
     engine = scenario.engine
-    if head.basis != "expected" or engine is None:
+    if head.basis != "expected":
         return []
-    who = "a typical engine" if engine.kind == "typical" else engine.id
+    who = "a typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
         f"Expected: {head.seconds * 1000:.3f} ms per token (band {head.low_seconds * 1000:.3f} "
         f"to {head.high_seconds * 1000:.3f}), {head.tokens_per_s:,.1f} tokens/s per sequence, "
@@ -264,7 +271,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
     """Section 7: the same step as the engine's profile says it would measure."""
     s = step.scenario
     engine = s.engine
-    if engine is None or not engine.params or row.expected is None:
+    if engine.is_roofline or row.expected is None:
         return []
     who = "a typical engine" if engine.id == "typical" else engine.id
     lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
@@ -316,7 +323,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         f"x{high:.2f}), how far the points each was fitted on fell from it; never below the "
         "roofline"
     )
-    if any(p.weight_efficiency >= 1 for p in engine.params):
+    if any(p.weight_efficiency >= 1 and not p.transferred for p in engine.params):
         lines.append(
             "   e_w 1.00 is where a fit stopped (an efficiency cannot pass 1): past the "
             "fixed costs those points streamed weights at the datasheet's bandwidth, and the "
@@ -327,7 +334,10 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
 
 def _grouped_rates(params: EngineParams) -> str:
     grouped = params.grouped_mma_efficiency or params.mma_efficiency
-    return f" (dense), {grouped:.2f} (experts), expert rows in tiles of {params.tile_rows}"
+    return (
+        f" (dense), {grouped:.2f} (experts), expert rows in tiles of up to {params.tile_rows}"
+        f" ({MIN_TILE_ROWS} or the next power of two above an expert's rows, if fewer)"
+    )
 
 
 def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
@@ -335,7 +345,7 @@ def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
     padded to whole tiles) at e_mma of peak take longer than their weights at e_w."""
     if t.gemm_compute_s <= 0:
         return ""
-    tiles = f", expert rows in tiles of {params.tile_rows}" if grouped else ""
+    tiles = f", expert rows in tiles of up to {params.tile_rows}" if grouped else ""
     experts = params.grouped_mma_efficiency
     of_experts = f", experts {experts:.2f}" if grouped and experts else ""
     return (

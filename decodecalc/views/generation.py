@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decodecalc.answers.generate import Generation
+from decodecalc.engine.profile import EngineKind
 from decodecalc.record import replace
 from decodecalc.step.passes import Prefill
 from decodecalc.views import humanize as h
@@ -68,7 +69,7 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
     their band and the roofline's stand beside them as the bound."""
     steps = _steps(g.first_step_seconds, g.mean_step_seconds, g.last_step_seconds)
     engine = g.scenario.engine
-    if engine is None or not engine.expects:
+    if engine.is_roofline:
         return [
             ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
             ("decode rate", f"{g.expected_tokens_per_s:,.1f} tok/s"),
@@ -76,7 +77,7 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
             ("total", f"{g.total_seconds:,.3f} s"),
         ]
     middle, low, high = g.expected_decode_seconds
-    who = "typical engine" if engine.kind == "typical" else engine.id
+    who = "typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
         (f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})"),
         ("decode, roofline (bound)", f"{g.decode_seconds:,.3f} s"),

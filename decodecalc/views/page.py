@@ -84,7 +84,7 @@ def sources_of(catalog: Any, scenarios: Iterable[Any]) -> tuple[Source, ...]:
         for link in (s.link, s.node_link):
             if link is not None:
                 add("link", link.id, link.name, link.source)
-        if s.engine is not None and s.engine.params:
+        if not s.engine.is_roofline:
             for name in s.engine.names or (s.engine.id,):
                 # a profile's id, or "id (family)" for one measured on another family
                 profile = catalog.engine(name.split(" (")[0])

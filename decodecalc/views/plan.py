@@ -179,11 +179,7 @@ def _basis_text(first: Option, targets: Targets) -> str:
     workload the server serving prices."""
     s = first.scenario
     engine = s.engine
-    figure = (
-        "the roofline"
-        if basis(s) == "roofline"
-        else f"the {'typical' if engine is None else engine.id} engine's expected step"
-    )
+    figure = "the roofline" if basis(s) == "roofline" else f"the {engine.id} engine's expected step"
     if targets.workload is not None:
         return (
             f"TPOT, TTFT and cost per million output tokens of the server under the workload "
