@@ -17,8 +17,8 @@ from decodecalc.calibration.measured_files import ReadPoint
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import prefill_share
 from decodecalc.engine.profile import Engine
+from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from decodecalc.notes import Note
 from decodecalc.record import record
 from decodecalc.step.step import StepModel, expected_for
@@ -57,7 +57,7 @@ def check_measured(
     for r in read:
         p = r.point
         named = p.engine if p.release is None else f"{p.engine}@{p.release}"
-        chosen, notes = resolve_engine(catalog, named if p.engine else engine, p.scenario.gpu)
+        chosen, notes = choose_engine(catalog, named if p.engine else engine, p.scenario.gpu)
         step = StepModel.of(p.scenario)
         expected = expected_for(step, step.row(p.context_tokens), chosen)
         share = prefill_share(p, catalog)
