@@ -226,6 +226,8 @@ class DeploymentReader:
     ) -> None:
         self.catalog = catalog
         self.gpu = gpu
+        self.gpu_taken = False
+        """Whether a deployment read so far took --gpu (one that names its own does not)."""
         self.cli_targets = targets or {}
         self.engine = engine
         """--engine: for deployments that name none (a vLLM config implies vllm)."""
@@ -344,6 +346,7 @@ class DeploymentReader:
         settings = {**base, **own}
         if self.gpu and "gpu" not in settings and "bandwidth" not in settings:
             settings["gpu"] = Setting(self.gpu, "--gpu")
+            self.gpu_taken = True
         where = locate(doc, key_path) if key_path else doc.path
         before = len(problems.items)
         get = self._getter(settings, problems)

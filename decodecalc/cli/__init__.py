@@ -77,6 +77,18 @@ class Format(str, Enum):
     markdown = "markdown"
 
 
+def given_path(value: Any) -> Any:
+    """A path option or argument (or each of a repeated one) that is empty is a mistake,
+    an unset shell variable most often: ``--presets ""`` would read the current folder and
+    ``-o ""`` write nowhere. Refused as it is parsed, before anything runs."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, str) and not item.strip():
+            raise typer.BadParameter(
+                "is empty (an unset shell variable?); give a file or folder name"
+            )
+    return value
+
+
 FormatOpt = Annotated[
     Format,
     typer.Option("--format", "-f", help="Output: a table, JSON (versioned), CSV or Markdown."),
@@ -89,6 +101,7 @@ PresetsOpt = Annotated[
         help="A directory of your own presets (models/, gpus/, dtypes/ inside); "
         "may repeat. Also read from $DECODECALC_PRESETS.",
         metavar="DIR",
+        callback=given_path,
     ),
 ]
 
@@ -96,7 +109,11 @@ PresetsOpt = Annotated[
 OutputOpt = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o", help="Write the output to FILE instead of stdout.", metavar="FILE"
+        "--output",
+        "-o",
+        help="Write the output to FILE instead of stdout.",
+        metavar="FILE",
+        callback=given_path,
     ),
 ]
 ForceOpt = Annotated[
@@ -231,7 +248,10 @@ def whole_number(text: str | int) -> int:
     if isinstance(text, int):
         return text
     if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
-        raise typer.BadParameter(f"{text!r} is not a whole number")
+        from decodecalc.units import UNDERSCORES
+
+        why = f": {UNDERSCORES}" if "_" in text else ""
+        raise typer.BadParameter(f"{text!r} is not a whole number{why}")
     digits = len(text.strip().lstrip("+-"))
     if digits > MAX_OPTION_DIGITS:  # int() would raise a ValueError
         raise typer.BadParameter(

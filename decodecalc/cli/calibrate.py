@@ -14,6 +14,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
 )
 from decodecalc.errors import InputError
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
 def calibrate(
     ctx: typer.Context,
     points: Annotated[
-        str, typer.Argument(help="A YAML list of measured points.", metavar="POINTS")
+        str,
+        typer.Argument(
+            help="A YAML list of measured points.", metavar="POINTS", callback=given_path
+        ),
     ],
     engine: Annotated[
         str | None,
@@ -53,7 +57,12 @@ def calibrate(
     ] = False,
     save_to: Annotated[
         str | None,
-        typer.Option("--save-to", help="Keep that fit in this file instead.", metavar="FILE"),
+        typer.Option(
+            "--save-to",
+            help="Keep that fit in this file instead.",
+            metavar="FILE",
+            callback=given_path,
+        ),
     ] = None,
     save_engine: Annotated[
         str | None,

@@ -15,6 +15,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
     note,
     output_stream,
@@ -36,7 +37,12 @@ class CheckFormat(str, Enum):
 def check(
     ctx: typer.Context,
     files: Annotated[
-        list[str], typer.Argument(help="Deployment files or vLLM serve configs.", metavar="FILE...")
+        list[str],
+        typer.Argument(
+            help="Deployment files or vLLM serve configs.",
+            metavar="FILE...",
+            callback=given_path,
+        ),
     ],
     fmt: Annotated[
         CheckFormat,
@@ -49,6 +55,7 @@ def check(
             "-o",
             help="Write the report here; the table still goes to stdout.",
             metavar="FILE",
+            callback=given_path,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -110,6 +117,8 @@ def check(
     reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
     outcome, checked = _check_files(reader, files)
     problems = [problem for found in outcome.values() for problem in found]
+    if gpu is not None and not reader.gpu_taken and not problems:
+        raise InputError(f"--gpu {gpu}: every file names its own GPU (or bandwidth); none used it")
     if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
     _write(ctx, fmt, output, checked, outcome)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import app, load_catalog, note
+from decodecalc.cli import app, given_path, load_catalog, note
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,7 +39,13 @@ def report(
     ctx: typer.Context,
     output: Annotated[
         str,
-        typer.Option("--output", "-o", help="The HTML file to write.", metavar="FILE.html"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write.",
+            metavar="FILE.html",
+            callback=given_path,
+        ),
     ],
 ) -> None:
     """One self-contained HTML page of an answer: interactive charts, the scenario with
@@ -65,6 +71,11 @@ def report(
                 "command first, or give estimate's options alone)"
             )
         args = ["estimate", *args]
+    if any(a == "--report" or a.startswith("--report=") for a in args):
+        raise InputError(
+            "report writes its page to -o FILE.html; --report is the option of "
+            f"'decodecalc {args[0]}' run with its table"
+        )
     # The command runs as it would, its table going nowhere: the page is the output.
     with contextlib.redirect_stdout(io.StringIO()):
         _command(args).main(

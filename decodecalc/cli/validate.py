@@ -14,6 +14,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
 )
 from decodecalc.errors import InputError
@@ -27,6 +28,7 @@ def validate(
         typer.Argument(
             help="Measured points, as calibrate reads them; several files are one set.",
             metavar="POINTS...",
+            callback=given_path,
         ),
     ],
     fmt: FormatOpt = Format.table,

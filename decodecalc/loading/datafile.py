@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.record import field, record
+from decodecalc.units import UNDERSCORES
 
 if TYPE_CHECKING:
     import yaml
@@ -67,8 +68,14 @@ def _walk(
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+                raise InputError(
+                    f"{path}:{line}:{key_node.start_mark.column + 1}: a key is {kind}; "
+                    "keys are names or numbers (a '? ' line starts a complex key)"
+                )
+            key = key_node.value
             if key in seen:
                 label = ".".join(str(p) for p in (*key_path, key))
                 duplicates.append(
@@ -80,9 +87,16 @@ def _walk(
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*key_path, index), marks, path, duplicates, seen_nodes)
-    elif node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_DIGITS:
+    elif node.tag in (INT, FLOAT) and "_" in node.value:
+        mark = node.start_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}"
+        raise InputError(f"{where}: {node.value}: {UNDERSCORES}")
+    elif node.tag == INT and len(node.value) > MAX_DIGITS:
         mark = node.start_mark
         raise InputError(f"{path}:{mark.line + 1}:{mark.column + 1}: {_too_long(node.value)}")
+
+
+INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 
 
 MAX_DIGITS = 4300
