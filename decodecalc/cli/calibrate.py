@@ -16,6 +16,7 @@ from decodecalc.cli import (
     emit,
     given_path,
     load_catalog,
+    note,
 )
 from decodecalc.errors import InputError
 
@@ -82,8 +83,9 @@ def calibrate(
 ) -> None:
     """Fit the engine step model to measured decode speeds.
 
-    Each point: model, gpu, weights, kv_dtype, batch, tp, context (tokens), ms_per_token
-    (optional: source, notes, engine, engine_version, group, measured, link). A step is
+    Each point: model, gpu, weights, kv_dtype, context (tokens), ms_per_token (optional:
+    batch and tp, 1 when not given; source, notes, engine (a profile, or the --save-engine
+    NAME being fitted: another is noted), engine_version, group, measured, link). A step is
     weights / (bandwidth x e_w) + KV / (bandwidth x e_kv) + layers x per-layer cost +
     per-step cost + all-reduces; the fit minimises the relative error, the error it
     reports. Only what the points identify is fitted: e_kv needs one scenario at several
@@ -106,6 +108,7 @@ def calibrate(
         raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
     measured = read_points(path, catalog)
+    _known_engines(catalog, measured, save_engine)
     prefills = [prefill_share(p, catalog) for p in measured]
     result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
@@ -115,6 +118,8 @@ def calibrate(
     saved, roofline = None, None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
+        if target is not None and not target.parent.is_dir():  # as every other output
+            raise InputError(f"cannot write {save_to!r}: no directory {str(target.parent)!r}")
         gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in measured if p.scenario.gpu))
         roofline = roofline_fit(measured)
         saved = str(
@@ -129,6 +134,19 @@ def calibrate(
         False,
         destination(ctx),
     )
+
+
+def _known_engines(catalog: "Catalog", points: "list[MeasuredPoint]", fitted: str | None) -> None:
+    """Say which engines the points name that are no profile (with a did-you-mean, as
+    validate, which refuses them, says): calibrate fits points as measured, so an engine
+    is a label here, but a typo should not pass unseen. The --save-engine NAME this run
+    fits is a profile to be."""
+    names = {p.engine for p in points if p.engine is not None}
+    for name in sorted(names - {(fitted or "").strip().lower()}):
+        try:
+            catalog.engine(name)
+        except InputError as exc:
+            note(f"points name {exc}; fitted as measured, though validate refuses them")
 
 
 def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":

@@ -23,6 +23,8 @@ from decodecalc.cli import (
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from decodecalc.checks.deployments import Deployment, DeploymentReader
     from decodecalc.checks.run import CheckedDeployment
 
@@ -224,7 +226,31 @@ def _read(reader: "DeploymentReader", file: str) -> "list[Deployment]":
     path = expand_user(file)
     if not is_file(path):
         raise InputError(f"{file}: no such file")
-    return reader.read(path)
+    try:
+        return reader.read(path)
+    except InputErrors:
+        if _model_config(path):  # one line, not one per config key
+            raise InputError(
+                f"{file}: a model's config.json (it has architectures or model_type), not a "
+                f"deployment file: give it to -m, e.g. decodecalc estimate -m {file} -g GPU, "
+                f"or name it in a deployment's model: key"
+            ) from None
+        raise
+
+
+MODEL_CONFIG_KEYS = ("architectures", "model_type")
+"""Keys every Hugging Face config.json has and no deployment file may."""
+
+
+def _model_config(path: "Path") -> bool:
+    """Whether a file that failed as a deployment is a model's config.json."""
+    from decodecalc.loading.datafile import read_yaml
+
+    try:
+        data = read_yaml(path, keep_duplicates=True).data
+    except InputError:
+        return False
+    return isinstance(data, dict) and any(key in data for key in MODEL_CONFIG_KEYS)
 
 
 def _stdin_text() -> str:

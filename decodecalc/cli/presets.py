@@ -198,9 +198,9 @@ def import_config(
 
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
-    from decodecalc.loading.datafile import is_file, read_json
+    from decodecalc.loading.datafile import is_file
     from decodecalc.loading.presets import MAX_PARAMS, preset_from_config
-    from decodecalc.loading.quantization import with_side_file
+    from decodecalc.loading.quantization import read_config
     from decodecalc.paths import expand_user
 
     if official_params is not None and not 1 <= official_params <= MAX_PARAMS:
@@ -211,7 +211,7 @@ def import_config(
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
     # hf_quant_config.json beside it sets the default weight recipe, as with --model.
-    doc = with_side_file(read_json(path), path)
+    doc = read_config(path)
     preset = preset_from_config(doc, name, source, official_params)
     import yaml
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from decodecalc.errors import InputError, InputErrors, PresetError
 from decodecalc.loading import cache
-from decodecalc.loading.datafile import Document, is_dir, is_file, read_json, read_yaml
+from decodecalc.loading.datafile import Document, is_dir, is_file, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.model.dtypes import DType
@@ -118,9 +118,9 @@ class Catalog:
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
             if path.suffix == ".json":
-                from decodecalc.loading.quantization import with_side_file
+                from decodecalc.loading.quantization import read_config
 
-                config = with_side_file(read_json(path), path)
+                config = read_config(path)
                 return model_from_config(config, config_model_id(path))
             return self._load_file("models", path, Model)
         found, names = self._lookup("models", name, Model)

@@ -52,16 +52,14 @@ def is_repo_id(name: str) -> bool:
 def model_from_hub(repo_id: str, hint: str = "") -> Model:
     """The model a Hub repository's config.json describes; its id is the repository id.
     ``hint`` (presets spelt like it) ends the message when the Hub has no such repository."""
-    from decodecalc.loading.datafile import read_json
     from decodecalc.loading.presets import model_from_config
-    from decodecalc.loading.quantization import with_side_file
-    from decodecalc.record import replace
+    from decodecalc.loading.quantization import read_config
 
     path = _download(repo_id, CONFIG, hint, required=True)
     assert path is not None
     _download(repo_id, QUANT_CONFIG, hint, required=False)  # beside config.json, if the repo has it
-    doc = replace(read_json(path), path=f"{repo_id}/{CONFIG} (Hugging Face Hub)")
-    return model_from_config(with_side_file(doc, path), repo_id)
+    doc = read_config(path, f"{repo_id}/{CONFIG} (Hugging Face Hub)")
+    return model_from_config(doc, repo_id)
 
 
 def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | None:
