@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 COMMANDS = {
     "estimate": "scenario",
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         return _error(str(exc))
     except KeyboardInterrupt:
-        return 130
+        result = EXIT_INTERRUPTED
     except Exception as exc:
         # Click's usage errors (unknown option, missing value, a word where a number
         # belongs) carry their own message; anything else is a bug and should say so.
@@ -408,4 +409,6 @@ def main(argv: list[str] | None = None) -> int:
         if format_message is None:
             raise
         return _error(f"{format_message()} (see '{_help_for(exc, args)}')")
+    if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this exit code, in silence
+        print("decodecalc: interrupted; a file being written is left as it was", file=sys.stderr)
     return result if isinstance(result, int) else EXIT_OK

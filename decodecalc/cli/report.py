@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import app, given_path, load_catalog, note
+from decodecalc.cli import EXIT_OK, app, given_path, load_catalog, note
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -78,12 +78,16 @@ def report(
         )
     # The command runs as it would, its table going nowhere: the page is the output.
     with contextlib.redirect_stdout(io.StringIO()):
-        _command(args).main(
+        code = _command(args).main(
             args=[*args, "--report", output],
             prog_name="decodecalc",
             standalone_mode=False,
             obj=ctx.obj,
         )
+    # The command's own exit (130 when interrupted, 1...) is report's: dropped, a page
+    # never written read as success.
+    if isinstance(code, int) and code != EXIT_OK:
+        raise typer.Exit(code)
 
 
 def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:
