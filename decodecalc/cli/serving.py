@@ -167,7 +167,7 @@ def serving(
       decodecalc serving -m llama-3.1-70b -g h100-sxm --tp 2 -w fp8 --input-len 1000
       --output-len 500 --concurrency 16 --speculative eagle --acceptance 0.7
     """
-    from decodecalc.answers.serving import serve
+    from decodecalc.answers.serving import serve_each
     from decodecalc.context import parse_tokens
     from decodecalc.engine.scheduler import scheduler_limits
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
@@ -194,8 +194,8 @@ def serving(
         speculative=_speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance),
         shared_prefix_attention=shared_prefix_attention,
     )
-    results = [serve(scenario, load, limits) for load in loads]
-    report = serving_report(results)
+    results, saturated = serve_each(scenario, loads, limits)
+    report = serving_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report)
     if page:
