@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from decodecalc.errors import InputError, InputErrors, PresetError
 from decodecalc.loading import cache
-from decodecalc.loading.datafile import Document, is_dir, is_file, read_yaml
+from decodecalc.loading.datafile import Document, fragment, is_dir, is_file, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.model.dtypes import DType
@@ -67,6 +67,22 @@ def presets_dir() -> Path:
 def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     from_env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
     return tuple(expand_user(p) for p in [*extra, *from_env])
+
+
+def outside_link(path: Path) -> str:
+    """Words naming a preset file that is a link out of its presets folder ("" for any
+    other), added to its problems: a file there that is not a preset at all may be one
+    linked in by mistake, or by someone else."""
+    folder = path.parent.parent
+    try:
+        if not path.is_symlink():
+            return ""
+        target = path.resolve()
+        if target.is_relative_to(folder.resolve()):
+            return ""
+    except (OSError, RuntimeError):  # a loop of links
+        return f" ({path.name} is a link that cannot be followed)"
+    return f" ({path.name} is a link to {target}, outside the presets folder {folder})"
 
 
 def is_numbers(text: str) -> bool:
@@ -247,9 +263,9 @@ class Catalog:
             doc = read_yaml(path)
             preset = load(doc, preset_id_of(path))
         except InputErrors as exc:
-            raise PresetError(exc.problems) from None
+            raise PresetError([f"{p}{outside_link(path)}" for p in exc.problems]) from None
         except InputError as exc:
-            raise PresetError([str(exc)]) from None
+            raise PresetError([f"{exc}{outside_link(path)}"]) from None
         cache.store(entry, doc.data)
         return preset, doc.data
 
@@ -296,7 +312,7 @@ class Catalog:
     def _unknown(kind: str, name: str, names: dict[str, str]) -> InputError:
         listing = f"'decodecalc {kind}' lists them"
         hint = suggest(name.strip().lower(), names)
-        return InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
+        return InputError(f"unknown {KINDS[kind]} {fragment(name)}{hint or ''} ({listing})")
 
     def _lookup(self, kind: str, name: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
         """The preset a name or alias spells, else None with every spelling (for a hint)."""

@@ -23,6 +23,30 @@ MAX_FILE_BYTES = 1_000_000
 
 KeyPath = tuple[str | int, ...]
 
+FRAGMENT_CHARS = 40
+"""Most characters of a file's content a message quotes."""
+
+
+def fragment(value: object) -> str:
+    """A value as a message quotes it: escaped as ascii() does (quotes, control and
+    non-ASCII characters) and cut to FRAGMENT_CHARS. A file that is no preset at all (a
+    link to a private key or /etc/passwd) is never quoted whole on stderr or in CI logs.
+
+    >>> fragment("fp8"), fragment("x" * 50)
+    ("'fp8'", "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (50 characters)")
+    """
+    text = ascii(value)
+    if len(text) <= FRAGMENT_CHARS:
+        return text
+    return f"{text[:FRAGMENT_CHARS]}... ({len(str(value)):,} characters)"
+
+
+def key_label(key: object) -> str:
+    """A key as a message names it: plain when short and printable ASCII, else a fragment."""
+    text = str(key)
+    plain = text.isascii() and text.isprintable() and len(text) <= FRAGMENT_CHARS
+    return text if plain else fragment(key)
+
 
 @record
 class Document:
