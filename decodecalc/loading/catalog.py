@@ -23,7 +23,7 @@ from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import WeightRecipe
 from decodecalc.paths import expand_user
-from decodecalc.record import field, record
+from decodecalc.record import field, record, replace
 from decodecalc.scenarios.rates import PriceList
 
 if TYPE_CHECKING:
@@ -152,11 +152,17 @@ class Catalog:
         """A GPU by preset name or alias, or from numbers (``bandwidth=3.35TB/s,...``)."""
         if not is_numbers(name):
             return self._find("gpus", name, GpuSpec)
-        from decodecalc.loading.numbers import gpu_from_numbers
+        from decodecalc.loading.numbers import gpu_from_numbers, gpu_with_overrides, without_family
 
+        base, _, overrides = name.partition(",")
+        if "=" not in base:  # a preset with its memory or bandwidth given: m3-max,memory=36GB
+            return gpu_with_overrides(self._find("gpus", base.strip(), GpuSpec), overrides)
         gpu = gpu_from_numbers(name)
         if gpu.link is not None:
             self.link(gpu.link)  # a misspelt link is refused now, not at the first TP > 1
+        if not gpu.family:  # name the profiles it falls back to
+            profiles = sorted({p.id for p in self.engines()})
+            gpu = replace(gpu, notes=gpu.notes + without_family(profiles))
         return gpu
 
     def dtype(self, name: str) -> DType:

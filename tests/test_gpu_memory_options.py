@@ -1,0 +1,91 @@
+"""Apple's chips come in several memory options, each its own preset with the bandwidth
+its chip variant has (Apple's specs), the plain name meaning the full chip in its entry
+memory, as `gpus` says; any preset GPU takes memory= and bandwidth= overrides, said in the
+header; and a GPU of numbers without family= names the profiles it falls back to."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from decodecalc.loading.catalog import Catalog
+from decodecalc.units import GB, GIB
+from tests.conftest import Run
+
+# (preset, bandwidth, memory): Apple MacBook Pro (14-inch, Nov 2023) tech specs
+# (support.apple.com/en-us/117736) for the M3 Max: the 14-core CPU / 30-core GPU variant at
+# 300GB/s with 36GB or 96GB, the 16-core / 40-core one at 400GB/s with 48, 64 or 128GB; Apple
+# newsroom (2024-10, M4 Pro and M4 Max) and MacBook Pro (2024) specs for the M4 Max: the
+# 14-core / 32-core at 410GB/s with 36GB, the 16-core / 40-core at 546GB/s with 48, 64, 128GB.
+OPTIONS = [
+    ("m3-max-36gb", 300 * GB, 36 * GIB),
+    ("m3-max-48gb", 400 * GB, 48 * GIB),
+    ("m3-max-64gb", 400 * GB, 64 * GIB),
+    ("m3-max-96gb", 300 * GB, 96 * GIB),
+    ("m3-max-128gb", 400 * GB, 128 * GIB),
+    ("m4-max-36gb", 410 * GB, 36 * GIB),
+    ("m4-max-48gb", 546 * GB, 48 * GIB),
+    ("m4-max-64gb", 546 * GB, 64 * GIB),
+    ("m4-max-128gb", 546 * GB, 128 * GIB),
+]
+
+
+@pytest.mark.parametrize(("preset", "bandwidth", "memory"), OPTIONS)
+def test_each_memory_option_is_a_preset(
+    catalog: Catalog, preset: str, bandwidth: int, memory: int
+) -> None:
+    gpu = catalog.gpu(preset)
+    assert (gpu.bandwidth_bytes_per_s, gpu.memory_bytes) == (bandwidth, memory)
+    assert gpu.source.startswith("https://www.apple.com/") or "apple.com" in gpu.source
+
+
+@pytest.mark.parametrize(("plain", "meant"), [("m3-max", "m3-max-48gb"), ("m4-max", "m4-max-48gb")])
+def test_the_plain_name_is_the_full_chip_in_its_entry_memory(
+    cli: Run, catalog: Catalog, plain: str, meant: str
+) -> None:
+    assert catalog.gpu(plain).id == meant
+    listing = cli("gpus", "--json").out
+    assert f'"{plain}"' in listing  # `gpus` lists it among the aliases of the one it means
+
+
+def test_qwen3_30b_bf16_no_longer_fits_the_plain_m3_max(cli: Run) -> None:
+    """30.5B parameters x 2 bytes = 61 GB of weights: more than a 48 GB M3 Max, less than
+    the 128 GB option the plain name used to mean."""
+    for gpu, fits in (("m3-max", False), ("m3-max-128gb", True)):
+        out = cli("estimate", "-m", "qwen3-30b-a3b", "-g", gpu, "-c", "1K", "--json").out
+        assert json.loads(out)["rows"][0]["fits"] is fits, gpu
+
+
+@pytest.mark.parametrize(
+    ("spec", "bandwidth", "memory"),
+    [
+        ("m3-max,memory=36GB", 400 * GB, 36 * GB),
+        ("h100-sxm,bandwidth=2TB/s", 2000 * GB, 81559 * 2**20),  # the preset's memory kept
+        ("m4-max,memory=64GiB,bandwidth=500GB/s", 500 * GB, 64 * GIB),
+    ],
+)
+def test_any_preset_takes_memory_and_bandwidth_overrides(
+    cli: Run, catalog: Catalog, spec: str, bandwidth: int, memory: int
+) -> None:
+    gpu = catalog.gpu(spec)
+    assert (gpu.bandwidth_bytes_per_s, gpu.memory_bytes) == (bandwidth, memory)
+    header = cli("estimate", "-m", "llama-3.1-8b", "-g", spec, "-c", "1K").out.splitlines()[0]
+    assert f"with {spec.partition(',')[2].replace(',', ', ')}" in header
+
+
+def test_an_override_other_than_memory_or_bandwidth_is_refused(cli: Run) -> None:
+    result = cli("estimate", "-m", "llama-3.1-8b", "-g", "m3-max,bf16=1TFLOPS", "-c", "1K")
+    assert result.code == 2 and "unknown field 'bf16'" in result.err
+
+
+def test_numbers_without_family_name_the_profiles_they_fall_back_to(cli: Run) -> None:
+    result = cli("estimate", "-m", "llama-3.1-8b", "-g", "bandwidth=1TB/s,memory=80GB", "-c", "1K")
+    assert result.code == 0
+    assert "without family=" in result.err
+    assert "fall back to every engine profile" in result.err and "vllm" in result.err
+    given = cli(
+        "estimate", "-m", "llama-3.1-8b", "-g", "bandwidth=1TB/s,memory=80GB,family=apple",
+        "-c", "1K",
+    )  # fmt: skip
+    assert "without family=" not in given.err
