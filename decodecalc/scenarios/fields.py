@@ -237,7 +237,7 @@ SCENARIO_FIELDS = (
         "price",
         ("--price",),
         "Price per GPU-hour for cost per million tokens: dollars (2.49, 2.49USD/h), one per "
-        "GPU ('h100-sxm=2.5,mi300x=2'), a price list (lambda, hyperstack) or 'lowest' (the "
+        "GPU ('h100-sxm=2.5,mi300x=2'), a price list (hyperstack, lambda, vultr) or 'lowest' (the "
         "cheapest list naming the GPU).",
         "PRICE",
         in_files=False,

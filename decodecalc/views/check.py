@@ -7,7 +7,12 @@ from typing import IO, Any
 
 from decodecalc.answers.headline import basis
 from decodecalc.checks.run import CheckedDeployment
-from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
+from decodecalc.checks.targets import (
+    SERVING_TARGETS,
+    SPEED_TARGETS,
+    TargetResult,
+    held_to_engine,
+)
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
 from decodecalc.views.report import KEPT, Column, Report, document, with_notes
@@ -98,6 +103,20 @@ def _value_text(r: TargetResult) -> str:
             return f"{float(r.value or 0):.1%}{at}"
 
 
+def served_to(c: CheckedDeployment) -> str:
+    """What a deployment's serving targets (under its workload:) were compared with."""
+    engine = c.deployment.scenario.engine
+    if engine is None:
+        steps = "at the roofline"
+    elif engine.kind == "typical":
+        steps = (
+            f"the typical engine's on {engine.family} (the median of {len(engine.params)} profiles)"
+        )
+    else:
+        steps = f"{engine.id}'s on {engine.family}"
+    return f"the server's steady state under its workload (decodecalc serving), its steps {steps}"
+
+
 def _record(c: CheckedDeployment, r: TargetResult) -> dict[str, Any]:
     return {
         "file": c.deployment.file,
@@ -177,6 +196,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
     figures = dict.fromkeys(held_to(c) for c in timed)
+    served = dict.fromkeys(served_to(c) for c, r in pairs if r.target in SERVING_TARGETS)
     report = Report(
         doc,
         columns,
@@ -184,6 +204,7 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         footer=(
             f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",
             *(f"speed targets held to: {figure}" for figure in figures),
+            *(f"serving targets held to: {figure}" for figure in served),
         ),
         highlight=frozenset(i for i, rec in enumerate(records) if not rec["passed"]),
     )
