@@ -62,7 +62,7 @@ REPORTED: dict[str, tuple[int, str, str]] = {
         "46068 MiB",
         "nvidia-smi, github.com/akash-network/provider-configs/pull/99",
     ),
-    "m1-max": (
+    "m1-max-64gb": (
         49_152 * MIB,
         "49152.00 MiB",
         "Metal working set, github.com/ggml-org/llama.cpp/issues/1870",
@@ -107,12 +107,17 @@ NOMINAL: dict[str, tuple[int, str]] = {
     "gb300": (288 * GB, "NVIDIA GB300 NVL72 datasheet: 288 GB HBM3e per GPU"),
     "mi350x": (288 * GIB, "AMD MI350X data sheet"),
     "mi455x": (432 * GB, "AMD Advancing AI 2025: 432 GB HBM4 (announced)"),
-    "m3-ultra": (512 * GIB, "Apple newsroom: up to 512 GB"),
+    "m3-ultra-96gb": (96 * GIB, "Apple Mac Studio (2025) specs: 96GB"),
+    "m3-ultra-256gb": (256 * GIB, "Apple Mac Studio (2025) specs: configurable to 256GB"),
+    "m3-ultra-512gb": (512 * GIB, "Apple newsroom: up to 512 GB"),
+    "m1-max-32gb": (32 * GIB, "Apple MacBook Pro (2021) specs: 32GB"),
+    "m2-ultra-64gb": (64 * GIB, "Apple Mac Studio (2023) specs: 64GB"),
+    "m2-ultra-128gb": (128 * GIB, "Apple Mac Studio (2023) specs: configurable to 128GB"),
     "rubin": (288 * GB, "NVIDIA GTC 2025 / CES 2026: 288 GB HBM4 (announced)"),
     "ryzen-ai-max-395": (128 * GIB, "AMD product page: up to 128 GB"),
     "tpu-v7": (192 * GIB, "Google Cloud TPU7x documentation: 192 GiB"),
     "h100-pcie": (80 * GIB, "NVIDIA H100 datasheet"),
-    "m2-ultra": (192 * GIB, "Apple newsroom"),
+    "m2-ultra-192gb": (192 * GIB, "Apple newsroom: up to 192GB"),
     # Apple's memory options, each its own preset (issue 32): MacBook Pro (14-inch, Nov 2023)
     # tech specs for the M3 Max, Apple newsroom and MacBook Pro (2024) specs for the M4 Max
     "m3-max-36gb": (36 * GIB, "Apple support page: M3 Max 14-core CPU, 30-core GPU, 36GB"),

@@ -1,7 +1,9 @@
-"""Apple's chips come in several memory options, each its own preset with the bandwidth
-its chip variant has (Apple's specs), the plain name meaning the full chip in its entry
-memory, as `gpus` says; any preset GPU takes memory= and bandwidth= overrides, said in the
-header; and a GPU of numbers without family= names the profiles it falls back to."""
+"""Apple's chips (M1 Max, M2 Ultra, M3 Max, M3 Ultra, M4 Max) come in several memory
+options, each its own preset with the bandwidth its chip variant has (Apple's specs). The
+plain name means the entry memory (of the full chip where the M3 and M4 Max have two, as
+the plain presets named it), as `gpus` shows; any preset GPU takes memory= and bandwidth=
+overrides, said in the header; a GPU of numbers without family= names the profiles it
+falls back to."""
 
 from __future__ import annotations
 
@@ -28,6 +30,17 @@ OPTIONS = [
     ("m4-max-48gb", 546 * GB, 48 * GIB),
     ("m4-max-64gb", 546 * GB, 64 * GIB),
     ("m4-max-128gb", 546 * GB, 128 * GIB),
+    # Apple newsroom (M1 Max 400GB/s; M2 Ultra 800GB/s; M3 Ultra 819GB/s) and the MacBook Pro
+    # (2021) and Mac Studio (2023, 2025) specs for the memory options; the M1 Max 64 GB
+    # figure is Metal's working set, 49,152 MiB, as llama.cpp logs it
+    ("m1-max-32gb", 400 * GB, 32 * GIB),
+    ("m1-max-64gb", 400 * GB, 49_152 * 2**20),
+    ("m2-ultra-64gb", 800 * GB, 64 * GIB),
+    ("m2-ultra-128gb", 800 * GB, 128 * GIB),
+    ("m2-ultra-192gb", 800 * GB, 192 * GIB),
+    ("m3-ultra-96gb", 819 * GB, 96 * GIB),
+    ("m3-ultra-256gb", 819 * GB, 256 * GIB),
+    ("m3-ultra-512gb", 819 * GB, 512 * GIB),
 ]
 
 
@@ -40,7 +53,16 @@ def test_each_memory_option_is_a_preset(
     assert gpu.source.startswith("https://www.apple.com/") or "apple.com" in gpu.source
 
 
-@pytest.mark.parametrize(("plain", "meant"), [("m3-max", "m3-max-48gb"), ("m4-max", "m4-max-48gb")])
+@pytest.mark.parametrize(
+    ("plain", "meant"),
+    [
+        ("m1-max", "m1-max-32gb"),
+        ("m2-ultra", "m2-ultra-64gb"),
+        ("m3-max", "m3-max-48gb"),
+        ("m3-ultra", "m3-ultra-96gb"),
+        ("m4-max", "m4-max-48gb"),
+    ],
+)
 def test_the_plain_name_is_the_full_chip_in_its_entry_memory(
     cli: Run, catalog: Catalog, plain: str, meant: str
 ) -> None:
