@@ -108,7 +108,7 @@ def calibrate(
         raise InputError(f"points file {points!r} does not exist")
     catalog = load_catalog(presets)
     measured = read_points(path, catalog)
-    _known_engines(catalog, measured, save_engine)
+    unknown = _unknown_engines(catalog, measured, save_engine)
     prefills = [prefill_share(p, catalog) for p in measured]
     result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
@@ -134,19 +134,25 @@ def calibrate(
         False,
         destination(ctx),
     )
+    for message in unknown:  # after the answer: a run that fails says its one line alone
+        note(message)
 
 
-def _known_engines(catalog: "Catalog", points: "list[MeasuredPoint]", fitted: str | None) -> None:
-    """Say which engines the points name that are no profile (with a did-you-mean, as
-    validate, which refuses them, says): calibrate fits points as measured, so an engine
-    is a label here, but a typo should not pass unseen. The --save-engine NAME this run
-    fits is a profile to be."""
+def _unknown_engines(
+    catalog: "Catalog", points: "list[MeasuredPoint]", fitted: str | None
+) -> list[str]:
+    """What to say of the engines the points name that are no profile (with a
+    did-you-mean, as validate, which refuses them, says): calibrate fits points as
+    measured, so an engine is a label here, but a typo should not pass unseen. The
+    --save-engine NAME this run fits is a profile to be."""
+    said = []
     names = {p.engine for p in points if p.engine is not None}
     for name in sorted(names - {(fitted or "").strip().lower()}):
         try:
             catalog.engine(name)
         except InputError as exc:
-            note(f"points name {exc}; fitted as measured, though validate refuses them")
+            said.append(f"points name {exc}; fitted as measured, though validate refuses them")
+    return said
 
 
 def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":

@@ -154,6 +154,18 @@ def _held_to_typical(c: CheckedDeployment) -> bool:
     return held_to_engine(c.estimate) and engine is not None and engine.kind == "typical"
 
 
+def _held_to_lines(
+    pairs: Sequence[tuple[CheckedDeployment, TargetResult]], timed: list[CheckedDeployment]
+) -> list[str]:
+    """What the speed targets and the serving targets were held to, a line for each figure."""
+    figures = dict.fromkeys(held_to(c) for c in timed)
+    served = dict.fromkeys(served_to(c) for c, r in pairs if r.target in SERVING_TARGETS)
+    return [
+        *(f"speed targets held to: {figure}" for figure in figures),
+        *(f"serving targets held to: {figure}" for figure in served),
+    ]
+
+
 def check_report(checked: list[CheckedDeployment]) -> Report:
     pairs = [(c, r) for c in checked for r in c.results]
     records = tuple(_record(c, r) for c, r in pairs)
@@ -195,16 +207,13 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         for rec, (_, r) in zip(records, pairs, strict=True)
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
-    figures = dict.fromkeys(held_to(c) for c in timed)
-    served = dict.fromkeys(served_to(c) for c, r in pairs if r.target in SERVING_TARGETS)
     report = Report(
         doc,
         columns,
         shown,
         footer=(
             f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",
-            *(f"speed targets held to: {figure}" for figure in figures),
-            *(f"serving targets held to: {figure}" for figure in served),
+            *_held_to_lines(pairs, timed),
         ),
         highlight=frozenset(i for i, rec in enumerate(records) if not rec["passed"]),
     )
