@@ -111,3 +111,13 @@ def test_numbers_without_family_name_the_profiles_they_fall_back_to(cli: Run) ->
         "-c", "1K",
     )  # fmt: skip
     assert "without family=" not in given.err
+
+
+def test_compare_keeps_a_preset_s_overrides_with_it(cli: Run) -> None:
+    result = cli(
+        "compare", "-m", "llama-3.1-8b", "-g", "m3-max,memory=36GB,h100-sxm", "-c", "1K",
+        "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    gpus = [r["gpu"] for r in json.loads(result.out)["rows"]]
+    assert gpus == ["m3-max-48gb", "h100-sxm"]

@@ -90,19 +90,36 @@ FROM_NUMBERS = (
 def split_items(text: str) -> list[str]:
     """The items of a comma list, a numbers spec's ``key=value`` pieces kept together: such a
     piece joins the spec before it unless that spec already has its key, which then starts
-    the next spec. ``h100,bandwidth=1TB/s,memory=8GB`` is two GPUs."""
+    the next spec. ``h100,bandwidth=1TB/s,memory=8GB,bf16=1PFLOPS`` is two GPUs; pieces
+    that are only a preset's memory= and bandwidth= join the preset, as -g reads one alone:
+    ``m3-max,memory=36GB,h100`` is two GPUs, the first with its memory given."""
     items: list[str] = []
     keys: set[str] = set()
-    for piece in (p.strip() for p in text.split(",")):
+    pieces = [p.strip() for p in text.split(",")]
+    for index, piece in enumerate(pieces):
         key, equals, _ = piece.partition("=")
         key = key.strip().lower()
-        if equals and keys and key not in keys:
+        if equals and ((keys and key not in keys) or _overrides_of(items, keys, pieces[index:])):
             items[-1] += "," + piece
             keys.add(key)
         else:
             items.append(piece)
             keys = {key} if equals else set()
     return items
+
+
+def _overrides_of(items: list[str], keys: set[str], rest: list[str]) -> bool:
+    """Whether ``rest`` starts with a preset's overrides: right after a preset's name, a run
+    of key=value pieces that are memory= and bandwidth= alone, each once."""
+    if not items or keys:
+        return False
+    run = []
+    for piece in rest:
+        key, equals, _ = piece.partition("=")
+        if not equals:
+            break
+        run.append(key.strip().lower())
+    return set(run) <= set(OVERRIDES) and len(run) == len(set(run))
 
 
 class _Given:
