@@ -43,6 +43,7 @@ def test_an_option_that_does_not_apply_is_refused(cli: Run, command: str, messag
         "compare -m llama-3.1-8b -g h100-sxm -c 1K --tp 1,2 --link nvlink4",
         "estimate -m llama-3.1-8b -g h100-sxm -c 1K --pp 2 --link nvlink4",
         "check examples/vllm-serve.yaml --gpu h200",
+        "estimate -m llama-3.1-8b -g h100-sxm -c 1K --link none",  # asks for nothing sent
     ],
 )
 def test_the_same_option_where_it_applies_is_taken(cli: Run, command: str) -> None:

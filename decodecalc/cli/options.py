@@ -210,6 +210,8 @@ def refuse_links_unused(ctx: typer.Context, gpus: list[int]) -> None:
     if max(gpus) > 1:
         return
     for name, flag in (("link", "--link"), ("link_bandwidth", "--link-bandwidth")):
+        if str(ctx.params.get(name)).strip().lower() == "none":
+            continue  # --link none asks for nothing to be sent: so it is, on one GPU
         if name in ctx.params and given(ctx, name):
             raise InputError(f"{flag} prices what GPUs send each other: give --tp or --pp above 1")
 
