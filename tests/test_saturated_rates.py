@@ -55,6 +55,7 @@ def test_the_table_shows_the_sustained_rates_and_notes_the_others(cli: Run) -> N
     result = cli(*SERVING, "--request-rate", "1,50")
     assert result.code == 0
     assert "request rate 50/s is saturated" in result.err and "replicas" in result.err
+    assert "saturated at 50 requests/s (no row: it would need" in " ".join(result.out.split())
 
 
 def test_no_rate_sustained_is_still_refused(cli: Run) -> None:

@@ -166,7 +166,7 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
         document=doc,
         columns=columns,
         records=records,
-        title=_title(results, marked is not None and results[marked]),
+        title=_title(results, marked is not None and results[marked], saturated),
         highlight=frozenset() if marked is None else frozenset({marked}),
     )
     found = [
@@ -198,7 +198,11 @@ def human_view(report: Report) -> Report:
     )
 
 
-def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> tuple[str, ...]:
+def _title(
+    results: Sequence[ServingResult],
+    at_knee: ServingResult | bool,
+    saturated: Sequence[Saturated] = (),
+) -> tuple[str, ...]:
     r = results[0]
     s, w, limits = r.scenario, r.workload, r.limits
     gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
@@ -241,6 +245,11 @@ def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> t
         lines.append(
             "open loop (Poisson arrivals): utilization "
             + ", ".join(f"{u or 0:.1%} at {rate:g} requests/s" for rate, u in loads)
+            + "".join(
+                f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
+                f"{x.replicas_needed} replicas)"
+                for x in saturated
+            )
         )
     return tuple(lines)
 
