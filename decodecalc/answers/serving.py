@@ -18,6 +18,7 @@ throughput.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
 from statistics import median
@@ -586,6 +587,52 @@ def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> Se
     if workload.concurrency is not None:
         return _closed(server, workload.concurrency, saturation)
     return _open(server, workload.request_rate or 0.0, saturation)
+
+
+@record
+class Saturated:
+    """A request rate at or past the server's saturation rate: its queue grows without
+    bound, so it has no steady state to report; what it would take instead."""
+
+    request_rate_per_s: float
+    saturation_rate_per_s: float
+
+    @property
+    def replicas_needed(self) -> int:
+        """Replicas of this server that take the rate between them, each strictly below
+        its saturation rate: floor(rate / saturation) + 1."""
+        return math.floor(self.request_rate_per_s / self.saturation_rate_per_s) + 1
+
+    def note(self) -> Note:
+        return Note(
+            "serving-saturated",
+            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches the "
+            f"server's saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
+            f"grows without bound; it would need {self.replicas_needed} replicas (each "
+            f"taking {self.request_rate_per_s / self.replicas_needed:.3g}/s)",
+        )
+
+
+def serve_each(
+    scenario: Scenario, workloads: Sequence[Workload], limits: SchedulerLimits
+) -> tuple[list[ServingResult], list[Saturated]]:
+    """serve() at each workload: the ones the server sustains, and the request rates past
+    its saturation, each with what it would need. Refused when none is sustained (nothing
+    to report), or for any other reason (no room for a request)."""
+    results: list[ServingResult] = []
+    saturated: list[Saturated] = []
+    refusal: Refused | None = None
+    for workload in workloads:
+        try:
+            results.append(serve(scenario, workload, limits))
+        except Refused as exc:
+            if exc.target != "load" or workload.request_rate is None:
+                raise
+            refusal = refusal or exc
+            saturated.append(Saturated(workload.request_rate, exc.value))
+    if not results and refusal is not None:
+        raise refusal
+    return results, saturated
 
 
 def prefill_share_s(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> float:

@@ -14,7 +14,9 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
+    note,
 )
 from decodecalc.cli.measured import (
     GpuOpt,
@@ -45,6 +47,7 @@ def calibrate(
             help="Measured points: YAML lists of points, or benchmark result files (vLLM "
             "bench serve, SGLang bench_serving, llama-bench, genai-perf/AIPerf), globs too.",
             metavar="FILES...",
+            callback=given_path,
         ),
     ],
     engine: Annotated[
@@ -67,7 +70,12 @@ def calibrate(
     ] = False,
     save_to: Annotated[
         str | None,
-        typer.Option("--save-to", help="Keep that fit in this file instead.", metavar="FILE"),
+        typer.Option(
+            "--save-to",
+            help="Keep that fit in this file instead.",
+            metavar="FILE",
+            callback=given_path,
+        ),
     ] = None,
     save_engine: Annotated[
         str | None,
@@ -94,8 +102,9 @@ def calibrate(
 ) -> None:
     """Fit the engine step model to measured decode speeds.
 
-    Each point: model, gpu, weights, kv_dtype, batch, tp, context (tokens), ms_per_token
-    (optional: source, notes, engine, engine_version, group, measured, link). A step is
+    Each point: model, gpu, weights, kv_dtype, context (tokens), ms_per_token (optional:
+    batch and tp, 1 when not given; source, notes, engine (a profile, or the --save-engine
+    NAME being fitted: another is noted), engine_version, group, measured, link). A step is
     weights / (bandwidth x e_w) + KV / (bandwidth x e_kv) + layers x per-layer cost +
     per-step cost + all-reduces; the fit minimises the relative error, the error it
     reports. Only what the points identify is fitted: e_kv needs one scenario at several
@@ -124,6 +133,7 @@ def calibrate(
     measured = [r.point for r in read_files(points, catalog, given, show_points, engine_too=False)]
     paths = expand(points)
     source = ", ".join(str(p) for p in paths)
+    unknown = _unknown_engines(catalog, measured, save_engine)
     prefills = [prefill_share(p, catalog) for p in measured]
     result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
     engine_saved = None
@@ -133,6 +143,8 @@ def calibrate(
     saved, roofline = None, None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
+        if target is not None and not target.parent.is_dir():  # as every other output
+            raise InputError(f"cannot write {save_to!r}: no directory {str(target.parent)!r}")
         gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in measured if p.scenario.gpu))
         roofline = roofline_fit(measured)
         saved = str(
@@ -147,6 +159,25 @@ def calibrate(
         False,
         destination(ctx),
     )
+    for message in unknown:  # after the answer: a run that fails says its one line alone
+        note(message)
+
+
+def _unknown_engines(
+    catalog: "Catalog", points: "list[MeasuredPoint]", fitted: str | None
+) -> list[str]:
+    """What to say of the engines the points name that are no profile (with a
+    did-you-mean, as validate, which refuses them, says): calibrate fits points as
+    measured, so an engine is a label here, but a typo should not pass unseen. The
+    --save-engine NAME this run fits is a profile to be."""
+    said = []
+    names = {p.engine for p in points if p.engine is not None}
+    for name in sorted(names - {(fitted or "").strip().lower()}):
+        try:
+            catalog.engine(name)
+        except InputError as exc:
+            said.append(f"points name {exc}; fitted as measured, though validate refuses them")
+    return said
 
 
 def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") -> "EngineParams":

@@ -15,6 +15,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
     note,
     output_stream,
@@ -30,6 +31,8 @@ from decodecalc.cli.measured import (
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from decodecalc.calibration.measured_files import Given
     from decodecalc.checks.deployments import Deployment, DeploymentReader
     from decodecalc.checks.run import CheckedDeployment
@@ -50,6 +53,7 @@ def check(
         typer.Argument(
             help="Deployment files or vLLM serve configs; with --measured, benchmark results.",
             metavar="FILE...",
+            callback=given_path,
         ),
     ],
     fmt: Annotated[
@@ -63,6 +67,7 @@ def check(
             "-o",
             help="Write the report here; the table still goes to stdout.",
             metavar="FILE",
+            callback=given_path,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -155,6 +160,8 @@ def check(
     reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
     outcome, checked = _check_files(reader, files)
     problems = [problem for found in outcome.values() for problem in found]
+    if gpu is not None and not reader.gpu_taken and not problems:
+        raise InputError(f"--gpu {gpu}: every file names its own GPU (or bandwidth); none used it")
     if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
     _write(ctx, fmt, output, checked, outcome)
@@ -323,7 +330,31 @@ def _read(reader: "DeploymentReader", file: str) -> "list[Deployment]":
     path = expand_user(file)
     if not is_file(path):
         raise InputError(f"{file}: no such file")
-    return reader.read(path)
+    try:
+        return reader.read(path)
+    except InputErrors:
+        if _model_config(path):  # one line, not one per config key
+            raise InputError(
+                f"{file}: a model's config.json (it has architectures or model_type), not a "
+                f"deployment file: give it to -m, e.g. decodecalc estimate -m {file} -g GPU, "
+                f"or name it in a deployment's model: key"
+            ) from None
+        raise
+
+
+MODEL_CONFIG_KEYS = ("architectures", "model_type")
+"""Keys every Hugging Face config.json has and no deployment file may."""
+
+
+def _model_config(path: "Path") -> bool:
+    """Whether a file that failed as a deployment is a model's config.json."""
+    from decodecalc.loading.datafile import read_yaml
+
+    try:
+        data = read_yaml(path, keep_duplicates=True).data
+    except InputError:
+        return False
+    return isinstance(data, dict) and any(key in data for key in MODEL_CONFIG_KEYS)
 
 
 def _stdin_text() -> str:

@@ -20,6 +20,7 @@ from decodecalc.cli import (
     draw,
     emit,
     format_for,
+    given_path,
     load_catalog,
     note,
     output_stream,
@@ -128,7 +129,13 @@ def sweep(
     ] = False,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write here (a progress bar shows).",
+            metavar="FILE",
+            callback=given_path,
+        ),
     ] = None,
     force: ForceOpt = False,
     **scenario_flags: Any,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import app, load_catalog, note
+from decodecalc.cli import EXIT_OK, app, given_path, load_catalog, note
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,7 +39,13 @@ def report(
     ctx: typer.Context,
     output: Annotated[
         str,
-        typer.Option("--output", "-o", help="The HTML file to write.", metavar="FILE.html"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write.",
+            metavar="FILE.html",
+            callback=given_path,
+        ),
     ],
 ) -> None:
     """One self-contained HTML page of an answer: interactive charts, the scenario with
@@ -65,14 +71,23 @@ def report(
                 "command first, or give estimate's options alone)"
             )
         args = ["estimate", *args]
+    if any(a == "--report" or a.startswith("--report=") for a in args):
+        raise InputError(
+            "report writes its page to -o FILE.html; --report is the option of "
+            f"'decodecalc {args[0]}' run with its table"
+        )
     # The command runs as it would, its table going nowhere: the page is the output.
     with contextlib.redirect_stdout(io.StringIO()):
-        _command(args).main(
+        code = _command(args).main(
             args=[*args, "--report", output],
             prog_name="decodecalc",
             standalone_mode=False,
             obj=ctx.obj,
         )
+    # The command's own exit (130 when interrupted, 1...) is report's: dropped, a page
+    # never written read as success.
+    if isinstance(code, int) and code != EXIT_OK:
+        raise typer.Exit(code)
 
 
 def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:

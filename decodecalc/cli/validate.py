@@ -14,6 +14,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
 )
 from decodecalc.cli.measured import (
@@ -36,6 +37,7 @@ def validate(
             help="Measured points or benchmark result files, as calibrate reads them (globs "
             "too); several files are one set.",
             metavar="FILES...",
+            callback=given_path,
         ),
     ],
     model: ModelOpt = None,

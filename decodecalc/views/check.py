@@ -8,7 +8,12 @@ from typing import IO, Any
 from decodecalc.answers.headline import basis
 from decodecalc.checks.measured import MeasuredCheck
 from decodecalc.checks.run import CheckedDeployment
-from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
+from decodecalc.checks.targets import (
+    SERVING_TARGETS,
+    SPEED_TARGETS,
+    TargetResult,
+    held_to_engine,
+)
 from decodecalc.engine.profile import EngineKind
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
@@ -100,6 +105,20 @@ def _value_text(r: TargetResult) -> str:
             return f"{float(r.value or 0):.1%}{at}"
 
 
+def served_to(c: CheckedDeployment) -> str:
+    """What a deployment's serving targets (under its workload:) were compared with."""
+    engine = c.deployment.scenario.engine
+    if engine.is_roofline:
+        steps = "at the roofline"
+    elif engine.kind is EngineKind.TYPICAL:
+        steps = (
+            f"the typical engine's on {engine.family} (the median of {len(engine.params)} profiles)"
+        )
+    else:
+        steps = f"{engine.id}'s on {engine.family}"
+    return f"the server's steady state under its workload (decodecalc serving), its steps {steps}"
+
+
 def _record(c: CheckedDeployment, r: TargetResult) -> dict[str, Any]:
     return {
         "file": c.deployment.file,
@@ -135,6 +154,18 @@ def _basis_notes(timed: list[CheckedDeployment]) -> list[Note]:
 def _held_to_typical(c: CheckedDeployment) -> bool:
     engine = c.deployment.scenario.engine
     return held_to_engine(c.estimate) and engine.kind is EngineKind.TYPICAL
+
+
+def _held_to_lines(
+    pairs: Sequence[tuple[CheckedDeployment, TargetResult]], timed: list[CheckedDeployment]
+) -> list[str]:
+    """What the speed targets and the serving targets were held to, a line for each figure."""
+    figures = dict.fromkeys(held_to(c) for c in timed)
+    served = dict.fromkeys(served_to(c) for c, r in pairs if r.target in SERVING_TARGETS)
+    return [
+        *(f"speed targets held to: {figure}" for figure in figures),
+        *(f"serving targets held to: {figure}" for figure in served),
+    ]
 
 
 def check_report(checked: list[CheckedDeployment]) -> Report:
@@ -178,14 +209,13 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         for rec, (_, r) in zip(records, pairs, strict=True)
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
-    figures = dict.fromkeys(held_to(c) for c in timed)
     report = Report(
         doc,
         columns,
         shown,
         footer=(
             f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",
-            *(f"speed targets held to: {figure}" for figure in figures),
+            *_held_to_lines(pairs, timed),
         ),
         highlight=frozenset(i for i, rec in enumerate(records) if not rec["passed"]),
     )

@@ -219,9 +219,9 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     )
     columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact, drop=9))
     columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False, drop=1))
-    columns.append(
-        Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False, drop=2)
-    )
+    # The marker never wraps (as a number does not): split, it took a row of its own. A
+    # narrow table gives it up before the KV cache (the row stays highlighted).
+    columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", drop=5))
     return tuple(columns)
 
 
@@ -271,11 +271,12 @@ def describe_engine(s: Scenario) -> str:
     if engine.is_roofline:
         return ""
     if engine.kind is EngineKind.TYPICAL:
-        return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
+        profiles = h.things(len(engine.params), "engine profile")
+        return f" · expected: typical of {profiles} on {engine.family}"
     if engine.kind is EngineKind.FALLBACK:  # no data on this family (engine/select.py engine_for)
         others = len(engine.params) - 1
         beside = (
-            f"with {others} engine profiles on {engine.family}"
+            f"with {h.things(others, 'engine profile')} on {engine.family}"
             if others
             else f"no profile is measured on {engine.family}"
         )

@@ -388,6 +388,8 @@ def show_report(
     state = _state_elements(m)
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
+    # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
+    mla = any(isinstance(x, LatentAttention) for x, _ in m.mixer_counts())
     kv = [
         {
             "kv_dtype": d.id,
@@ -395,7 +397,7 @@ def show_report(
             "state_bytes_per_sequence": ceil_bytes(d.bytes_for(state)),
         }
         for d in dtypes
-        if d.kv_cache
+        if d.kv_cache and (mla or not d.mla_only)
     ]
     groups = [
         {
