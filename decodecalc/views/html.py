@@ -174,7 +174,7 @@ def linked(text: str) -> str:
     """A cell's text, escaped, with each http(s) address a link (the sources a page cites
     are there to be followed); nothing but the address goes into the attribute, escaped.
 
-    >>> linked("at https://a.example/x?y=1&z=2. <b>")[:40]
+    >>> linked("at https://a.example/x?y=1&z=2. <b>")[:41]
     'at <a href="https://a.example/x?y=1&amp;z'
     """
     parts, start = [], 0
