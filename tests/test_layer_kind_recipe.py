@@ -83,3 +83,26 @@ def test_no_view_asks_which_kind_a_layer_is() -> None:
         if re.search(rf"\bimport\b[^\n]*\b{name}\b|isinstance\([^)]*\b{name}\b", path.read_text())
     ]
     assert not asking, asking
+
+
+def test_the_tp_rule_joins_each_kinds_words_kv_caches_first() -> None:
+    """Each kind says how TP splits its cache; a model's rule names each kind once, caches
+    that grow before constant states, and joins the head counts its attention layers split
+    across (8 and 16 KV heads: up to 8/16 GPUs)."""
+    from decodecalc.model.layer_kind import tp_cache_rule
+    from decodecalc.model.layers import Attention
+    from decodecalc.model.mamba import Mamba1
+    from decodecalc.model.short_conv import ShortConv
+
+    mamba = Mamba1(d_inner=8192, state_size=16, conv_kernel=4, dt_rank=256)
+    mixers = [
+        mamba,
+        Attention(num_heads=32, num_kv_heads=16, head_dim=128),
+        ShortConv(width=2048, kernel=3),  # nothing to say
+        Attention(num_heads=32, num_kv_heads=8, head_dim=128),
+        mamba,
+    ]
+    assert tp_cache_rule(mixers) == (
+        "KV heads split across up to 8/16 GPUs, then replicated; "
+        "Mamba state split by head (and by group where TP divides them)"
+    )
