@@ -28,14 +28,19 @@ class CacheRead:
     """How chunked and top-k layers read (kvcache.read_pattern; "" when none)."""
     kv_bytes: int
     """Bytes read in the KV format(s), the batch's sequences on this GPU together."""
-    value_elements: int | Fraction | None
-    """The V half of ``elements`` where V has a format of its own (None: one format)."""
+    split: tuple[int | Fraction, int | Fraction] | None
+    """``elements`` as K and V where V has a format of its own (None: one format)."""
     fixed_bytes_per_token: int
     """Bytes per token of caches in a fixed format (index keys)."""
     fixed_bytes: int
     """Those bytes at the context for the batch."""
     state_bytes: int
     """A constant recurrent state, the same at every context."""
+
+    @property
+    def cache_bytes(self) -> int:
+        """What the step reads of caches that grow: KV and index keys together."""
+        return self.kv_bytes + self.fixed_bytes
 
 
 @record
@@ -111,16 +116,17 @@ def cache_read(step: StepModel, context: int) -> CacheRead:
         layers[terms] = layers.get(terms, 0) + 1
     per_token = fixed_kv_bytes_per_token(s.model.mixers())
     fixed = per_token * context * s.sequences_per_gpu
-    values = None
+    elements = step.kv_curve.elements(context)
+    split = None
     if s.v_dtype is not None:  # MLA latents count as K: only attention layers have a V half
         curve = KVCurve.for_layers(s.model.mixer_counts(), s.attention_tp, v_elements)
-        values = curve.elements(context)
+        split = (elements - curve.elements(context), curve.elements(context))
     return CacheRead(
         layers=tuple(layers.items()),
-        elements=step.kv_curve.elements(context),
+        elements=elements,
         pattern=read_pattern(s.model.mixers()),
         kv_bytes=step.kv_bytes(context) - fixed,
-        value_elements=values,
+        split=split,
         fixed_bytes_per_token=per_token,
         fixed_bytes=fixed,
         state_bytes=step.state_bytes,

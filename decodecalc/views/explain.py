@@ -84,12 +84,12 @@ def _kv_lines(x: Explanation) -> list[str]:
     if c.pattern:
         lines.append(f"   ({c.pattern})")
     kv = c.kv_bytes
-    if s.v_dtype is None or c.value_elements is None:
+    if s.v_dtype is None or c.split is None:
         product = f"x batch {s.sequences_per_gpu} x {h_bits(k_bytes)} bytes"
     else:
-        values = c.value_elements
+        keys, values = c.split
         product = (
-            f"= {_n(c.elements - values)} K x {h_bits(k_bytes)} + {_n(values)} V x "
+            f"= {_n(keys)} K x {h_bits(k_bytes)} + {_n(values)} V x "
             f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.sequences_per_gpu}"
         )
     lines.append(f"   {product} = {kv:,} bytes ({h.size(kv)})")
@@ -97,7 +97,7 @@ def _kv_lines(x: Explanation) -> list[str]:
         lines.append(
             f"   + indexer keys: {c.fixed_bytes_per_token:,} bytes per token "
             f"x {context:,} x batch {s.sequences_per_gpu} = {c.fixed_bytes:,}; in all "
-            f"{kv + c.fixed_bytes:,} bytes"
+            f"{c.cache_bytes:,} bytes"
         )
     if c.state_bytes:
         lines.append(f"   recurrent state: {c.state_bytes:,} bytes, the same at every context")
