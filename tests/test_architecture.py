@@ -20,7 +20,10 @@ CORE = [
     "decodecalc.scenarios.scenario",
     "decodecalc.step.step",
     "decodecalc.answers.estimate",
+    "decodecalc.answers.explain",
     "decodecalc.answers.serving",
+    "decodecalc.version",
+    "decodecalc.cache_folder",
 ]
 
 
