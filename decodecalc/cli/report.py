@@ -92,12 +92,13 @@ def report(
 
 def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:
     """estimate's page, its worked step at the longest context shown."""
+    from decodecalc.answers.explain import explain
     from decodecalc.views.estimate import estimate_report, human_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import estimate_page as page_of
 
     s = result.scenario
-    step = explain_report(s, result.rows[-1].context_tokens)
+    step = explain_report(explain(s, result.rows[-1].context_tokens))
     report = human_view(estimate_report(result), s.batch)
     _write(ctx, path, page_of(report, step, _sources(ctx, [s]), command_line(ctx)))
 
@@ -106,11 +107,12 @@ def compare_page(
     ctx: typer.Context, path: str, estimates: Sequence[Estimate], contexts: Sequence[int]
 ) -> None:
     """compare's page, the first scenario's step worked at the longest context."""
+    from decodecalc.answers.explain import explain
     from decodecalc.views.compare import compare_report, headline_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import compare_page as page_of
 
-    step = explain_report(estimates[0].scenario, max(contexts))
+    step = explain_report(explain(estimates[0].scenario, max(contexts)))
     report = headline_view(compare_report(estimates, contexts))
     scenarios = [e.scenario for e in estimates]
     _write(ctx, path, page_of(report, step, _sources(ctx, scenarios), command_line(ctx)))

@@ -138,19 +138,13 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     )
 
 
-def _has_mla(model: Model) -> bool:
-    from decodecalc.model.mla import LatentAttention
-
-    return any(isinstance(m, LatentAttention) for m, _ in model.mixer_counts())
-
-
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
     """A cache format that cannot exist for this model is refused; weights in a format the
     GPU has no tensor cores for are said to run at the class it falls back to."""
     latent = next((c for c in caches if c is not None and c.mla_only), None)
-    if latent is not None and not _has_mla(model):
+    if latent is not None and not model.has_latent_attention():
         raise InputError(
             f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
             f"{model.id} has no MLA layers; try fp8"

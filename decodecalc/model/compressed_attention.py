@@ -20,6 +20,7 @@ checkpoints.
 from __future__ import annotations
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.layer_kind import CacheTerms, TpRule
 from decodecalc.model.mla import INDEXER_SCALE_BLOCK
 from decodecalc.model.pooled import PooledEntries
 from decodecalc.model.tensors import Sharding, TensorGroup
@@ -182,3 +183,15 @@ class CompressedAttention:
         """The compressors' partial windows (a few hundred KB a layer, FP32 in SGLang's
         state pools) are not counted: a constant, small beside the pooled entries."""
         return 0
+
+    def cache_terms(self, tp: int) -> CacheTerms:
+        """The window's entries, and the pooled ones per token with how many are read."""
+        window = f"window {self.sliding_window:,} x {self.head_dim} elements"
+        for ratio, per_token, read in self.compressed_kv:
+            reads = f"top {read // ratio:,} read" if read else "all read"
+            pooled = f"{self.head_dim} / {ratio} = {per_token} per token pooled ({reads})"
+            return CacheTerms(self.kind, f"{window} + {pooled}")
+        return CacheTerms(self.kind, f"{window} (window only)")
+
+    def tp_rule(self) -> TpRule:
+        return TpRule("one KV head: window and pooled entries replicated on every TP rank")

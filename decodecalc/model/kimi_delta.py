@@ -26,6 +26,7 @@ class KimiDeltaAttention(ConstantState):
     conv_kernel: int
 
     kind = "kimi delta attention"
+    split_rule = "Kimi Delta Attention state split by head"
 
     @property
     def _width(self) -> int:

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.layer_kind import CacheTerms, TpRule
 from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
@@ -163,6 +164,24 @@ class Attention:
 
     def state_elements(self, tp: int) -> int:
         return 0
+
+    def cache_terms(self, tp: int) -> CacheTerms:
+        """K and V per KV head on this GPU, capped by a window or cut to a chunk; a layer
+        that reads an earlier layer's cache says so (it holds nothing of its own)."""
+        window = f", window {self.sliding_window:,}" if self.sliding_window else ""
+        window += f", chunks of {self.attention_chunk:,}" if self.attention_chunk else ""
+        shared = self.kv_reread_elements_per_token(tp)
+        return CacheTerms(
+            "attention",
+            f"2 (K,V) x {self.kv_heads_per_gpu(tp)} KV heads x {self.head_dim}{window}"
+            f" = {self.kv_elements_per_token(tp) or shared:,} elements per token"
+            + (", read from an earlier layer's cache (held there)" if shared else ""),
+        )
+
+    def tp_rule(self) -> TpRule:
+        return TpRule(
+            "KV heads split across up to {limits} GPUs, then replicated", self.num_kv_heads
+        )
 
 
 @record

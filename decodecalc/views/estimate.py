@@ -13,7 +13,6 @@ from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: co
 from decodecalc.engine.profile import EngineKind
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.parallelism import communication
 from decodecalc.step.step import Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
@@ -323,7 +322,7 @@ def _compute_lines(est: Estimate) -> list[str]:
             else f"memory-bound at any batch at {longest:,} tokens"
         )
         lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
-    comm = communication(s)
+    comm = est.communication
     if comm is not None and s.tp > 1 and not s.dp_attention:
         link = comm.group_link  # the network when the group spans nodes
         lines.append(

@@ -9,9 +9,7 @@ from decodecalc.engine.select import newest_line
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
-from decodecalc.model.layers import Attention
-from decodecalc.model.linear_attention import LinearAttention
-from decodecalc.model.mla import LatentAttention
+from decodecalc.model.layer_kind import tp_cache_rule
 from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, group_dtype, mix_text
 from decodecalc.model.tensors import Sharding
@@ -34,23 +32,9 @@ def _state_elements(m: Model) -> int:
 
 
 def tp_kv_rule(m: Model) -> str:
-    """How tensor parallelism treats this model's per-sequence cache (docs/physics.md section 3)."""
-    rules = []
-    gqa = {x.num_kv_heads for x in m.mixers() if isinstance(x, Attention)}
-    if gqa:
-        heads = "/".join(str(n) for n in sorted(gqa))
-        rules.append(f"KV heads split across up to {heads} GPUs, then replicated")
-    if any(isinstance(x, LatentAttention) for x in m.mixers()):
-        rules.append("the MLA latent is replicated: every TP rank reads all of it")
-    if any(isinstance(x, LinearAttention) for x in m.mixers()):
-        rules.append("linear-attention state split by head")
-    if any(x.kind.startswith("mamba") for x in m.mixers()):
-        rules.append("Mamba state split by head (and by group where TP divides them)")
-    if any(x.kind == "kimi delta attention" for x in m.mixers()):
-        rules.append("Kimi Delta Attention state split by head")
-    if any(x.kind == "compressed attention" for x in m.mixers()):
-        rules.append("one KV head: window and pooled entries replicated on every TP rank")
-    return "; ".join(rules)
+    """How tensor parallelism treats this model's per-sequence cache, each kind's rule
+    joined (model/layer_kind.py)."""
+    return tp_cache_rule(m.mixers())
 
 
 def model_record(m: Model, bf16: DType) -> dict[str, Any]:
@@ -389,7 +373,7 @@ def show_report(
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
     # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
-    mla = any(isinstance(x, LatentAttention) for x, _ in m.mixer_counts())
+    mla = m.has_latent_attention()
     kv = [
         {
             "kv_dtype": d.id,

@@ -151,7 +151,7 @@ def _page(
     """The page of every kind: the chart under the report's title lines, the command's
     table (headed ``results``), the inputs (plan's targets) and sources, the worked step
     where there is one, the notes."""
-    from decodecalc import __version__
+    from decodecalc.version import __version__
 
     notes = tuple(n["message"] for n in report.document.get("notes", ()))
     sections = (
