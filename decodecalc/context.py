@@ -8,7 +8,7 @@ is allowed only with a decimal suffix (1.5k = 1,500).
 from __future__ import annotations
 
 from decodecalc.errors import InputError
-from decodecalc.units import is_digits
+from decodecalc.units import UNDERSCORES, is_digits
 
 MAX_CONTEXT_TOKENS = 2**30
 """Largest context accepted (1,073,741,824 tokens): 100x the longest context any model claims."""
@@ -27,7 +27,9 @@ def parse_tokens(text: str, what: str = "context") -> int:
     >>> parse_tokens("32k"), parse_tokens("32K"), parse_tokens("1.5k")
     (32000, 32768, 1500)
     """
-    cleaned = text.strip().replace("_", "")
+    cleaned = text.strip()
+    if "_" in cleaned:
+        raise InputError(f"{what} {text!r}: {UNDERSCORES}")
     suffix = cleaned[-1:] if cleaned[-1:] in _SUFFIX else ""
     whole, point, decimals = cleaned[: len(cleaned) - len(suffix)].partition(".")
     if not is_digits(whole) or (point and not is_digits(decimals)):
@@ -98,10 +100,8 @@ def _parse_range(item: str, spec: str) -> list[int]:
     if not step_text:
         return _geometric(start, stop, 2, spec)
     if step_text[0] in "xX*":
-        try:
-            factor = int(step_text[1:])
-        except ValueError:
-            factor = 0
+        digits = step_text[1:].strip()
+        factor = int(digits) if is_digits(digits) and len(digits) < 4 else 0
         if factor < 2:
             raise InputError(f"context {spec!r}: a factor is a whole number of 2 or more, e.g. x4")
         return _geometric(start, stop, factor, spec)

@@ -42,6 +42,11 @@ def is_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+UNDERSCORES = "underscores are not read in numbers (Python's 1_000 is not a decodecalc number)"
+"""The one rule for every number typed or written in a file: ``1_6`` is refused, not read
+as 16 (Python's int() and YAML 1.1 would read it so; --batch refused it first)."""
+
+
 def ascii_float(text: str) -> float:
     """float(text) for a number typed in ASCII: float() also reads other scripts' digits
     (full-width, Devanagari...) and underscores ('1_0'), which nobody types on purpose.

@@ -148,7 +148,7 @@ def _temporary(real: Path, name: str) -> Path:
 def _note_path(real: Path) -> Path | None:
     """Where the note on a written file is kept: one small file per target, so that
     runs writing different files at once never contend for one list."""
-    from decodecalc.loading.cache import cache_dir
+    from decodecalc.cache_folder import cache_dir
 
     directory = cache_dir()
     if directory is None:

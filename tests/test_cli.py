@@ -97,9 +97,12 @@ def test_json_document(cli: Run) -> None:
         *("allreduce_ms", "all_to_all_ms", "handoff_ms"),  # comm_ms's parts
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
+        *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
     }
     assert last["kv_bytes"] == 32_768_000_000 and isinstance(last["kv_bytes"], int)
-    assert round(last["ms_per_token"], 3) == 30.529
+    # (69,503,033,344 + 32,768,000,000) bytes / 3.35e12 B/s = 30.529 ms: the bound.
+    assert round(last["roofline_ms_per_token"], 3) == 30.529
+    assert last["ms_per_token"] == last["expected_ms_per_token"]  # the headline
 
 
 def test_json_null_crossover(cli: Run) -> None:
@@ -290,7 +293,8 @@ def test_a_huge_argument_is_not_echoed_whole(cli: Run) -> None:
     assert r.code == 2 and r.out == ""
     assert len(r.err.splitlines()) == 1 and len(r.err) < 1100
     assert r.err.startswith("decodecalc: error: unknown model 'aaa")
-    assert "[... 99,0" in r.err and r.err.rstrip().endswith("('decodecalc models' lists them)")
+    assert "... (100,000 characters)" in r.err  # a fragment of it (issue 32)
+    assert r.err.rstrip().endswith("('decodecalc models' lists them)")
 
 
 @pytest.mark.parametrize("command", ["estimate", "generate", "explain", "compare", "sweep"])

@@ -112,7 +112,8 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         "v_dtype",
         *("pp", "ep", "dp_attention"),
         *("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens"),
-        *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),  # added last
+        *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
+        *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -138,6 +139,7 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *("pp", "ep", "dp_attention"),
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
+        *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 

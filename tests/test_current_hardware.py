@@ -160,7 +160,7 @@ class TestListings:
         [
             (("gpus", "--vendor", "nvdia"), "did you mean 'NVIDIA'?"),
             (("gpus", "--family", "nvidia-datacentre"), "did you mean 'nvidia-datacenter'"),
-            (("models", "--family", "deepseek_v4"), "did you mean 'deepseek_v3'"),
+            (("models", "--family", "deepsek_v3"), "did you mean 'deepseek_v3'"),
         ],
     )
     def test_a_bad_filter_value_gets_a_did_you_mean(

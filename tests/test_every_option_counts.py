@@ -60,6 +60,9 @@ class Trial:
     """The spelling given, where it is not the option's first (--no-crossover-row)."""
 
 
+LLAMA_BENCH = ("-m", "qwen2.5-7b", "-g", "rtx-4080")
+"""What llama-bench's fixtures do not say (tests/fixtures/benchmarks/SOURCES.md)."""
+
 TRIALS: dict[str, Trial] = {
     "--model": Trial("qwen3-8b"),
     "--gpu": Trial("h200"),
@@ -121,8 +124,20 @@ TRIALS: dict[str, Trial] = {
     "--name": Trial("my-llama"),
     "--source": Trial("https://example.org/config.json"),
     "--official-params": Trial("8000000000"),
+    "--replicas": Trial("2"),
+    "--measured": Trial(
+        None,
+        baseline=("tests/fixtures/benchmarks/llama-bench.json", *LLAMA_BENCH),
+    ),
+    "--show-points": Trial(None),
 }
 """A value per option that should change a command's answer."""
+
+BENCH = ("tests/fixtures/benchmarks/llama-bench-depth.md", *LLAMA_BENCH)
+SERVING_BENCH = (
+    "tests/fixtures/benchmarks/sglang-bench-serving-llama-3.3-70b-h200.jsonl",
+    *("-m", "llama-3.1-70b", "-g", "h200", "-w", "bf16", "--tp", "4"),
+)
 
 PER_COMMAND: dict[tuple[str, str], Trial] = {
     ("check", "--gpu"): Trial("h200", baseline=("examples/vllm-serve.yaml",)),
@@ -142,6 +157,15 @@ PER_COMMAND: dict[tuple[str, str], Trial] = {
     # PCIe moves the roofline beside it by 15 us.
     ("compare", "--link"): Trial("pcie4", both=("--tp", "2")),
     ("sweep", "--tp"): Trial("1,2"),
+    # What benchmark files do not say (validate and check --measured take them too).
+    ("validate", "--model"): Trial("qwen3-8b", baseline=BENCH),
+    ("validate", "--gpu"): Trial("h200", baseline=BENCH),
+    ("validate", "--weights"): Trial("fp8", baseline=BENCH),
+    ("validate", "--kv-dtype"): Trial("fp8", baseline=BENCH),
+    ("validate", "--tp"): Trial("2", baseline=BENCH),
+    ("validate", "--engine"): Trial("vllm", baseline=BENCH),
+    ("validate", "--replicas"): Trial("2", baseline=SERVING_BENCH),
+    ("validate", "--show-points"): Trial(None, baseline=BENCH),
 }
 """Where a command needs another value or baseline for an option."""
 

@@ -62,6 +62,14 @@ NASTY = [
     "1e9h",
     "max_ms_per_token=nan",
     "=",
+    # issue 32: one rule for whole numbers, and a preset GPU's memory and bandwidth overrides
+    "1_6",
+    "1_000",
+    "m3-max,memory=36GB",
+    "m3-max,memory=nan",
+    "h100,bandwidth=1e999TB/s",
+    "h100,memory=",
+    "h100,bf16=1TFLOPS",
 ]
 values = st.one_of(
     st.sampled_from(NASTY),
@@ -90,7 +98,7 @@ VALID = {  # the least each command needs to run: the fuzzer's options come on t
     "show": ["llama-3.1-8b"],
     "import": [str(ROOT / "tests" / "fixtures" / "configs" / "qwen3-next-80b-a3b.json")],
 }
-WRITTEN = ("--output", "--plot", "--save-to")
+WRITTEN = ("--output", "--plot", "--save-to", "--report")
 """Options naming a file the command writes: the fuzzer gives them names in a scratch
 folder only (a generated absolute path could be anywhere)."""
 
@@ -188,7 +196,9 @@ def test_every_option_of_every_command(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    st.sampled_from(["batch", "tp", "context", "efficiency", "memory-utilization", "overhead"]),
+    st.sampled_from(
+        ["batch", "tp", "context", "efficiency", "memory-utilization", "overhead", "gpu", "link"]
+    ),
     st.sampled_from(NASTY),
 )
 def test_extreme_values_on_a_valid_query(

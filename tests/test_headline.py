@@ -72,8 +72,11 @@ class TestEstimate:
             ms = row["expected_ms_per_token"]
             assert row["expected_tokens_per_s"] == pytest.approx(1000 / ms, rel=1e-12)
             assert row["expected_throughput_tokens_per_s"] == pytest.approx(8000 / ms, rel=1e-12)
-            # The roofline's figures keep their meaning beside them.
-            assert row["tokens_per_s"] == pytest.approx(1000 / row["ms_per_token"], rel=1e-12)
+            # Schema 2: the plain names are the headline, the roofline's moved beside them.
+            assert (row["ms_per_token"], row["tokens_per_s"]) == (ms, row["expected_tokens_per_s"])
+            assert row["roofline_tokens_per_s"] == pytest.approx(
+                1000 / row["roofline_ms_per_token"], rel=1e-12
+            )
 
     def test_cost_and_energy_divide_the_expected_step(self, cli: Run) -> None:
         # $2 per GPU-hour, 700 W: 2 / 3600 x expected s x 1e6 dollars per million tokens and
@@ -111,9 +114,10 @@ class TestCompare:
         assert second["expected_ratio_to_first"] == pytest.approx(
             second["expected_ms_per_token"] / first["expected_ms_per_token"], rel=1e-12
         )
-        # ratio_to_first keeps its meaning: the roofline's.
-        assert second["ratio_to_first"] == pytest.approx(
-            second["ms_per_token"] / first["ms_per_token"], rel=1e-12
+        # Schema 2: ratio_to_first is the headline's too; the roofline's moved.
+        assert second["ratio_to_first"] == second["expected_ratio_to_first"]
+        assert second["roofline_ratio_to_first"] == pytest.approx(
+            second["roofline_ms_per_token"] / first["roofline_ms_per_token"], rel=1e-12
         )
         assert second["expected_tokens_per_s"] == pytest.approx(
             1000 / second["expected_ms_per_token"], rel=1e-12
@@ -122,14 +126,18 @@ class TestCompare:
         table = cli("compare", "-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "-c", "8K").out
         assert f"{second['expected_ratio_to_first']:.2f}x" in table
 
-    def test_csv_keeps_its_columns_and_adds_the_expected_ones_last(self, cli: Run) -> None:
+    def test_csv_keeps_its_columns_and_adds_the_roofline_s_last(self, cli: Run) -> None:
         r = cli("compare", "-m", "llama-3.1-8b", "-g", "h100-sxm,h200", "-c", "8K", "-f", "csv")
         header = next(csv.reader(io.StringIO(r.out)))
         assert header[:3] == ["context", "label", "ms_per_token"]
-        assert header[-3:] == [
+        assert header[-7:] == [
             "expected_tokens_per_s",
             "expected_throughput_tokens_per_s",
             "expected_ratio_to_first",
+            "roofline_ms_per_token",
+            "roofline_tokens_per_s",
+            "roofline_throughput_tokens_per_s",
+            "roofline_ratio_to_first",
         ]
 
 

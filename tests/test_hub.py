@@ -229,7 +229,7 @@ def test_no_network_fails_in_seconds_and_names_hf_hub_offline(hub: FakeHub, tmp_
     result = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny", *ESTIMATE, **NO_PROXY)
     message = one_error_line(result)
     assert time.monotonic() - start < 15  # 3 s for the host, the rest is start-up
-    assert "did not answer within 3 s" in message and "HF_HUB_OFFLINE=1" in message
+    assert "did not answer (waited " in message and "HF_HUB_OFFLINE=1" in message
 
 
 def test_no_network_still_reads_the_cache(hub: FakeHub, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from decodecalc.answers.kv_pool import KvPool, kv_pool
-from decodecalc.engine.profile import VLLM_DEFAULTS
+from decodecalc.engine.profile import ROOFLINE, VLLM_DEFAULTS
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
@@ -145,7 +145,7 @@ def test_weights_that_do_not_fit_leave_no_pool() -> None:
 def test_pool_needs_a_gpu() -> None:
     scenario = resolve(ScenarioSpec(model="llama-3.1-8b", bandwidth="3.35TB/s"), Catalog())
     with pytest.raises(InputError, match="--gpu"):
-        kv_pool(scenario, scheduler_limits(None, None))
+        kv_pool(scenario, scheduler_limits(ROOFLINE, None))
 
 
 @pytest.mark.parametrize(
@@ -162,11 +162,11 @@ def test_vllm_defaults_follow_the_gpu(gpu: str, expected: tuple[int, int]) -> No
 
 
 def test_given_limits_replace_the_defaults() -> None:
-    limits = scheduler_limits(None, None, max_num_seqs=64, max_num_batched_tokens=None)
+    limits = scheduler_limits(ROOFLINE, None, max_num_seqs=64, max_num_batched_tokens=None)
     assert (limits.max_num_seqs, limits.max_num_batched_tokens) == (64, 2048)
     assert limits.source.endswith("max-num-seqs given")
     with pytest.raises(TypeError):
-        scheduler_limits(None, None, max_seqs=64)
+        scheduler_limits(ROOFLINE, None, max_seqs=64)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_given_limits_replace_the_defaults() -> None:
 )
 def test_bad_limits_are_refused(change: dict[str, Any]) -> None:
     with pytest.raises(InputError):
-        replace(scheduler_limits(None, None), **change)
+        replace(scheduler_limits(ROOFLINE, None), **change)
 
 
 def test_preset_block_is_the_built_in_fallback() -> None:
@@ -183,4 +183,4 @@ def test_preset_block_is_the_built_in_fallback() -> None:
     serving = Catalog().engine("vllm").serving
     assert serving is not None
     assert replace(serving, source=VLLM_DEFAULTS.source) == VLLM_DEFAULTS
-    assert isinstance(scheduler_limits(None, None), SchedulerLimits)
+    assert isinstance(scheduler_limits(ROOFLINE, None), SchedulerLimits)

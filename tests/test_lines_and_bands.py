@@ -17,9 +17,8 @@ from decodecalc.engine.profile import (
     ReleaseLine,
 )
 from decodecalc.engine.scheduler import scheduler_limits
-from decodecalc.engine.select import Facts, at_line, beyond, extrapolated, widened
+from decodecalc.engine.select import Facts, at_line, beyond, choose_engine, extrapolated, widened
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import replace
 from tests.conftest import Run, preset_scenario
 
@@ -70,27 +69,23 @@ def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
 
 def test_the_shipped_sglang_lines(cli: Run) -> None:
     """validation/points.yaml holds SGLang 0.4.2 points on MI300X and 0.5.3 on H100: no
-    '@', each GPU family takes the newest line measured on it (JSON says which); on an
-    MI300X '@0.5' has no points, so the parameters fitted on 0.4 stand in and the note
-    says the line is extrapolated."""
+    '@' takes today's line, 0.5, everywhere (issue 28); on an MI300X 0.5 has no points,
+    so its H100 rates transfer with AMD's vendor factor and a note says so; '@0.4' keeps
+    the older line's own MI300X fit."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
     assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
-    doc = json.loads(cli(*args, "sglang", "-g", "mi300x").out)
-    assert doc["inputs"]["engine_line"] == "0.4"
-    assert not any("line 0.4" in n["message"] for n in doc["notes"])
-    # ...and says that a newer line exists, measured elsewhere only
-    (older,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-older-line"]
-    assert (
-        older == "sglang@0.4: the newest line fitted on amd-instinct GPUs; 0.5 is not fitted there"
-    )
-    doc = json.loads(cli(*args, "sglang@0.5", "-g", "mi300x").out)
-    assert doc["inputs"]["engine_line"] == "0.5"
-    note = next(n for n in doc["notes"] if n["code"] == "engine-extrapolated")
-    assert "line 0.5 (fitted 0.4)" in note["message"]
+    for engine in ("sglang", "sglang@0.5"):
+        doc = json.loads(cli(*args, engine, "-g", "mi300x").out)
+        assert doc["inputs"]["engine_line"] == "0.5"
+        (moved,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-transferred"]
+        assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
+        assert "x0.73 for amd-instinct" in moved and "vllm@0.10 on mi300x" in moved
+        assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
-    assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
+    assert doc["inputs"]["engine_line"] == "0.4"
+    assert not any(n["code"] in ("engine-older-line", "engine-transferred") for n in doc["notes"])
 
 
 POINT = "{model: llama-3.1-8b, gpu: h100-sxm, weights: bf16, kv_dtype: bf16, tp: 1, batch: 1"
@@ -166,7 +161,7 @@ def test_serving_band_fields_by_hand(catalog: Catalog) -> None:
         weight_efficiency=0.5, kv_efficiency=0.5, band=(0.8, 1.5), per_request_s=0.02
     )
     scenario = preset_scenario(catalog, "llama-3.1-8b")
-    vllm, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    vllm, _ = choose_engine(catalog, "vllm", scenario.gpu)
     engine = Engine("vllm", (params,), "nvidia-datacenter", ("vllm",), vllm.serving)
     scenario = replace(scenario, engine=engine)
     result = serve(
@@ -195,7 +190,7 @@ def test_engines_lists_lines(cli: Run) -> None:
     assert result.code == 0
     rows = {r["family"]: r for r in json.loads(result.out)["engines"] if r["id"] == "sglang"}
     assert rows["nvidia-datacenter"]["newest_line"] == "0.5"
-    assert rows["amd-instinct"]["newest_line"] == "0.4"
+    assert rows["amd-instinct"]["newest_line"] == "0.5"  # transferred there (issue 28)
     rows = list(rows.values())
     releases = [x["release"] for x in rows[0]["lines"]]
     assert releases == ["0.4", "0.5"]

@@ -171,6 +171,13 @@ def test_compare_keeps_a_numbers_spec_whole(cli: Run) -> None:
         ("x=1,y=2", ["x=1,y=2"]),
         ("h100,x=1,y=2,x=3", ["h100", "x=1,y=2", "x=3"]),
         ("x=1,h100,y=2", ["x=1", "h100", "y=2"]),
+        # a preset's memory= or bandwidth= is its own (issue 32), as -g reads it alone
+        ("m3-max,memory=36GB,h100", ["m3-max,memory=36GB", "h100"]),
+        ("h100,bandwidth=2TB/s,memory=64GB", ["h100,bandwidth=2TB/s,memory=64GB"]),
+        (
+            "h100,bandwidth=2TB/s,memory=64GB,bf16=1PFLOPS",
+            ["h100", "bandwidth=2TB/s,memory=64GB,bf16=1PFLOPS"],
+        ),
     ],
 )
 def test_split_items(text: str, items: list[str]) -> None:

@@ -157,8 +157,8 @@ def test_an_nvidia_gpu_takes_e_mma_and_the_tile_from_its_kernel_tables(catalog: 
 
 
 def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:
-    """No tables for an MI300X, and a profile whose points fitted e_mma keeps its own."""
-    spec = ScenarioSpec(model="deepseek-v3", gpu="mi300x", engine="sglang")
+    """No tables for an MI250X, and a profile whose points fitted e_mma keeps its own."""
+    spec = ScenarioSpec(model="deepseek-v3", gpu="mi250x-gcd", engine="sglang")
     (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
     assert (params.tile_rows, params.kernel_source) == (16, "")
     own = EngineParams(

@@ -92,7 +92,7 @@ def test_two_stages_add_their_bytes_and_one_hand_off(cli: Run) -> None:
     assert row["handoff_ms"] == pytest.approx(handoff * 1000, rel=1e-12)
     assert row["allreduce_ms"] == row["all_to_all_ms"] == 0
     memory = (stage_one + stage_two) / 3.35e12
-    assert row["ms_per_token"] == pytest.approx((memory + handoff) * 1000, rel=1e-12)
+    assert row["roofline_ms_per_token"] == pytest.approx((memory + handoff) * 1000, rel=1e-12)
     assert doc["inputs"]["pp"] == 2 and doc["inputs"]["link"] == "nvlink4"
     assert any(n["code"] == "pipeline-throughput" for n in doc["notes"])
 
@@ -203,7 +203,7 @@ def test_the_engine_never_expects_less_than_the_roofline(cli: Run) -> None:
         args = ["-m", "deepseek-v3", "-g", "h200", "--tp", "8", "--batch", "32", *extra]
         doc = estimate_json(cli, *args, "-c", "0,32K")
         for row in doc["rows"]:
-            assert row["expected_low_ms_per_token"] >= row["ms_per_token"] * (1 - 1e-12)
+            assert row["expected_low_ms_per_token"] >= row["roofline_ms_per_token"] * (1 - 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +285,7 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
         "deepseek-v3", "h200", weights="fp8", tp=8, batch=64, ep=True, dp_attention=True
     )
     ms = estimate(api, [4096], crossover_row=False).rows[0].seconds_per_token * 1000
-    assert ms == pytest.approx(dp_row["rows"][0]["ms_per_token"], rel=1e-15)
+    assert ms == pytest.approx(dp_row["rows"][0]["roofline_ms_per_token"], rel=1e-15)
 
 
 def test_vllm_attention_split_inside_data_parallel_ranks_is_refused(
@@ -318,7 +318,7 @@ def test_pipeline_with_link_none_says_its_hand_offs_are_left_out(cli: Run) -> No
     (row,) = doc["rows"]
     assert row["handoff_ms"] == row["comm_ms"] == 0
     memory = (68_452_352_000 + 70_553_714_688) / 3.35e12
-    assert row["ms_per_token"] == pytest.approx(memory * 1000, rel=1e-12)
+    assert row["roofline_ms_per_token"] == pytest.approx(memory * 1000, rel=1e-12)
     (note,) = [n["message"] for n in doc["notes"] if n["code"] == "no-communication"]
     assert "hand-offs between the 2 pipeline stages" in note and "all-reduce" not in note
     both = estimate_json(

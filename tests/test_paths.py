@@ -124,7 +124,7 @@ class TestUnknownUser:
 
     def test_calibrate_points(self, cli: Run) -> None:
         points = f"{no_such_user()}/points.yaml"
-        one_error(cli("calibrate", points), f"points file {points!r} does not exist")
+        one_error(cli("calibrate", points), f"measured file {points!r} does not exist")
 
     def test_calibration_variable(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
         user = no_such_user()

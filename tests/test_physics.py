@@ -65,11 +65,15 @@ def test_70b_read_and_total_params(catalog: Catalog) -> None:
         ("llama-3.1-70b", "fp8", "fp8", 1, 424_213),
         # 69,503,033,344 / (32 x 163,840) = 13,256.65 -> 13,257 tokens
         ("llama-3.1-70b", "fp8", "fp8", 32, 13_257),
+        # The seed's FP8-KV question: BF16 KV is 2 x 80 x 8 x 128 x 2 B = 327,680 B a token,
+        #   so 69,503,033,344 / 327,680 = 212,106.42 -> 212,106; FP8 KV halves the bytes and
+        #   doubles the crossover (424,213 above)
+        ("llama-3.1-70b", "fp8", "bf16", 1, 212_106),
         # Llama-2-7B: 6,607,343,616 params read x 2 B / (2 x 32 x 32 x 128 x 2 B = 524,288)
         #   = 25,205.02 -> 25,205 tokens
         ("llama-2-7b", "bf16", "bf16", 1, 25_205),
     ],
-    ids=["70b-fp8-b1", "70b-fp8-b32", "llama2-7b-bf16"],
+    ids=["70b-fp8-b1", "70b-fp8-b32", "70b-fp8-bf16kv-b1", "llama2-7b-bf16"],
 )
 def test_crossover(
     catalog: Catalog, model: str, weights: str, kv: str, batch: int, crossover: int

@@ -18,7 +18,7 @@ deepseek-v3 kimi-k2 gpt-oss-20b gpt-oss-120b gemma-2-9b gemma-2-27b gemma-3-27b
 mistral-7b-v0.1""".split()
 REQUIRED_GPUS = """a100-40gb a100-80gb h100-pcie h100-sxm h100-nvl h200 b200 gb200 l4 l40s
 rtx-3090 rtx-4080 rtx-4090 rtx-5090 rtx-6000-ada mi300x mi325x mi355x gaudi3 tpu-v5e tpu-v5p
-tpu-v6e dgx-spark m1-max m2-ultra m3-max m4-max""".split()
+tpu-v6e dgx-spark m1-max-64gb m2-ultra-192gb m3-max-48gb m4-max-48gb""".split()
 REQUIRED_DTYPES = (
     "fp32 fp16 bf16 fp8 int8 int4 fp4 nvfp4 mxfp4 int4-g128 q8-0 q6-k q5-k-m q4-k-m q4-0".split()
 )

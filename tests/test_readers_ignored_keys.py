@@ -102,6 +102,10 @@ def configs() -> dict[str, dict[str, Any]]:
         "kimi_k25": fixture("kimi-k2.5"),
         "glm4_moe_lite": preset("glm-4.7-flash"),
         "glm_moe_dsa": fixture("glm-5"),
+        "deepseek_v4": fixture("deepseek-v4-flash-0731"),
+        "kimi_linear": fixture("kimi-linear-48b-a3b"),
+        "gemma4": fixture("gemma-4-31b"),
+        "gemma4_text": fixture("gemma-4-31b")["text_config"],
         "longcat_flash": fixture("longcat-flash"),
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
@@ -229,20 +233,18 @@ def test_a_value_a_reader_cannot_honour_stops_it(
 
 
 @pytest.mark.parametrize(
-    ("model_type", "what"),
+    ("field", "value", "what"),
     [
-        ("deepseek_v4", "DeepSeek-V4's compressed sparse attention"),
-        ("nemotron-nas", "per-layer block_configs"),
-        ("jetmoe", "mixture of attention heads"),
-        ("step3", "multi-matrix factorised attention"),
-        ("internlm2", "not read yet"),
+        ("hidden_size_per_layer_input", 256, "per-layer inputs (Gemma 4 E2B and E4B)"),
+        ("num_kv_shared_layers", 20, "an earlier layer's KV cache (Gemma 4 E2B and E4B)"),
+        ("enable_moe_block", True, "Gemma 4's MoE block (26B-A4B) is not modelled yet"),
     ],
 )
-def test_known_but_unmodelled_families_are_refused_in_one_line(
-    cli: Run, tmp_path: Path, model_type: str, what: str
+def test_unmodelled_sizes_of_a_family_are_refused_by_name(
+    cli: Run, tmp_path: Path, field: str, value: object, what: str
 ) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": model_type, "hidden_size": 4096}))
+    path.write_text(json.dumps({**CONFIGS_BY_TYPE["gemma4_text"], field: value}))
     r = cli("show", str(path))
     assert r.code == 2
     assert r.err.count("\n") == 1 and what in r.err
@@ -287,3 +289,22 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
     r = cli("models", "--family", "olmoe")
     assert r.code == 2 and r.err.count("\n") == 1
     assert "decodecalc reads its config.json" in r.err
+
+
+@pytest.mark.parametrize(
+    ("model_type", "what"),
+    [
+        ("nemotron-nas", "per-layer block_configs"),
+        ("jetmoe", "mixture of attention heads"),
+        ("step3", "multi-matrix factorised attention"),
+        ("internlm2", "not read yet"),
+    ],
+)
+def test_known_types_not_read_are_refused_naming_why(
+    cli: Run, tmp_path: Path, model_type: str, what: str
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, "hidden_size": 4096}))
+    r = cli("show", str(path))
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and what in r.err

@@ -232,7 +232,7 @@ class TestInTheBrowser:
     @pytest.mark.parametrize(
         ("kind", "trace", "point", "fields"),
         [
-            ("estimate", 1, 5, ("expected_ms_per_token", "ms_per_token")),
+            ("estimate", 1, 5, ("expected_ms_per_token", "roofline_ms_per_token")),
             ("compare", 3, 4, ("expected_ms_per_token",)),
             ("serving", 0, 3, ("tpot_ms",)),
         ],

@@ -75,5 +75,6 @@ def test_an_engine_says_how_it_was_chosen(engine: str, gpu: str, kind: str) -> N
     from decodecalc.loading.resolve import resolve
 
     s = resolve(ScenarioSpec(model="llama-3.1-8b", gpu=gpu, engine=engine), Catalog())
-    assert s.engine is not None and s.engine.kind == kind
-    assert s.engine.expects == (kind != "roofline")
+    assert s.engine.kind.value == kind
+    assert s.engine.is_roofline == (kind == "roofline")
+    assert bool(s.engine.params) == (kind != "roofline")

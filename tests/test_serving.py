@@ -14,6 +14,7 @@ import pytest
 from decodecalc.answers.kv_pool import kv_pool
 from decodecalc.answers.serving import Workload, erlang_c, serve
 from decodecalc.answers.speculative import Speculation
+from decodecalc.engine.profile import ROOFLINE
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
@@ -127,7 +128,7 @@ def test_prefill_tokens_per_step_by_hand(cli: Run) -> None:
 def test_kv_pool_figures_are_the_pools(cli: Run, catalog: Catalog) -> None:
     doc = run_json(cli, "--input-len", "1000", "--output-len", "500", "--concurrency", "4")
     scenario = preset_scenario(catalog, "llama-3.1-8b")
-    pool = kv_pool(scenario, scheduler_limits(None, scenario.gpu))
+    pool = kv_pool(scenario, scheduler_limits(ROOFLINE, scenario.gpu))
     assert doc["kv_pool_tokens"] == doc["rows"][0]["kv_pool_tokens"] == pool.tokens
     assert doc["max_concurrency_kv"] == pytest.approx(pool.max_concurrency(1500))
 
@@ -188,7 +189,19 @@ def test_erlang_c_by_hand() -> None:
         ),
         (("--output-len", "100", "--concurrency", "4", "--speculative", "eagle"), "--acceptance"),
         (("--output-len", "100", "--concurrency", "4", "--prefix-len", "1000"), "prefix length"),
-        (("--output-len", "100", "--concurrency", "4", "--prefix-hit-rate", "2"), "hit rate"),
+        (
+            (
+                "--output-len",
+                "100",
+                "--concurrency",
+                "4",
+                "--prefix-len",
+                "8",
+                "--prefix-hit-rate",
+                "2",
+            ),
+            "hit rate",
+        ),
         (("--output-len", "100", "--concurrency", "4", "--max-num-seqs", "0"), "max-num-seqs"),
         (("--output-len", "2M", "--concurrency", "1"), "maximum context"),
         ((*SMALL, "--speculative", "nosuchmodel", "--acceptance", "0.5"), "is not eagle"),
@@ -206,12 +219,12 @@ def test_one_of_concurrency_or_rate_in_the_core(catalog: Catalog) -> None:
     with pytest.raises(InputError, match="one of them"):
         Workload(input_len=10, output_len=10)
     scenario = preset_scenario(catalog, "llama-3.1-8b")
-    limits = scheduler_limits(None, scenario.gpu, max_num_batched_tokens=1)
+    limits = scheduler_limits(ROOFLINE, scenario.gpu, max_num_batched_tokens=1)
     with pytest.raises(InputError, match="no room"):
         serve(scenario, Workload(input_len=10, output_len=10, concurrency=1), limits)
     # A quarter of 80 GiB is 21.5 GB; 16.1 GB of BF16 weights leave at most 5.4 GB, about
     # 41,000 tokens at 131,072 bytes each: one request of 120,000 tokens cannot be held.
-    small = scheduler_limits(None, scenario.gpu, memory_utilization=0.25)
+    small = scheduler_limits(ROOFLINE, scenario.gpu, memory_utilization=0.25)
     with pytest.raises(InputError, match="does not fit in the KV pool"):
         serve(scenario, Workload(input_len=100_000, output_len=20_000, concurrency=1), small)
 
@@ -245,7 +258,7 @@ def test_monotone_over_concurrency(
     """MoE, hybrid and speculative servers alike: TPOT never falls and throughput never
     drops as the concurrency grows, through the KV pool, max-num-seqs and prefill caps."""
     scenario = preset_scenario(catalog, model, weights="fp8", gpu="h200")
-    limits = scheduler_limits(None, scenario.gpu)
+    limits = scheduler_limits(ROOFLINE, scenario.gpu)
     results = [
         serve(scenario, Workload(2000, 400, concurrency=c, speculative=speculative), limits)
         for c in (1, 4, 16, 64, 256, 1024, 4096)
@@ -278,7 +291,7 @@ def test_an_engine_without_scheduler_defaults_says_whose_stand_in(cli: Run) -> N
     [
         (("-g", "a100-80gb", "-w", "fp8"), "matmul-fallback"),
         (("-g", "mi300x", "--engine", "tensorrt-llm"), "engine-fallback"),
-        (("-g", "mi300x", "--engine", "sglang"), "engine-older-line"),
+        (("-g", "mi300x", "--engine", "sglang"), "engine-transferred"),
     ],
 )
 def test_serving_carries_the_scenarios_notes(cli: Run, args: tuple[str, ...], code: str) -> None:

@@ -9,8 +9,8 @@ from decodecalc.answers.serving import Workload, serve
 from decodecalc.calibration.engine_fit import PrefillCase, fit_prefill
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
+from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from tests.conftest import preset_scenario
@@ -20,7 +20,7 @@ PARAMS = EngineParams(weight_efficiency=1.0, kv_efficiency=1.0, prefill_efficien
 
 def _scenario(catalog: Catalog, params: EngineParams) -> tuple[Scenario, SchedulerLimits]:
     scenario = preset_scenario(catalog, "llama-3.1-8b")
-    vllm, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    vllm, _ = choose_engine(catalog, "vllm", scenario.gpu)
     engine = Engine("vllm", (params,), "nvidia-datacenter", ("vllm",), vllm.serving)
     return replace(scenario, engine=engine), scheduler_limits(engine, scenario.gpu)
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decodecalc.answers.serving import ServingResult, Workload, serve
-from decodecalc.engine.profile import EngineParams
+from decodecalc.engine.profile import ROOFLINE, EngineParams
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.tensors import Sharding, TensorGroup
@@ -100,7 +100,7 @@ class TestAdmissionWait:
     @staticmethod
     def closed(catalog: Catalog, concurrency: int, max_num_seqs: int = 8) -> ServingResult:
         scenario = preset_scenario(catalog, "llama-3.1-8b", "fp8", "fp8")
-        limits = scheduler_limits(None, scenario.gpu, max_num_seqs=max_num_seqs)
+        limits = scheduler_limits(ROOFLINE, scenario.gpu, max_num_seqs=max_num_seqs)
         return serve(scenario, Workload(1000, 200, concurrency=concurrency), limits)
 
     @staticmethod

@@ -63,7 +63,7 @@ CASES = {
                 f"{r['expected_ms_per_token']:.1f} ({r['expected_low_ms_per_token']:.1f}-"
                 f"{r['expected_high_ms_per_token']:.1f})"
             ),
-            "Roofline bound ms": lambda r: f"{r['ms_per_token']:.3f}",
+            "Roofline bound ms": lambda r: f"{r['roofline_ms_per_token']:.3f}",
             "tok/s / seq": lambda r: h.rate(r["expected_tokens_per_s"]),
             "tok/s x8": lambda r: h.rate(r["expected_throughput_tokens_per_s"]),
             "Bound": lambda r: r["bound"],
@@ -81,7 +81,7 @@ CASES = {
             "Expected ms": lambda r: f"{r['expected_ms_per_token']:.1f}",
             "low": lambda r: f"{r['expected_low_ms_per_token']:.1f}",
             "high": lambda r: f"{r['expected_high_ms_per_token']:.1f}",
-            "Roofline bound ms": lambda r: f"{r['ms_per_token']:.3f}",
+            "Roofline bound ms": lambda r: f"{r['roofline_ms_per_token']:.3f}",
             "tok/s / seq": lambda r: h.rate(r["expected_tokens_per_s"]),
             "tok/s all": lambda r: h.rate(r["expected_throughput_tokens_per_s"]),
             "KV share": lambda r: f"{r['kv_share'] * 100:.1f}%",

@@ -14,8 +14,9 @@ import yaml
 
 from decodecalc.calibration.points import MeasuredPoint, ServingLoad
 from decodecalc.calibration.validation import prefill_share, stand_in
+from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.loading.resolve import resolve, resolve_engine
+from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
 from decodecalc.scenarios.spec import ScenarioSpec
 from tests.conftest import Run
@@ -216,7 +217,7 @@ def test_a_profile_without_data_for_the_family_falls_back_visibly(cli: Run, tmp_
     # Median of two = their mean 9.398371 ms; band: low 0.9 x 7.844901 = 7.060411, high
     # 1.2 x 10.951842 = 13.142210 ms.
     roofline = 15_140_921_344 / 2.765e12 * 1000
-    assert row["ms_per_token"] == pytest.approx(roofline, rel=1e-6)
+    assert row["roofline_ms_per_token"] == pytest.approx(roofline, rel=1e-6)
     a, b = roofline / 0.5, roofline / 0.8 + 1.0
     assert row["expected_ms_per_token"] == pytest.approx((a + b) / 2, rel=1e-6)
     assert row["expected_low_ms_per_token"] == pytest.approx(0.9 * b, rel=1e-6)
@@ -241,11 +242,11 @@ def test_leave_one_group_out_resolves_engines_as_users_get_them(catalog: Catalog
     profiles = catalog.engines()
     for profile in profiles:
         for family, gpu in gpus.items():
-            engine, _ = resolve_engine(catalog, profile.id, catalog.gpu(gpu))
+            engine, _ = choose_engine(catalog, profile.id, catalog.gpu(gpu))
             # at the newest release line, as --engine NAME resolves it (NAME@LINE another)
             assert engine.params == stand_in(profiles, profile.id, family, engine.line)[0]
     for family, gpu in gpus.items():
-        engine, _ = resolve_engine(catalog, None, catalog.gpu(gpu))
+        engine, _ = choose_engine(catalog, None, catalog.gpu(gpu))
         assert engine.params == stand_in(profiles, "typical", family)[0]
 
 

@@ -12,9 +12,9 @@ import yaml
 
 from decodecalc.answers.serving import Workload, prefill_share_s
 from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.select import choose_engine
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from tests.conftest import Run, preset_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def test_prefill_share_of_a_mean_tpot(catalog: Catalog) -> None:
     with reads 15,009,849,344 weight bytes and 8 x 4,050 x 131,072 KV bytes: 5.75 ms. So
     the share lies between 0.07 x (60.68 - 5.75) = 3.85 ms and 0.07 x 65.23 = 4.57 ms."""
     scenario = preset_scenario(catalog, "llama-3.1-8b", batch=8)
-    engine, _ = resolve_engine(catalog, "vllm", scenario.gpu)
+    engine, _ = choose_engine(catalog, "vllm", scenario.gpu)
     limits = scheduler_limits(engine, scenario.gpu)
     assert limits.max_num_batched_tokens == 8192
     share = prefill_share_s(scenario, Workload(4000, 101, concurrency=8), limits)

@@ -76,22 +76,27 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 
 from decodecalc.calibration.points import read_points
 from decodecalc.calibration.validation import (
     FamilyFit,
     Labelled,
+    conformal_band,
     fit_engines,
     fit_prefills,
     labelled,
+    predicted,
     prefill_cases,
     shipped_bands,
     with_prefill,
 )
-from decodecalc.engine.profile import release_order
+from decodecalc.engine.profile import EngineParams, release_order
+from decodecalc.engine.transfer import VendorFactor, transferred
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.loading.saved import FamilyProfile, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
@@ -147,10 +152,18 @@ HEADER = (
 )
 
 
-def lines_of(engine: str, fits: list[FamilyFit], items: list[Labelled]) -> list[LineProfile]:
+def lines_of(
+    engine: str,
+    fits: list[FamilyFit],
+    items: list[Labelled],
+    vendors: Sequence[VendorFactor] = (),
+) -> list[LineProfile]:
     """Each release line the engine's points name, oldest first: its versions and points,
-    and its own parameters on the families where it has enough points (fit_lines)."""
+    its own parameters on the families where it has enough points (fit_lines), and on
+    the newest line so fitted, its parameters transferred to each family with a vendor
+    factor where it has none (transfers)."""
     mine = [p for p in items if p.engine == engine and p.release]
+    newest = newest_fitted(fits)
     out = []
     for line in sorted({p.release for p in mine if p.release}, key=release_order):
         held = [p for p in mine if p.release == line]
@@ -160,11 +173,144 @@ def lines_of(engine: str, fits: list[FamilyFit], items: list[Labelled]) -> list[
             for x in f.lines
             if x.line == line
         ]
+        if newest is not None and line == newest[0]:
+            families += transfers(engine, newest, families, vendors, items)
         versions = tuple(sorted({p.version for p in held if p.version}))
         out.append(
             LineProfile(line, versions, len(held), tuple(families), dates_of(line, versions))
         )
     return out
+
+
+SOURCE_FAMILY = "nvidia-datacenter"
+"""The family a release line's rates transfer from: the one with kernel tables per engine
+release and the most lines fitted."""
+
+NEWEST_DAYS = 366
+"""A vendor's newest points: those of its release lines dated within twelve months of
+the newest line dated on its family (older ones are other releases' kernels)."""
+
+VENDOR = "nvidia-"
+"""The source family's vendor: a factor is fitted for the families of other vendors only
+(amd-instinct, apple), whose kernels are other code; NVIDIA's consumer cards run the same
+engines' CUDA kernels, and engine/select.py's fallback stands there as before."""
+
+MIN_VENDOR_POINTS = 8
+"""Points a vendor factor needs: fewer, and no line transfers to the family."""
+
+
+def newest_fitted(fits: Sequence[FamilyFit]) -> tuple[str, EngineParams] | None:
+    """An engine's newest release line with parameters of its own on SOURCE_FAMILY, and
+    those parameters (None: no line fitted there)."""
+    found = [x for f in fits if f.family == SOURCE_FAMILY for x in f.lines if x.line]
+    if not found:
+        return None
+    best = max(found, key=lambda x: release_order(x.line or ""))
+    return best.line or "", best.fit.params
+
+
+def transfers(
+    engine: str,
+    newest: tuple[str, EngineParams],
+    own: Sequence[FamilyProfile],
+    vendors: Sequence[VendorFactor],
+    items: Sequence[Labelled],
+) -> list[FamilyProfile]:
+    """The newest line's SOURCE_FAMILY parameters on each family with a vendor factor
+    where the line has none of its own and the engine's own points there are not current
+    (current_on; engine/transfer.py)."""
+    line, params = newest
+    fitted = {f.family for f in own} | {
+        v.family for v in vendors if current_on(engine, v.family, items)
+    }
+    return [
+        FamilyProfile(
+            v.family,
+            moved := transferred(params, v, engine, line),
+            f"none of its own: {moved.transferred}",
+        )
+        for v in vendors
+        if v.family not in fitted
+    ]
+
+
+def vendor_factors(
+    fits: dict[tuple[str, str], FamilyFit], items: Sequence[Labelled]
+) -> list[VendorFactor]:
+    """Each other vendor's GPU family's factors over SOURCE_FAMILY: the medians of
+    measured / expected over the family's newest points (NEWEST_DAYS), each predicted by
+    its own engine's newest line fitted on SOURCE_FAMILY as it would transfer (factor 1):
+    how much slower the vendor's kernels run a step than the same engine's rates on the
+    source say, for dense models and, over that, for MoE models (each kind with
+    MIN_VENDOR_POINTS points; with fewer, the other kind's). Only points of engines with
+    such a line count."""
+    out = []
+    for family in sorted({p.family for p in items if not p.family.startswith(VENDOR)}):
+        ratios: dict[str, list[float]] = {"dense": [], "moe": []}
+        named = set()
+        for p in newest_points(family, items):
+            source = newest_fitted([f for (e, _), f in fits.items() if e == p.engine])
+            if source is None:
+                continue
+            expected = predicted(p, (source[1],), p.engine).seconds
+            kind = "dense" if p.point.scenario.model.moe() is None else "moe"
+            ratios[kind].append(p.terms.measured_s / expected)
+            gpu = p.point.scenario.gpu
+            named.add(f"{p.engine}@{p.release} on {gpu.id if gpu else 'a given bandwidth'}")
+        enough = {k: v for k, v in ratios.items() if len(v) >= MIN_VENDOR_POINTS}
+        if not enough:
+            continue
+        medians = {k: statistics.median(v) for k, v in enough.items()}
+        dense = medians.get("dense", medians.get("moe", 1.0))
+        moe = medians.get("moe", dense)
+        scaled = [r / dense for r in ratios["dense"]] + [r / moe for r in ratios["moe"]]
+        out.append(
+            VendorFactor(
+                family,
+                SOURCE_FAMILY,
+                dense,
+                conformal_band(scaled),
+                len(scaled),
+                ", ".join(sorted(named)),
+                moe / dense,
+            )
+        )
+    return out
+
+
+def newest_points(family: str, items: Sequence[Labelled]) -> list[Labelled]:
+    """The family's points of release lines dated within NEWEST_DAYS of its newest dated
+    line (dates_of: from the points' own version strings)."""
+    recent = {key for key, age in line_ages(family, items).items() if age <= NEWEST_DAYS}
+    return [p for p in items if p.family == family and (p.engine, p.release) in recent]
+
+
+def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
+    """Days each (engine, release line) with points on the family is older than the
+    newest line dated there, for the lines whose points' versions give a day."""
+    dated: dict[tuple[str, str | None], date] = {}
+    for engine, line in {(p.engine, p.release) for p in items if p.family == family and p.release}:
+        versions = [p.version for p in items if (p.engine, p.release) == (engine, line)]
+        days = [d for d in dates_of(line or "", versions) if len(d) == 10]
+        if days:
+            dated[engine, line] = date.fromisoformat(max(days))
+    last = max(dated.values(), default=None)
+    return {key: (last - day).days for key, day in dated.items() if last is not None}
+
+
+CURRENT_DAYS = 92
+"""An engine's own line on a family within three months of the newest line dated there is
+as current as the family's data gets: it stands, and no newer line is transferred over
+it (vLLM 0.10.0 on MI300X, August 2025, predicts the 2026 set's vLLM MI300X points at 9%;
+vLLM 0.11 transferred from NVIDIA, at 31%). SGLang's only MI300X line, 0.4.2 of February
+2025, is six months older: its newest line transfers."""
+
+
+def current_on(engine: str, family: str, items: Sequence[Labelled]) -> bool:
+    """Whether the engine has points on the family of a line within CURRENT_DAYS of the
+    family's newest dated line."""
+    ages = line_ages(family, items)
+    return any(age <= CURRENT_DAYS for (e, _), age in ages.items() if e == engine)
 
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -191,7 +337,10 @@ def dates_of(line: str, versions: Sequence[str]) -> tuple[str, ...]:
 
 
 def profiles(
-    fits: dict[tuple[str, str], FamilyFit], points_name: str, items: list[Labelled]
+    fits: dict[tuple[str, str], FamilyFit],
+    points_name: str,
+    items: list[Labelled],
+    vendors: Sequence[VendorFactor] = (),
 ) -> dict[str, str]:
     """Each engine's profile file text, by engine id."""
     out = {}
@@ -225,7 +374,7 @@ def profiles(
             notes=about.notes,
             aliases=about.aliases,
             header=HEADER,
-            lines=[] if carried else lines_of(engine, mine, items),
+            lines=[] if carried else lines_of(engine, mine, items, vendors),
         )
     return out
 
@@ -252,7 +401,10 @@ def main(argv: list[str] | None = None) -> int:
         p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name for p in paths
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    for engine, text in profiles(fits, name, items).items():
+    vendors = vendor_factors(fits, items)
+    for v in vendors:
+        print(f"vendor factor {v.family} over {v.source}: x{v.factor:.3f} ({v.fitted_on})")
+    for engine, text in profiles(fits, name, items, vendors).items():
         target = args.out / f"{engine}.yaml"
         old = target.read_text(encoding="utf-8") if target.exists() else ""
         target.write_text(text + kept_blocks(old), encoding="utf-8")

@@ -67,7 +67,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import yaml
 
 from decodecalc.loading.catalog import Catalog
@@ -251,6 +250,8 @@ OPTIONAL = {"window_size": 0, "beam_width": 1}
 
 
 def read(path: Path, columns: list[str]) -> dict[str, np.ndarray]:
+    import pyarrow.parquet as pq  # here: validation/fit_kernels_aiter.py reads CSVs alone
+
     present = set(pq.read_schema(path).names)
     table = pq.read_table(path, columns=[c for c in columns if c in present])
     cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns if c in present}
@@ -314,16 +315,30 @@ def fit_gemm(ctx: Context, path: Path) -> dict[str, dict[str, Any]]:
         if rows.sum() < 20:
             continue
         m, n, k = (cols[c][rows].astype(float) for c in ("m", "n", "k"))
-        t = cols["latency"][rows] * 1e-3
-        memory = n * k * ctx.bits(dtype_id) / 8 + m * (n + k) * ACTIVATION_BYTES
-
-        def flops(tile: int, m=m, n=n, k=k) -> np.ndarray:
-            return 2 * np.ceil(m / tile) * tile * n * k
-
-        fit = fit_roofline(memory, flops, GEMM_TILES, t, ctx.bandwidth, ctx.peak(matmul))
-        written = entry(fit, matmul)
-        out[dtype_id] = written and written | {"decode_error": fit.error(m <= DECODE_MAX_M)}
+        out[dtype_id] = fit_dense(ctx, dtype_id, matmul, m, n, k, cols["latency"][rows] * 1e-3)
     return out
+
+
+def fit_dense(
+    ctx: Context,
+    dtype_id: str,
+    matmul: str,
+    m: np.ndarray,
+    n: np.ndarray,
+    k: np.ndarray,
+    t: np.ndarray,
+) -> dict[str, Any] | None:
+    """One dense GEMM class: weights N x K at the dtype's bits plus activations in and out
+    at 2 bytes; FLOPs 2 x M x N x K with M rounded up to the tile; t in seconds. The entry
+    as written (None: left out), with the error over the decode rows (M up to 256)."""
+    memory = n * k * ctx.bits(dtype_id) / 8 + m * (n + k) * ACTIVATION_BYTES
+
+    def flops(tile: int) -> np.ndarray:
+        return 2 * np.ceil(m / tile) * tile * n * k
+
+    fit = fit_roofline(memory, flops, GEMM_TILES, t, ctx.bandwidth, ctx.peak(matmul))
+    written = entry(fit, matmul)
+    return written and written | {"decode_error": fit.error(m <= DECODE_MAX_M)}
 
 
 def routed_counts(tokens: int, experts: int, topk: int) -> np.ndarray:
@@ -389,20 +404,43 @@ def fit_moe(
         inter = cols["inter_size"][rows].astype(float) / cols["moe_tp_size"][rows]
         pairs = np.array([c.sum() for c in counts], dtype=float)
         active = np.array([(c > 0).sum() for c in counts], dtype=float)
-        matrix = 3 * h * inter
-        memory = (
-            active * matrix * ctx.bits(dtype_id) / 8
-            + pairs * (2 * h + 3 * inter) * ACTIVATION_BYTES
-        )
 
-        def flops(tile: int, counts=counts, matrix=matrix) -> np.ndarray:
-            padded = np.array([(np.ceil(c / tile) * tile).sum() for c in counts], dtype=float)
-            return 2 * padded * matrix
+        def padded(tile: int, counts=counts) -> np.ndarray:
+            return np.array([(np.ceil(c / tile) * tile).sum() for c in counts], dtype=float)
 
         t = cols["latency"][rows] * 1e-3
-        fit = fit_roofline(memory, flops, MOE_TILES, t, ctx.bandwidth, ctx.peak(matmul))
-        out[dtype_id] = entry(fit, matmul)
+        out[dtype_id] = fit_grouped(ctx, dtype_id, matmul, h, inter, active, pairs, padded, t)
     return out
+
+
+def fit_grouped(
+    ctx: Context,
+    dtype_id: str,
+    matmul: str,
+    hidden: np.ndarray,
+    inter: np.ndarray,
+    active: np.ndarray,
+    pairs: np.ndarray,
+    padded: Callable[[int], np.ndarray],
+    t: np.ndarray,
+    tiles: Iterable[int] = MOE_TILES,
+) -> dict[str, Any] | None:
+    """One grouped (MoE) GEMM class, gated (gate, up, down: 3 matrices of hidden x inter
+    per expert, inter the GPU's share): the weights of the ``active`` experts plus
+    activations of the ``pairs`` (token, expert) routed; FLOPs 2 x matrices x the rows
+    ``padded`` gives at a tile (each expert's tokens rounded up to it), the tile the best
+    of ``tiles``; t in seconds."""
+    matrix = 3 * hidden * inter
+    memory = (
+        active * matrix * ctx.bits(dtype_id) / 8
+        + pairs * (2 * hidden + 3 * inter) * ACTIVATION_BYTES
+    )
+
+    def flops(tile: int) -> np.ndarray:
+        return 2 * padded(tile) * matrix
+
+    fit = fit_roofline(memory, flops, tiles, t, ctx.bandwidth, ctx.peak(matmul))
+    return entry(fit, matmul)
 
 
 ATTN_KEYS = [
@@ -576,7 +614,7 @@ def fit_engine(tables: Tables, ctx: Context, system: str, engine: str) -> dict[s
 
 LEFT_OUT = "an efficiency on the fit grid's edge (1.2): the table does not follow this form"
 HEADER = (
-    "# Written by validation/fit_kernels.py from {package}'s measured kernel tables: re-run\n"
+    "# Written by validation/{script} from {package}'s measured kernel tables: re-run\n"
     "# the script instead of editing (its docstring states the fitting rules).\n"
 )
 
@@ -602,7 +640,8 @@ def write_gpu(
         "default_engine": max(engines, key=lambda e: (len(engines[e]), e == "tensorrt-llm")),
         "engines": engines,
     }
-    text = HEADER.format(package=PACKAGE) + yaml.safe_dump(preset, sort_keys=False, width=100)
+    text = HEADER.format(script="fit_kernels.py", package=PACKAGE)
+    text += yaml.safe_dump(preset, sort_keys=False, width=100)
     (out_dir / f"{gpu_id}.yaml").write_text(text)
     return preset
 
@@ -619,7 +658,7 @@ def report(gpu_id: str, preset: dict[str, Any]) -> Iterable[str]:
                 params = " ".join(
                     f"{k}={v}"
                     for k, v in fit.items()
-                    if k not in ("error", "decode_error", "matmul")
+                    if k not in ("error", "decode_error", "matmul", "tables")
                 )
                 err = fit["error"]
                 line = (

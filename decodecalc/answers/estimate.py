@@ -17,6 +17,7 @@ from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.memory import MemoryFit
+from decodecalc.step.parallelism import Communication
 from decodecalc.step.ridge import ridge_batch
 from decodecalc.step.step import Row, Stage, StepModel
 
@@ -59,6 +60,8 @@ class Estimate:
     price nor a power is known)."""
     notes: tuple[Note, ...] = ()
     """What a reader must know to read the rows right, the cost notes with them."""
+    communication: Communication | None = None
+    """The transfers each step makes and over which link (None: no link, none counted)."""
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
@@ -94,6 +97,7 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         ridge_batch=ridge_batch(scenario, points[-1], step),
         flops_class=None if (peak := scenario.peak_flops()) is None else peak[0],
         stages=step.stages,
+        communication=step.comm,
         experts_touched_per_gpu=None
         if moe is None or not scenario.ep
         else float(moe.touched(scenario.batch)) / scenario.tp,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from decodecalc.answers.estimate import estimate
+from decodecalc.answers.headline import headline
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.errors import InputError
 from decodecalc.notes import Note, unique
@@ -50,10 +51,18 @@ class Generation:
     fits, whether it is past the model's maximum context) and the prefill's own."""
     expected_decode_seconds: tuple[float, ...] = ()
     """The whole decode as the scenario's engine would take it: (expected, low, high)."""
+    expected_first_step_seconds: float = 0.0
+    expected_last_step_seconds: float = 0.0
+    """The first and last decode steps at the headline step (answers/headline.py): the
+    engine's expected step, the roofline's under --engine roofline."""
 
     @property
     def mean_step_seconds(self) -> float:
         return self.decode_seconds / self.new_tokens
+
+    @property
+    def expected_mean_step_seconds(self) -> float:
+        return self.expected_decode_seconds[0] / self.new_tokens
 
     @property
     def prefill_flops(self) -> int:
@@ -168,16 +177,19 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
         raise InputError(f"tokens {new_tokens} must be from 1 to {MAX_GENERATED_TOKENS:,}")
     step = StepModel.of(scenario)
     prompt = prefill(step, prompt_tokens)
+    first, last = (step.row(c) for c in (prompt_tokens, prompt_tokens + new_tokens - 1))
     return Generation(
         scenario=scenario,
         prompt_tokens=prompt_tokens,
         new_tokens=new_tokens,
         decode_seconds=decode_seconds(step, prompt_tokens, new_tokens),
-        first_step_seconds=step.row(prompt_tokens).seconds_per_token,
-        last_step_seconds=step.row(prompt_tokens + new_tokens - 1).seconds_per_token,
+        first_step_seconds=first.seconds_per_token,
+        last_step_seconds=last.seconds_per_token,
         prefill=prompt,
         notes=_notes(scenario, prompt, prompt_tokens + new_tokens - 1),
         expected_decode_seconds=expected_decode(step, prompt_tokens, new_tokens),
+        expected_first_step_seconds=headline(first, scenario).seconds,
+        expected_last_step_seconds=headline(last, scenario).seconds,
     )
 
 

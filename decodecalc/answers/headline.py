@@ -40,7 +40,7 @@ class Headline:
 def basis(s: Scenario) -> str:
     """Which step a scenario's figures take: its engine's expected step where the engine
     expects one (a profile, a fallback, the default 'typical' band), else the roofline."""
-    return EXPECTED if s.engine is not None and s.engine.expects else ROOFLINE
+    return ROOFLINE if s.engine.is_roofline else EXPECTED
 
 
 def headline(row: Row, s: Scenario) -> Headline:

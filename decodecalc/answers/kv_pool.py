@@ -22,7 +22,9 @@ the smallest): kinds that do not fill their last group are padded with empty lay
 tokens holds ceil(T / block) blocks in each global layer and, in a windowed layer, the
 blocks of its window plus one chunk and one more block, as the window need not start at
 a block's edge (``SlidingWindowSpec.max_memory_usage_bytes``), so the
-"maximum concurrency" vLLM logs is blocks / blocks per request.
+"maximum concurrency" vLLM logs is blocks / blocks per request. DeepSeek-V4's pooled
+entries (one per 4 or 128 tokens, model/compressed_attention.py) are kinds of their own
+that keep every token, beside its layers' windows.
 """
 
 from __future__ import annotations
@@ -174,10 +176,24 @@ def layer_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
     smallest, largest = min(counts.values()), max(counts.values())
     group = largest if largest < smallest * WIDE_GROUP_RATIO else smallest
     ordered = sorted(counts.items(), key=lambda item: (item[0][0] is None, item[0][0] or 0))
-    return tuple(
+    regular = tuple(
         LayerKind(window, n, -(-n // group) * group, per_token)
         for (window, per_token), n in ordered
     )
+    return regular + _pooled_kinds(scenario)
+
+
+def _pooled_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
+    """DeepSeek-V4's pooled entries (and a CSA layer's index keys) as kinds of their own
+    that every token of a request keeps: per layer, d / r elements a token in the KV dtype,
+    plus the index keys' fixed bytes. Each ratio is a pool of its own in the engines, so
+    no group pads them."""
+    counts: dict[Fraction, int] = {}
+    for mixer in scenario.model.mixers():
+        for _, elements, _ in mixer.compressed_kv:
+            per_token = scenario.kv_dtype.bytes_for(elements) + mixer.fixed_kv_bytes_per_token
+            counts[per_token] = counts.get(per_token, 0) + 1
+    return tuple(LayerKind(None, n, n, per_token) for per_token, n in counts.items())
 
 
 def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:

@@ -33,9 +33,15 @@ TINY_STEP_S = 0.002
 """Below this much streaming per step, launch and scheduling overheads likely dominate."""
 
 
-ENGINE_CHOICE = ("no-engine-data", "engine-not-fitted", "engine-fallback", "engine-older-line")
-"""The notes on whose parameters the expected figures take (loading/resolve.py
-resolve_engine): one GPU's, whatever the batch, format or split."""
+ENGINE_CHOICE = (
+    "no-engine-data",
+    "engine-not-fitted",
+    "engine-fallback",
+    "engine-older-line",
+    "engine-transferred",
+)
+"""The notes on whose parameters the expected figures take (engine/select.py
+choose_engine): one GPU's, whatever the batch, format or split."""
 
 
 def engine_choice_notes(s: Scenario) -> list[Note]:
@@ -54,8 +60,7 @@ def serving_scenario_notes(s: Scenario) -> list[Note]:
 def scenario_notes(s: Scenario) -> list[Note]:
     """What holds for a scenario at any context."""
     notes = list(s.notes)
-    expected = s.engine is not None and bool(s.engine.params)
-    if s.efficiency == 1 and not s.overhead_s and not expected:
+    if s.efficiency == 1 and not s.overhead_s and s.engine.is_roofline:
         notes.append(
             Note(
                 "roofline",
@@ -139,8 +144,8 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
             )
         )
     streaming = est.rows[0].memory_seconds
-    expected = s.engine is not None and bool(s.engine.params)  # (its fixed costs are in)
-    if streaming < TINY_STEP_S and not s.overhead_s and not expected:
+    # (an engine's expected step has its fixed costs in)
+    if streaming < TINY_STEP_S and not s.overhead_s and s.engine.is_roofline:
         notes.append(
             Note(
                 "launch-bound",

@@ -18,6 +18,7 @@ throughput.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
 from statistics import median
@@ -25,6 +26,7 @@ from statistics import median
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import Speculation, draft_scenario
+from decodecalc.engine.profile import roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
@@ -227,7 +229,7 @@ class _Steps:
         what the engine's parameters were fitted on (engine.select.beyond)."""
         engine = self.scenario.engine
         whole = max(1, round(batch))
-        if engine is None or not engine.expects:
+        if engine.is_roofline:
             return (1.0, 1.0), ()
         step = self.built.get((False, whole))
         if step is None:
@@ -347,7 +349,7 @@ class _Server:
         engine = scenario.engine
         shared = workload.shared_prefix_attention
         if shared is None:
-            shared = engine is not None and engine.id in SHARED_PREFIX_ENGINES
+            shared = engine.id in SHARED_PREFIX_ENGINES
         self.shared = bool(shared and workload.prefix_len)
         self.steps = _Steps(
             scenario,
@@ -363,9 +365,7 @@ class _Server:
                 f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
             )
         self.per_request_s = (
-            0.0
-            if engine is None or not engine.expects
-            else median([p.per_request_s for p in engine.params])
+            0.0 if engine.is_roofline else median([p.per_request_s for p in engine.params])
         )
         """c_req: the profiles' median; outside the steps, so in TTFT and e2e only."""
         self.tau = 1.0 if spec is None else spec.tokens_per_step
@@ -528,12 +528,7 @@ class _Server:
         found = []
         engine = self.steps.scenario.engine
         # a named profile (not the roofline, not the typical band) without a serving: block
-        if (
-            engine is not None
-            and engine.params
-            and engine.serving is None
-            and engine.id != "typical"
-        ):
+        if not engine.is_roofline and engine.serving is None and engine.id != "typical":
             found.append(
                 Note(
                     "scheduler-stand-in",
@@ -594,6 +589,52 @@ def serve(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> Se
     return _open(server, workload.request_rate or 0.0, saturation)
 
 
+@record
+class Saturated:
+    """A request rate at or past the server's saturation rate: its queue grows without
+    bound, so it has no steady state to report; what it would take instead."""
+
+    request_rate_per_s: float
+    saturation_rate_per_s: float
+
+    @property
+    def replicas_needed(self) -> int:
+        """Replicas of this server that take the rate between them, each strictly below
+        its saturation rate: floor(rate / saturation) + 1."""
+        return math.floor(self.request_rate_per_s / self.saturation_rate_per_s) + 1
+
+    def note(self) -> Note:
+        return Note(
+            "serving-saturated",
+            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches the "
+            f"server's saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
+            f"grows without bound; it would need {self.replicas_needed} replicas (each "
+            f"taking {self.request_rate_per_s / self.replicas_needed:.3g}/s)",
+        )
+
+
+def serve_each(
+    scenario: Scenario, workloads: Sequence[Workload], limits: SchedulerLimits
+) -> tuple[list[ServingResult], list[Saturated]]:
+    """serve() at each workload: the ones the server sustains, and the request rates past
+    its saturation, each with what it would need. Refused when none is sustained (nothing
+    to report), or for any other reason (no room for a request)."""
+    results: list[ServingResult] = []
+    saturated: list[Saturated] = []
+    refusal: Refused | None = None
+    for workload in workloads:
+        try:
+            results.append(serve(scenario, workload, limits))
+        except Refused as exc:
+            if exc.target != "load" or workload.request_rate is None:
+                raise
+            refusal = refusal or exc
+            saturated.append(Saturated(workload.request_rate, exc.value))
+    if not results and refusal is not None:
+        raise refusal
+    return results, saturated
+
+
 def prefill_share_s(scenario: Scenario, workload: Workload, limits: SchedulerLimits) -> float:
     """What other requests' prefill chunks add to a closed loop's mean TPOT over the pure
     decode step: TPOT - t_dec = (t_mix - t_dec)(f L - n) / (O - 1) (docs/serving.md), 0 at
@@ -606,7 +647,7 @@ def prefill_share_s(scenario: Scenario, workload: Workload, limits: SchedulerLim
     (at most the chunk's own compute and bytes: the share is an upper bound)."""
     if workload.concurrency is None:
         raise InputError("the prefill share is for a closed loop: give a concurrency")
-    server = _Server(replace(scenario, engine=None), workload, limits)
+    server = _Server(replace(scenario, engine=roofline(scenario.engine.family)), workload, limits)
     point = server.point(workload.concurrency)
     return point.tpot_s - point.decode_s / server.tau
 

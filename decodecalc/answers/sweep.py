@@ -29,7 +29,8 @@ _RATES = (ROW_FIELDS.index("tokens_per_s"), ROW_FIELDS.index("throughput_tokens_
 
 def rate_columns(columns: Columns, s: Scenario) -> tuple[Sequence[float], Sequence[float]]:
     """A chunk's RATE_FIELDS: 1000 / expected ms and B times that, or under the roofline
-    (basis) the rows' own rates, so they equal tokens_per_s exactly."""
+    (basis) the step model's own rates (its tokens_per_s and throughput_tokens_per_s), so
+    they equal the roofline's exactly."""
     if basis(s) == ROOFLINE:
         one, all_ = _RATES
         return columns[one], columns[all_]

@@ -22,9 +22,9 @@ from decodecalc.calibration.engine_fit import (
 from decodecalc.calibration.least_squares import fit_line
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import band_of
-from decodecalc.engine.profile import Engine, EngineParams, gpu_family
+from decodecalc.engine.profile import Engine, EngineParams, gpu_family, release_order
 from decodecalc.errors import InputError
-from decodecalc.loading.saved import FamilyProfile, Fit, engine_profile_text
+from decodecalc.loading.saved import FamilyProfile, Fit, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MIN_FRACTION
 from decodecalc.step.step import StepModel, expected_for
@@ -122,10 +122,47 @@ def profile_text(cal: Calibration, name: str, source: str) -> str:
     """The fit as an engine profile (one set of parameters for each GPU family among the
     points), its band from the points' own residuals (validation.band_of)."""
     params = replace(cal.fit.params, band=band_of([1 / (1 + c.error) for c in cal.points]))
+    families = [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families]
+    versions = sorted({p.point.engine_version for p in cal.points if p.point.engine_version})
+    releases = {p.point.release for p in cal.points}
+    # Points of one release line (--engine NAME@LINE) make that line of the profile too, so
+    # that --engine NAME@LINE finds the fit under the line it was measured on.
+    lines = (
+        [LineProfile(release, tuple(versions), len(cal.points), tuple(families))]
+        if len(releases) == 1 and (release := releases.pop()) is not None
+        else []
+    )
     return engine_profile_text(
         name,
-        [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families],
+        families,
         source=source,
-        versions=sorted({p.point.engine_version for p in cal.points if p.point.engine_version}),
+        versions=versions,
         notes=f"Fitted by decodecalc calibrate on {len(cal.points)} points.",
+        lines=lines,
     )
+
+
+def with_lines_of(text: str, old: object) -> str:
+    """A new profile's text with the release lines of the profile it replaces kept: a
+    user's engine gains the line just fitted beside the lines fitted before (a refit of a
+    line replaces it). Its families are the newest line's, what --engine NAME without a
+    line uses; its versions and sources are both profiles'. A new profile without a
+    line, or an earlier file (``old``, as read) that is not a profile with lines, replaces
+    it whole."""
+    import yaml
+
+    new = yaml.safe_load(text)
+    if not isinstance(old, dict) or not isinstance(old.get("lines"), dict) or "lines" not in new:
+        return text
+    lines = {**old["lines"], **new["lines"]}
+    ordered = dict(sorted(lines.items(), key=lambda item: release_order(str(item[0]))))
+    newest = list(ordered.values())[-1]
+    sources = str(old.get("source", "")).split("; ")
+    merged = {
+        **new,
+        "versions": sorted({*old.get("versions", ()), *new["versions"]}),
+        "source": "; ".join(s for s in dict.fromkeys([*sources, new["source"]]) if s),
+        "families": newest.get("families", new["families"]),
+        "lines": ordered,
+    }
+    return yaml.safe_dump(merged, sort_keys=False, width=100, allow_unicode=False)

@@ -480,7 +480,6 @@ class PrefillCase:
 
     def served(self, prefill_efficiency: float) -> ServingResult:
         engine = self.scenario.engine
-        assert engine is not None
         params = tuple(
             replace(p, prefill_efficiency=prefill_efficiency, per_request_s=0.0)
             for p in engine.params

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from decodecalc.answers.serving import ServingResult, Workload, serve
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.select import choose_engine, engine_at, extrapolation
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve_engine
 from decodecalc.record import record, replace
 
 TPOT_TARGET = 0.15
@@ -106,7 +106,11 @@ def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> Servi
         if load is None:
             continue
         scenario = point.scenario
-        engine, _ = resolve_engine(catalog, point.engine or "typical", scenario.gpu)
+        if point.engine is None:
+            engine, _ = choose_engine(catalog, "typical", scenario.gpu)
+        else:  # at the point's own release line, as the estimate's validation takes it
+            engine = engine_at(catalog, point.engine, point.release, scenario.gpu)
+        engine, _ = extrapolation(engine, scenario.model, scenario.batch, scenario.gpu)
         scenario = replace(scenario, engine=engine)
         workload = Workload(
             input_len=load.input_len, output_len=load.output_len, concurrency=load.concurrency

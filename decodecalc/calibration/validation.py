@@ -49,20 +49,22 @@ from decodecalc.engine.profile import (
     ReleaseLine,
     gpu_family,
     release_order,
+    roofline,
 )
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import (
     Facts,
     at_line,
+    choose_engine,
     engine_for,
     extrapolated,
+    fitted_to,
     measured_on,
     typical,
-    widened,
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import kernel_rated, resolve_engine
+from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
@@ -168,7 +170,7 @@ def prefill_share(point: MeasuredPoint, catalog: Catalog) -> float:
     if load is None or load.concurrency <= 1 or point.measured not in UNDER_LOAD:
         return 0.0
     gpu = point.scenario.gpu
-    engine, _ = resolve_engine(catalog, point.engine or TYPICAL, gpu)
+    engine, _ = choose_engine(catalog, point.engine or TYPICAL, gpu)
     workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
     try:
         share = prefill_share_s(point.scenario, workload, scheduler_limits(engine, gpu))
@@ -332,8 +334,9 @@ def predicted(p: Labelled, params: Sequence[EngineParams], engine: str) -> Expec
     (step.step.expected: the median over several parameter sets, never below the
     roofline)."""
     s = p.point.scenario
-    rated = kernel_rated(replace(s, engine=Engine(engine, tuple(params), p.family)), s.batch)
-    assert rated.engine is not None
+    # (a refit left with no points has no parameters: the roofline stands)
+    chosen = Engine(engine, tuple(params), p.family) if params else roofline(p.family, engine)
+    rated = kernel_rated(replace(s, engine=chosen), s.batch)
     return expected_for(p.step, p.row, rated.engine)
 
 
@@ -410,7 +413,14 @@ class HeldOut:
 
 LEFT_OUT = ("group", "model", "gpu", "release")
 """What validate leaves out in turn: a point's group (engine and GPU family), its model,
-its GPU, and its engine's release line (predicted from that engine's older lines)."""
+its GPU, and its engine's release line (predicted from that engine's older lines). Their
+residuals make the bands (conformal, shipped_bands)."""
+
+REPORTED = (*LEFT_OUT, "vendor")
+"""What validate reports: LEFT_OUT and the GPU's vendor (NVIDIA, AMD, Apple, ...: every
+GPU of it left out at once, so its points are predicted from the other vendors' fits
+alone). The vendor's residuals make no band: its points are banded by the LEFT_OUT
+residuals of the other vendors' points, as a scenario on a vendor without data would be."""
 
 
 def unit_of(p: Labelled, unit: str) -> str | None:
@@ -423,6 +433,9 @@ def unit_of(p: Labelled, unit: str) -> str | None:
     if unit == "gpu":
         gpu = p.point.scenario.gpu
         return gpu.id if gpu else f"{p.point.scenario.bandwidth_bytes_per_s} B/s"
+    if unit == "vendor":
+        gpu = p.point.scenario.gpu
+        return gpu.vendor if gpu else None
     release = p.point.release
     return f"{p.engine}@{release}" if release and p.engine != TYPICAL else None
 
@@ -465,12 +478,13 @@ def _predicted(key: str, held: Sequence[Labelled], profiles: tuple[EngineProfile
 def widened_for(
     params: Sequence[EngineParams], facts: Facts | None
 ) -> tuple[tuple[EngineParams, ...], bool]:
-    """Each parameter set with its outside band where the setup lies outside its fitted
-    range (engine.select.widened), and whether any did."""
+    """Each parameter set as it prices the setup (engine.select.fitted_to: a transfer's
+    for the model's kind, the outside band where the setup lies outside its fitted
+    range), and whether any was widened."""
     if facts is None:
         return tuple(params), False
-    out = [widened(x) if extrapolated(x.range, facts) else x for x in params]
-    return tuple(out), any(a is not b for a, b in zip(out, params, strict=True))
+    out = [fitted_to(x, facts) for x in params]
+    return tuple(out), any(extrapolated(x.range, facts) for x in params)
 
 
 Found = dict[str, dict[str, HeldOut]]
@@ -630,11 +644,13 @@ def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
     return out
 
 
-def conformal(points: Sequence[Labelled], found: Found) -> Found:
+def conformal(
+    points: Sequence[Labelled], found: Found, pairs: Sequence[Residual] | None = None
+) -> Found:
     """Every left-out prediction again with its band: the conformal band of the residuals
-    of the points outside the unit (their own left-out predictions), so no point's band
-    is calibrated on its own error."""
-    pairs = residuals(points, found)
+    of the points outside the unit (their own left-out predictions; ``pairs``: these
+    residuals instead of found's own), so no point's band is calibrated on its own error."""
+    pairs = residuals(points, found) if pairs is None else pairs
     out: Found = {}
     for unit, table in found.items():
         out[unit] = {}
@@ -647,8 +663,12 @@ def conformal(points: Sequence[Labelled], found: Found) -> Found:
 
 
 def leave_out_all(points: Sequence[Labelled]) -> Found:
-    """Every way of leaving out (LEFT_OUT), with conformal bands."""
-    return conformal(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
+    """Every way of leaving out that validate reports (REPORTED), with conformal bands
+    from the residuals of LEFT_OUT's ways."""
+    found = {unit: leave_out(points, unit) for unit in LEFT_OUT}
+    pairs = residuals(points, found)
+    more = {unit: leave_out(points, unit) for unit in REPORTED if unit not in found}
+    return {**conformal(points, found, pairs), **conformal(points, more, pairs)}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -676,7 +696,7 @@ class ErrorSummary:
 
 @record
 class LeftOut:
-    """One way of leaving points out (LEFT_OUT): the errors of the points it predicts and
+    """One way of leaving points out (REPORTED): the errors of the points it predicts and
     the share of them whose measured figure lies inside the predicted band, in percent."""
 
     unit: str
@@ -746,7 +766,7 @@ class Validation:
     shipped: ErrorSummary
     held_out: ErrorSummary
     left_out: tuple[LeftOut, ...] = ()
-    """Each of LEFT_OUT: the errors and band coverage of the points it predicts."""
+    """Each of REPORTED: the errors and band coverage of the points it predicts."""
 
     @property
     def band_coverage(self) -> float:
@@ -789,7 +809,7 @@ def validate(points: Sequence[MeasuredPoint], catalog: Catalog) -> Validation:
         tuple(groups),
         ErrorSummary.of([c.error for c in checks]),
         ErrorSummary.of([c.held_out_error for c in checks]),
-        tuple(left_out_summary(items, unit, found[unit]) for unit in LEFT_OUT if found[unit]),
+        tuple(left_out_summary(items, unit, found[unit]) for unit in REPORTED if found[unit]),
     )
 
 
@@ -843,7 +863,7 @@ def _case(p: Labelled, catalog: Catalog, params: tuple[EngineParams, ...]) -> Pr
     load = p.point.serving
     assert load is not None and load.ttft_seconds is not None
     gpu = p.point.scenario.gpu
-    engine, _ = resolve_engine(catalog, p.engine, gpu)
+    engine, _ = choose_engine(catalog, p.engine, gpu)
     scenario = replace(p.point.scenario, engine=replace(engine, params=params))
     workload = Workload(load.input_len, load.output_len, concurrency=load.concurrency)
     case = PrefillCase(

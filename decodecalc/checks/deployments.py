@@ -214,6 +214,17 @@ def _missing(
     return found
 
 
+def _named_in(where: str, settings: Settings) -> Callable[[str], str]:
+    """Where a problem of the resolved scenario points: at the setting its message starts
+    with ("tp 3 does not split ...": the tp line), else at the deployment."""
+
+    def at(message: str) -> str:
+        setting = settings.get(message.split(" ", 1)[0])
+        return where if setting is None else setting.where
+
+    return at
+
+
 class DeploymentReader:
     """Reads deployment and vLLM files against one catalog, with command-line overrides."""
 
@@ -226,6 +237,8 @@ class DeploymentReader:
     ) -> None:
         self.catalog = catalog
         self.gpu = gpu
+        self.gpu_taken = False
+        """Whether a deployment read so far took --gpu (one that names its own does not)."""
         self.cli_targets = targets or {}
         self.engine = engine
         """--engine: for deployments that name none (a vLLM config implies vllm)."""
@@ -344,6 +357,7 @@ class DeploymentReader:
         settings = {**base, **own}
         if self.gpu and "gpu" not in settings and "bandwidth" not in settings:
             settings["gpu"] = Setting(self.gpu, "--gpu")
+            self.gpu_taken = True
         where = locate(doc, key_path) if key_path else doc.path
         before = len(problems.items)
         get = self._getter(settings, problems)
@@ -366,7 +380,7 @@ class DeploymentReader:
         model = given.get("model")
         if len(problems.items) > before or model is None:
             return None
-        found = self._resolved(where, given, limits, problems)
+        found = self._resolved(_named_in(where, settings), given, limits, problems)
         if found is None:
             return None
         scenario, server = found
@@ -381,14 +395,24 @@ class DeploymentReader:
         )
 
     def _resolved(
-        self, where: str, given: dict[str, Any], limits: dict[str, Any], problems: Problems
+        self,
+        at: Callable[[str], str],
+        given: dict[str, Any],
+        limits: dict[str, Any],
+        problems: Problems,
     ) -> tuple[Scenario, SchedulerLimits] | None:
         """The scenario the settings describe and the server's scheduler limits, or None
-        with the problem kept."""
+        with the problem kept, where ``at`` places it."""
         spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
-        scenario: Scenario | None = problems.attempt(where, lambda: resolve(spec, self.catalog))
-        if scenario is None:
+        try:
+            scenario = resolve(spec, self.catalog)
+        except InputErrors as exc:
+            problems.items.extend(exc.problems)
             return None
+        except InputError as exc:
+            problems.items.append(f"{at(str(exc))}: {exc}")
+            return None
+        where = at("")
         given_limits = {k: v for k, v in limits.items() if v is not None}
         server: SchedulerLimits | None = problems.attempt(
             where, lambda: scheduler_limits(scenario.engine, scenario.gpu, **given_limits)

@@ -32,6 +32,7 @@ from decodecalc.checks.settings import (
     whole,
 )
 from decodecalc.checks.workloads import vllm_speculative
+from decodecalc.engine.profile import ROOFLINE
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, is_file
 from decodecalc.loading.fields import suggest
@@ -387,7 +388,9 @@ class ServeConfig:
         that in throughput mode."""
         from decodecalc.engine.scheduler import scheduler_limits
 
-        seqs = scheduler_limits(None, gpu).max_num_seqs  # vLLM's, as answers/kv_pool.py has them
+        seqs = scheduler_limits(
+            ROOFLINE, gpu
+        ).max_num_seqs  # vLLM's, as answers/kv_pool.py has them
         return seqs * (2 if self.throughput_mode else 1)
 
 

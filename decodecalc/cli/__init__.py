@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 COMMANDS = {
     "estimate": "scenario",
@@ -77,6 +78,18 @@ class Format(str, Enum):
     markdown = "markdown"
 
 
+def given_path(value: Any) -> Any:
+    """A path option or argument (or each of a repeated one) that is empty is a mistake,
+    an unset shell variable most often: ``--presets ""`` would read the current folder and
+    ``-o ""`` write nowhere. Refused as it is parsed, before anything runs."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, str) and not item.strip():
+            raise typer.BadParameter(
+                "is empty (an unset shell variable?); give a file or folder name"
+            )
+    return value
+
+
 FormatOpt = Annotated[
     Format,
     typer.Option("--format", "-f", help="Output: a table, JSON (versioned), CSV or Markdown."),
@@ -89,6 +102,7 @@ PresetsOpt = Annotated[
         help="A directory of your own presets (models/, gpus/, dtypes/ inside); "
         "may repeat. Also read from $DECODECALC_PRESETS.",
         metavar="DIR",
+        callback=given_path,
     ),
 ]
 
@@ -96,7 +110,11 @@ PresetsOpt = Annotated[
 OutputOpt = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o", help="Write the output to FILE instead of stdout.", metavar="FILE"
+        "--output",
+        "-o",
+        help="Write the output to FILE instead of stdout.",
+        metavar="FILE",
+        callback=given_path,
     ),
 ]
 ForceOpt = Annotated[
@@ -231,7 +249,10 @@ def whole_number(text: str | int) -> int:
     if isinstance(text, int):
         return text
     if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
-        raise typer.BadParameter(f"{text!r} is not a whole number")
+        from decodecalc.units import UNDERSCORES
+
+        why = f": {UNDERSCORES}" if "_" in text else ""
+        raise typer.BadParameter(f"{text!r} is not a whole number{why}")
     digits = len(text.strip().lstrip("+-"))
     if digits > MAX_OPTION_DIGITS:  # int() would raise a ValueError
         raise typer.BadParameter(
@@ -380,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         return _error(str(exc))
     except KeyboardInterrupt:
-        return 130
+        result = EXIT_INTERRUPTED
     except Exception as exc:
         # Click's usage errors (unknown option, missing value, a word where a number
         # belongs) carry their own message; anything else is a bug and should say so.
@@ -388,4 +409,6 @@ def main(argv: list[str] | None = None) -> int:
         if format_message is None:
             raise
         return _error(f"{format_message()} (see '{_help_for(exc, args)}')")
+    if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this exit code, in silence
+        print("decodecalc: interrupted; a file being written is left as it was", file=sys.stderr)
     return result if isinstance(result, int) else EXIT_OK

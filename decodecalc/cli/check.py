@@ -15,15 +15,28 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
     note,
     output_stream,
 )
+from decodecalc.cli.measured import (
+    KvOpt,
+    ModelOpt,
+    ReplicasOpt,
+    ShowPointsOpt,
+    TpOpt,
+    WeightsOpt,
+)
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from decodecalc.calibration.measured_files import Given
     from decodecalc.checks.deployments import Deployment, DeploymentReader
     from decodecalc.checks.run import CheckedDeployment
+    from decodecalc.loading.catalog import Catalog
 
 
 class CheckFormat(str, Enum):
@@ -36,7 +49,12 @@ class CheckFormat(str, Enum):
 def check(
     ctx: typer.Context,
     files: Annotated[
-        list[str], typer.Argument(help="Deployment files or vLLM serve configs.", metavar="FILE...")
+        list[str],
+        typer.Argument(
+            help="Deployment files or vLLM serve configs; with --measured, benchmark results.",
+            metavar="FILE...",
+            callback=given_path,
+        ),
     ],
     fmt: Annotated[
         CheckFormat,
@@ -49,6 +67,7 @@ def check(
             "-o",
             help="Write the report here; the table still goes to stdout.",
             metavar="FILE",
+            callback=given_path,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -77,6 +96,21 @@ def check(
             metavar="ENGINE",
         ),
     ] = None,
+    measured: Annotated[
+        bool,
+        typer.Option(
+            "--measured",
+            help="FILE... are benchmark results (or measured points): hold each to the band "
+            "decodecalc expects for its deployment; -g, -m, -w, -k, --tp, --replicas and "
+            "--engine say what the files do not.",
+        ),
+    ] = False,
+    model: ModelOpt = None,
+    weights: WeightsOpt = None,
+    kv_dtype: KvOpt = None,
+    tp: TpOpt = 1,
+    replicas: ReplicasOpt = 1,
+    show_points: ShowPointsOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
     """Check deployment files against their latency, throughput and memory targets.
@@ -98,24 +132,105 @@ def check(
       decodecalc check deploy/*.yaml
 
       decodecalc check serve.yaml --gpu h100-sxm -t max_ms_per_token=40 -f junit -o report.xml
+
+      decodecalc check --measured results/*.json -g h100-sxm --engine vllm -f junit -o m.xml
+
+    With --measured, exit 0 when every measured figure lies inside the expected band, 1
+    when one lies outside (its ratio to the expected figure is shown), 2 on a bad file.
     """
+    from decodecalc.calibration.measured_files import Given
     from decodecalc.checks.deployments import DeploymentReader
-    from decodecalc.loading.resolve import resolve_engine
+    from decodecalc.engine.select import choose_engine
 
     catalog = load_catalog(presets)
+    _measured_only(measured, model, weights, kv_dtype, tp, replicas, show_points)
+    if measured and target:
+        raise InputError(
+            "--target holds deployment files to targets; --measured holds results to the band "
+            "decodecalc expects (give one or the other)"
+        )
+    if measured:
+        given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
+        _check_measured(ctx, files, given, show_points, fmt, output, catalog)
+        return
     if gpu is not None:  # a typo is an error even when every file names its own GPU
         catalog.gpu(gpu)
     if engine is not None:
-        resolve_engine(catalog, engine, None)
+        choose_engine(catalog, engine, None)
     reader = DeploymentReader(catalog, gpu=gpu, targets=_overrides(target), engine=engine)
     outcome, checked = _check_files(reader, files)
     problems = [problem for found in outcome.values() for problem in found]
+    if gpu is not None and not reader.gpu_taken and not problems:
+        raise InputError(f"--gpu {gpu}: every file names its own GPU (or bandwidth); none used it")
     if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
     _write(ctx, fmt, output, checked, outcome)
     if problems:
         raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
     if not all(c.passed for c in checked):
+        raise typer.Exit(EXIT_VIOLATION)
+
+
+def _measured_only(
+    measured: bool,
+    model: str | None,
+    weights: str | None,
+    kv_dtype: str | None,
+    tp: int,
+    replicas: int,
+    show: bool,
+) -> None:
+    """The options that describe benchmark runs, refused without --measured: a deployment
+    file names its own model, formats and split."""
+    given = [
+        flag
+        for flag, value in (
+            ("-m", model),
+            ("-w", weights),
+            ("-k", kv_dtype),
+            ("--tp", tp != 1 or None),
+            ("--replicas", replicas != 1 or None),
+            ("--show-points", show or None),
+        )
+        if value is not None
+    ]
+    if given and not measured:
+        raise InputError(
+            f"{', '.join(given)} describe --measured files; deployment files and vLLM configs "
+            "name their own (give --measured, or put them in the file)"
+        )
+
+
+def _check_measured(
+    ctx: typer.Context,
+    files: list[str],
+    given: "Given",
+    show: bool,
+    fmt: CheckFormat,
+    output: str | None,
+    catalog: "Catalog",
+) -> None:
+    """Measured results against the expected band: the report in its format (on stdout,
+    or in --output with the table on stdout), exit 1 when one lies outside."""
+    from decodecalc.checks.measured import check_measured
+    from decodecalc.cli.measured import read_files
+    from decodecalc.views.check import measured_junit, measured_report
+    from decodecalc.views.render import RENDERERS
+
+    checks = check_measured(read_files(files, catalog, given, show), catalog, given.engine)
+    report = measured_report(checks)
+    if output is None and fmt is CheckFormat.junit:
+        measured_junit(checks, sys.stdout)
+    elif output is None:
+        emit(report, Format(fmt.value), False)
+    else:
+        with output_stream(destination(ctx)) as out:
+            if fmt is CheckFormat.junit:
+                measured_junit(checks, out)
+            else:
+                RENDERERS[fmt.value](report, out, False)
+        RENDERERS["table"](report, sys.stdout, False)
+    if not all(c.passed for c in checks):
         raise typer.Exit(EXIT_VIOLATION)
 
 
@@ -215,7 +330,31 @@ def _read(reader: "DeploymentReader", file: str) -> "list[Deployment]":
     path = expand_user(file)
     if not is_file(path):
         raise InputError(f"{file}: no such file")
-    return reader.read(path)
+    try:
+        return reader.read(path)
+    except InputErrors:
+        if _model_config(path):  # one line, not one per config key
+            raise InputError(
+                f"{file}: a model's config.json (it has architectures or model_type), not a "
+                f"deployment file: give it to -m, e.g. decodecalc estimate -m {file} -g GPU, "
+                f"or name it in a deployment's model: key"
+            ) from None
+        raise
+
+
+MODEL_CONFIG_KEYS = ("architectures", "model_type")
+"""Keys every Hugging Face config.json has and no deployment file may."""
+
+
+def _model_config(path: "Path") -> bool:
+    """Whether a file that failed as a deployment is a model's config.json."""
+    from decodecalc.loading.datafile import read_yaml
+
+    try:
+        data = read_yaml(path, keep_duplicates=True).data
+    except InputError:
+        return False
+    return isinstance(data, dict) and any(key in data for key in MODEL_CONFIG_KEYS)
 
 
 def _stdin_text() -> str:

@@ -20,6 +20,7 @@ from decodecalc.cli import (
     draw,
     emit,
     format_for,
+    given_path,
     load_catalog,
     note,
     output_stream,
@@ -128,7 +129,13 @@ def sweep(
     ] = False,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write here (a progress bar shows).", metavar="FILE"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write here (a progress bar shows).",
+            metavar="FILE",
+            callback=given_path,
+        ),
     ] = None,
     force: ForceOpt = False,
     **scenario_flags: Any,
@@ -145,7 +152,8 @@ def sweep(
     """
     from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
-    from decodecalc.loading.resolve import check_values, price_lists, resolve_engine
+    from decodecalc.engine.select import choose_engine
+    from decodecalc.loading.resolve import check_values, price_lists
     from decodecalc.notes import many_notes
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
@@ -171,7 +179,7 @@ def sweep(
                     "weights": catalog.weights,
                     "kv_dtype": catalog.dtype,
                     "v_dtype": catalog.dtype,
-                    "engine": partial(resolve_engine, catalog, gpu=None),
+                    "engine": partial(choose_engine, catalog, gpu=None),
                     "price": partial(price_lists, catalog),
                 }
                 lookups[name](value)

@@ -8,7 +8,14 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from decodecalc.cli import PresetsOpt, completer, load_catalog, real_number, whole_number
+from decodecalc.cli import (
+    PresetsOpt,
+    completer,
+    given_path,
+    load_catalog,
+    real_number,
+    whole_number,
+)
 from decodecalc.errors import InputError
 from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
@@ -48,6 +55,7 @@ def _plot_file(name: str | None) -> str | None:
     if name is not None:
         from decodecalc.views.charts import plot_format
 
+        given_path(name)
         plot_format(name)
     return name
 
@@ -69,6 +77,7 @@ def _report_file(name: str | None) -> str | None:
     if name is not None:
         from decodecalc.paths import expand_user
 
+        given_path(name)
         folder = expand_user(name).parent
         if not folder.is_dir():
             raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
@@ -163,13 +172,18 @@ def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Calla
     return decorate
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` was typed on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)  # (Typer's own copy of Click's enum)
+    return source is not None and source.name == "COMMANDLINE"
+
+
 def refuse_unused(ctx: typer.Context, unused: dict[str, str]) -> None:
     """Refuse the scenario options a command's answer does not use, each with why: an
     option accepted and ignored would read as though it had been priced in."""
     command = ctx.command_path
     for name, why in unused.items():
-        source = ctx.get_parameter_source(name)  # (Typer's own copy of Click's enum)
-        if source is not None and source.name == "COMMANDLINE":
+        if given(ctx, name):
             flag = next(o.flags[0] for o in SCENARIO_FIELDS if o.name == name)
             raise InputError(f"{command} does not use {flag}: {why}")
 
@@ -185,7 +199,21 @@ def scenario_of(ctx: typer.Context) -> Any:
     """The resolved scenario a command's options describe (see scenario_options)."""
     from decodecalc.loading.resolve import resolve
 
-    return resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
+    scenario = resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
+    refuse_links_unused(ctx, [scenario.gpus])
+    return scenario
+
+
+def refuse_links_unused(ctx: typer.Context, gpus: list[int]) -> None:
+    """--link and --link-bandwidth price what GPUs send each other: on one GPU (every
+    scenario of a comparison on one) nothing is sent, and the option would read as priced in."""
+    if max(gpus) > 1:
+        return
+    for name, flag in (("link", "--link"), ("link_bandwidth", "--link-bandwidth")):
+        if str(ctx.params.get(name)).strip().lower() == "none":
+            continue  # --link none asks for nothing to be sent: so it is, on one GPU
+        if name in ctx.params and given(ctx, name):
+            raise InputError(f"{flag} prices what GPUs send each other: give --tp or --pp above 1")
 
 
 def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
@@ -202,6 +230,8 @@ def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
         items = split_list(given, option.flags[0])
         values.append(items if option.kind != "count" else whole_numbers(items, option.flags[0]))
     names = [o.name for o in SCENARIO_FIELDS]
+    tps, pps = values[names.index("tp")], values[names.index("pp")]
+    refuse_links_unused(ctx, [(tp or 1) * (pp or 1) for tp in tps for pp in pps])
     return [
         ScenarioSpec(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)
     ]
@@ -239,13 +269,13 @@ def roofline_only(ctx: typer.Context, engine: str, command: str) -> None:
     ('roofline' for physics alone)."""
     if engine == "roofline":
         return
-    given = [
+    typed = [
         flag
         for name, flag in (("efficiency", "--efficiency"), ("overhead", "--overhead"))
-        if (source := ctx.get_parameter_source(name)) is not None and source.name == "COMMANDLINE"
+        if given(ctx, name)
     ]
-    if given:
+    if typed:
         raise InputError(
-            f"{' and '.join(given)} shape the roofline's step, and {command} prices the "
+            f"{' and '.join(typed)} shape the roofline's step, and {command} prices the "
             f"{engine} engine's own: give --engine roofline to use them"
         )

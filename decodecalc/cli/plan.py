@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 PLAN_HELP = {
     "model": "The model to plan for (one).",
     "gpu": "GPU presets to choose from, comma-separated. Default: every GPU a price list "
-    "(presets/prices: lambda, hyperstack) prices.",
+    "(presets/prices: hyperstack, lambda, vultr) prices.",
     "weights": "Weight formats to try. Default: the model's own, and FP8 and INT4 (group "
     "128) where they store fewer bits.",
     "kv_dtype": "KV formats to try. Default: as for estimate, and FP8.",
@@ -49,7 +49,7 @@ PLAN_HELP = {
     "tp": "TP sizes to try. Default: every size the heads allow, up to 8.",
     "pp": "Pipeline sizes to try. Default: 1, and 2 and 4 stages of TP 8.",
     "ep": "Only expert-parallel layouts. Default: an MoE model tries both.",
-    "price": "Price per GPU-hour: dollars, a price list (lambda, hyperstack), or 'lowest' "
+    "price": "Price per GPU-hour: dollars, a price list (hyperstack, lambda, vultr), or 'lowest' "
     "(the default: the cheapest list naming each GPU).",
 }
 """Help that says what plan does with the scenario options it treats as choices."""

@@ -15,6 +15,7 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
     note,
     output_stream,
@@ -126,7 +127,11 @@ def show(
     ctx: typer.Context,
     model: Annotated[
         str | None,
-        typer.Argument(help="Model preset, model YAML file or config.json.", metavar="MODEL"),
+        typer.Argument(
+            help="Model preset, model YAML file or config.json.",
+            metavar="MODEL",
+            callback=given_path,
+        ),
     ] = None,
     named: Annotated[
         str | None,
@@ -156,17 +161,36 @@ def show(
     emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, destination(ctx))
 
 
+def _given_name(name: str) -> str:
+    """An empty --name (an unset shell variable) would write a preset named ''."""
+    if not name.strip():
+        raise typer.BadParameter("is empty; give the model's display name, e.g. Llama-3.1-8B")
+    return name
+
+
 @app.command("import")
 def import_config(
     ctx: typer.Context,
     config: Annotated[
-        str, typer.Argument(help="A model's config.json (a local file).", metavar="CONFIG")
+        str,
+        typer.Argument(
+            help="A model's config.json (a local file).", metavar="CONFIG", callback=given_path
+        ),
     ],
-    name: Annotated[str, typer.Option("--name", help="The preset's display name.", metavar="NAME")],
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name", help="The preset's display name.", metavar="NAME", callback=_given_name
+        ),
+    ],
     output: Annotated[
         str | None,
         typer.Option(
-            "--output", "-o", help="Write the preset here (default: stdout).", metavar="FILE"
+            "--output",
+            "-o",
+            help="Write the preset here (default: stdout).",
+            metavar="FILE",
+            callback=given_path,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -191,9 +215,9 @@ def import_config(
 
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
-    from decodecalc.loading.datafile import is_file, read_json
+    from decodecalc.loading.datafile import is_file
     from decodecalc.loading.presets import MAX_PARAMS, preset_from_config
-    from decodecalc.loading.quantization import with_side_file
+    from decodecalc.loading.quantization import read_config
     from decodecalc.paths import expand_user
 
     if official_params is not None and not 1 <= official_params <= MAX_PARAMS:
@@ -204,7 +228,7 @@ def import_config(
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
     # hf_quant_config.json beside it sets the default weight recipe, as with --model.
-    doc = with_side_file(read_json(path), path)
+    doc = read_config(path)
     preset = preset_from_config(doc, name, source, official_params)
     import yaml
 

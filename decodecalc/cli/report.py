@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import app, load_catalog, note
+from decodecalc.cli import EXIT_OK, app, given_path, load_catalog, note
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,7 +39,13 @@ def report(
     ctx: typer.Context,
     output: Annotated[
         str,
-        typer.Option("--output", "-o", help="The HTML file to write.", metavar="FILE.html"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write.",
+            metavar="FILE.html",
+            callback=given_path,
+        ),
     ],
 ) -> None:
     """One self-contained HTML page of an answer: interactive charts, the scenario with
@@ -65,24 +71,34 @@ def report(
                 "command first, or give estimate's options alone)"
             )
         args = ["estimate", *args]
+    if any(a == "--report" or a.startswith("--report=") for a in args):
+        raise InputError(
+            "report writes its page to -o FILE.html; --report is the option of "
+            f"'decodecalc {args[0]}' run with its table"
+        )
     # The command runs as it would, its table going nowhere: the page is the output.
     with contextlib.redirect_stdout(io.StringIO()):
-        _command(args).main(
+        code = _command(args).main(
             args=[*args, "--report", output],
             prog_name="decodecalc",
             standalone_mode=False,
             obj=ctx.obj,
         )
+    # The command's own exit (130 when interrupted, 1...) is report's: dropped, a page
+    # never written read as success.
+    if isinstance(code, int) and code != EXIT_OK:
+        raise typer.Exit(code)
 
 
 def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:
     """estimate's page, its worked step at the longest context shown."""
+    from decodecalc.answers.explain import explain
     from decodecalc.views.estimate import estimate_report, human_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import estimate_page as page_of
 
     s = result.scenario
-    step = explain_report(s, result.rows[-1].context_tokens)
+    step = explain_report(explain(s, result.rows[-1].context_tokens))
     report = human_view(estimate_report(result), s.batch)
     _write(ctx, path, page_of(report, step, _sources(ctx, [s]), command_line(ctx)))
 
@@ -91,11 +107,12 @@ def compare_page(
     ctx: typer.Context, path: str, estimates: Sequence[Estimate], contexts: Sequence[int]
 ) -> None:
     """compare's page, the first scenario's step worked at the longest context."""
+    from decodecalc.answers.explain import explain
     from decodecalc.views.compare import compare_report, headline_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import compare_page as page_of
 
-    step = explain_report(estimates[0].scenario, max(contexts))
+    step = explain_report(explain(estimates[0].scenario, max(contexts)))
     report = headline_view(compare_report(estimates, contexts))
     scenarios = [e.scenario for e in estimates]
     _write(ctx, path, page_of(report, step, _sources(ctx, scenarios), command_line(ctx)))

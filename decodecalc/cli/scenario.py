@@ -174,6 +174,7 @@ def explain(
 
     Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
     """
+    from decodecalc.answers.explain import explain
     from decodecalc.context import parse_tokens
     from decodecalc.views.explain import explain_report
 
@@ -182,7 +183,7 @@ def explain(
         {"memory_utilization": "it works one step's bytes through (estimate says what fits)"},
     )
     scenario = scenario_of(ctx)
-    report = explain_report(scenario, parse_tokens(context))
+    report = explain_report(explain(scenario, parse_tokens(context)))
     if as_json or fmt is ExplainFormat.json:
         emit(report, Format.json, True, False, destination(ctx))
         return

@@ -24,6 +24,7 @@ from decodecalc.cli.options import (
     ChartOpt,
     PlotOpt,
     ReportOpt,
+    given,
     roofline_only,
     scenario_of,
     scenario_options,
@@ -166,33 +167,35 @@ def serving(
       decodecalc serving -m llama-3.1-70b -g h100-sxm --tp 2 -w fp8 --input-len 1000
       --output-len 500 --concurrency 16 --speculative eagle --acceptance 0.7
     """
-    from decodecalc.answers.serving import serve
+    from decodecalc.answers.serving import serve_each
     from decodecalc.context import parse_tokens
     from decodecalc.engine.scheduler import scheduler_limits
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
 
     scenario = scenario_of(ctx)
-    roofline_only(ctx, "roofline" if scenario.engine is None else scenario.engine.id, "serving")
+    roofline_only(ctx, scenario.engine.id, "serving")
     overrides: dict[str, Any] = {
         "max_num_batched_tokens": max_num_batched_tokens,
         "max_num_seqs": max_num_seqs,
     }
-    source = ctx.get_parameter_source("memory_utilization")
-    if source is not None and source.name == "COMMANDLINE":  # given, not the default
+    if given(ctx, "memory_utilization"):  # given, not the default
         overrides["memory_utilization"] = scenario.memory_utilization
     limits = scheduler_limits(scenario.engine, scenario.gpu, **overrides)
+    shared = parse_tokens(prefix_len, "--prefix-len")
+    if given(ctx, "prefix_hit_rate") and not shared:
+        raise InputError("--prefix-hit-rate needs --prefix-len: the prompt tokens requests share")
     loads = workloads(
         input_len,
         output_len,
         concurrency,
         request_rate,
-        prefix_len=parse_tokens(prefix_len, "--prefix-len"),
+        prefix_len=shared,
         prefix_hit_rate=prefix_hit_rate,
         speculative=_speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance),
         shared_prefix_attention=shared_prefix_attention,
     )
-    results = [serve(scenario, load, limits) for load in loads]
-    report = serving_report(results)
+    results, saturated = serve_each(scenario, loads, limits)
+    report = serving_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_view(report)
     if page:
@@ -267,8 +270,12 @@ def _speculation(
     from decodecalc.units import ascii_float
 
     if method is None:
-        if acceptance is not None:
-            raise InputError("--acceptance needs --speculative (eagle, mtp or a draft model)")
+        for name, flag in (
+            ("acceptance", "--acceptance"),
+            ("num_speculative_tokens", "--num-speculative-tokens"),
+        ):
+            if given(ctx, name):
+                raise InputError(f"{flag} needs --speculative (eagle, mtp or a draft model)")
         return None
     if acceptance is None:
         raise InputError(

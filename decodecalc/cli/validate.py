@@ -14,9 +14,18 @@ from decodecalc.cli import (
     app,
     destination,
     emit,
+    given_path,
     load_catalog,
 )
-from decodecalc.errors import InputError
+from decodecalc.cli.measured import (
+    GpuOpt,
+    KvOpt,
+    ModelOpt,
+    ReplicasOpt,
+    ShowPointsOpt,
+    TpOpt,
+    WeightsOpt,
+)
 
 
 @app.command()
@@ -25,10 +34,27 @@ def validate(
     points: Annotated[
         list[str],
         typer.Argument(
-            help="Measured points, as calibrate reads them; several files are one set.",
-            metavar="POINTS...",
+            help="Measured points or benchmark result files, as calibrate reads them (globs "
+            "too); several files are one set.",
+            metavar="FILES...",
+            callback=given_path,
         ),
     ],
+    model: ModelOpt = None,
+    gpu: GpuOpt = None,
+    weights: WeightsOpt = None,
+    kv_dtype: KvOpt = None,
+    tp: TpOpt = 1,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile (NAME or NAME@LINE) that measured the benchmark files' runs.",
+            metavar="ENGINE",
+        ),
+    ] = None,
+    replicas: ReplicasOpt = 1,
+    show_points: ShowPointsOpt = False,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -49,21 +75,16 @@ def validate(
 
     Example: decodecalc validate validation/points.yaml validation/points-2026.yaml
     """
-    from decodecalc.calibration.points import read_points
+    from decodecalc.calibration.measured_files import Given
     from decodecalc.calibration.serving_points import validate_serving
     from decodecalc.calibration.validation import validate as run_validate
-    from decodecalc.loading.datafile import is_file
-    from decodecalc.paths import expand_user
+    from decodecalc.cli.measured import read_files
     from decodecalc.views.calibration import validation_report
     from decodecalc.views.serving import with_serving_validation
 
     catalog = load_catalog(presets)
-    measured = []
-    for given in points:
-        path = expand_user(given)
-        if not is_file(path):
-            raise InputError(f"points file {given!r} does not exist")
-        measured.extend(read_points(path, catalog))
+    given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
+    measured = [r.point for r in read_files(points, catalog, given, show_points)]
     report = validation_report(run_validate(measured, catalog))
     serving = validate_serving(measured, catalog)
     if serving.checks:

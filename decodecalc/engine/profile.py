@@ -7,6 +7,7 @@ stands in on a family it has none for. The step they enter is step/engine_terms.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -108,6 +109,12 @@ class EngineParams:
     """The kernel tables e_mma and the tile were taken from, if any (explain says so)."""
     range: FitRange | None = None
     """What the parameters were fitted on, and the band outside it (None: not recorded)."""
+    transferred: str = ""
+    """Where parameters of a release line on a family it has no points on came from, in
+    words (engine/transfer.py); empty: fitted on the family's own points."""
+    moe_factor: float = 1.0
+    """Of transferred parameters: how much slower an MoE model's step runs than these
+    say, which hold the vendor's factor for dense models (engine/transfer.py for_kind)."""
 
 
 @record
@@ -135,11 +142,25 @@ class FitRange:
     outside_band: tuple[float, float] = (1.0, 1.0)
 
 
+class EngineKind(enum.Enum):
+    """How an engine's parameters were chosen (engine/choice.py choose_engine)."""
+
+    ROOFLINE = "roofline"
+    """Physics alone: no parameters, the figures are the bound."""
+    PROFILE = "profile"
+    """One profile fitted on the GPU's family."""
+    TYPICAL = "typical"
+    """The band across every profile measured on the family."""
+    FALLBACK = "fallback"
+    """A profile without data on the family, standing with those that have."""
+
+
 @record
 class Engine:
     """The engine a scenario's expected figures are for: a profile's parameters for the
     scenario's GPU family, several profiles' (``typical``, or a ``fallback`` where the
-    profile has no data on the family), or none (``roofline``)."""
+    profile has no data on the family), or none (ROOFLINE, the only kind without
+    parameters). Every scenario carries one."""
 
     id: str
     params: tuple[EngineParams, ...] = ()
@@ -148,28 +169,29 @@ class Engine:
     """The profile each of ``params`` comes from, for people reading a typical band."""
     serving: ServingDefaults | None = None
     """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
-    kind: str = "profile"
-    """One of ENGINE_KINDS: how the parameters were chosen (engine/select.py)."""
+    kind: EngineKind = EngineKind.PROFILE
     line: str | None = None
     """The release line the parameters stand for (None: every line pooled, or none kept)."""
 
     def __post_init__(self) -> None:
-        if self.kind not in ENGINE_KINDS:
-            raise ValueError(f"engine kind {self.kind!r} is none of {ENGINE_KINDS}")
-        if self.kind == "roofline" and self.params:
-            raise ValueError("the roofline has no engine parameters")
+        if (self.kind is EngineKind.ROOFLINE) == bool(self.params):
+            raise ValueError(
+                "the roofline has no engine parameters, and every other engine has some"
+            )
 
     @property
-    def expects(self) -> bool:
-        """Whether figures carry this engine's expected step (the roofline's do not, nor
-        those of an engine left with no parameters, such as a refit with no points)."""
-        return self.kind != "roofline" and bool(self.params)
+    def is_roofline(self) -> bool:
+        """Whether figures are the bound alone (no expected step)."""
+        return self.kind is EngineKind.ROOFLINE
 
 
-ENGINE_KINDS = ("roofline", "profile", "typical", "fallback")
-"""The roofline (physics alone), one profile fitted on the GPU's family, the band across
-every profile measured on it, or a profile without data on it standing with those that
-have (engine/select.py engine_for)."""
+def roofline(family: str = "other", id: str = "roofline") -> Engine:
+    """The engine of physics alone on a GPU family."""
+    return Engine(id, (), family, kind=EngineKind.ROOFLINE)
+
+
+ROOFLINE = roofline()
+"""A scenario's engine where none is named through resolve (a Scenario built by hand)."""
 
 
 @record

@@ -52,11 +52,11 @@ class SchedulerLimits:
 
 
 def scheduler_limits(
-    engine: Engine | None, gpu: GpuSpec | None, **overrides: int | float | str | None
+    engine: Engine, gpu: GpuSpec | None, **overrides: int | float | str | None
 ) -> SchedulerLimits:
     """The engine's scheduler defaults on this GPU (vLLM's when it has none), with any
     setting the caller gives (``max_num_seqs=64``; None keeps the default) in its place."""
-    defaults = VLLM_DEFAULTS if engine is None or engine.serving is None else engine.serving
+    defaults = VLLM_DEFAULTS if engine.serving is None else engine.serving
     batched, seqs = defaults.max_num_batched_tokens, defaults.max_num_seqs
     source = defaults.source
     rule = defaults.large_gpu

@@ -1,19 +1,27 @@
-"""Which engine a scenario's expected figures come from: a profile's parameters for the GPU
-family, the median of the profiles measured on it when the profile has none (engine_for),
-or every profile measured on the family (typical)."""
+"""Which engine a scenario's expected figures come from, from the spec a user gives
+(``--engine NAME``, ``NAME@LINE``, ``typical``, ``roofline`` or none) to an Engine with the
+notes a reader must know (choose_engine): a profile's parameters for the GPU family, the
+median of the profiles measured on it when the profile has none (engine_for), or every
+profile measured on the family (typical)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.engine.profile import (
     Engine,
+    EngineKind,
     EngineParams,
     EngineProfile,
     FitRange,
+    gpu_family,
     release_order,
+    roofline,
 )
+from decodecalc.engine.transfer import for_kind
+from decodecalc.errors import InputError
 from decodecalc.notes import Note
 
 if TYPE_CHECKING:
@@ -42,9 +50,10 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
         for measured, params in p.families
         if params.points
     ]
+    if not chosen:  # (no profile measured anywhere)
+        return roofline(family, "typical")
     names = tuple(name for name, _ in chosen)
-    kind = "typical" if chosen else "roofline"  # (no profile measured anywhere)
-    return Engine("typical", tuple(f for _, f in chosen), family, names, kind=kind)
+    return Engine("typical", tuple(f for _, f in chosen), family, names, kind=EngineKind.TYPICAL)
 
 
 def engine_for(
@@ -73,7 +82,7 @@ def engine_for(
             family,
             (f"{profile.id} ({fitted})", *(name for name, _ in others)),
             profile.serving,
-            kind="fallback",
+            kind=EngineKind.FALLBACK,
         ),
         fitted,
     )
@@ -81,37 +90,44 @@ def engine_for(
 
 def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProfile:
     """A profile at a release line for a GPU family. ``line`` None: the newest line
-    measured on the family (the newest of the profile's where none was). Each family takes
-    the line's own parameters, else those of the nearest line fitted on that family (the
-    newest not newer than it, else the oldest newer one), else the pooled fit over every
-    line, as before lines were kept; a line the profile lacks (a newer one predicted from
-    older ones) takes the nearest. The view's ``line`` says which line it stands for; a
-    profile without lines is returned as it is. Where another line's parameters (or the
-    pooled ones) stand in, their range does not hold the line: the scenario is
-    extrapolated and says so (extrapolated)."""
+    (newest_line). Each family takes the line's own parameters (fitted there, or
+    transferred from another family: engine/transfer.py), else those of the nearest line
+    on that family (the newest not newer than it, else the oldest newer one fitted on the
+    family's own points: a transfer never stands in for an older line), else the pooled
+    fit over every line, as before lines were kept; a line the profile lacks (a newer one
+    predicted from older ones) takes the nearest. The view's ``line`` says which line it
+    stands for; a profile without lines is returned as it is. Where another line's
+    parameters (or the pooled ones) stand in, their range does not hold the line: the
+    scenario is extrapolated and says so (extrapolated)."""
     if not profile.release_lines():
         return profile
     name = line or newest_line(profile, family)
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    for kind in profile.family_names:  # (the pooled fit is parsed only where it stands in)
+    moved = [k for x in lines for k, _ in x.families if k not in profile.family_names]
+    for kind in (*profile.family_names, *dict.fromkeys(moved)):
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
-        nearest = older[-1] if older else (fitted[0] if fitted else None)
+        newer = [x for x in fitted if not dict(x.families)[kind].transferred]
+        nearest = older[-1] if older else (newer[0] if newer else None)
+        # (the pooled fit is parsed only where it stands in)
         params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
-        assert params is not None  # (a name the profile lists)
-        families.append((kind, params))
+        if params is not None:  # (none: a family only a newer line was transferred to)
+            families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:
-    """What --engine NAME takes: the newest release line with points on the GPU family
-    (the pooled fit's range says which), else the profile's newest."""
+    """What --engine NAME takes: the engine's newest release line with parameters on the
+    GPU family, its own or transferred from another family (issue 28: today's release by
+    default), or newer with points there (the pooled fit's range says which), else the
+    profile's newest."""
     pooled = profile.family(family)
     measured = pooled.range.lines if pooled is not None and pooled.range else ()
+    held = [x.release for x in profile.release_lines() if family in dict(x.families)]
     every = [x.release for x in profile.release_lines()]
-    return max(measured or every, key=release_order)
+    return max([*measured, *held] or every, key=release_order)
 
 
 @record
@@ -172,13 +188,21 @@ def _billions(count: int) -> str:
 
 
 def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
-    """An engine with each parameter set the scenario lies outside of widened (widened),
-    and what its own parameters (the first) extrapolate, in words. The typical band is
-    left as it is: it spans every profile measured on the family already."""
-    if engine.kind not in ("profile", "fallback") or not engine.params:
+    """An engine with each parameter set fitted to the scenario (fitted_to), and what
+    its own parameters (the first) extrapolate, in words. The typical band is left as it
+    is: it spans every profile measured on the family already."""
+    if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
-    params = tuple(widened(p) if extrapolated(p.range, facts) else p for p in engine.params)
+    params = tuple(fitted_to(p, facts) for p in engine.params)
     return replace(engine, params=params), extrapolated(engine.params[0].range, facts)
+
+
+def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
+    """Parameters as they price a scenario: a transfer's for the model's kind
+    (engine/transfer.py for_kind), widened where the scenario lies outside their range
+    (widened)."""
+    found = for_kind(params, facts.kind)
+    return widened(found) if extrapolated(found.range, facts) else found
 
 
 def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
@@ -200,3 +224,183 @@ def facts_for(engine: Engine, model: Model, batch: int, gpu: GpuSpec | None) -> 
         gpu.id if gpu else None,
         engine.line,
     )
+
+
+class Profiles(Protocol):
+    """Where engine profiles are looked up (the preset catalog, loading/catalog.py)."""
+
+    def engine(self, name: str) -> EngineProfile:
+        """One profile by id or alias; an unknown name is an InputError with a suggestion."""
+        ...
+
+    def engines(self) -> list[EngineProfile]:
+        """Every profile."""
+        ...
+
+
+def choose_engine(
+    profiles: Profiles, spec: str | Engine | None, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine whose measured step the expected figures predict, and what a reader must
+    know of the choice: a profile's parameters for the GPU's family (or, said in a note,
+    the family it has most data for), 'typical' (the band across every profile with data
+    for that family; the default, None) or 'roofline' (physics alone); ``NAME@LINE`` keeps
+    a release line."""
+    if isinstance(spec, Engine):
+        return spec, ()
+    family = gpu_family(gpu)
+    if spec is not None and not spec.strip():
+        raise InputError(
+            "engine '' is empty: give a profile ('decodecalc engines'), typical or roofline"
+        )
+    word = (spec or "typical").strip().lower()
+    if word == "roofline":
+        return roofline(family), ()
+    if word == "typical":
+        return typical_engine(profiles.engines(), family)
+    name, _, line = word.partition("@")
+    profile = profiles.engine(name)
+    view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
+    engine, fitted = engine_for(view, family, profiles.engines())
+    engine = replace(engine, line=view.line)
+    notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
+    moved = engine.params[0].transferred
+    if moved and fitted is None:
+        notes.append(
+            Note(
+                "engine-transferred",
+                f"{profile.id}@{view.line} has no points on {family} GPUs: {moved}",
+            )
+        )
+    elif not engine.params[0].points:
+        notes.append(
+            Note(
+                "engine-not-fitted",
+                f"{profile.name} has no published measurements of its own, so its parameters "
+                f"are an assumption: {profile.notes or 'see decodecalc engines'}",
+            )
+        )
+    if fitted is not None:
+        notes.append(fallback_note(profile.name, family, fitted, len(engine.params) - 1))
+    return engine, tuple(notes)
+
+
+def engine_at(profiles: Profiles, name: str, line: str | None, gpu: GpuSpec | None) -> Engine:
+    """A profile's engine at a measured point's release line, as validate predicts it:
+    the line's parameters on the GPU's family, else the nearest line's (at_line), where
+    choose_engine refuses a line the profile does not keep (a point of a newer release);
+    ``line`` None: the newest."""
+    family = gpu_family(gpu)
+    view = at_line(profiles.engine(name), line, family)
+    engine, _ = engine_for(view, family, profiles.engines())
+    return replace(engine, line=view.line)
+
+
+def typical_engine(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The typical band on a family (typical), with a note where no profile was measured
+    on it."""
+    engine = typical(profiles, family)
+    if measured_on(profiles, family):
+        return engine, ()
+    shown = (
+        "are the roofline"
+        if engine.is_roofline
+        else "span every profile on each family it was measured on"
+    )
+    return engine, (
+        Note(
+            "no-engine-data",
+            f"no engine profile has data for {family} GPUs: the expected figures {shown} "
+            "('decodecalc engines' lists what each profile was fitted on)",
+        ),
+    )
+
+
+def fallback_note(name: str, family: str, fitted: str, others: int) -> Note:
+    """What a fallback (engine_for) stands on: the profile's ``fitted`` family, with the
+    ``others`` profiles measured on this one."""
+    joined = (
+        f" with the {others} profile{'s' * (others > 1)} measured on {family} (the "
+        "median of them all; the band spans them)"
+        if others
+        else ""
+    )
+    return Note(
+        "engine-fallback",
+        f"{name} has no measurements on {family} GPUs: its {fitted} "
+        f"parameters stand in{joined}, so expect a wider error than its band says",
+    )
+
+
+def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[Note, ...]:
+    """What --engine NAME leaves unsaid where it takes the newest line fitted on the GPU
+    family and the profile holds newer lines fitted only elsewhere: the figures are those
+    of the older builds (SGLang 0.4 on AMD Instinct, where 0.5.13 ran MiniMax-M2 2-3x
+    faster in points kept out of the fits, docs/accuracy.md)."""
+    newer = [
+        x.release
+        for x in profile.release_lines()
+        if line is not None and release_order(x.release) > release_order(line)
+    ]
+    if not newer:
+        return ()
+    return (
+        Note(
+            "engine-older-line",
+            f"{profile.id}@{line}: the newest line fitted on {family} GPUs; "
+            f"{', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not fitted there",
+        ),
+    )
+
+
+def release_line(profile: EngineProfile, line: str) -> str:
+    """A release line the profile holds ('sglang@0.4'), or one line naming those it has."""
+    import difflib
+
+    known = [x.release for x in profile.release_lines()]
+    if line in known:
+        return line
+    if not known:
+        raise InputError(
+            f"{profile.id} keeps no release lines (its points name none): use --engine {profile.id}"
+        )
+    close = difflib.get_close_matches(line, known, n=3, cutoff=0.6) if line else []
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise InputError(
+        f"unknown release line {line!r} of {profile.id}{hint} (its lines: {', '.join(known)})"
+    )
+
+
+def extrapolation(
+    engine: Engine, model: Model, batch: int, gpu: GpuSpec | None
+) -> tuple[Engine, tuple[Note, ...]]:
+    """The engine with its band widened where the scenario lies outside the setups its
+    parameters were fitted on (beyond), and a note saying what is extrapolated."""
+    widened_engine, axes = beyond(engine, facts_for(engine, model, batch, gpu))
+    if not axes:
+        return widened_engine, ()
+    return widened_engine, (extrapolation_note(widened_engine, axes),)
+
+
+def releases_note(engine: Engine) -> tuple[Note, ...]:
+    """One answer, one release, or a note naming each (issue 28): a named profile's step
+    parameters come from its release line's points, its compute rates from the kernel
+    tables of another release (loading/kernels.py), its scheduler defaults from the
+    release its ``serving:`` block cites; said wherever kernel tables enter, the release
+    this project's data of a step and of its kernels most often differ in."""
+    if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
+        return ()
+    parts = [f"step parameters from the {engine.line} line's points"]
+    kernels = engine.params[0].kernel_source
+    if kernels:
+        parts.append(f"compute rates from {kernels}")
+    if engine.serving is not None:
+        cited = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", engine.serving.source)
+        parts.append(
+            f"scheduler defaults from {cited.group(1) if cited else engine.serving.source}"
+        )
+    if not kernels:  # (the line and the scheduler: the profile's own choice, its block cites it)
+        return ()
+    return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)

@@ -6,8 +6,8 @@ by its path, size, modification time, identity (inode) and decodecalc's version,
 edited file or a new version is read from YAML again. The cache is an optimisation only:
 any problem with it (read-only home, corrupt entry) falls back to reading the YAML.
 
-Location: $DECODECALC_CACHE, else $XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc;
-DECODECALC_CACHE=off disables it, and so does having no home directory to find.
+Location: the cache folder (decodecalc/cache_folder.py: $DECODECALC_CACHE, else
+$XDG_CACHE_HOME/decodecalc, else ~/.cache/decodecalc; DECODECALC_CACHE=off disables it).
 
 A listing (every engine profile for the typical band, every model for ``models``) reads
 every preset of a kind: those come from one entry for the whole listing (set_entry), keyed
@@ -23,21 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from decodecalc import __version__
-from decodecalc.paths import expand_user, xdg_dir
-
-ENV_VAR = "DECODECALC_CACHE"
-
-
-def cache_dir() -> Path | None:
-    configured = os.environ.get(ENV_VAR)
-    if configured:
-        off = configured.lower() in ("off", "0", "no", "false")
-        return None if off else expand_user(configured)
-    base = xdg_dir("XDG_CACHE_HOME", ".cache")
-    # No home to cache under: reading the YAML every time is only slower.
-    return None if base is None else base / "decodecalc"
-
+from decodecalc.cache_folder import cache_dir
+from decodecalc.version import __version__
 
 Entry = tuple[Path, list[Any]]
 """Where an entry is kept, and the key it must hold to be fresh."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from decodecalc.errors import InputError, InputErrors, PresetError
 from decodecalc.loading import cache
-from decodecalc.loading.datafile import Document, is_dir, is_file, read_json, read_yaml
+from decodecalc.loading.datafile import Document, fragment, is_dir, is_file, read_yaml
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.model.dtypes import DType
@@ -23,7 +23,7 @@ from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import WeightRecipe
 from decodecalc.paths import expand_user
-from decodecalc.record import field, record
+from decodecalc.record import field, record, replace
 from decodecalc.scenarios.rates import PriceList
 
 if TYPE_CHECKING:
@@ -67,6 +67,22 @@ def presets_dir() -> Path:
 def user_dirs(extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     from_env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
     return tuple(expand_user(p) for p in [*extra, *from_env])
+
+
+def outside_link(path: Path) -> str:
+    """Words naming a preset file that is a link out of its presets folder ("" for any
+    other), added to its problems: a file there that is not a preset at all may be one
+    linked in by mistake, or by someone else."""
+    folder = path.parent.parent
+    try:
+        if not path.is_symlink():
+            return ""
+        target = path.resolve()
+        if target.is_relative_to(folder.resolve()):
+            return ""
+    except (OSError, RuntimeError):  # a loop of links
+        return f" ({path.name} is a link that cannot be followed)"
+    return f" ({path.name} is a link to {target}, outside the presets folder {folder})"
 
 
 def is_numbers(text: str) -> bool:
@@ -118,9 +134,9 @@ class Catalog:
             if not is_file(path):
                 raise InputError(f"model file {name!r} does not exist")
             if path.suffix == ".json":
-                from decodecalc.loading.quantization import with_side_file
+                from decodecalc.loading.quantization import read_config
 
-                config = with_side_file(read_json(path), path)
+                config = read_config(path)
                 return model_from_config(config, config_model_id(path))
             return self._load_file("models", path, Model)
         found, names = self._lookup("models", name, Model)
@@ -136,11 +152,17 @@ class Catalog:
         """A GPU by preset name or alias, or from numbers (``bandwidth=3.35TB/s,...``)."""
         if not is_numbers(name):
             return self._find("gpus", name, GpuSpec)
-        from decodecalc.loading.numbers import gpu_from_numbers
+        from decodecalc.loading.numbers import gpu_from_numbers, gpu_with_overrides, without_family
 
+        base, _, overrides = name.partition(",")
+        if "=" not in base:  # a preset with its memory or bandwidth given: m3-max,memory=36GB
+            return gpu_with_overrides(self._find("gpus", base.strip(), GpuSpec), overrides)
         gpu = gpu_from_numbers(name)
         if gpu.link is not None:
             self.link(gpu.link)  # a misspelt link is refused now, not at the first TP > 1
+        if not gpu.family:  # name the profiles it falls back to
+            profiles = sorted({p.id for p in self.engines()})
+            gpu = replace(gpu, notes=gpu.notes + without_family(profiles))
         return gpu
 
     def dtype(self, name: str) -> DType:
@@ -247,9 +269,9 @@ class Catalog:
             doc = read_yaml(path)
             preset = load(doc, preset_id_of(path))
         except InputErrors as exc:
-            raise PresetError(exc.problems) from None
+            raise PresetError([f"{p}{outside_link(path)}" for p in exc.problems]) from None
         except InputError as exc:
-            raise PresetError([str(exc)]) from None
+            raise PresetError([f"{exc}{outside_link(path)}"]) from None
         cache.store(entry, doc.data)
         return preset, doc.data
 
@@ -296,7 +318,7 @@ class Catalog:
     def _unknown(kind: str, name: str, names: dict[str, str]) -> InputError:
         listing = f"'decodecalc {kind}' lists them"
         hint = suggest(name.strip().lower(), names)
-        return InputError(f"unknown {KINDS[kind]} {name!r}{hint or ''} ({listing})")
+        return InputError(f"unknown {KINDS[kind]} {fragment(name)}{hint or ''} ({listing})")
 
     def _lookup(self, kind: str, name: str, cls: type[P]) -> tuple[P | None, dict[str, str]]:
         """The preset a name or alias spells, else None with every spelling (for a hint)."""

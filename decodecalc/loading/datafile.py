@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.record import field, record
+from decodecalc.units import UNDERSCORES
 
 if TYPE_CHECKING:
     import yaml
@@ -21,6 +22,30 @@ MAX_FILE_BYTES = 1_000_000
 """Largest preset or config file read: real ones are a few kilobytes."""
 
 KeyPath = tuple[str | int, ...]
+
+FRAGMENT_CHARS = 40
+"""Most characters of a file's content a message quotes."""
+
+
+def fragment(value: object) -> str:
+    """A value as a message quotes it: escaped as ascii() does (quotes, control and
+    non-ASCII characters) and cut to FRAGMENT_CHARS. A file that is no preset at all (a
+    link to a private key or /etc/passwd) is never quoted whole on stderr or in CI logs.
+
+    >>> fragment("fp8"), fragment("x" * 50)
+    ("'fp8'", "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (50 characters)")
+    """
+    text = ascii(value)
+    if len(text) <= FRAGMENT_CHARS:
+        return text
+    return f"{text[:FRAGMENT_CHARS]}... ({len(str(value)):,} characters)"
+
+
+def key_label(key: object) -> str:
+    """A key as a message names it: plain when short and printable ASCII, else a fragment."""
+    text = str(key)
+    plain = text.isascii() and text.isprintable() and len(text) <= FRAGMENT_CHARS
+    return text if plain else fragment(key)
 
 
 @record
@@ -67,8 +92,14 @@ def _walk(
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+                raise InputError(
+                    f"{path}:{line}:{key_node.start_mark.column + 1}: a key is {kind}; "
+                    "keys are names or numbers (a '? ' line starts a complex key)"
+                )
+            key = key_node.value
             if key in seen:
                 label = ".".join(str(p) for p in (*key_path, key))
                 duplicates.append(
@@ -80,9 +111,16 @@ def _walk(
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*key_path, index), marks, path, duplicates, seen_nodes)
-    elif node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_DIGITS:
+    elif node.tag in (INT, FLOAT) and "_" in node.value:
+        mark = node.start_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}"
+        raise InputError(f"{where}: {node.value}: {UNDERSCORES}")
+    elif node.tag == INT and len(node.value) > MAX_DIGITS:
         mark = node.start_mark
         raise InputError(f"{path}:{mark.line + 1}:{mark.column + 1}: {_too_long(node.value)}")
+
+
+INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 
 
 MAX_DIGITS = 4300
@@ -159,6 +197,12 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return text
+
+
+def read_text(path: Path) -> str:
+    """A data file's text, held to the same limits as every file read (a regular UTF-8
+    file of at most MAX_FILE_BYTES)."""
+    return _read_text(path)
 
 
 def read_yaml(path: Path, keep_duplicates: bool = False) -> Document:

@@ -1347,6 +1347,28 @@ def _hunyuan(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(attention, moe)] * count)
 
 
+def _deepseek_v4(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.deepseek_v4 import read_deepseek_v4  # its own module
+
+    fields = read_deepseek_v4(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
+def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.kimi_linear import read_kimi_linear  # its own module
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    fields = read_kimi_linear(cfg, count, _mla(cfg))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
+def _gemma4(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.gemma4 import read_gemma4  # its own module
+
+    fields = read_gemma4(cfg, cfg.integer("num_hidden_layers", maximum=MAX_LAYERS))
+    return Architecture(**{**fields, "layers": _interned(fields["layers"])})
+
+
 def _kind(cfg: Fields, mixers: dict[str, Mixer], kind: str) -> Mixer:
     if kind not in mixers:
         raise cfg.error("layer_types", f"unknown layer type {kind!r}; known: {', '.join(mixers)}")
@@ -1393,6 +1415,10 @@ FAMILIES: dict[str, Reader] = {
     "kimi_k2": _deepseek,
     "glm4_moe_lite": _deepseek,
     "glm_moe_dsa": _deepseek,
+    "deepseek_v4": _deepseek_v4,
+    "kimi_linear": _kimi_linear,
+    "gemma4": _gemma4,
+    "gemma4_text": _gemma4,
     "longcat_flash": _longcat_flash,
     "mimo_v2_flash": _mimo_v2_flash,
     "mimo_v2": _mimo_v2_flash,
@@ -1438,6 +1464,7 @@ WRAPPERS: dict[str, str] = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "gemma4": "gemma4_text",
 }
 """Multimodal wrappers: the text model under ``text_config`` is read by the reader of its
 own model_type (this one when it names none); the vision tower is loading/vision.py's."""
@@ -1447,14 +1474,6 @@ FLAT_WRAPPERS = ("qwen2_vl", "qwen2_5_vl")
 beside ``vision_config`` (transformers 5 re-saves them under ``text_config``)."""
 
 REFUSED: dict[str, str] = {
-    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (its per-layer compression "
-    "ratios) is not modelled",
-    "gemma4": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "gemma4_text": "Gemma 4's config (transformers 5) has not been checked against a published "
-    "checkpoint: its layer schedule and cache sharing are not modelled yet",
-    "kimi_linear": "Kimi Linear's Kimi Delta Attention (its per-channel gated state) is not "
-    "modelled",
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
     "nemotron-nas": "Nemotron-NAS's per-layer block_configs (attention left out or replaced "
     "by a linear layer, a width of its own for each layer's MLP) are not modelled",
@@ -1510,7 +1529,7 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
         tower = TOWERS[model_type](cfg, arch.hidden_size)
         arch = Architecture(**{**arch.__dict__, "extra_groups": (*arch.extra_groups, tower)})
     held = cfg if cfg.has("quantization_config") or text is cfg else text
-    if held.has("quantization_config"):  # a quantized checkpoint: its own weight recipe
+    if held.has("quantization_config") and arch.default_weights is None:  # (or the reader's)
         from decodecalc.loading.quantization import read_recipe
 
         recipe = read_recipe(held, arch.layers, arch.hidden_size)

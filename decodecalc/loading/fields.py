@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from decodecalc.errors import InputError
-from decodecalc.loading.datafile import Document, KeyPath
+from decodecalc.loading.datafile import Document, KeyPath, fragment, key_label
 from decodecalc.units import exact_number
 
 
@@ -56,7 +56,7 @@ class Fields:
     def error(self, name: str | None, problem: str) -> InputError:
         """An error at this mapping (``name`` None) or at one of its fields."""
         path = self.key_path if name is None else (*self.key_path, name)
-        label = ".".join(str(p) for p in path)
+        label = ".".join(key_label(p) for p in path)
         field = f" {label}:" if label else ""
         return InputError(f"{self.doc.where(path)}:{field} {problem}")
 
@@ -67,7 +67,7 @@ class Fields:
                 import difflib
 
                 near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
-                hint = f" (is {near[0]!r} a misspelling of it?)" if near else ""
+                hint = f" (is {fragment(near[0])} a misspelling of it?)" if near else ""
                 raise self.error(None, f"missing required field {name!r}{hint}")
             return None
         return self.data[name]
@@ -156,9 +156,9 @@ class Fields:
         try:
             number = exact_number(str(value))
         except OverflowError:
-            raise self.error(name, f"out of range, got {value!r}") from None
+            raise self.error(name, f"out of range, got {fragment(value)}") from None
         except ValueError:
-            raise self.error(name, f"expected a number, got {value!r}") from None
+            raise self.error(name, f"expected a number, got {fragment(value)}") from None
         if number <= 0:
             raise self.error(name, f"must be greater than zero, got {value}")
         if number > maximum:
@@ -213,4 +213,4 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return f"{type(value).__name__} {value!r}"
+    return f"{type(value).__name__} {fragment(value)}"

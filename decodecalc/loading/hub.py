@@ -4,7 +4,10 @@ fetched with huggingface_hub and read like a local config.json.
 
 huggingface_hub (the optional ``decodecalc[hub]``) does the fetching, so HF_ENDPOINT,
 HF_TOKEN, HF_HUB_OFFLINE and its cache under HF_HOME work as in every other Hugging Face
-tool: a second run, or one with HF_HUB_OFFLINE=1, reads the cached files. It takes about a
+tool: a second run, or one with HF_HUB_OFFLINE=1, reads the cached files. The whole fetch
+has one deadline (DECODECALC_HUB_TIMEOUT seconds, 30 by default): the client times each
+request, not the fetch, and a proxy that takes the connection and never answers kept a run
+silent for minutes. It takes about a
 third of a second to import, so it is imported here, on this path alone: a query about a
 preset never loads it.
 """
@@ -12,7 +15,11 @@ preset never loads it.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,21 +59,87 @@ def is_repo_id(name: str) -> bool:
 def model_from_hub(repo_id: str, hint: str = "") -> Model:
     """The model a Hub repository's config.json describes; its id is the repository id.
     ``hint`` (presets spelt like it) ends the message when the Hub has no such repository."""
-    from decodecalc.loading.datafile import read_json
     from decodecalc.loading.presets import model_from_config
-    from decodecalc.loading.quantization import with_side_file
-    from decodecalc.record import replace
+    from decodecalc.loading.quantization import read_config
 
-    path = _download(repo_id, CONFIG, hint, required=True)
+    clock = _Clock.start()
+    path = _download(repo_id, CONFIG, hint, True, clock)
     assert path is not None
-    _download(repo_id, QUANT_CONFIG, hint, required=False)  # beside config.json, if the repo has it
-    doc = replace(read_json(path), path=f"{repo_id}/{CONFIG} (Hugging Face Hub)")
-    return model_from_config(with_side_file(doc, path), repo_id)
+    _download(repo_id, QUANT_CONFIG, hint, False, clock)  # beside config.json, if the repo has it
+    doc = read_config(path, f"{repo_id}/{CONFIG} (Hugging Face Hub)")
+    return model_from_config(doc, repo_id)
 
 
-def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | None:
-    """One file of a repository, from the cache or the Hub; every failure a one-line
-    InputError (None for a missing optional file)."""
+class _Clock:
+    """When the fetch began and when it must end (DECODECALC_HUB_TIMEOUT)."""
+
+    def __init__(self, started: float, limit_s: float) -> None:
+        self.started, self.limit_s = started, limit_s
+
+    @classmethod
+    def start(cls) -> _Clock:
+        text = os.environ.get(TIMEOUT_VAR, "").strip()
+        limit = FETCH_S
+        if text:
+            try:
+                limit = float(text)
+            except ValueError:
+                limit = -1.0
+            if not 0 < limit <= 3600:
+                raise InputError(f"{TIMEOUT_VAR}={text!r}: give seconds from 0 to 3600, e.g. 30")
+        return cls(time.monotonic(), limit)
+
+    def left(self) -> float:
+        return max(0.0, self.started + self.limit_s - time.monotonic())
+
+    def waited(self) -> str:
+        return f"{time.monotonic() - self.started:.0f} s"
+
+
+TIMEOUT_VAR = "DECODECALC_HUB_TIMEOUT"
+FETCH_S = 30.0
+"""The deadline of a whole Hub fetch (config.json and its side file), in seconds."""
+SAY_AFTER_S = 1.0
+"""How long a fetch runs before stderr says what it waits for: a cached or nearby file
+takes a fraction of a second."""
+
+
+class _Stalled(Exception):
+    """The fetch ran past its deadline."""
+
+
+def _in_time(call: Callable[[], str], clock: _Clock, waiting: str) -> str:
+    """``call()``'s answer or exception, raised here, or _Stalled past the clock's deadline.
+    The call runs in a thread left behind when it stalls: a socket read cannot be cut short
+    from outside, and the process ends with the one error line."""
+    import sys
+    import threading
+
+    box: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # raised again in the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(min(SAY_AFTER_S, clock.left()))
+    if thread.is_alive() and clock.left():
+        print(f"decodecalc: note: {waiting} (at most {clock.limit_s:g} s)", file=sys.stderr)
+        thread.join(clock.left())
+    if not box:
+        raise _Stalled
+    answered, value = box[0]
+    if not answered:
+        raise value  # type: ignore[misc]
+    return str(value)
+
+
+def _download(repo_id: str, filename: str, hint: str, required: bool, clock: _Clock) -> Path | None:
+    """One file of a repository, from the cache or the Hub, within the clock's deadline;
+    every failure a one-line InputError (None for a missing optional file)."""
     try:
         from huggingface_hub import constants, hf_hub_download
         from huggingface_hub.errors import (
@@ -91,8 +164,20 @@ def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | 
     if not offline:
         _say(f"fetching {where} from {constants.ENDPOINT} (HF_HUB_OFFLINE=1 reads the cache only)")
         offline = not _reachable(constants.ENDPOINT)
+    waiting = f"waiting for the Hugging Face Hub at {constants.ENDPOINT} for {where}"
+
+    def stalled() -> str:
+        return (
+            f"the Hugging Face Hub at {constants.ENDPOINT} did not answer (waited "
+            f"{clock.waited()}) for {where} (nor is it cached): check the connection or "
+            "HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to work from the cache alone"
+        )
+
     try:
-        return Path(hf_hub_download(repo_id, filename, local_files_only=offline))
+        fetch = partial(hf_hub_download, repo_id, filename, local_files_only=offline)
+        return Path(_in_time(fetch, clock, waiting))
+    except _Stalled:
+        raise InputError(stalled()) from None
     except GatedRepoError:
         raise InputError(
             f"model {repo_id!r} is gated on the Hugging Face Hub: accept its terms on its "
@@ -117,11 +202,7 @@ def _download(repo_id: str, filename: str, hint: str, required: bool) -> Path | 
                 f"{unknown}{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) "
                 f"while HF_HUB_OFFLINE is set: run once online, or unset HF_HUB_OFFLINE{hint}"
             ) from None
-        raise InputError(
-            f"{unknown}the Hugging Face Hub at {constants.ENDPOINT} did not answer within "
-            f"{REACH_S:g} s for {where} (nor is it cached): check the connection or "
-            f"HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to work from the cache alone{hint}"
-        ) from None
+        raise InputError(f"{unknown}{stalled()}{hint}") from None
     except EntryNotFoundError:
         if not required:
             return None

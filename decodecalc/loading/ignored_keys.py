@@ -190,6 +190,34 @@ _HUNYUAN_IGNORES = {
     "cla_share_factor": "applies only with use_cla, refused",
 }
 READER_IGNORES: dict[str, dict[str, str]] = {
+    "gemma4": {
+        "audio_token_id": "a token id",
+        "boa_token_id": "a token id",
+        "boi_token_id": "a token id",
+        "eoa_token_id": "a token id",
+        "eoa_token_index": "a token id",
+        "eoi_token_id": "a token id",
+        "image_token_id": "a token id",
+        "video_token_id": "a token id",
+        "vision_soft_tokens_per_image": "image tokens per image: prefill length, no weights",
+    },
+    "gemma4_text": {
+        "use_bidirectional_attention": "image tokens attend both ways in prefill: no bytes",
+    },
+    "kimi_linear": {
+        "mla_use_nope": "MLA without RoPE: the same weights and latent",
+        "moe_renormalize": "routing arithmetic",
+        "moe_router_activation_func": "routing arithmetic (sigmoid)",
+        "num_expert_group": "routing arithmetic",
+        "use_grouped_topk": "routing arithmetic",
+        "gate_lower_bound": "the decay's lower bound: arithmetic",
+    },
+    "deepseek_v4": {
+        "hc_eps": "the hyper-connections' Sinkhorn epsilon: arithmetic",
+        "hc_sinkhorn_iters": "Sinkhorn iterations of the stream mix: arithmetic, no bytes",
+        "compress_rope_theta": "the pooled entries' RoPE base: no bytes",
+        "topk_method": "noaux_tc routing: its bias is counted per layer from the config",
+    },
     # Keys each reader above leaves unread on purpose, with why they move no decode bytes
     # (beyond the keys no reader needs: token ids, dtypes, epsilons, RoPE bases and scaling,
     # dropout, initialisation, cache switches). A key in none of these lists is unknown.

@@ -1,5 +1,6 @@
 """Reading presets/kernels/<gpu>.yaml: per-operation kernel rates per engine, fitted offline
-by validation/fit_kernels.py from aiconfigurator-core's measured tables.
+by validation/fit_kernels.py from aiconfigurator-core's measured tables (NVIDIA GPUs) and by
+validation/fit_kernels_aiter.py from ROCm/aiter's tuned configs (AMD Instinct GPUs).
 
 These files are data for the step model, not presets a user picks: they are found by the
 GPU's preset id, and stay out of the catalog's listings."""
@@ -40,16 +41,26 @@ def kernels_dir() -> Path:
 
 
 def kernel_rates(
-    gpu_id: str, engine: str | None = None, directory: Path | None = None, whole: bool = True
+    gpu_id: str,
+    engine: str | None = None,
+    directory: Path | None = None,
+    whole: bool = True,
+    stand_in: bool = False,
 ) -> KernelRates | None:
     """The kernel rates of ``engine`` (a decodecalc engine id; None: the file's default
     engine) on the GPU preset ``gpu_id``; None where no table was measured for them.
+    ``stand_in``: an engine without a block of its own takes the default engine's where
+    the file lets other engines take it (``other_engines``: aiconfigurator's tuned engines
+    stand in for any on NVIDIA; aiter's kernels are only the engines' that call aiter).
     ``whole`` False: only STEP_CLASSES, what a query's step takes."""
     found = _kernel_file(gpu_id, directory, whole)
     if found is None:
         return None
     blocks, default = found
-    return blocks.get(default if engine is None else engine)
+    own = blocks.get(default if engine is None else engine)
+    if own is None and stand_in and blocks[default].other_engines:
+        return blocks[default]
+    return own
 
 
 @functools.lru_cache(maxsize=16)
@@ -96,7 +107,7 @@ def with_kernel_rates(
     format (not ``overridden`` by a recipe) then cannot be compute-bound at any e_mma the
     tables hold and they are not read (a query in a shell loop); None where the answer
     varies it (a server's running batches, a plan's largest)."""
-    if gpu is None or not engine.params:
+    if gpu is None or engine.is_roofline:
         return engine
     dense = experts is None and not overridden
     if dense and batch is not None and not may_bind(gpu, weights, batch, MIN_DENSE_MMA):
@@ -112,7 +123,8 @@ def with_kernel_rates(
 
 
 MIN_DENSE_MMA = 0.2
-"""Below every dense GEMM's e_mma in the shipped tables (the lowest is 0.228)."""
+"""Below every dense GEMM's e_mma in the shipped tables (the lowest is 0.22: MI300X's FP8
+block-scaled GEMMs in aiter)."""
 
 
 def _with_rates(
@@ -121,7 +133,7 @@ def _with_rates(
     if p.mma_fitted:
         return p
     engine_id = name.split(" ")[0].split("@")[0]
-    rates = kernel_rates(gpu_id, engine_id, whole=False) or kernel_rates(gpu_id, whole=False)
+    rates = kernel_rates(gpu_id, engine_id, whole=False, stand_in=True)
     if rates is None:
         return p
     dense = rates.gemm_rates(weights.id, weights.matmul)
@@ -135,7 +147,7 @@ def _with_rates(
         changes["tile_rows"] = grouped.tile_rows
     if not changes:
         return p
-    source = f"{rates.engine} {rates.version} kernel tables on {gpu_id} (aiconfigurator-core)"
+    source = f"{rates.engine} {rates.version} kernel tables on {gpu_id} ({rates.measured_by})"
     return replace(p, kernel_source=source, **changes)
 
 
@@ -156,10 +168,16 @@ def read_kernel_file(
     if top.text("gpu") != gpu_id:
         raise top.error("gpu", f"expected {gpu_id!r}, the file's own name")
     source = top.text("source")
+    measured_by = top.text("measured_by", MEASURED_BY)
+    others = top.boolean("other_engines", True)
     default = top.text("default_engine")
     engines = top.mapping("engines")
     blocks = {
-        str(name): _engine(engines.mapping(str(name)), gpu_id, str(name), source, whole)
+        str(name): replace(
+            _engine(engines.mapping(str(name)), gpu_id, str(name), source, whole),
+            measured_by=measured_by,
+            other_engines=others,
+        )
         for name in engines.data
     }
     if default not in blocks:
@@ -167,6 +185,9 @@ def read_kernel_file(
     top.finish()
     return blocks, default
 
+
+MEASURED_BY = "aiconfigurator-core"
+"""Whose tables a file was fitted on, where it does not say (the NVIDIA files came first)."""
 
 STEP_CLASSES = ("gemm", "moe")
 """The classes the step model takes from the tables (with_kernel_rates). A query reads
@@ -205,6 +226,13 @@ def _per_dtype(block: Fields, name: str) -> tuple[OpRates, ...]:
     )
 
 
+def _tables(fields: Fields, table: str) -> str:
+    """The class's table, and the files under it its rows came from where it lists them
+    (aiter's tuned configs are one CSV per kernel family and model)."""
+    files = fields.texts("tables")
+    return f"{table}: {', '.join(files)}" if files else table
+
+
 def _op(fields: Fields, key: str, table: str) -> OpRates:
     from decodecalc.model.kernels import OpRates
 
@@ -222,7 +250,7 @@ def _op(fields: Fields, key: str, table: str) -> OpRates:
         ),
         fixed_s=_duration(fields, "fixed", allow_zero=True),
         matmul=fields.text("matmul", "bf16"),
-        table=table,
+        table=_tables(fields, table),
         error=_error(fields, "error"),
         decode_error=_error(fields, "decode_error") if fields.has("decode_error") else None,
     )

@@ -68,6 +68,19 @@ MAX_WIDTH = 10**7
 parameter count multiplies several of them."""
 DEFAULT_CONTEXT = 131_072
 """The maximum context assumed when max_context is not given (a note says so)."""
+
+
+def without_family(profiles: Sequence[str]) -> str:
+    """What a GPU of numbers without family= is told: the engine profiles its expected
+    figures fall back to (each on every family it was measured on)."""
+    from decodecalc.engine.profile import GPU_FAMILIES
+
+    return (
+        f"; without family= ({', '.join(GPU_FAMILIES)}), its expected figures fall back to "
+        f"every engine profile on every family it was measured on: {', '.join(profiles)}"
+    )
+
+
 FROM_NUMBERS = (
     "given by numbers on the command line, not a preset: its figures follow from these "
     "numbers alone"
@@ -77,19 +90,36 @@ FROM_NUMBERS = (
 def split_items(text: str) -> list[str]:
     """The items of a comma list, a numbers spec's ``key=value`` pieces kept together: such a
     piece joins the spec before it unless that spec already has its key, which then starts
-    the next spec. ``h100,bandwidth=1TB/s,memory=8GB`` is two GPUs."""
+    the next spec. ``h100,bandwidth=1TB/s,memory=8GB,bf16=1PFLOPS`` is two GPUs; pieces
+    that are only a preset's memory= and bandwidth= join the preset, as -g reads one alone:
+    ``m3-max,memory=36GB,h100`` is two GPUs, the first with its memory given."""
     items: list[str] = []
     keys: set[str] = set()
-    for piece in (p.strip() for p in text.split(",")):
+    pieces = [p.strip() for p in text.split(",")]
+    for index, piece in enumerate(pieces):
         key, equals, _ = piece.partition("=")
         key = key.strip().lower()
-        if equals and keys and key not in keys:
+        if equals and ((keys and key not in keys) or _overrides_of(items, keys, pieces[index:])):
             items[-1] += "," + piece
             keys.add(key)
         else:
             items.append(piece)
             keys = {key} if equals else set()
     return items
+
+
+def _overrides_of(items: list[str], keys: set[str], rest: list[str]) -> bool:
+    """Whether ``rest`` starts with a preset's overrides: right after a preset's name, a run
+    of key=value pieces that are memory= and bandwidth= alone, each once."""
+    if not items or keys:
+        return False
+    run = []
+    for piece in rest:
+        key, equals, _ = piece.partition("=")
+        if not equals:
+            break
+        run.append(key.strip().lower())
+    return set(run) <= set(OVERRIDES) and len(run) == len(set(run))
 
 
 class _Given:
@@ -389,6 +419,35 @@ def _count(text: str) -> int:
 def _bytes(text: str) -> int:
     """Bytes: a whole number, or a size with its unit (320KiB, 70.3kB)."""
     return int(text) if text.isascii() and text.isdigit() else parse_size(text, "size")
+
+
+OVERRIDES = ("memory", "bandwidth")
+"""What a preset GPU's spec may override: ``m3-max,memory=36GB`` (a chip in another memory
+option, a board at another clock)."""
+
+
+def gpu_with_overrides(preset: GpuSpec, text: str) -> GpuSpec:
+    """A preset GPU with its memory or bandwidth given instead, said in its name (every
+    header shows it) and its notes. The id stays the preset's, so that its engine family,
+    link and price lists still apply; a datasheet's sustained bandwidth no longer does."""
+    from decodecalc.record import replace
+
+    given = _Given(text, f"GPU {preset.id}", OVERRIDES, "e.g. m3-max,memory=36GB,bandwidth=300GB/s")
+    changes: dict[str, Any] = {}
+    if given.has("memory"):
+        changes["memory_bytes"] = given.parsed("memory", parse_size)
+    if given.has("bandwidth"):
+        changes["bandwidth_bytes_per_s"] = given.parsed("bandwidth", parse_bandwidth)
+        changes["sustained_bandwidth_bytes_per_s"] = None
+    given.finish({})
+    said = ", ".join(f"{k}={v}" for k, v in given.pairs.items())
+    return replace(
+        preset,
+        name=f"{preset.name} with {said}",
+        notes=f"{preset.id} with {said} given on the command line in place of the preset's. "
+        + preset.notes,
+        **changes,
+    )
 
 
 def gpu_from_numbers(text: str) -> GpuSpec:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from decodecalc.errors import InputError
-from decodecalc.loading.datafile import Document
+from decodecalc.loading.datafile import Document, fragment
 from decodecalc.loading.families import read_architecture
 from decodecalc.loading.fields import Fields, suggest
 from decodecalc.model.dtypes import DType
@@ -188,7 +188,9 @@ def _family(top: Fields) -> str:
 
     value = top.text("family", "")
     if value and value not in GPU_FAMILIES:
-        raise top.error("family", f"expected one of {', '.join(GPU_FAMILIES)}, got {value!r}")
+        raise top.error(
+            "family", f"expected one of {', '.join(GPU_FAMILIES)}, got {fragment(value)}"
+        )
     return value
 
 
@@ -280,7 +282,7 @@ def _sustained(top: Fields) -> int | None:
 def _matmul(top: Fields) -> str:
     value = top.text("matmul", "bf16")
     if value not in ("bf16", "fp8", "fp4", "fp32"):
-        raise top.error("matmul", f"expected bf16, fp8, fp4 or fp32, got {value!r}")
+        raise top.error("matmul", f"expected bf16, fp8, fp4 or fp32, got {fragment(value)}")
     return value
 
 
@@ -401,7 +403,7 @@ def _params(table: Fields, family: str) -> EngineParams:
     f = table.mapping(family)
     kv_read = f.text("kv_read", "once")
     if kv_read not in KV_READS:
-        raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {kv_read!r}")
+        raise f.error("kv_read", f"expected one of {', '.join(KV_READS)}, got {fragment(kv_read)}")
     params = EngineParams(
         weight_efficiency=_efficiency(f, "weight_efficiency"),
         kv_efficiency=_efficiency(f, "kv_efficiency"),
@@ -423,6 +425,8 @@ def _params(table: Fields, family: str) -> EngineParams:
         tile_rows=f.integer("tile_rows", default=TILE_ROWS, minimum=1),
         mma_fitted=f.boolean("mma_fitted", False),
         range=_range(f.mapping("range")) if f.has("range") else None,
+        transferred=f.text("transferred", ""),
+        moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
     )
     f.text("fitted", "")
     f.finish()

@@ -343,6 +343,35 @@ def _module_mix(
     return tuple((f, Fraction(n, len(having))) for f, n in counts.items()) or ((base, Fraction(1)),)
 
 
+TORCH_DTYPES = frozenset(
+    "bfloat16 float16 float32 float64 half float double auto "
+    "float8_e4m3fn float8_e5m2 int8 uint8".split()
+)
+"""What a config's torch_dtype (transformers 5: dtype) may name: PyTorch's dtypes a
+checkpoint is saved in (torch.* spelled either way), and "auto"."""
+
+
+def read_config(path: Path, shown: str | None = None) -> Document:
+    """A model's config.json as every door reads it (--model FILE, the Hub, import): its
+    torch_dtype checked and hf_quant_config.json beside it folded in. ``shown``: the name
+    messages give it (a Hub id's), else its path."""
+    doc = read_json(path)
+    if shown is not None:
+        doc = replace(doc, path=shown)
+    for key in ("torch_dtype", "dtype"):
+        value = doc.data.get(key)
+        if value is None:
+            continue
+        name = value.removeprefix("torch.") if isinstance(value, str) else None
+        if name not in TORCH_DTYPES:
+            text = repr(value)[:40] + ("..." if len(repr(value)) > 40 else "")
+            raise InputError(
+                f"{doc.path}: {key} {text} is not a dtype (bfloat16, float16, float32, ...); "
+                "its unquantized weights would be priced in a format it does not name"
+            )
+    return with_side_file(doc, path)
+
+
 def with_side_file(doc: Document, path: Path) -> Document:
     """A config.json with the hf_quant_config.json beside it (ModelOpt's export) folded in
     as its quantization_config, in the form vLLM reads too, when it has none of its own."""

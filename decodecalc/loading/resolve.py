@@ -7,19 +7,9 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.engine.profile import Engine, EngineProfile, gpu_family, release_order
-from decodecalc.engine.select import (
-    at_line,
-    beyond,
-    engine_for,
-    extrapolation_note,
-    facts_for,
-    measured_on,
-    typical,
-)
+from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.fields import suggest
 from decodecalc.loading.kernels import with_kernel_rates
 from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
@@ -148,19 +138,13 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     )
 
 
-def _has_mla(model: Model) -> bool:
-    from decodecalc.model.mla import LatentAttention
-
-    return any(isinstance(m, LatentAttention) for m, _ in model.mixer_counts())
-
-
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
     """A cache format that cannot exist for this model is refused; weights in a format the
     GPU has no tensor cores for are said to run at the class it falls back to."""
     latent = next((c for c in caches if c is not None and c.mla_only), None)
-    if latent is not None and not _has_mla(model):
+    if latent is not None and not model.has_latent_attention():
         raise InputError(
             f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
             f"{model.id} has no MLA layers; try fp8"
@@ -331,7 +315,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
     )
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
-    engine, engine_notes = resolve_engine(catalog, spec.engine, gpu)
+    engine, engine_notes = choose_engine(catalog, spec.engine, gpu)
     engine, wider = extrapolation(engine, model, spec.batch, gpu)
     links = resolve_links(catalog, gpu, spec, model)
     if isinstance(spec.overhead, str):
@@ -371,7 +355,8 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
-    return kernel_rated(scenario, spec.batch)
+    rated = kernel_rated(scenario, spec.batch)
+    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine)))
 
 
 def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:
@@ -389,126 +374,10 @@ def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
     (a server's running batches, a plan's largest): then whatever the batch
     (loading/kernels.py with_kernel_rates)."""
     s = scenario
-    if s.engine is None:
-        return s
     experts = experts_dtype(s.model, s.weights, s.weight_overrides)
     overridden = bool(s.weight_overrides)
     found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden)
     return s if found is s.engine else replace(s, engine=found)
-
-
-def resolve_engine(
-    catalog: Catalog, name: str | Engine | None, gpu: GpuSpec | None
-) -> tuple[Engine, tuple[Note, ...]]:
-    """The engine whose measured step the expected figures predict: a profile's parameters
-    for the GPU's family (or, said in a note, the family it has most data for), 'typical'
-    (the band across every profile with data for that family; the default) or 'roofline'
-    (physics alone)."""
-    if isinstance(name, Engine):
-        return name, ()
-    family = gpu_family(gpu)
-    if name is not None and not name.strip():
-        raise InputError(
-            "engine '' is empty: give a profile ('decodecalc engines'), typical or roofline"
-        )
-    word = (name or "typical").strip().lower()
-    if word == "roofline":
-        return Engine("roofline", (), family, kind="roofline"), ()
-    if word == "typical":
-        profiles = catalog.engines()
-        engine = typical(profiles, family)
-        if measured_on(profiles, family):
-            return engine, ()
-        shown = (
-            "span every profile on each family it was measured on"
-            if engine.params
-            else "are the roofline"
-        )
-        return engine, (
-            Note(
-                "no-engine-data",
-                f"no engine profile has data for {family} GPUs: the expected figures {shown} "
-                "('decodecalc engines' lists what each profile was fitted on)",
-            ),
-        )
-    name, _, line = word.partition("@")
-    profile = catalog.engine(name)
-    view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
-    engine, fitted = engine_for(view, family, catalog.engines())
-    engine = replace(engine, line=view.line)
-    notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
-    if not engine.params[0].points:
-        notes.append(
-            Note(
-                "engine-not-fitted",
-                f"{profile.name} has no published measurements of its own, so its parameters "
-                f"are an assumption: {profile.notes or 'see decodecalc engines'}",
-            )
-        )
-    if fitted is not None:
-        others = len(engine.params) - 1
-        joined = (
-            f" with the {others} profile{'s' * (others > 1)} measured on {family} (the "
-            "median of them all; the band spans them)"
-            if others
-            else ""
-        )
-        notes.append(
-            Note(
-                "engine-fallback",
-                f"{profile.name} has no measurements on {family} GPUs: its {fitted} "
-                f"parameters stand in{joined}, so expect a wider error than its band says",
-            )
-        )
-    return engine, tuple(notes)
-
-
-def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[Note, ...]:
-    """What --engine NAME leaves unsaid where it takes the newest line fitted on the GPU
-    family and the profile holds newer lines fitted only elsewhere: the figures are those
-    of the older builds (SGLang 0.4 on AMD Instinct, where 0.5.13 ran MiniMax-M2 2-3x
-    faster in points kept out of the fits, docs/accuracy.md)."""
-    newer = [
-        x.release
-        for x in profile.release_lines()
-        if line is not None and release_order(x.release) > release_order(line)
-    ]
-    if not newer:
-        return ()
-    return (
-        Note(
-            "engine-older-line",
-            f"{profile.id}@{line}: the newest line fitted on {family} GPUs; "
-            f"{', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not fitted there",
-        ),
-    )
-
-
-def release_line(profile: EngineProfile, line: str) -> str:
-    """A release line the profile holds ('sglang@0.4'), or one line naming those it has."""
-    known = [x.release for x in profile.release_lines()]
-    if line in known:
-        return line
-    if not known:
-        raise InputError(
-            f"{profile.id} keeps no release lines (its points name none): use --engine {profile.id}"
-        )
-    hint = suggest(line, known) if line else ""
-    raise InputError(
-        f"unknown release line {line!r} of {profile.id}{hint} (its lines: {', '.join(known)})"
-    )
-
-
-def extrapolation(
-    engine: Engine, model: Model, batch: int, gpu: GpuSpec | None
-) -> tuple[Engine, tuple[Note, ...]]:
-    """The engine with its band widened where the scenario lies outside the setups its
-    parameters were fitted on (engine.select.beyond), and a note saying what is
-    extrapolated."""
-    widened_engine, axes = beyond(engine, facts_for(engine, model, batch, gpu))
-    if not axes:
-        return widened_engine, ()
-    return widened_engine, (extrapolation_note(widened_engine, axes),)
 
 
 def resolve_weights(

@@ -201,6 +201,10 @@ def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
                 "band_low": round(r.outside_band[0], 3),
                 "band_high": round(r.outside_band[1], 3),
             }
+        if p.transferred:
+            entry["transferred"] = p.transferred
+        if p.moe_factor != 1:
+            entry["moe_factor"] = round(p.moe_factor, 4)
         entry["fitted"] = f.fitted
         table[f.family] = entry
     return table

@@ -193,6 +193,28 @@ def _moonvit(cfg: Fields, text_hidden: int) -> TensorGroup:
     return _tower(embed + vision.integer("vt_num_hidden_layers") * block + 2 * h + merger)
 
 
+def _gemma4_vit(cfg: Fields, text_hidden: int) -> TensorGroup:
+    """Gemma 4's vision model: a bias-free patch projection, a table of two learned
+    position axes, layers of bias-free q, k, v, o (q and k normed per head, v by a norm
+    without weights), a gated MLP and four RMSNorms, the standardization's scale and bias;
+    then ``embed_vision``, a bias-free projection into the text model (its norm has no
+    weights). Clipped linears (the small sizes') are refused."""
+    if cfg.has("audio_config"):
+        raise cfg.error("audio_config", "Gemma 4's audio tower is not modelled")
+    vision = cfg.mapping("vision_config")
+    if vision.boolean("use_clipped_linears", default=False):
+        raise vision.error("use_clipped_linears", "clipped linears are not modelled")
+    h = vision.integer("hidden_size")
+    inner = vision.integer("intermediate_size")
+    patch = vision.integer("patch_size")
+    head = vision.integer("head_dim")
+    layer = 4 * h * h + 2 * head + 3 * h * inner + 4 * h
+    embed = 3 * patch * patch * h + 2 * vision.integer("position_embedding_size") * h
+    standardize = 2 * h if vision.boolean("standardize", default=False) else 0
+    tower = vision.integer("num_hidden_layers") * layer + embed + standardize
+    return _tower(tower + h * text_hidden)
+
+
 TOWERS: dict[str, Callable[[Fields, int], TensorGroup]] = {
     "llama4": _llama4,
     "gemma3": _siglip,
@@ -204,5 +226,6 @@ TOWERS: dict[str, Callable[[Fields, int], TensorGroup]] = {
     "qwen2_5_vl": _qwen2_5_vl,
     "mistral3": _pixtral,
     "kimi_k25": _moonvit,
+    "gemma4": _gemma4_vit,
 }
 """The tower of each multimodal wrapper, by the wrapper's model_type."""

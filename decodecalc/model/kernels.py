@@ -1,6 +1,7 @@
 """Kernel rates: how close one engine's kernels on one GPU come to the GPU's peaks, per
 operation class, fitted offline to measured kernel tables (presets/kernels/, written by
-validation/fit_kernels.py from aiconfigurator-core's tables).
+validation/fit_kernels.py from aiconfigurator-core's tables for NVIDIA GPUs and by
+validation/fit_kernels_aiter.py from ROCm/aiter's tuned configs for AMD Instinct GPUs).
 
 Every class has the form the per-operation step model prices an operation by:
 
@@ -50,7 +51,8 @@ class OpRates:
     """The peak FLOP/s class ``mma_efficiency`` is relative to (a W4A16 MXFP4 MoE
     multiplies at bf16, whatever its weights' class)."""
     table: str = ""
-    """The measured table it was fitted on, as a path inside the wheel."""
+    """The measured table it was fitted on: a path inside aiconfigurator-core's wheel, or
+    aiter's configs folder at a commit and the CSV files under it."""
     error: FitError | None = None
     decode_error: FitError | None = None
     """For GEMMs, the error over the decode rows alone (M up to 256)."""
@@ -97,6 +99,13 @@ class KernelRates:
     left_out: tuple[str, ...] = ()
     """Fits left out of the file, each with why (an efficiency on the fit grid's edge: the
     table's times do not follow the form)."""
+    measured_by: str = "aiconfigurator-core"
+    """Whose tables these are (aiconfigurator-core; ROCm/aiter tuned configs), as notes
+    name them."""
+    other_engines: bool = True
+    """Whether the file's default engine stands in for an engine without a block of its
+    own: yes for aiconfigurator's tables (a tuned engine's kernels), no for aiter's (only
+    SGLang and vLLM on ROCm call them; llama.cpp's HIP kernels are its own)."""
 
     def gemm_rates(self, dtype: str, matmul: str) -> OpRates | None:
         """The dense GEMM rates for a weight dtype: its own, else those of a dtype of the

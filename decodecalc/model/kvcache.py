@@ -82,6 +82,10 @@ class KVCurve:
             else:
                 _add(read, window or mixer.kv_read_limit, elements)
                 _add(held, window, elements)
+            for _, per_token, read_tokens in mixer.compressed_kv:  # DeepSeek-V4's pooled entries
+                pooled = count * per_token if weigh is None else weigh(mixer, count * per_token)
+                _add(read, read_tokens, pooled)
+                _add(held, None, pooled)
             reread = count * mixer.kv_reread_elements_per_token(tp)
             if reread:  # another layer's cache, read again: read, never held twice
                 _add(read, window, reread if weigh is None else weigh(mixer, reread))
@@ -226,6 +230,7 @@ def read_pattern(layers: Iterable[Mixer]) -> str:
         f"{n} sparse layers read the cache of min(T, {k:,}) tokens but hold all T"
         for k, n in topk.items()
     ]
+    parts += _pooled_pattern(mixers)
     fixed = fixed_kv_bytes_per_token(mixers)
     if fixed:
         parts.append(
@@ -233,3 +238,22 @@ def read_pattern(layers: Iterable[Mixer]) -> str:
             "whatever the KV dtype"
         )
     return "; ".join(parts)
+
+
+def _pooled_pattern(mixers: tuple[Mixer, ...]) -> list[str]:
+    """DeepSeek-V4's pooled entries in words: per ratio, how many layers, and what they read."""
+    by_ratio: dict[int, tuple[int, int | None]] = {}
+    for m in mixers:
+        for ratio, _, read_tokens in m.compressed_kv:
+            n, _ = by_ratio.get(ratio, (0, read_tokens))
+            by_ratio[ratio] = (n + 1, read_tokens)
+    return [
+        f"{n} layers also pool every {r} tokens into one entry and "
+        + (
+            f"read the top {read // r:,} entries (min(T, {read:,}) / {r} tokens' worth)"
+            if read
+            else "read them all"
+        )
+        + f" but hold T / {r}"
+        for r, (n, read) in sorted(by_ratio.items())
+    ]

@@ -16,6 +16,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.layer_kind import CacheTerms, TpRule
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -60,9 +62,14 @@ class Attention:
     v_head_dim: int = 0
     """Width of each value head when it differs from the key's (MiMo-V2-Flash: 192-wide
     keys, 128-wide values); 0: ``head_dim``."""
+    v_from_k: bool = False
+    """Gemma 4's full-attention layers (``attention_k_eq_v``): the values are the key
+    projection, normed apart, so there is no v_proj; the cache still holds K and V."""
 
     kind = "attention"
     kv_read_limit = None
+    compressed_kv = NO_POOLED
+    """DeepSeek-V4's pooled entries (model/compressed_attention.py); none here."""
     """Top-k sparse attention's cap on tokens read (DeepSeek-V3.2's MLA); none here."""
     fixed_kv_bytes_per_token = 0
     """Cache bytes per token in a fixed format, whatever the KV dtype (an indexer's keys)."""
@@ -81,7 +88,7 @@ class Attention:
         kv_out = self.num_kv_heads * self.head_dim
         q_params = hidden * q_out * (2 if self.output_gate else 1) + (q_out if self.qkv_bias else 0)
         o_params = self.num_heads * self.v_dim * hidden
-        kv_width = self.num_kv_heads * self.kv_dim
+        kv_width = self.num_kv_heads * (self.head_dim if self.v_from_k else self.kv_dim)
         kv_params = hidden * kv_width + (kv_width if self.qkv_bias else 0)
         groups = [
             TensorGroup("attention q, o", q_params + o_params, True, SPLIT),
@@ -107,6 +114,7 @@ class Attention:
         if self.attention_chunk:
             window = f", chunked local (chunks of {self.attention_chunk:,})"
         values = f" (values {self.v_dim})" if self.v_dim != self.head_dim else ""
+        values += ", V from the K projection" if self.v_from_k else ""
         shape = f"{shape} {self.num_heads}/{self.num_kv_heads} heads x {self.head_dim}{values}"
         return f"{shape}{window}"
 
@@ -156,6 +164,24 @@ class Attention:
 
     def state_elements(self, tp: int) -> int:
         return 0
+
+    def cache_terms(self, tp: int) -> CacheTerms:
+        """K and V per KV head on this GPU, capped by a window or cut to a chunk; a layer
+        that reads an earlier layer's cache says so (it holds nothing of its own)."""
+        window = f", window {self.sliding_window:,}" if self.sliding_window else ""
+        window += f", chunks of {self.attention_chunk:,}" if self.attention_chunk else ""
+        shared = self.kv_reread_elements_per_token(tp)
+        return CacheTerms(
+            "attention",
+            f"2 (K,V) x {self.kv_heads_per_gpu(tp)} KV heads x {self.head_dim}{window}"
+            f" = {self.kv_elements_per_token(tp) or shared:,} elements per token"
+            + (", read from an earlier layer's cache (held there)" if shared else ""),
+        )
+
+    def tp_rule(self) -> TpRule:
+        return TpRule(
+            "KV heads split across up to {limits} GPUs, then replicated", self.num_kv_heads
+        )
 
 
 @record
@@ -214,6 +240,8 @@ class Layer:
 
 
 if TYPE_CHECKING:
+    from decodecalc.model.compressed_attention import CompressedAttention
+    from decodecalc.model.kimi_delta import KimiDeltaAttention
     from decodecalc.model.linear_attention import LightningAttention, LinearAttention
     from decodecalc.model.mamba import Mamba1, Mamba2
     from decodecalc.model.mla import LatentAttention
@@ -228,5 +256,7 @@ if TYPE_CHECKING:
         | Mamba1
         | LightningAttention
         | ShortConv
+        | CompressedAttention
+        | KimiDeltaAttention
     )
     FFN: TypeAlias = DenseMLP | MoE

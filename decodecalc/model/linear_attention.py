@@ -3,6 +3,10 @@ DeltaNet here, Mamba in mamba.py."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from decodecalc.model.layer_kind import CacheTerms, TpRule
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -16,7 +20,13 @@ class ConstantState:
     sliding_window = None
     attention_chunk = None
     kv_read_limit = None
+    compressed_kv = NO_POOLED
     fixed_kv_bytes_per_token = 0
+    kind: ClassVar[str]
+    cache_name: ClassVar[str | None] = None
+    """What explain calls the kind, where not its ``kind``."""
+    split_rule: ClassVar[str | None] = None
+    """How TP splits the state, where there is something to say (``tp_rule``)."""
 
     def kv_elements_per_token(self, tp: int) -> int:
         return 0
@@ -33,6 +43,16 @@ class ConstantState:
     def prefill_attention_flops(self, prompt_tokens: int) -> int:
         return prompt_tokens * self.attention_flops(0)
 
+    def state_elements(self, tp: int) -> int:
+        raise NotImplementedError
+
+    def cache_terms(self, tp: int) -> CacheTerms:
+        state = f"no KV; a constant state of {self.state_elements(tp):,} elements"
+        return CacheTerms(self.cache_name or self.kind, state)
+
+    def tp_rule(self) -> TpRule | None:
+        return None if self.split_rule is None else TpRule(self.split_rule)
+
 
 @record
 class LinearAttention(ConstantState):
@@ -47,6 +67,8 @@ class LinearAttention(ConstantState):
     conv_kernel: int
 
     kind = "linear"
+    cache_name = "linear attention"
+    split_rule = "linear-attention state split by head"
 
     @property
     def _conv_dim(self) -> int:

@@ -14,6 +14,8 @@ from decodecalc.record import record
 
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
+MAMBA_SPLIT = "Mamba state split by head (and by group where TP divides them)"
+
 
 @record
 class Mamba2(ConstantState):
@@ -34,6 +36,7 @@ class Mamba2(ConstantState):
     gated_norm: bool = True
 
     kind = "mamba2"
+    split_rule = MAMBA_SPLIT
 
     @property
     def inner(self) -> int:
@@ -91,6 +94,7 @@ class Mamba1(ConstantState):
     inner_norms: bool = True
 
     kind = "mamba"
+    split_rule = MAMBA_SPLIT
 
     def tensor_groups(self, hidden: int) -> tuple[TensorGroup, ...]:
         d, n, r = self.d_inner, self.state_size, self.dt_rank

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from decodecalc.model.causal import causal_pairs
+from decodecalc.model.layer_kind import CacheTerms, TpRule
+from decodecalc.model.pooled import NO_POOLED
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -33,6 +35,7 @@ class LatentAttention:
     kind = "mla"
     sliding_window = None
     attention_chunk = None
+    compressed_kv = NO_POOLED
 
     @property
     def kv_read_limit(self) -> int | None:
@@ -118,3 +121,15 @@ class LatentAttention:
 
     def state_elements(self, tp: int) -> int:
         return 0
+
+    def cache_terms(self, tp: int) -> CacheTerms:
+        """The latent and the RoPE key, whole on every GPU; a sparse layer's top k."""
+        return CacheTerms(
+            "MLA latent",
+            f"{self.kv_lora_rank} + {self.qk_rope_head_dim} = "
+            f"{self.kv_elements_per_token(tp):,} elements per token (whole on every GPU)"
+            + (f", top {self.index_topk:,} tokens read" if self.index_topk else ""),
+        )
+
+    def tp_rule(self) -> TpRule:
+        return TpRule("the MLA latent is replicated: every TP rank reads all of it")

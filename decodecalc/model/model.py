@@ -123,6 +123,13 @@ class Model:
         """Each distinct mixer object with how many layers use it (counted)."""
         return self._mixer_counts
 
+    def has_latent_attention(self) -> bool:
+        """Whether any layer caches MLA's latent: the only cache FlashMLA's layouts
+        (DType.mla_only) can hold."""
+        from decodecalc.model.mla import LatentAttention
+
+        return any(isinstance(m, LatentAttention) for m, _ in self._mixer_counts)
+
     @cached_property
     def _layer_counts(self) -> tuple[tuple[Layer, int], ...]:
         return counted(self.layers)

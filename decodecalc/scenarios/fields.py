@@ -70,7 +70,8 @@ SCENARIO_FIELDS = (
     ScenarioField(
         "gpu",
         ("--gpu", "-g"),
-        "GPU preset (sets bandwidth, capacity and FLOP/s), or numbers: "
+        "GPU preset (sets bandwidth, capacity and FLOP/s), one with its memory or bandwidth "
+        "given ('m3-max,memory=36GB'), or numbers: "
         "'bandwidth=3.35TB/s,memory=80GiB,bf16=989TFLOP/s'.",
         "GPU",
         axis="One or more GPU presets or numbers specs.",
@@ -236,7 +237,7 @@ SCENARIO_FIELDS = (
         "price",
         ("--price",),
         "Price per GPU-hour for cost per million tokens: dollars (2.49, 2.49USD/h), one per "
-        "GPU ('h100-sxm=2.5,mi300x=2'), a price list (lambda, hyperstack) or 'lowest' (the "
+        "GPU ('h100-sxm=2.5,mi300x=2'), a price list (hyperstack, lambda, vultr) or 'lowest' (the "
         "cheapest list naming the GPU).",
         "PRICE",
         in_files=False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.engine.profile import Engine
+from decodecalc.engine.profile import ROOFLINE, Engine
 from decodecalc.errors import Conflict, InputError
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
@@ -66,8 +66,9 @@ class Scenario:
     checkpoint (physics/precision.py). Compute keeps the default format's matmul class."""
     weights_recipe: str | None = None
     """The recipe the formats came from (None: one format everywhere), for reports."""
-    engine: Engine | None = None
-    """Whose measured step the expected figures predict (None: the roofline alone)."""
+    engine: Engine = ROOFLINE
+    """Whose measured step the expected figures predict (the roofline's kind: physics
+    alone)."""
     v_dtype: DType | None = None
     """The V cache's format when it differs from K's (None: kv_dtype). Attention layers
     cache K and V, half their elements each; MLA's latent is one tensor with no separate

@@ -99,7 +99,7 @@ def mixed_pass_seconds(
     comm = 0.0 if step.comm is None else step.comm.seconds(tokens)
     total = weights + kv + step.state_bytes
     engine = scenario.engine
-    if engine is None or not engine.expects:
+    if engine.is_roofline:
         memory = step.streaming_seconds(total)
         return roofline_seconds(memory, decode + chunk, comm, scenario.overhead_s)
     mixed = replace(step, weight_bytes=weights)

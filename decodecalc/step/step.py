@@ -202,11 +202,35 @@ class WeightOp:
     """A grouped expert GEMM, whose kernel computes each expert's rows in whole tiles."""
 
     def flops(self, tile_rows: int) -> float:
-        """2 x parameters x rows, a grouped GEMM's rows rounded up to ``tile_rows``: an
-        expert sent 3 tokens costs a tile's compute, not 3 rows' (dense decode GEMMs run
-        split-K or GEMV kernels that do not pad a small batch)."""
-        rows = math.ceil(self.rows / tile_rows) * tile_rows if self.grouped else self.rows
-        return 2 * self.params * rows
+        """2 x parameters x rows, a grouped GEMM's rows rounded up to the tile its kernel
+        takes at that many rows (kernel_tile): an expert sent 3 tokens costs a 16-row
+        tile's compute, not 3 rows' (dense decode GEMMs run split-K or GEMV kernels that
+        do not pad a small batch)."""
+        if not self.grouped:
+            return 2 * self.params * self.rows
+        tile = kernel_tile(self.rows, tile_rows)
+        return 2 * self.params * math.ceil(self.rows / tile) * tile
+
+
+MIN_TILE_ROWS = 16
+"""The smallest block M of the grouped MoE kernels: Triton's tl.dot multiplies at least 16
+rows, and vLLM's and SGLang's fused_moe take BLOCK_SIZE_M 16 while the tokens number no
+more than the experts (get_default_config, ``M <= E``)."""
+
+
+def kernel_tile(rows: float, tile_rows: int) -> int:
+    """The block M a grouped GEMM's kernel takes for experts of ``rows`` rows each: the
+    smallest power of two from MIN_TILE_ROWS that holds them, up to ``tile_rows``, the
+    tile the engine's kernel was measured with at the batches its tables span. Grouped-MoE
+    kernels choose their block M by the tokens per expert (vLLM's tuned fused_moe configs
+    grow BLOCK_SIZE_M with M; TensorRT-LLM's autotuner picks among 16-256-row tiles), so
+    an expert's rows are never padded past max(MIN_TILE_ROWS, 2 x rows): a table fitted
+    at 256 rows does not make 2 rows cost 256 (issue 28)."""
+    fitted = max(1, tile_rows)
+    if fitted <= MIN_TILE_ROWS or rows <= 0:
+        return fitted
+    holds = 1 << max(0, math.ceil(math.log2(rows)))
+    return min(fitted, max(MIN_TILE_ROWS, holds))
 
 
 def weight_ops(scenario: Scenario) -> tuple[WeightOp, ...]:
@@ -314,7 +338,7 @@ class StepModel:
             weight_ops=weight_ops(scenario),
         )
         engine = scenario.engine
-        if engine is None or not engine.expects:
+        if engine.is_roofline:
             return step
         comm = 0.0 if step.comm is None else step.comm.seconds(batch)
         terms = packed([engine_terms(step, p, comm) for p in engine.params])

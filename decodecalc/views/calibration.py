@@ -113,6 +113,7 @@ LEFT_OUT_WORDS = {
     "model": "each model",
     "gpu": "each GPU",
     "release": "each release line (from its engine's older lines)",
+    "vendor": "each GPU vendor (from the other vendors' fits)",
 }
 
 

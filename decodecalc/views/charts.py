@@ -1,11 +1,13 @@
 """Latency against context, drawn: in the terminal with plotext, or to SVG/PNG with
-matplotlib (the optional `plot` extra). Both take the same series."""
+matplotlib (the optional `plot` extra). Both take the same series: the headline step (the
+engine's expected one) with its band, and the roofline labelled as the bound."""
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Any
 
 from decodecalc.answers.estimate import Estimate
+from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.errors import InputError
 from decodecalc.record import record
 
@@ -27,6 +29,11 @@ class Axes:
 
 DECODE = Axes()
 
+BAND = "band"
+BOUND = "roofline (the bound)"
+"""How a chart names a series' band and its roofline: the line is the headline (the
+engine's expected step), the roofline a bound no engine beats, never the forecast."""
+
 
 @record
 class Series:
@@ -34,19 +41,42 @@ class Series:
     contexts: tuple[float, ...]
     """The x values: contexts in tokens (serving: output throughput)."""
     ms_per_token: tuple[float, ...]
+    """The headline step (answers/headline.py): the expected one where an engine expects
+    one, else the roofline (serving: TPOT)."""
     crossover: tuple[float, float] | None
     """(T*, ms per token there) when the crossover falls inside the contexts shown (the
     marked point: serving's knee)."""
+    low: tuple[float, ...] = ()
+    high: tuple[float, ...] = ()
+    """The band around the headline (empty: none, as on the roofline)."""
+    bound: tuple[float, ...] = ()
+    """The roofline step, drawn as the bound beside an expected line (empty: the line is
+    the roofline itself, or there is none)."""
+
+
+def line_label(s: Series) -> str:
+    """A series' own line: the expected figure where it has a band, else the label alone."""
+    return f"{s.label}: expected" if s.high else s.label
 
 
 def series_of(label: str, est: Estimate) -> Series:
-    rows = est.rows
-    marked = next((r for r in rows if r.is_crossover), None)
+    """An estimate's curve: its headline steps with their band, and the roofline as the
+    bound where the headline is an engine's expected step."""
+    rows, heads = est.rows, est.headlines
+    marked = next((i for i, r in enumerate(rows) if r.is_crossover), None)
+    ms = tuple(head.seconds * 1000 for head in heads)
+    crossover = None if marked is None else (float(rows[marked].context_tokens), ms[marked])
+    contexts = tuple(r.context_tokens for r in rows)
+    if basis(est.scenario) == ROOFLINE:
+        return Series(f"{label} (roofline)", contexts, ms, crossover)
     return Series(
         label,
-        tuple(r.context_tokens for r in rows),
-        tuple(r.seconds_per_token * 1000 for r in rows),
-        None if marked is None else (float(marked.context_tokens), marked.seconds_per_token * 1000),
+        contexts,
+        ms,
+        crossover,
+        low=tuple(head.low_seconds * 1000 for head in heads),
+        high=tuple(head.high_seconds * 1000 for head in heads),
+        bound=tuple(r.seconds_per_token * 1000 for r in rows),
     )
 
 
@@ -64,7 +94,13 @@ def terminal_chart(
     plt.plotsize(width, height)
     plt.theme("pro" if color else "clear")
     for s in series:
-        plt.plot(list(s.contexts), list(s.ms_per_token), label=s.label, marker="braille")
+        xs = list(s.contexts)
+        plt.plot(xs, list(s.ms_per_token), label=line_label(s), marker="braille")
+        if s.high:
+            plt.plot(xs, list(s.high), label=f"{s.label}: {BAND}", marker=".")
+            plt.plot(xs, list(s.low), marker=".")
+        if s.bound:
+            plt.plot(xs, list(s.bound), label=f"{s.label}: {BOUND}", marker="-")
     crossings = [s.crossover for s in series if s.crossover]
     if crossings:
         plt.scatter(
@@ -131,6 +167,16 @@ MISSING_MATPLOTLIB = (
 )
 
 
+def _band_and_bound(plot: Any, s: Series, color: Any) -> None:
+    """A series' band shaded in its colour and its roofline dashed, each labelled."""
+    if s.high:
+        label = f"{s.label}: {BAND}"
+        plot.fill_between(s.contexts, s.low, s.high, color=color, alpha=0.18, label=label)
+    if s.bound:
+        label = f"{s.label}: {BOUND}"
+        plot.plot(s.contexts, s.bound, linestyle="--", linewidth=1, color=color, label=label)
+
+
 def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECODE) -> None:
     """A publication-quality SVG or PNG (``kind``, from plot_format) written to ``out``."""
     try:
@@ -145,9 +191,10 @@ def plot_file(series: list[Series], out: IO[bytes], kind: str, axes: Axes = DECO
     figure, plot = pyplot.subplots(figsize=(8, 4.8), dpi=150)
     marked = False
     for s in series:
-        plot.plot(
-            s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=s.label
+        (line,) = plot.plot(
+            s.contexts, s.ms_per_token, marker="o", markersize=3, linewidth=1.6, label=line_label(s)
         )
+        _band_and_bound(plot, s, line.get_color())
         if s.crossover:
             label = None if marked else axes.file_marker
             plot.plot(*s.crossover, "X", markersize=9, color="black", zorder=3, label=label)

@@ -6,8 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from decodecalc.answers.headline import basis
+from decodecalc.checks.measured import MeasuredCheck
 from decodecalc.checks.run import CheckedDeployment
-from decodecalc.checks.targets import SPEED_TARGETS, TargetResult, held_to_engine
+from decodecalc.checks.targets import (
+    SERVING_TARGETS,
+    SPEED_TARGETS,
+    TargetResult,
+    held_to_engine,
+)
+from decodecalc.engine.profile import EngineKind
 from decodecalc.notes import Note, many_notes, unique
 from decodecalc.views.estimate import scenario_inputs
 from decodecalc.views.report import KEPT, Column, Report, document, with_notes
@@ -30,12 +37,12 @@ TYPICAL = Note(
 def held_to(c: CheckedDeployment) -> str:
     """The figure a deployment's speed targets were compared with, in words."""
     s = c.deployment.scenario
-    if held_to_engine(c.estimate) and s.engine is not None and s.engine.kind == "typical":
+    if held_to_engine(c.estimate) and s.engine.kind is EngineKind.TYPICAL:
         return (
             f"typical expected ms_per_token (the median of {len(s.engine.params)} engine "
             f"profiles measured on {s.engine.family} GPUs)"
         )
-    if held_to_engine(c.estimate) and s.engine is not None:
+    if held_to_engine(c.estimate):
         params, *others = s.engine.params
         if others:  # no data on this family: a fallback (engine/select.py engine_for)
             return (
@@ -98,6 +105,20 @@ def _value_text(r: TargetResult) -> str:
             return f"{float(r.value or 0):.1%}{at}"
 
 
+def served_to(c: CheckedDeployment) -> str:
+    """What a deployment's serving targets (under its workload:) were compared with."""
+    engine = c.deployment.scenario.engine
+    if engine.is_roofline:
+        steps = "at the roofline"
+    elif engine.kind is EngineKind.TYPICAL:
+        steps = (
+            f"the typical engine's on {engine.family} (the median of {len(engine.params)} profiles)"
+        )
+    else:
+        steps = f"{engine.id}'s on {engine.family}"
+    return f"the server's steady state under its workload (decodecalc serving), its steps {steps}"
+
+
 def _record(c: CheckedDeployment, r: TargetResult) -> dict[str, Any]:
     return {
         "file": c.deployment.file,
@@ -132,7 +153,19 @@ def _basis_notes(timed: list[CheckedDeployment]) -> list[Note]:
 
 def _held_to_typical(c: CheckedDeployment) -> bool:
     engine = c.deployment.scenario.engine
-    return held_to_engine(c.estimate) and engine is not None and engine.kind == "typical"
+    return held_to_engine(c.estimate) and engine.kind is EngineKind.TYPICAL
+
+
+def _held_to_lines(
+    pairs: Sequence[tuple[CheckedDeployment, TargetResult]], timed: list[CheckedDeployment]
+) -> list[str]:
+    """What the speed targets and the serving targets were held to, a line for each figure."""
+    figures = dict.fromkeys(held_to(c) for c in timed)
+    served = dict.fromkeys(served_to(c) for c, r in pairs if r.target in SERVING_TARGETS)
+    return [
+        *(f"speed targets held to: {figure}" for figure in figures),
+        *(f"serving targets held to: {figure}" for figure in served),
+    ]
 
 
 def check_report(checked: list[CheckedDeployment]) -> Report:
@@ -176,14 +209,13 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
         for rec, (_, r) in zip(records, pairs, strict=True)
     )
     verdict = "all targets met" if failed == 0 else f"{failed} of {len(records)} targets missed"
-    figures = dict.fromkeys(held_to(c) for c in timed)
     report = Report(
         doc,
         columns,
         shown,
         footer=(
             f"{len(checked)} deployment{'s' if len(checked) != 1 else ''}, {verdict}",
-            *(f"speed targets held to: {figure}" for figure in figures),
+            *_held_to_lines(pairs, timed),
         ),
         highlight=frozenset(i for i, rec in enumerate(records) if not rec["passed"]),
     )
@@ -263,3 +295,122 @@ def _junit_suite(
                 case, "failure", message=f"{_value_text(r)}; {wanted}", type="TargetMissed"
             )
             failure.text = f"{c.deployment.name} ({file}): {r.target} {_value_text(r)}, {wanted}"
+
+
+# --- check --measured: measured results against the expected band -------------------------
+
+
+def _measured_record(c: MeasuredCheck) -> dict[str, Any]:
+    p, s = c.point, c.point.scenario
+    return {
+        "file": c.where,
+        "deployment": f"{s.model.id} on {s.tp} x {s.gpu.id if s.gpu else 'GPU'}, batch "
+        f"{s.batch}, context {p.context_tokens:,}",
+        "measured": p.measured,
+        "measured_ms": p.measured_seconds * 1000,
+        "expected_ms": c.expected_s * 1000,
+        "low_ms": c.low_s * 1000,
+        "high_ms": c.high_s * 1000,
+        "prefill_ms": c.prefill_s * 1000,
+        "ratio": c.ratio,
+        "engine": c.engine.id,
+        "passed": c.passed,
+    }
+
+
+def _band_text(rec: dict[str, Any]) -> str:
+    return f"{rec['expected_ms']:.2f} ({rec['low_ms']:.2f}-{rec['high_ms']:.2f})"
+
+
+def measured_report(checks: Sequence[MeasuredCheck]) -> Report:
+    """Each measured point against its expected band: the ratio measured / expected,
+    pass inside the band, FAIL outside."""
+    records = tuple(_measured_record(c) for c in checks)
+    failed = sum(not r["passed"] for r in records)
+    doc = document(
+        passed=failed == 0,
+        summary={"points": len(records), "failed": failed},
+        measured=list(records),
+    )
+    columns = (
+        Column("file", "File", numeric=False, drop=3),
+        Column("deployment", "Deployment", numeric=False, drop=2),
+        Column("measured_ms", "Measured ms", lambda v: f"{v:.2f}"),
+        Column("expected", "Expected ms (band)", numeric=False, drop=1),
+        Column("ratio", "Ratio", lambda v: f"x{v:.2f}", drop=KEPT),
+        Column("passed", "Result", lambda v: "pass" if v else "FAIL", numeric=False, drop=KEPT),
+    )
+    shown = tuple({**r, "expected": _band_text(r)} for r in records)
+    engines = ", ".join(dict.fromkeys(r["engine"] for r in records))
+    verdict = (
+        "all inside the expected band"
+        if failed == 0
+        else f"{failed} of {len(records)} outside the expected band"
+    )
+    report = Report(
+        doc,
+        columns,
+        shown,
+        footer=(
+            f"{len(records)} measured point{'s' if len(records) != 1 else ''}, {verdict}",
+            f"held to: {engines} expected ms_per_token"
+            + (
+                ", plus other requests' prefills in a serving mean"
+                if any(c.prefill_s for c in checks)
+                else ""
+            ),
+        ),
+        highlight=frozenset(i for i, r in enumerate(records) if not r["passed"]),
+    )
+    return with_notes(report, unique([n for c in checks for n in c.notes]))
+
+
+def _file_of(where: str) -> str:
+    """The file of ``file:line``, ``file[row]`` or ``file #N``."""
+    import re
+
+    return re.sub(r"(:\d+|\[\d+\]| #\d+)$", "", where)
+
+
+def measured_junit(checks: Sequence[MeasuredCheck], out: IO[str]) -> None:
+    """JUnit XML: a testsuite per file, a testcase per measured point, a failure with the
+    ratio for each outside its band."""
+    import xml.etree.ElementTree as ET
+
+    records = [_measured_record(c) for c in checks]
+    failures = sum(not r["passed"] for r in records)
+    root = ET.Element(
+        "testsuites",
+        name="decodecalc check --measured",
+        tests=str(len(records)),
+        failures=str(failures),
+        errors="0",
+    )
+    files: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        files.setdefault(_file_of(r["file"]), []).append(r)
+    for file, group in files.items():
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=file,
+            tests=str(len(group)),
+            failures=str(sum(not r["passed"] for r in group)),
+            errors="0",
+            skipped="0",
+        )
+        for r in group:
+            case = ET.SubElement(
+                suite, "testcase", classname=r["file"], name=r["deployment"], time="0"
+            )
+            if not r["passed"]:
+                message = (
+                    f"measured {r['measured_ms']:.2f} ms = x{r['ratio']:.2f} expected; "
+                    f"band {r['low_ms']:.2f}-{r['high_ms']:.2f} ms ({r['engine']})"
+                )
+                failure = ET.SubElement(case, "failure", message=message, type="OutsideBand")
+                failure.text = f"{r['file']}: {r['deployment']}: {message}"
+    ET.indent(root)
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    out.write(ET.tostring(root, encoding="unicode"))
+    out.write("\n")

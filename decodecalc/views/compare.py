@@ -26,6 +26,7 @@ from decodecalc.views.estimate import (
     kv_label,
     parallel_label,
     priced,
+    roofline_figures,
     scenario_ids,
     scenario_inputs,
     weights_label,
@@ -49,8 +50,8 @@ def label_parts(scenario: Scenario) -> tuple[str, ...]:
     (with its release line)."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
-    engine = "" if s.engine is None or s.engine.id == "typical" else s.engine.id
-    if s.engine is not None and s.engine.line:
+    engine = "" if s.engine.id == "typical" else s.engine.id
+    if s.engine.line:
         engine += f"@{s.engine.line}"  # its release line: vllm@0.7 beside vllm@0.11
     return (
         s.model.id,
@@ -80,7 +81,8 @@ def varying(scenarios: Sequence[Scenario]) -> tuple[list[str], str]:
 
 def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
     """One row per scenario and context; the ratios are the step over the first scenario's,
-    the roofline's and the headline's (answers/headline.py). Fits only when some scenario
+    the headline's (answers/headline.py; ratio_to_first, and expected_ratio_to_first as
+    schema 1 named it) and the roofline's. Fits only when some scenario
     names a GPU: a bare bandwidth has no memory to fit in."""
     first = {r.context_tokens: r.seconds_per_token for r in estimates[0].rows}
     first_head = {
@@ -93,24 +95,27 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         for row, head, costs in zip(est.rows, est.headlines, est.costs, strict=True):
             if row.context_tokens not in contexts:
                 continue
+            ratio = head.seconds / first_head[row.context_tokens]
             records.append(
                 {
                     "scenario": index + 1,
                     "label": label(est.scenario),
                     **{k: inputs[k] for k in SCENARIO_KEYS},
                     "context": row.context_tokens,
-                    "ms_per_token": row.seconds_per_token * 1000,
+                    "ms_per_token": head.seconds * 1000,
                     **expected_fields(head),
-                    "tokens_per_s": row.tokens_per_s,
-                    "throughput_tokens_per_s": row.throughput_tokens_per_s,
+                    "tokens_per_s": head.tokens_per_s,
+                    "throughput_tokens_per_s": head.throughput_tokens_per_s,
                     "kv_share": row.kv_share,
                     "bound": row.bound,
                     "fits": row.fits,
                     "crossover_context": est.crossover_context,
-                    "ratio_to_first": row.seconds_per_token / first[row.context_tokens],
+                    "ratio_to_first": ratio,
                     **cost_fields(costs),
                     **expected_rates(head),
-                    "expected_ratio_to_first": head.seconds / first_head[row.context_tokens],
+                    "expected_ratio_to_first": ratio,
+                    **roofline_figures(row),
+                    "roofline_ratio_to_first": row.seconds_per_token / first[row.context_tokens],
                 }
             )
     records.sort(key=lambda r: (r["context"], r["scenario"]))
@@ -155,6 +160,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
         Column("expected_tokens_per_s", "expected_tokens_per_s", h.rate),
         Column("expected_throughput_tokens_per_s", "expected_throughput_tokens_per_s", h.rate),
         Column("expected_ratio_to_first", "expected_ratio_to_first", _ratio),
+        *(Column(k, k) for k in ROOFLINE_KEYS),
     )
     notes = many_notes(
         [
@@ -173,20 +179,25 @@ def _ratio(value: float) -> str:
     return f"{value:.2f}x"
 
 
-HEADLINE_COLUMNS = {
-    "tokens_per_s": "expected_tokens_per_s",
-    "throughput_tokens_per_s": "expected_throughput_tokens_per_s",
-    "ratio_to_first": "expected_ratio_to_first",
-}
-"""The table's rates and ratio, taken at the headline step where some scenario expects one."""
+ROOFLINE_FIELDS = (
+    "roofline_ms_per_token",
+    "roofline_tokens_per_s",
+    "roofline_throughput_tokens_per_s",
+)
+"""A sweep row's roofline step and rates, last (schema 2): the step model's ms_per_token,
+tokens_per_s and throughput_tokens_per_s, whose names its rows now give the headline."""
+
+ROOFLINE_KEYS = (*ROOFLINE_FIELDS, "roofline_ratio_to_first")
+"""A comparison's roofline figures, after every key schema 1 had (views/estimate.py
+roofline_figures, and the ratio of the roofline steps)."""
 
 
 def headline_view(report: Report) -> Report:
     """The columns a person reads, in the order to read them: with an expected step (some
     scenario's engine expects one), it and its band first, the roofline beside them as the
-    bound, and the rates and ratio at the expected step; on the roofline alone, the
-    roofline's figures without the (equal) expected ones. CSV keeps every column."""
-    shown = {c.key: c for c in report.columns if not c.key.startswith("expected_")}
+    bound, and the rates and ratio at the expected step (the records' own); on the roofline
+    alone, the roofline's figures without the (equal) expected ones. CSV keeps every column."""
+    shown = {c.key: c for c in report.columns if not c.key.startswith(("expected_", "roofline_"))}
     if not any(s["basis"] == "expected" for s in report.document["scenarios"]):
         return replace(report, columns=tuple(shown.values()))
     by_key = {c.key: c for c in report.columns}
@@ -194,9 +205,7 @@ def headline_view(report: Report) -> Report:
     for key, column in shown.items():
         if key == "ms_per_token":
             ordered.extend(by_key[f"expected_{k}ms_per_token"] for k in ("", "low_", "high_"))
-            column = replace(column, header="Roofline bound ms")
-        if key in HEADLINE_COLUMNS:
-            column = replace(column, key=HEADLINE_COLUMNS[key])
+            column = replace(column, key="roofline_ms_per_token", header="Roofline bound ms")
         ordered.append(column)
     return replace(report, columns=tuple(ordered))
 
@@ -212,7 +221,8 @@ def human_compare(report: Report, scenarios: Sequence[Scenario]) -> Report:
 
 _CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
 """ROW_FIELDS as CSV: exact integers, floats to 12 significant digits (formatting the
-shortest round-trip form would halve a sweep's speed), the bound and the fits label."""
+shortest round-trip form would halve a sweep's speed), the bound and the fits label. Their
+ms_per_token, tokens_per_s and throughput_tokens_per_s are the headline's (_headline_first)."""
 CSV_FITS: dict[bool | None, object] = {True: "true", False: "false", None: ""}
 """Labels for the rows' fits field: one %-format then makes the whole line."""
 SCENARIO_COLUMNS = ("model", "gpu", "weights", "kv_dtype", "batch", "tp")
@@ -228,7 +238,7 @@ chunks of columns (step/fast.py)."""
 
 
 def _engine_id(s: Scenario) -> str:
-    return s.engine.id if s.engine else "roofline"
+    return s.engine.id
 
 
 def _v_dtype(s: Scenario) -> str:
@@ -245,7 +255,15 @@ def write_sweep_csv(
     the format) and writes in chunks: the csv module's per-cell work would halve a sweep's
     speed. The rows must come with CSV_FITS labels. Scenario values are preset ids and
     numbers, never in need of quoting."""
-    added = ("crossover_context", "engine", "v_dtype", *PARALLEL_KEYS, *COST_KEYS, *RATE_FIELDS)
+    added = (
+        "crossover_context",
+        "engine",
+        "v_dtype",
+        *PARALLEL_KEYS,
+        *COST_KEYS,
+        *RATE_FIELDS,
+        *ROOFLINE_FIELDS,
+    )
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
     for scenario, crossover, chunks in scenarios:
@@ -260,13 +278,16 @@ def write_sweep_csv(
         )
         per_ms = _cost_per_ms(scenario)
         costs = "".join(",%.12g" if f is not None else "," for f in per_ms)
-        rates = ",%.12g" * len(RATE_FIELDS)
+        rates = ",%.12g" * (len(RATE_FIELDS) + len(ROOFLINE_FIELDS))
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
         known = [f for f in per_ms if f is not None]
         for columns in chunks:
             scaled = _figures(columns, known)
             tokens = rate_columns(columns, scenario)
-            out.write("".join(map(line.__mod__, zip(*columns, *scaled, *tokens, strict=True))))
+            head, roofline = _headline_first(columns, tokens)
+            out.write(
+                "".join(map(line.__mod__, zip(*head, *scaled, *tokens, *roofline, strict=True)))
+            )
             count += len(columns[0])
         if progress is not None:
             progress(count)
@@ -283,7 +304,7 @@ def _parallel(s: Scenario) -> dict[str, object]:
 
 COST_KEYS = ("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens")
 """A sweep's cost and energy columns (empty where the rate is unknown), then the rates at
-the expected step (answers/sweep.py RATE_FIELDS), last."""
+the expected step (answers/sweep.py RATE_FIELDS) and the roofline's (ROOFLINE_FIELDS)."""
 
 
 def _cost_per_ms(s: Scenario) -> tuple[float | None, ...]:
@@ -306,11 +327,11 @@ def write_sweep_jsonl(
         columns = scenario_ids(scenario)
         per_ms = _cost_per_ms(scenario)
         added = [k for k, f in zip(COST_KEYS, per_ms, strict=True) if f is not None]
-        added.extend(RATE_FIELDS)
+        added.extend((*RATE_FIELDS, *ROOFLINE_FIELDS))
         width = len(ROW_FIELDS)
         known = [f for f in per_ms if f is not None]
         rows = itertools.chain.from_iterable(
-            zip(*c, *_figures(c, known), *rate_columns(c, scenario), strict=True) for c in chunks
+            _jsonl_rows(c, _figures(c, known), rate_columns(c, scenario)) for c in chunks
         )
         for row in rows:
             record: dict[str, Any] = {
@@ -331,6 +352,31 @@ def write_sweep_jsonl(
 
 
 _EXPECTED = ROW_FIELDS.index("expected_ms_per_token")
+_ROOFLINE = tuple(
+    ROW_FIELDS.index(k) for k in ("ms_per_token", "tokens_per_s", "throughput_tokens_per_s")
+)
+
+
+def _headline_first(
+    columns: Columns, rates: tuple[Sequence[float], Sequence[float]]
+) -> tuple[list[Sequence[Any]], list[Sequence[Any]]]:
+    """A chunk's columns in ROW_FIELDS order with the headline step (expected ms and
+    RATE_FIELDS) where the step model puts the roofline, and the roofline's columns apart
+    (ROOFLINE_FIELDS): the same lists, reordered, nothing computed."""
+    head = list(columns)
+    roofline = [columns[i] for i in _ROOFLINE]
+    ms, tokens, throughput = _ROOFLINE
+    head[ms], head[tokens], head[throughput] = columns[_EXPECTED], *rates
+    return head, roofline
+
+
+def _jsonl_rows(
+    columns: Columns, scaled: list[list[float]], rates: tuple[Sequence[float], Sequence[float]]
+) -> Iterator[tuple[Any, ...]]:
+    """A chunk's rows as JSON Lines take them: ROW_FIELDS with the headline first, then
+    the cost figures, RATE_FIELDS and ROOFLINE_FIELDS."""
+    head, roofline = _headline_first(columns, rates)
+    return zip(*head, *scaled, *rates, *roofline, strict=True)
 
 
 def _figures(columns: Columns, per_ms: Sequence[float]) -> list[list[float]]:

@@ -10,9 +10,10 @@ from decodecalc.answers.cost import cost_factors as cost_factors  # re-exported:
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import Headline, basis
 from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: compare
+from decodecalc.engine.profile import EngineKind
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.parallelism import communication
+from decodecalc.step.step import Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document, with_notes
 
@@ -40,7 +41,7 @@ def scenario_inputs(s: Scenario) -> dict[str, Any]:
         "link": s.link.id if s.link else None,
         "link_bandwidth_bytes_per_s": s.link.bandwidth_bytes_per_s if s.link else None,
         "overhead_ms": s.overhead_s * 1000,
-        "engine": s.engine.id if s.engine else "roofline",
+        "engine": s.engine.id,
         "pp": s.pp,
         "ep": s.ep,
         "dp_attention": s.dp_attention,
@@ -75,7 +76,7 @@ def scenario_ids(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str, Any]:
+def _row_record(row: Row, head: Headline, costs: CostEnergy | None) -> dict[str, Any]:
     return {
         "context": row.context_tokens,
         "weight_bytes": row.weight_bytes,
@@ -83,9 +84,7 @@ def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str,
         "state_bytes": row.state_bytes,
         "total_bytes": row.total_bytes,
         "kv_share": row.kv_share,
-        "ms_per_token": row.seconds_per_token * 1000,
-        "tokens_per_s": row.tokens_per_s,
-        "throughput_tokens_per_s": row.throughput_tokens_per_s,
+        **headline_figures(head),
         "crossover": row.is_crossover,
         "fits": row.fits,
         "bound": row.bound,
@@ -99,6 +98,29 @@ def _row_record(row: Any, head: Headline, costs: CostEnergy | None) -> dict[str,
         **expected_fields(head),
         **cost_fields(costs),
         **expected_rates(head),
+        **roofline_figures(row),
+    }
+
+
+def headline_figures(head: Headline) -> dict[str, float]:
+    """The figures a pipeline reads first, at the headline step (answers/headline.py):
+    what the engine is expected to measure, the roofline only under --engine roofline.
+    Schema 2: in schema 1 these held the roofline, now roofline_figures'."""
+    return {
+        "ms_per_token": head.seconds * 1000,
+        "tokens_per_s": head.tokens_per_s,
+        "throughput_tokens_per_s": head.throughput_tokens_per_s,
+    }
+
+
+def roofline_figures(row: Row) -> dict[str, float]:
+    """The roofline step (at the chosen efficiency, with overhead and communication) and
+    its rates: the bound no engine beats, beside the headline (added in schema 2, after
+    what earlier CSV readers expect by position)."""
+    return {
+        "roofline_ms_per_token": row.seconds_per_token * 1000,
+        "roofline_tokens_per_s": row.tokens_per_s,
+        "roofline_throughput_tokens_per_s": row.throughput_tokens_per_s,
     }
 
 
@@ -196,9 +218,9 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     )
     columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact, drop=9))
     columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False, drop=1))
-    columns.append(
-        Column("crossover", "", lambda v: "<- crossover" if v else "", numeric=False, drop=2)
-    )
+    # The marker never wraps (as a number does not): split, it took a row of its own. A
+    # narrow table gives it up before the KV cache (the row stays highlighted).
+    columns.append(Column("crossover", "", lambda v: "<- crossover" if v else "", drop=5))
     return tuple(columns)
 
 
@@ -245,14 +267,15 @@ def describe_engine(s: Scenario) -> str:
     """Whose measurements the expected column predicts, so a reader never mistakes a
     typical band for one engine's figure."""
     engine = s.engine
-    if engine is None or not engine.expects:
+    if engine.is_roofline:
         return ""
-    if engine.kind == "typical":
-        return f" · expected: typical of {len(engine.params)} engine profiles on {engine.family}"
-    if engine.kind == "fallback":  # no data on this family (engine/select.py engine_for)
+    if engine.kind is EngineKind.TYPICAL:
+        profiles = h.things(len(engine.params), "engine profile")
+        return f" · expected: typical of {profiles} on {engine.family}"
+    if engine.kind is EngineKind.FALLBACK:  # no data on this family (engine/select.py engine_for)
         others = len(engine.params) - 1
         beside = (
-            f"with {others} engine profiles on {engine.family}"
+            f"with {h.things(others, 'engine profile')} on {engine.family}"
             if others
             else f"no profile is measured on {engine.family}"
         )
@@ -299,7 +322,7 @@ def _compute_lines(est: Estimate) -> list[str]:
             else f"memory-bound at any batch at {longest:,} tokens"
         )
         lines.append(f"compute: {peak[0].upper()} peak {peak[1] / 1e12:,.1f} TFLOP/s; {ridge}")
-    comm = communication(s)
+    comm = est.communication
     if comm is not None and s.tp > 1 and not s.dp_attention:
         link = comm.group_link  # the network when the group spans nodes
         lines.append(
@@ -443,21 +466,21 @@ def estimate_report(est: Estimate) -> Report:
 
 
 def _expected_first(columns: dict[str, Column]) -> dict[str, Column]:
-    """The expected step and its band before the roofline, labelled the bound, and the
-    rates per sequence and for the batch at the expected step."""
-    rates = {
-        "tokens_per_s": "expected_tokens_per_s",
-        "throughput_tokens_per_s": "expected_throughput_tokens_per_s",
-    }
+    """The expected step and its band before the roofline, labelled the bound; the rates
+    per sequence and for the batch are the expected step's (the records' own)."""
     ordered: dict[str, Column] = {}
     for key, column in columns.items():
         if key == "expected_band":
             continue
         if key == "ms_per_token":
             ordered["expected_band"] = columns["expected_band"]
-            column = replace(column, header="Roofline bound ms")
-        ordered[rates.get(key, key)] = replace(column, key=rates.get(key, key))
+            key, column = ROOFLINE_MS, replace(column, key=ROOFLINE_MS, header="Roofline bound ms")
+        ordered[key] = column
     return ordered
+
+
+ROOFLINE_MS = "roofline_ms_per_token"
+"""The bound's key in every record that carries a headline (roofline_figures)."""
 
 
 def expected_band(record: dict[str, Any]) -> str:

@@ -6,18 +6,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from decodecalc.answers.estimate import estimate
+from decodecalc.answers.explain import Explanation
 from decodecalc.answers.headline import Headline
-from decodecalc.engine.profile import EngineParams
-from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
-from decodecalc.model.layers import Attention
-from decodecalc.model.linear_attention import LinearAttention
-from decodecalc.model.mla import LatentAttention
+from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
-from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.step import EngineStep, Row, StepModel, engine_step, v_elements
+from decodecalc.step.step import MIN_TILE_ROWS, EngineStep, GroupRead, Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
 
@@ -26,7 +21,7 @@ def _n(value: int | float | Fraction) -> str:
     return f"{float(value):,.0f}" if float(value).is_integer() else f"{float(value):,.2f}"
 
 
-def weight_groups(step: StepModel) -> list[dict[str, Any]]:
+def weight_groups(groups: tuple[GroupRead, ...]) -> list[dict[str, Any]]:
     """Each tensor group a step touches (step.StepModel.group_reads) as explain's JSON
     (``weight_groups``) and its text say it."""
     return [
@@ -39,19 +34,20 @@ def weight_groups(step: StepModel) -> list[dict[str, Any]]:
             "bits_per_value": float(g.dtype.bits_per_value),
             "read_bytes": g.read_bytes,
         }
-        for g in step.group_reads()
+        for g in groups
     ]
 
 
-def _weight_lines(step: StepModel) -> list[str]:
+def _weight_lines(x: Explanation) -> list[str]:
     """Each tensor group with the share a step reads, its format and its bytes."""
+    step = x.step
     s = step.scenario
     if s.weight_overrides:
         heading = f"{s.weights_recipe}: {s.weights.id} unless a group says otherwise"
     else:
         heading = f"{s.weights.id} = {h_bits(s.weights.bits_per_value)} bits per value"
     lines = [f"1. Weights read per step (per GPU, {heading}):"]
-    for g in weight_groups(step):
+    for g in weight_groups(x.weight_groups):
         name, per_gpu = g["group"], g["params"]
         if g["read_share"] == 0:
             lines.append(f"   {name:28s} {per_gpu:>17,} params  not read (a step gathers rows)")
@@ -71,86 +67,56 @@ def h_bits(bits: Fraction | float) -> str:
     return f"{float(bits):g}"
 
 
-def _kv_lines(step: StepModel, context: int) -> list[str]:
-    s = step.scenario
+def _kv_lines(x: Explanation) -> list[str]:
+    s, c, context = x.step.scenario, x.cache, x.context
     k_bytes = s.kv_dtype.bytes_for(1)
     formats = f"{s.kv_dtype.id} = {h_bits(k_bytes * 8)} bits per element"
     if s.v_dtype is not None:
         formats = f"K {formats}, V {s.v_dtype.id} = {h_bits(s.v_dtype.bits_per_value)} bits"
     lines = [f"2. KV cache read per step ({formats}):"]
-    kinds: dict[str, int] = {}
-    for m in s.model.mixers():
-        if isinstance(m, Attention):
-            window = f", window {m.sliding_window:,}" if m.sliding_window else ""
-            window += f", chunks of {m.attention_chunk:,}" if m.attention_chunk else ""
-            cached = m.kv_elements_per_token(s.attention_tp)
-            shared = m.kv_reread_elements_per_token(s.attention_tp)
-            key = (
-                f"attention: 2 (K,V) x {m.kv_heads_per_gpu(s.attention_tp)} KV heads x "
-                f"{m.head_dim}{window}"
-                f" = {cached or shared:,} elements per token"
-                + (", read from an earlier layer's cache (held there)" if shared else "")
-            )
-        elif isinstance(m, LatentAttention):
-            key = (
-                f"MLA latent: {m.kv_lora_rank} + {m.qk_rope_head_dim} = "
-                f"{m.kv_elements_per_token(s.attention_tp):,} elements per token "
-                "(whole on every GPU)"
-                + (f", top {m.index_topk:,} tokens read" if m.index_topk else "")
-            )
-        else:
-            kind = "linear attention" if isinstance(m, LinearAttention) else m.kind
-            key = (
-                f"{kind}: no KV; a constant state of {m.state_elements(s.attention_tp):,} elements"
-            )
-        kinds[key] = kinds.get(key, 0) + 1
-    for key, count in kinds.items():
-        lines.append(f"   {count} layers of {key}")
-    curve = step.kv_curve
-    elements = curve.elements(context)
-    reads = "min(T, window)" if curve.regular else "the tokens it reads"
+    for terms, count in c.layers:
+        lines.append(f"   {count} layers of {terms.kind}: {terms.shape}")
+    reads = "min(T, window)" if x.step.kv_curve.regular else "the tokens it reads"
     lines.append(
-        f"   at T = {context:,}: sum over layers of {reads} x elements = {_n(elements)} "
+        f"   at T = {context:,}: sum over layers of {reads} x elements = {_n(c.elements)} "
         f"elements per sequence"
     )
-    if pattern := read_pattern(s.model.mixers()):
-        lines.append(f"   ({pattern})")
-    fixed = fixed_kv_bytes_per_token(s.model.mixers()) * context * s.sequences_per_gpu
-    kv = step.kv_bytes(context) - fixed
-    if s.v_dtype is None:
+    if c.pattern:
+        lines.append(f"   ({c.pattern})")
+    kv = c.kv_bytes
+    if s.v_dtype is None or c.split is None:
         product = f"x batch {s.sequences_per_gpu} x {h_bits(k_bytes)} bytes"
-    else:  # MLA latents count as K: only attention layers have a V half
-        values = KVCurve.for_layers(s.model.mixer_counts(), s.attention_tp, v_elements).elements(
-            context
-        )
+    else:
+        keys, values = c.split
         product = (
-            f"= {_n(elements - values)} K x {h_bits(k_bytes)} + {_n(values)} V x "
+            f"= {_n(keys)} K x {h_bits(k_bytes)} + {_n(values)} V x "
             f"{h_bits(s.v_dtype.bytes_for(1))} bytes, x batch {s.sequences_per_gpu}"
         )
     lines.append(f"   {product} = {kv:,} bytes ({h.size(kv)})")
-    if fixed:
+    if c.fixed_bytes:
         lines.append(
-            f"   + indexer keys: {fixed_kv_bytes_per_token(s.model.mixers()):,} bytes per token "
-            f"x {context:,} x batch {s.sequences_per_gpu} = {fixed:,}; in all {kv + fixed:,} bytes"
+            f"   + indexer keys: {c.fixed_bytes_per_token:,} bytes per token "
+            f"x {context:,} x batch {s.sequences_per_gpu} = {c.fixed_bytes:,}; in all "
+            f"{c.cache_bytes:,} bytes"
         )
-    if step.state_bytes:
-        lines.append(f"   recurrent state: {step.state_bytes:,} bytes, the same at every context")
+    if c.state_bytes:
+        lines.append(f"   recurrent state: {c.state_bytes:,} bytes, the same at every context")
     return lines
 
 
-def explain_report(scenario: Scenario, context: int) -> Report:
+def explain_report(x: Explanation) -> Report:
     """The estimate at one context, with the worked text as the title (so text and JSON
     carry the same lines) and the notes, as every estimate has them, under it."""
     from decodecalc.views.estimate import estimate_report
 
-    est = estimate(scenario, [context], crossover_row=False)
+    est = x.estimate
     report = estimate_report(est)
-    step = StepModel.of(scenario)
-    first, *rest = explain_text(step, context)
-    lines = [first, *_headline_lines(scenario, est.headlines[0], est.rows[0]), *rest]
+    first, *rest = explain_text(x)
+    lines = [first, *_headline_lines(est.scenario, est.headlines[0], est.rows[0]), *rest]
+    groups = weight_groups(x.weight_groups)
     return replace(
         report,
-        document={**report.document, "explanation": lines, "weight_groups": weight_groups(step)},
+        document={**report.document, "explanation": lines, "weight_groups": groups},
         title=tuple(lines),
     )
 
@@ -159,9 +125,9 @@ def _headline_lines(scenario: Scenario, head: Headline, row: Row) -> list[str]:
     """The answer first, where an engine expects a step: its figure with its band and
     rate (section 7 works it), and the roofline of section 5 as the bound beside it."""
     engine = scenario.engine
-    if head.basis != "expected" or engine is None:
+    if head.basis != "expected":
         return []
-    who = "a typical engine" if engine.kind == "typical" else engine.id
+    who = "a typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
         f"Expected: {head.seconds * 1000:.3f} ms per token (band {head.low_seconds * 1000:.3f} "
         f"to {head.high_seconds * 1000:.3f}), {head.tokens_per_s:,.1f} tokens/s per sequence, "
@@ -170,10 +136,10 @@ def _headline_lines(scenario: Scenario, head: Headline, row: Row) -> list[str]:
     ]
 
 
-def explain_text(step: StepModel, context: int) -> list[str]:
+def explain_text(x: Explanation) -> list[str]:
+    step, row, context = x.step, x.row, x.context
     s = step.scenario
-    row = step.row(context)
-    crossover = step.crossover()
+    crossover = x.crossover
     bandwidth = s.effective_bandwidth_bytes_per_s
     lines = [
         f"One decode step of {s.model.name}, context T = {context:,} tokens, batch B = {s.batch}, "
@@ -182,9 +148,9 @@ def explain_text(step: StepModel, context: int) -> list[str]:
         + (" with expert parallelism" if s.ep else "")
         + (" and data-parallel attention" if s.dp_attention else ""),
         "",
-        *_weight_lines(step),
+        *_weight_lines(x),
         "",
-        *_kv_lines(step, context),
+        *_kv_lines(x),
         "",
         "3. Time to stream them:",
         f"   bandwidth {h.bandwidth(s.bandwidth_bytes_per_s)} x efficiency {s.efficiency:g} = "
@@ -194,12 +160,11 @@ def explain_text(step: StepModel, context: int) -> list[str]:
         + (f" + {row.state_bytes:,}" if row.state_bytes else "")
         + f") bytes / {bandwidth:,.0f} bytes/s = {row.memory_seconds * 1000:.3f} ms",
     ]
-    flops = step_flops(s.model, s.batch, context)
-    peak = s.peak_flops()
+    peak = x.peak
     lines += ["", "4. Compute, the other roofline:"]
     lines.append(
-        f"   {s.batch} x (2 x {matmul_params(s.model):,} multiplied params + attention) = "
-        f"{flops:.4e} FLOPs, / {s.tp} GPUs"
+        f"   {s.batch} x (2 x {x.multiplied_params:,} multiplied params + attention) = "
+        f"{x.flops:.4e} FLOPs, / {s.tp} GPUs"
     )
     if peak is None or row.compute_seconds is None:
         lines.append("   no peak FLOP/s known for this GPU and format: memory time only")
@@ -227,14 +192,10 @@ def explain_text(step: StepModel, context: int) -> list[str]:
             "   none: every layer caps or keeps a constant state, so KV never reaches "
             f"{step.weight_bytes:,} bytes"
         )
-    elif (
-        step.kv_curve.regular
-        and len(step.kv_curve.segments) == 1
-        and step.kv_curve.segments[0][0] is None
-    ):
+    elif x.crossover_closed_form:
         lines.append(
             f"   T* = weight bytes / (B x KV bytes per token) = {step.weight_bytes:,} / "
-            f"({s.sequences_per_gpu} x {_n(step.kv_units.elements_per_token * step.kv_unit_bytes)})"
+            f"({s.sequences_per_gpu} x {_n(x.kv_bytes_per_token)})"
             f" = {float(crossover):,.1f} tokens"
         )
     else:
@@ -243,23 +204,21 @@ def explain_text(step: StepModel, context: int) -> list[str]:
             f"linear KV curve (windows, chunks or top-k cap some layers): "
             f"T* = {float(crossover):,.1f} tokens"
         )
-    lines += _engine_lines(step, row)
-    lines += ["", "Assumptions:", *[f" - {a}" for a in _assumptions(step)]]
+    lines += _engine_lines(x)
+    lines += ["", "Assumptions:", *[f" - {a}" for a in x.assumptions]]
     return lines
 
 
-def _engine_lines(step: StepModel, row: Row) -> list[str]:
+def _engine_lines(x: Explanation) -> list[str]:
     """Section 7: the same step as the engine's profile says it would measure."""
-    s = step.scenario
-    engine = s.engine
-    if engine is None or not engine.params or row.expected is None:
+    engine, row = x.step.scenario.engine, x.row
+    if engine.is_roofline or not x.engines or row.expected is None:
         return []
     who = "a typical engine" if engine.id == "typical" else engine.id
     lines = ["", f"7. What {who} would measure (profiles for {engine.family} GPUs):"]
-    names = engine.names or (engine.id,) * len(engine.params)
-    experts = any(op.grouped for op in step.weight_ops)
-    for name, params in zip(names, engine.params, strict=True):
-        t = engine_step(step, row, params)
+    experts = x.grouped_experts
+    for working in x.engines:
+        name, params, t = working.name, working.params, working.step
         factor = t.kv_read_factor
         read = f" x {factor:.0f} (each query head reads its KV head)" if factor != 1 else ""
         lines.append(
@@ -304,7 +263,7 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
         f"x{high:.2f}), how far the points each was fitted on fell from it; never below the "
         "roofline"
     )
-    if any(p.weight_efficiency >= 1 for p in engine.params):
+    if any(p.weight_efficiency >= 1 and not p.transferred for p in engine.params):
         lines.append(
             "   e_w 1.00 is where a fit stopped (an efficiency cannot pass 1): past the "
             "fixed costs those points streamed weights at the datasheet's bandwidth, and the "
@@ -315,7 +274,10 @@ def _engine_lines(step: StepModel, row: Row) -> list[str]:
 
 def _grouped_rates(params: EngineParams) -> str:
     grouped = params.grouped_mma_efficiency or params.mma_efficiency
-    return f" (dense), {grouped:.2f} (experts), expert rows in tiles of {params.tile_rows}"
+    return (
+        f" (dense), {grouped:.2f} (experts), expert rows in tiles of up to {params.tile_rows}"
+        f" ({MIN_TILE_ROWS} or the next power of two above an expert's rows, if fewer)"
+    )
 
 
 def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
@@ -323,7 +285,7 @@ def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
     padded to whole tiles) at e_mma of peak take longer than their weights at e_w."""
     if t.gemm_compute_s <= 0:
         return ""
-    tiles = f", expert rows in tiles of {params.tile_rows}" if grouped else ""
+    tiles = f", expert rows in tiles of up to {params.tile_rows}" if grouped else ""
     experts = params.grouped_mma_efficiency
     of_experts = f", experts {experts:.2f}" if grouped and experts else ""
     return (
@@ -343,22 +305,3 @@ def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
             f"routed expert) x {params.per_sequence_s * 1e6:.2f} us"
         )
     return text
-
-
-def _assumptions(step: StepModel) -> list[str]:
-    s = step.scenario
-    notes = [
-        "every weight is stored in one format; scales are counted in its bits per value"
-        if not s.weight_overrides
-        else f"each tensor group is stored as {s.weights_recipe} says; scales are counted in "
-        "its format's bits per value",
-        "each step reads every weight it uses once, and all of the live KV cache",
-        "efficiency scales bandwidth only; compute uses the datasheet's dense peak",
-    ]
-    if s.model.moe() is not None:
-        notes.append("experts are chosen uniformly at random, independently per token")
-    if s.tp > 1:
-        notes.append("TP splits matrices evenly; norms stay whole on every GPU")
-    if any(m.kv_replicated(s.tp) for m in s.model.mixers()):
-        notes.append("past the KV-head count (and for MLA always) every GPU reads whole KV heads")
-    return notes

@@ -175,8 +175,8 @@ def latency_figure(doc: dict[str, Any]) -> Figure:
             "type": "scatter",
             "mode": "lines+markers",
             "x": xs,
-            "y": [r["ms_per_token"] for r in rows],
-            "customdata": [[r["kv_share"], r["tokens_per_s"]] for r in rows],
+            "y": [r["roofline_ms_per_token"] for r in rows],
+            "customdata": [[r["kv_share"], r["roofline_tokens_per_s"]] for r in rows],
             "hovertemplate": "%{y:.3f} ms/token, KV %{customdata[0]:.1%} of the bytes, "
             "%{customdata[1]:,.1f} tok/s",
             "line": {"color": "#222222", "width": 1.5, "dash": "dash"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decodecalc.answers.generate import Generation
+from decodecalc.engine.profile import EngineKind
 from decodecalc.record import replace
 from decodecalc.step.passes import Prefill
 from decodecalc.views import humanize as h
@@ -18,10 +19,12 @@ def generation_report(g: Generation) -> Report:
         inputs=scenario_inputs(g.scenario),
         prompt_tokens=g.prompt_tokens,
         new_tokens=g.new_tokens,
-        decode_s=g.decode_seconds,
-        mean_ms_per_token=g.mean_step_seconds * 1000,
-        first_ms_per_token=g.first_step_seconds * 1000,
-        last_ms_per_token=g.last_step_seconds * 1000,
+        # Schema 2: the decode and total figures are the headline step's (the engine's
+        # expected one; the roofline under --engine roofline), the roofline's roofline_*.
+        decode_s=g.expected_decode_seconds[0],
+        mean_ms_per_token=g.expected_mean_step_seconds * 1000,
+        first_ms_per_token=g.expected_first_step_seconds * 1000,
+        last_ms_per_token=g.expected_last_step_seconds * 1000,
         prefill_flops=p.flops,
         prefill_bytes=p.bytes,
         prefill_s=p.seconds,
@@ -29,12 +32,17 @@ def generation_report(g: Generation) -> Report:
         prefill_memory_ms=p.memory_seconds * 1000,
         prefill_compute_ms=None if p.compute_seconds is None else p.compute_seconds * 1000,
         prefill_comm_ms=p.comm_seconds * 1000,
-        total_s=g.total_seconds,
+        total_s=g.expected_total_seconds,
         expected_decode_s=g.expected_decode_seconds[0],
         expected_low_decode_s=g.expected_decode_seconds[1],
         expected_high_decode_s=g.expected_decode_seconds[2],
         expected_tokens_per_s=g.expected_tokens_per_s,
         expected_total_s=g.expected_total_seconds,
+        roofline_decode_s=g.decode_seconds,
+        roofline_mean_ms_per_token=g.mean_step_seconds * 1000,
+        roofline_first_ms_per_token=g.first_step_seconds * 1000,
+        roofline_last_ms_per_token=g.last_step_seconds * 1000,
+        roofline_total_s=g.total_seconds,
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
@@ -59,12 +67,9 @@ def generation_rows(report: Report) -> Report:
 def _decode_rows(g: Generation) -> list[tuple[str, str]]:
     """The decode and the total: where the engine expects a step, its figures lead with
     their band and the roofline's stand beside them as the bound."""
-    steps = (
-        f"{g.first_step_seconds * 1000:.3f} / "
-        f"{g.mean_step_seconds * 1000:.3f} / {g.last_step_seconds * 1000:.3f} ms"
-    )
+    steps = _steps(g.first_step_seconds, g.mean_step_seconds, g.last_step_seconds)
     engine = g.scenario.engine
-    if engine is None or not engine.expects:
+    if engine.is_roofline:
         return [
             ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
             ("decode rate", f"{g.expected_tokens_per_s:,.1f} tok/s"),
@@ -72,15 +77,27 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
             ("total", f"{g.total_seconds:,.3f} s"),
         ]
     middle, low, high = g.expected_decode_seconds
-    who = "typical engine" if engine.kind == "typical" else engine.id
+    who = "typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
         (f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})"),
         ("decode, roofline (bound)", f"{g.decode_seconds:,.3f} s"),
         (f"decode rate, {who}", f"{g.expected_tokens_per_s:,.1f} tok/s"),
+        (
+            f"first / mean / last step, {who}",
+            _steps(
+                g.expected_first_step_seconds,
+                g.expected_mean_step_seconds,
+                g.expected_last_step_seconds,
+            ),
+        ),
         ("first / mean / last step, roofline", steps),
         (f"total, {who}", f"{g.expected_total_seconds:,.3f} s"),
         ("total, roofline (bound)", f"{g.total_seconds:,.3f} s"),
     ]
+
+
+def _steps(first: float, mean: float, last: float) -> str:
+    return f"{first * 1000:.3f} / {mean * 1000:.3f} / {last * 1000:.3f} ms"
 
 
 def _prefill_terms(p: Prefill) -> str:

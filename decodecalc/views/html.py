@@ -9,6 +9,7 @@ It computes nothing: views/page.py said what the page holds.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,29 @@ def _section(section: Section, key: str, figures: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+URL = re.compile(r"https?://[^\s<>\"'()\[\]{};,]*[^\s<>\"'()\[\]{};,.:]")
+"""An http(s) address in a cell (a preset's source), up to a space, bracket or separator,
+its final full stop or colon left out."""
+
+
+def linked(text: str) -> str:
+    """A cell's text, escaped, with each http(s) address a link (the sources a page cites
+    are there to be followed); nothing but the address goes into the attribute, escaped.
+
+    >>> linked("at https://a.example/x?y=1&z=2. <b>")[:41]
+    'at <a href="https://a.example/x?y=1&amp;z'
+    """
+    parts, start = [], 0
+    for found in URL.finditer(text):
+        url = escape(found.group(), quote=True)
+        parts += [
+            escape(text[start : found.start()]),
+            f'<a href="{url}" rel="noopener noreferrer">{url}</a>',
+        ]
+        start = found.end()
+    return "".join([*parts, escape(text[start:])])
+
+
 def _table(table: Table) -> str:
     numeric = table.numeric or (False,) * len(table.headers)
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
@@ -171,7 +195,7 @@ def _table(table: Table) -> str:
     for index, row in enumerate(table.rows):
         cells = []
         for cell, figure in zip(row, numeric, strict=True):
-            text = f"<pre>{escape(cell)}</pre>" if table.preformatted else escape(cell)
+            text = f"<pre>{escape(cell)}</pre>" if table.preformatted else linked(cell)
             cells.append(f'<td class="num">{text}</td>' if figure else f"<td>{text}</td>")
         mark = ' class="mark"' if index in table.highlight else ""
         rows.append(f"<tr{mark}>{''.join(cells)}</tr>")

@@ -57,6 +57,15 @@ def count(n: int) -> str:
     return f"{value:.2f}{prefix.replace('G', 'B')}" if prefix else f"{n:,}"
 
 
+def things(n: int, noun: str) -> str:
+    """A count and its noun, plural unless one.
+
+    >>> things(1, "engine profile"), things(7, "engine profile")
+    ('1 engine profile', '7 engine profiles')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def exact_bytes(n_bytes: int) -> str:
     return f"{n_bytes:,}"
 

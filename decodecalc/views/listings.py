@@ -9,9 +9,7 @@ from decodecalc.engine.select import newest_line
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
-from decodecalc.model.layers import Attention
-from decodecalc.model.linear_attention import LinearAttention
-from decodecalc.model.mla import LatentAttention
+from decodecalc.model.layer_kind import tp_cache_rule
 from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, group_dtype, mix_text
 from decodecalc.model.tensors import Sharding
@@ -34,19 +32,9 @@ def _state_elements(m: Model) -> int:
 
 
 def tp_kv_rule(m: Model) -> str:
-    """How tensor parallelism treats this model's per-sequence cache (docs/physics.md section 3)."""
-    rules = []
-    gqa = {x.num_kv_heads for x in m.mixers() if isinstance(x, Attention)}
-    if gqa:
-        heads = "/".join(str(n) for n in sorted(gqa))
-        rules.append(f"KV heads split across up to {heads} GPUs, then replicated")
-    if any(isinstance(x, LatentAttention) for x in m.mixers()):
-        rules.append("the MLA latent is replicated: every TP rank reads all of it")
-    if any(isinstance(x, LinearAttention) for x in m.mixers()):
-        rules.append("linear-attention state split by head")
-    if any(x.kind.startswith("mamba") for x in m.mixers()):
-        rules.append("Mamba state split by head (and by group where TP divides them)")
-    return "; ".join(rules)
+    """How tensor parallelism treats this model's per-sequence cache, each kind's rule
+    joined (model/layer_kind.py)."""
+    return tp_cache_rule(m.mixers())
 
 
 def model_record(m: Model, bf16: DType) -> dict[str, Any]:
@@ -384,6 +372,8 @@ def show_report(
     state = _state_elements(m)
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
+    # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
+    mla = m.has_latent_attention()
     kv = [
         {
             "kv_dtype": d.id,
@@ -391,7 +381,7 @@ def show_report(
             "state_bytes_per_sequence": ceil_bytes(d.bytes_for(state)),
         }
         for d in dtypes
-        if d.kv_cache
+        if d.kv_cache and (mla or not d.mla_only)
     ]
     groups = [
         {

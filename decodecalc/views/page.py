@@ -84,7 +84,7 @@ def sources_of(catalog: Any, scenarios: Iterable[Any]) -> tuple[Source, ...]:
         for link in (s.link, s.node_link):
             if link is not None:
                 add("link", link.id, link.name, link.source)
-        if s.engine is not None and s.engine.params:
+        if not s.engine.is_roofline:
             for name in s.engine.names or (s.engine.id,):
                 # a profile's id, or "id (family)" for one measured on another family
                 profile = catalog.engine(name.split(" (")[0])
@@ -151,7 +151,7 @@ def _page(
     """The page of every kind: the chart under the report's title lines, the command's
     table (headed ``results``), the inputs (plan's targets) and sources, the worked step
     where there is one, the notes."""
-    from decodecalc import __version__
+    from decodecalc.version import __version__
 
     notes = tuple(n["message"] for n in report.document.get("notes", ()))
     sections = (
@@ -253,7 +253,7 @@ STEP_FIELDS = (
     "all_to_all_ms",
     "handoff_ms",
     "overhead_ms",
-    "ms_per_token",
+    "roofline_ms_per_token",
     "expected_ms_per_token",
     "expected_low_ms_per_token",
     "expected_high_ms_per_token",

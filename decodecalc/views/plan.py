@@ -13,7 +13,7 @@ from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import cost_fields, kv_label, weights_label
-from decodecalc.views.report import Column, Report, document, with_notes
+from decodecalc.views.report import KEPT, Column, Report, document, with_notes
 
 
 def option_record(rank: int | None, o: Option) -> dict[str, Any]:
@@ -179,11 +179,7 @@ def _basis_text(first: Option, targets: Targets) -> str:
     workload the server serving prices."""
     s = first.scenario
     engine = s.engine
-    figure = (
-        "the roofline"
-        if basis(s) == "roofline"
-        else f"the {'typical' if engine is None else engine.id} engine's expected step"
-    )
+    figure = "the roofline" if basis(s) == "roofline" else f"the {engine.id} engine's expected step"
     if targets.workload is not None:
         return (
             f"TPOT, TTFT and cost per million output tokens of the server under the workload "
@@ -205,18 +201,22 @@ def _columns(
     them, Why not only where a listed row misses, the largest batch and context only
     without a workload (whose load sets them)."""
     served = targets.workload is not None
+    # The deployment's shape (GPUs, TP, PP, EP, replicas) is plan's answer: a narrow table
+    # gives up every other column first ("mi300x, 4 GPUs" is no answer without it).
     columns: tuple[Column, ...] = (
         Column("rank", "#", str),
         Column("gpu", "GPU", numeric=False),
-        Column("gpus", "GPUs", str),
-        Column("tp", "TP", str, drop=3),
-        Column("pp", "PP", str, drop=3),
-        Column("ep", "EP", lambda v: "yes" if v else "", numeric=False, drop=3),
-        Column("replicas", "Replicas", str, drop=3),
+        Column("gpus", "GPUs", str, drop=KEPT),
+        Column("tp", "TP", str, drop=KEPT),
+        Column("pp", "PP", str, drop=KEPT),
+        Column("ep", "EP", lambda v: "yes" if v else "", numeric=False, drop=KEPT),
+        Column("replicas", "Replicas", str, drop=KEPT),
         Column("weights", "Weights", numeric=False),
         Column("kv_dtype", "KV", numeric=False),
-        Column("batch", "Batch", lambda v: f"{v:,}"),
-        Column("ms_per_token", "TPOT ms" if served else "ms / token", lambda v: f"{v:,.1f}"),
+        Column("batch", "Batch", lambda v: f"{v:,}", drop=1),
+        Column(
+            "ms_per_token", "TPOT ms" if served else "ms / token", lambda v: f"{v:,.1f}", drop=KEPT
+        ),
         Column("ttft_ms", "TTFT ms", lambda v: f"{v:,.0f}", drop=2),
         Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=2),
         Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.3f}"),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
-from decodecalc.answers.serving import ServingResult
+from decodecalc.answers.serving import Saturated, ServingResult
 from decodecalc.notes import unique
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
@@ -116,8 +116,10 @@ COLUMNS = (
 )
 
 
-def serving_report(results: Sequence[ServingResult]) -> Report:
-    """Rows in the order given; CSV repeats the inputs on every row, as estimate's does."""
+def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturated] = ()) -> Report:
+    """Rows in the order given; CSV repeats the inputs on every row, as estimate's does.
+    ``saturated``: the request rates asked for past saturation, each a note and an entry
+    of the document's ``saturated`` (present only when one is)."""
     first = results[0]
     s, limits = first.scenario, first.limits
     rows = [_row(r) for r in results]
@@ -142,6 +144,15 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         **({} if (costs := cost_inputs(s)) is None else {"cost": costs}),
         rows=rows,
     )
+    if saturated:
+        doc["saturated"] = [
+            {
+                "request_rate_per_s": x.request_rate_per_s,
+                "saturation_rate_per_s": x.saturation_rate_per_s,
+                "replicas_needed": x.replicas_needed,
+            }
+            for x in saturated
+        ]
     flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
     columns = (
         *(Column(k, k) for k in flat_inputs),
@@ -155,10 +166,15 @@ def serving_report(results: Sequence[ServingResult]) -> Report:
         document=doc,
         columns=columns,
         records=records,
-        title=_title(results, marked is not None and results[marked]),
+        title=_title(results, marked is not None and results[marked], saturated),
         highlight=frozenset() if marked is None else frozenset({marked}),
     )
-    found = [*serving_scenario_notes(s), *(n for r in results for n in r.notes), *cost_notes(s)]
+    found = [
+        *serving_scenario_notes(s),
+        *(n for r in results for n in r.notes),
+        *(x.note() for x in saturated),
+        *cost_notes(s),
+    ]
     return with_notes(report, unique(found))
 
 
@@ -182,7 +198,11 @@ def human_view(report: Report) -> Report:
     )
 
 
-def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> tuple[str, ...]:
+def _title(
+    results: Sequence[ServingResult],
+    at_knee: ServingResult | bool,
+    saturated: Sequence[Saturated] = (),
+) -> tuple[str, ...]:
     r = results[0]
     s, w, limits = r.scenario, r.workload, r.limits
     gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
@@ -225,6 +245,11 @@ def _title(results: Sequence[ServingResult], at_knee: ServingResult | bool) -> t
         lines.append(
             "open loop (Poisson arrivals): utilization "
             + ", ".join(f"{u or 0:.1%} at {rate:g} requests/s" for rate, u in loads)
+            + "".join(
+                f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
+                f"{x.replicas_needed} replicas)"
+                for x in saturated
+            )
         )
     return tuple(lines)
 

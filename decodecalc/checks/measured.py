@@ -1,0 +1,76 @@
+"""Measured against expected: `decodecalc check --measured`, the CI gate after a benchmark
+run. Each measured point is held to the band decodecalc expects for its deployment (its
+engine's profile, else the default 'typical' band): inside passes, outside fails with the
+ratio, so a regression in the engine or the deployment fails the build as surely as a
+config that would miss its target.
+
+The expected figure is the one validate compares a point with: the decode step at the
+point's context and batch, plus, for a serving figure, the share other requests' prefills
+put in it (calibration.validation.prefill_share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from decodecalc.calibration.measured_files import ReadPoint
+from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.calibration.validation import prefill_share
+from decodecalc.engine.profile import Engine
+from decodecalc.engine.select import choose_engine
+from decodecalc.loading.catalog import Catalog
+from decodecalc.notes import Note
+from decodecalc.record import record
+from decodecalc.step.step import StepModel, expected_for
+
+
+@record
+class MeasuredCheck:
+    point: MeasuredPoint
+    where: str
+    """The file and the result in it (ReadPoint.where)."""
+    engine: Engine
+    expected_s: float
+    low_s: float
+    high_s: float
+    prefill_s: float = 0.0
+    """Other requests' prefills in a serving figure, inside expected, low and high."""
+    notes: tuple[Note, ...] = ()
+    """What stands in for the engine on this GPU, where its profile has no data for it."""
+
+    @property
+    def ratio(self) -> float:
+        """Measured over expected: above 1 is slower than expected."""
+        return self.point.measured_seconds / self.expected_s
+
+    @property
+    def passed(self) -> bool:
+        return self.low_s <= self.point.measured_seconds <= self.high_s
+
+
+def check_measured(
+    read: Sequence[ReadPoint], catalog: Catalog, engine: str | None = None
+) -> list[MeasuredCheck]:
+    """Each point against its expected band: the engine the point names, else ``engine``
+    (--engine), else 'typical'."""
+    checks = []
+    for r in read:
+        p = r.point
+        named = p.engine if p.release is None else f"{p.engine}@{p.release}"
+        chosen, notes = choose_engine(catalog, named if p.engine else engine, p.scenario.gpu)
+        step = StepModel.of(p.scenario)
+        expected = expected_for(step, step.row(p.context_tokens), chosen)
+        share = prefill_share(p, catalog)
+        checks.append(
+            MeasuredCheck(
+                p,
+                r.where,
+                chosen,
+                expected.seconds + share,
+                expected.low_seconds + share,
+                expected.high_seconds + share,
+                share,
+                notes,
+            )
+        )
+    return checks

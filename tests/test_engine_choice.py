@@ -1,0 +1,66 @@
+"""The engine choice (engine/select.py choose_engine): every scenario carries an Engine,
+whatever door built it, and the roofline is one kind of it, the only one without
+parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from decodecalc.engine.profile import ROOFLINE, Engine, EngineKind, EngineParams, roofline
+from decodecalc.engine.select import choose_engine
+from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.resolve import resolve
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.spec import ScenarioSpec
+
+
+def test_a_scenario_built_by_hand_carries_the_roofline() -> None:
+    catalog = Catalog()
+    s = Scenario(
+        model=catalog.model("llama-3.1-8b"),
+        weights=catalog.dtype("bf16"),
+        kv_dtype=catalog.dtype("bf16"),
+        bandwidth_bytes_per_s=3_350_000_000_000,
+    )
+    assert s.engine is ROOFLINE and s.engine.kind is EngineKind.ROOFLINE
+
+
+def test_only_the_roofline_has_no_parameters() -> None:
+    params = EngineParams(weight_efficiency=0.8, kv_efficiency=0.7)
+    with pytest.raises(ValueError, match="roofline"):
+        Engine("vllm", ())
+    with pytest.raises(ValueError, match="roofline"):
+        Engine("roofline", (params,), kind=EngineKind.ROOFLINE)
+    assert roofline("apple").family == "apple" and roofline().is_roofline
+
+
+def test_every_door_gets_an_engine() -> None:
+    """No spec is the typical band; 'roofline' is an Engine too, not a None."""
+    catalog = Catalog()
+    for spec, kind in ((None, EngineKind.TYPICAL), ("roofline", EngineKind.ROOFLINE)):
+        engine, _ = choose_engine(catalog, spec, catalog.gpu("h100-sxm"))
+        assert engine.kind is kind
+    s = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="roofline"), catalog)
+    assert s.engine.is_roofline and s.engine.family == "nvidia-datacenter"
+
+
+def test_an_unknown_release_line_is_refused_with_the_lines_there_are() -> None:
+    catalog = Catalog()
+    with pytest.raises(InputError, match=r"unknown release line '0\.44' of sglang; did you mean"):
+        choose_engine(catalog, "sglang@0.44", catalog.gpu("h100-sxm"))
+
+
+def test_one_answer_names_each_release_it_draws_on() -> None:
+    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates (vLLM 0.24.0's
+    kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) in one note."""
+    spec = ScenarioSpec(
+        model="deepseek-r1", gpu="h200", weights="fp8", tp=8, batch=64, engine="vllm"
+    )
+    notes = {n.code: n.message for n in resolve(spec, Catalog()).notes}
+    assert notes["engine-releases"] == (
+        "vllm@0.11: step parameters from the 0.11 line's points; compute rates from vllm "
+        "0.24.0 kernel tables on h200 (aiconfigurator-core); scheduler defaults from 0.19.0"
+    )
+    roofline_spec = ScenarioSpec(model="deepseek-r1", gpu="h200", tp=8, engine="roofline")
+    assert "engine-releases" not in {n.code for n in resolve(roofline_spec, Catalog()).notes}

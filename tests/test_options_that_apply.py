@@ -1,0 +1,50 @@
+"""An option that does not apply to the run it is given to is refused, with what it needs:
+accepted and ignored, it reads as though it had been priced in (--acceptance alone always
+was refused; these are its siblings)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from tests.conftest import Run
+
+SERVING = "serving -m llama-3.1-8b -g h100-sxm --input-len 1000 --output-len 100 --concurrency 8"
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (f"{SERVING} --num-speculative-tokens -1", "--num-speculative-tokens needs --speculative"),
+        (f"{SERVING} --num-speculative-tokens 4", "--num-speculative-tokens needs --speculative"),
+        (f"{SERVING} --prefix-hit-rate 0.5", "--prefix-hit-rate needs --prefix-len"),
+        (f"{SERVING} --prefix-hit-rate 0.5 --prefix-len 0", "--prefix-hit-rate needs --prefix-len"),
+        (f"{SERVING} --link nvlink4", "--link prices what GPUs send each other"),
+        ("estimate -m llama-3.1-8b -g h100-sxm -c 1K --link nvlink4", "--link prices"),
+        ("estimate -m llama-3.1-8b -g h100-sxm -c 1K --link-bandwidth 450GB/s", "--link-bandwidth"),
+        ("compare -m llama-3.1-8b -g h100-sxm,h200 -c 1K --link nvlink4", "--link prices"),
+        ("sweep -m llama-3.1-8b -g h100-sxm -c 1K --link nvlink4", "--link prices"),
+        ("check examples/chat-h100.yaml --gpu h200", "every file names its own GPU"),
+    ],
+)
+def test_an_option_that_does_not_apply_is_refused(cli: Run, command: str, message: str) -> None:
+    result = cli(*shlex.split(command))
+    assert result.code == 2, result
+    assert result.out == "" and result.err.count("\n") == 1
+    assert message in result.err, result.err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"{SERVING} --prefix-len 500 --prefix-hit-rate 0.5",
+        f"{SERVING} --tp 2 --link nvlink4",
+        "compare -m llama-3.1-8b -g h100-sxm -c 1K --tp 1,2 --link nvlink4",
+        "estimate -m llama-3.1-8b -g h100-sxm -c 1K --pp 2 --link nvlink4",
+        "check examples/vllm-serve.yaml --gpu h200",
+        "estimate -m llama-3.1-8b -g h100-sxm -c 1K --link none",  # asks for nothing sent
+    ],
+)
+def test_the_same_option_where_it_applies_is_taken(cli: Run, command: str) -> None:
+    assert cli(*shlex.split(command)).code == 0
