@@ -292,6 +292,16 @@ class TestDifferencesOnPurpose:
         assert r.code == 0
         assert re.search(r"vision encoder +453,650,672 params", r.out)
 
+    def test_longcat_flash_has_no_weights_for_its_zero_experts(self, catalog: Catalog) -> None:
+        # transformers 5.24.0 sizes LongCat-Flash's fused gate and up projections for all
+        # 512 + 256 experts, the 256 zero-compute (identity) ones included, though their
+        # down projections and the checkpoint hold 512: 741,053,606,912. Those are
+        # 28 layers x 256 x 2 x 2,048 x 6,144 = 180,388,626,432 more than the checkpoint's
+        # 560,664,980,480 (the card's 560B), which decodecalc counts.
+        m = catalog.model(str(CONFIGS / "longcat-flash.json"))
+        assert m.total_params() == 741_053_606_912 - 28 * 256 * 2 * 2_048 * 6_144
+        assert m.total_params() == 560_664_980_480
+
     def test_mistral_small_keeps_the_head_its_checkpoint_ships(
         self, catalog: Catalog, cli: Run
     ) -> None:
