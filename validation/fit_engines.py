@@ -82,12 +82,13 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from decodecalc.calibration.points import read_points
+from decodecalc.calibration.points import MeasuredPoint, read_points
 from decodecalc.calibration.validation import (
     FamilyFit,
     Labelled,
     conformal_band,
     fit_engines,
+    fit_line,
     fit_prefills,
     labelled,
     predicted,
@@ -186,9 +187,15 @@ SOURCE_FAMILY = "nvidia-datacenter"
 """The family a release line's rates transfer from: the one with kernel tables per engine
 release and the most lines fitted."""
 
-NEWEST_DAYS = 366
-"""A vendor's newest points: those of its release lines dated within twelve months of
-the newest line dated on its family (older ones are other releases' kernels)."""
+NEWEST_DAYS = 365
+"""A vendor's newest points: those of its release lines dated within twelve months before
+AS_OF (older ones are other releases' kernels)."""
+
+AS_OF = date(2026, 12, 2)
+"""The day the shipped profiles are fitted for, fixed so that the same points give the
+same bytes: the vendor factors' twelve months end on it. As of it, SGLang 0.4.2 on MI300X
+(February 2025) and vLLM 0.10.0 (August 2025) are older than a year, so the AMD factor
+rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES)."""
 
 VENDOR = "nvidia-"
 """The source family's vendor: a factor is fitted for the families of other vendors only
@@ -279,21 +286,30 @@ def vendor_factors(
 
 
 def newest_points(family: str, items: Sequence[Labelled]) -> list[Labelled]:
-    """The family's points of release lines dated within NEWEST_DAYS of its newest dated
-    line (dates_of: from the points' own version strings)."""
-    recent = {key for key, age in line_ages(family, items).items() if age <= NEWEST_DAYS}
+    """The family's points of release lines dated within NEWEST_DAYS before AS_OF
+    (dates_of: from the points' own version strings)."""
+    recent = {
+        key for key, day in line_dates(family, items).items() if (AS_OF - day).days <= NEWEST_DAYS
+    }
     return [p for p in items if p.family == family and (p.engine, p.release) in recent]
 
 
-def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
-    """Days each (engine, release line) with points on the family is older than the
-    newest line dated there, for the lines whose points' versions give a day."""
+def line_dates(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], date]:
+    """The day of each (engine, release line) with points on the family, for the lines
+    whose points' versions give one."""
     dated: dict[tuple[str, str | None], date] = {}
     for engine, line in {(p.engine, p.release) for p in items if p.family == family and p.release}:
         versions = [p.version for p in items if (p.engine, p.release) == (engine, line)]
         days = [d for d in dates_of(line or "", versions) if len(d) == 10]
         if days:
             dated[engine, line] = date.fromisoformat(max(days))
+    return dated
+
+
+def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
+    """Days each (engine, release line) with points on the family is older than the
+    newest line dated there, for the lines whose points' versions give a day."""
+    dated = line_dates(family, items)
     last = max(dated.values(), default=None)
     return {key: (last - day).days for key, day in dated.items() if last is not None}
 
@@ -379,11 +395,70 @@ def profiles(
     return out
 
 
-POINTS = (ROOT / "validation" / "points.yaml",)
-"""The points the shipped profiles are fitted on: the 232 of ../shared/validation. The
-datacenter set and the 36 points of 2025-2026 engines stay out of sample (fitted with
-these, they move the serving replay's TPOT error on points.yaml from 7% to 18% and the
-model-left-out p90 near 40%: docs/accuracy.md)."""
+POINTS = (
+    ROOT / "validation" / "points.yaml",
+    ROOT / "validation" / "points-2026-thin-regimes.yaml",
+)
+"""The points the shipped profiles are fitted on: the 232 of ../shared/validation, and of
+the 2026 set where it is thin the share FITTED_SHARES names. The datacenter set and the
+36 points of 2025-2026 engines stay out of sample (fitted with these, they move the
+serving replay's TPOT error on points.yaml from 7% to 18% and the model-left-out p90 near
+40%: docs/accuracy.md)."""
+
+
+@record
+class Share:
+    """The points of a file that are fitted: one engine's release line, on some models."""
+
+    engine: str
+    release: str
+    models: tuple[str, ...]
+
+    def holds(self, p: MeasuredPoint) -> bool:
+        return (p.engine, p.release) == (self.engine, self.release) and (
+            p.scenario.model.id in self.models
+        )
+
+
+FITTED_SHARES = {
+    "points-2026-thin-regimes.yaml": Share(
+        "vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")
+    ),
+}
+"""Files fitted in part, by name, and the part. vLLM 0.19 (ATOM's plugin, May 2026) on
+MI355X: 36 points of three models (gpt-oss-120b at TP 1, 2 and 8, MiniMax-M2.5 at TP 2 and
+4, GLM-4.7 at TP 8) make its own line on AMD Instinct and the AMD vendor factor; its 23
+points of DeepSeek-V3.2, Kimi-K2.5 and Qwen3-Next-80B-A3B (other attention: DSA, MLA and
+hybrid linear), ATOM's 82 and the 74 Strix Halo points stay out of sample."""
+
+
+def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
+    """The points of ``path`` its FITTED_SHARES entry names (none for other files)."""
+    share = FITTED_SHARES.get(path.name)
+    return [] if share is None else [p for p in read_points(path, catalog) if share.holds(p)]
+
+
+def with_lines(
+    fits: dict[tuple[str, str], FamilyFit], shares: Sequence[Labelled]
+) -> dict[tuple[str, str], FamilyFit]:
+    """The fits with each share's release line fitted on its own points, the engine's
+    pooled fit on the family as the prior (calibration/validation.py: fit_line). The
+    shares stay out of the pooled fits, their families' priors and the bands: the older
+    lines' parameters are those of points.yaml alone, and the new line's band is the
+    family's left-out band. Their TTFTs are not fitted (prefill_cases sees points.yaml
+    only): 10 x concurrency requests of one length sent at once grow the TTFT with the
+    concurrency as the MI300X DeepSeek rows' waves do (their ``ttft_exclude``)."""
+    out = dict(fits)
+    keyed: dict[tuple[str, str, str | None], list[Labelled]] = {}
+    for p in shares:
+        keyed.setdefault((p.engine, p.family, p.release), []).append(p)
+    for (engine, family, _), mine in sorted(keyed.items(), key=lambda kv: str(kv[0])):
+        pooled = out[engine, family]
+        lines = sorted(
+            (*pooled.lines, fit_line(pooled, mine)), key=lambda x: release_order(x.line or "")
+        )
+        out[engine, family] = replace(pooled, lines=tuple(lines))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,9 +469,13 @@ def main(argv: list[str] | None = None) -> int:
     # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
     catalog = Catalog((presets_dir(),))
     paths = [p.resolve() for p in args.points]
-    items = labelled([m for p in paths for m in read_points(p, catalog)], catalog)
-    fits = shipped_bands(items, fit_engines(items))
+    items = labelled(
+        [m for p in paths if p.name not in FITTED_SHARES for m in read_points(p, catalog)], catalog
+    )
+    shares = labelled([m for p in paths for m in shared_points(p, catalog)], catalog)
+    fits = shipped_bands(items, with_lines(fit_engines(items), shares))
     fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
+    items += shares
     name = ", ".join(
         p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name for p in paths
     )
