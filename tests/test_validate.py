@@ -347,22 +347,30 @@ def test_calibrate_takes_other_requests_prefills_off_as_validate_does(
 
 def test_the_fitted_share_of_the_2026_points_and_the_vendor_window(catalog: Catalog) -> None:
     """Of points-2026-thin-regimes.yaml only vLLM 0.19's points of gpt-oss-120b (TP 1, 2,
-    8: 3 x 6), MiniMax-M2.5 (TP 2, 4: 2 x 6) and GLM-4.7 (6) are fitted, 36 (the file's
-    header and validation/README.md count 59 vLLM points); its DeepSeek-V3.2, Kimi-K2.5
-    and Qwen3-Next points, ATOM's and the Strix Halo ones stay out. The AMD vendor factor's
-    twelve months end on 2026-12-02: vLLM 0.19's nightly of 2026-05-20/22 is inside,
-    vLLM 0.10.0 (2025-08-12) and SGLang 0.4.2 (a 20250212 container) are older than 365
-    days."""
+    8: 3 x 6), MiniMax-M2.5 (TP 2, 4: 2 x 6) and GLM-4.7 (6) are fitted, 36 of its 59, and
+    ATOM's of DeepSeek-R1 (FP8 and MXFP4: 2 x 8), gpt-oss-120b (8), MiniMax-M2.7 (8 + 7)
+    and Llama-3.3-70B (7), 46 of its 82 (the file's counts: validation/README.md); the
+    other models and the Strix Halo points stay out. The AMD vendor factor's twelve months
+    end on 2026-12-02: vLLM 0.19's nightly of 2026-05-20/22 is inside, vLLM 0.10.0
+    (2025-08-12) and SGLang 0.4.2 (a 20250212 container) are older than 365 days, and
+    ATOM's points carry no day (and ATOM has no NVIDIA line to transfer)."""
     script = fitting_script()
     shares = script.labelled(
         script.shared_points(ROOT / "validation" / "points-2026-thin-regimes.yaml", catalog),
         catalog,
     )
-    models = Counter(p.point.scenario.model.id for p in shares)
-    assert models == {"gpt-oss-120b": 18, "minimax-m2.5": 12, "glm-4.7": 6}
-    assert {(p.engine, p.release, p.family) for p in shares} == {("vllm", "0.19", "amd-instinct")}
+    models = Counter((p.engine, p.release, p.point.scenario.model.id) for p in shares)
+    assert models == {
+        ("vllm", "0.19", "gpt-oss-120b"): 18,
+        ("vllm", "0.19", "minimax-m2.5"): 12,
+        ("vllm", "0.19", "glm-4.7"): 6,
+        ("atom", "2026-05", "deepseek-v3"): 16,
+        ("atom", "2026-05", "gpt-oss-120b"): 8,
+        ("atom", "2026-05", "minimax-m2"): 15,
+        ("atom", "2026-05", "llama-3.1-70b"): 7,
+    }
+    assert {p.family for p in shares} == {"amd-instinct"}
     items = script.labelled(read_points(POINTS, catalog), catalog)
-    old = script.newest_points("amd-instinct", items)
-    assert old == []  # every AMD line of points.yaml is older than the window
+    assert script.newest_points("amd-instinct", items) == []  # every AMD line is older
     newest = script.newest_points("amd-instinct", [*items, *shares])
-    assert len(newest) == 36 and {p.release for p in newest} == {"0.19"}
+    assert len(newest) == 36 and {(p.engine, p.release) for p in newest} == {("vllm", "0.19")}

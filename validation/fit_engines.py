@@ -115,6 +115,11 @@ class About:
 
 
 ENGINES = {
+    "atom": About(
+        "ATOM",
+        notes="AMD's inference server for Instinct GPUs (ROCm/ATOM): aiter kernels, its own "
+        "scheduler; fitted on its nightly benchmark dashboard (MI355X, May 2026).",
+    ),
     "vllm": About("vLLM", notes="CUDA graphs, FlashAttention / FlashInfer kernels; ROCm on AMD."),
     "sglang": About("SGLang", notes="CUDA graphs, FlashInfer / Triton attention."),
     "tensorrt-llm": About("TensorRT-LLM", ("trtllm", "trt-llm")),
@@ -148,8 +153,9 @@ ENGINES = {
 """Every engine the presets ship, with what the fit cannot know about it."""
 
 HEADER = (
-    "Written by validation/fit_engines.py from validation/points.yaml: re-run the script\n"
-    "instead of editing (its docstring states the fitting rules)."
+    "Written by validation/fit_engines.py from validation/points.yaml and a share of\n"
+    "validation/points-2026-thin-regimes.yaml (FITTED_SHARES): re-run the script instead of\n"
+    "editing (its docstring states the fitting rules)."
 )
 
 
@@ -421,21 +427,28 @@ class Share:
 
 
 FITTED_SHARES = {
-    "points-2026-thin-regimes.yaml": Share(
-        "vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")
+    "points-2026-thin-regimes.yaml": (
+        Share("vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")),
+        Share("atom", "2026-05", ("deepseek-v3", "gpt-oss-120b", "minimax-m2", "llama-3.1-70b")),
     ),
 }
-"""Files fitted in part, by name, and the part. vLLM 0.19 (ATOM's plugin, May 2026) on
+"""Files fitted in part, by name, and the parts. vLLM 0.19 (ATOM's plugin, May 2026) on
 MI355X: 36 points of three models (gpt-oss-120b at TP 1, 2 and 8, MiniMax-M2.5 at TP 2 and
 4, GLM-4.7 at TP 8) make its own line on AMD Instinct and the AMD vendor factor; its 23
 points of DeepSeek-V3.2, Kimi-K2.5 and Qwen3-Next-80B-A3B (other attention: DSA, MLA and
-hybrid linear), ATOM's 82 and the 74 Strix Halo points stay out of sample."""
+hybrid linear) stay out of sample. ATOM's standalone server (nightly of 2026-05-20): 46
+points of DeepSeek-R1 (the deepseek-v3 preset; FP8 TP 8, MXFP4 TP 4), gpt-oss-120b,
+MiniMax-M2.7 (FP8 TP 2, MXFP4 TP 1) and Llama-3.3-70B (MXFP4, the one dense model) make
+the `atom` profile; its 36 points of GLM-5 and GLM-5.1, Kimi-K2.5 and Qwen3.5-397B-A17B
+stay out of sample, as do the 74 Strix Halo points."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     """The points of ``path`` its FITTED_SHARES entry names (none for other files)."""
-    share = FITTED_SHARES.get(path.name)
-    return [] if share is None else [p for p in read_points(path, catalog) if share.holds(p)]
+    shares = FITTED_SHARES.get(path.name, ())
+    if not shares:
+        return []
+    return [p for p in read_points(path, catalog) if any(s.holds(p) for s in shares)]
 
 
 def with_lines(
@@ -447,11 +460,15 @@ def with_lines(
     lines' parameters are those of points.yaml alone, and the new line's band is the
     family's left-out band. Their TTFTs are not fitted (prefill_cases sees points.yaml
     only): 10 x concurrency requests of one length sent at once grow the TTFT with the
-    concurrency as the MI300X DeepSeek rows' waves do (their ``ttft_exclude``)."""
+    concurrency as the MI300X DeepSeek rows' waves do (their ``ttft_exclude``). An engine
+    new to a family (ATOM) is fitted on its share alone, its own points setting the costs
+    a family prior would (fit_engines)."""
     out = dict(fits)
+    out.update(fit_engines([p for p in shares if (p.engine, p.family) not in fits]))
     keyed: dict[tuple[str, str, str | None], list[Labelled]] = {}
     for p in shares:
-        keyed.setdefault((p.engine, p.family, p.release), []).append(p)
+        if (p.engine, p.family) in fits:
+            keyed.setdefault((p.engine, p.family, p.release), []).append(p)
     for (engine, family, _), mine in sorted(keyed.items(), key=lambda kv: str(kv[0])):
         pooled = out[engine, family]
         lines = sorted(
