@@ -67,6 +67,42 @@ def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
     assert view.line == "0.6"
 
 
+def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
+    """The pooled amd-instinct fit (e_w 0.7) holds line 0.4's points (its range's lines);
+    line 0.5 was fitted apart on amd-instinct (e_w 0.8, validation/fit_engines.py:
+    with_lines). '@0.4' keeps the pooled fit, which holds its points; no '@' takes 0.5.
+    Where the pooled fit holds 0.5 too, 0.5 stands in for 0.4 as before (the oldest newer
+    line fitted there)."""
+    pooled = replace(POOLED, range=RANGE)  # lines ("0.4",)
+    profile = EngineProfile(
+        "toy",
+        "Toy",
+        (("amd-instinct", pooled),),
+        lines=(
+            ReleaseLine("0.4", points=5),
+            ReleaseLine("0.5", families=(("amd-instinct", NEW),), points=5),
+        ),
+    )
+    assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == pooled
+    assert dict(at_line(profile, None, "amd-instinct").families)["amd-instinct"] == NEW
+    both = replace(pooled, range=replace(RANGE, lines=("0.4", "0.5")))
+    profile = replace(profile, params_by_family=(("amd-instinct", both),))
+    assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == NEW
+
+
+def test_the_shipped_vllm_lines_on_amd(cli: Run) -> None:
+    """vLLM 0.19 (ATOM's plugin, MI355X, May 2026) is vLLM's own line on AMD Instinct:
+    no '@' takes it there, with no transfer; '@0.10' keeps the 2025 pooled fit."""
+    args = ("estimate", "-m", "gpt-oss-120b", "-g", "mi355x", "--json", "--engine")
+    doc = json.loads(cli(*args, "vllm").out)
+    assert doc["inputs"]["engine_line"] == "0.19"
+    assert not any(n["code"] == "engine-transferred" for n in doc["notes"])
+    old = json.loads(cli(*args, "vllm@0.10").out)
+    assert old["inputs"]["engine_line"] == "0.10"
+    # the 2025 fit's 444 us per MoE layer: the older line runs slower
+    assert old["rows"][0]["expected_ms_per_token"] > doc["rows"][0]["expected_ms_per_token"]
+
+
 def test_the_shipped_sglang_lines(cli: Run) -> None:
     """validation/points.yaml holds SGLang 0.4.2 points on MI300X and 0.5.3 on H100: no
     '@' takes today's line, 0.5, everywhere (issue 28); on an MI300X 0.5 has no points,
