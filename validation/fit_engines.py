@@ -94,6 +94,7 @@ from decodecalc.calibration.validation import (
     predicted,
     prefill_cases,
     shipped_bands,
+    with_band,
     with_prefill,
 )
 from decodecalc.engine.profile import EngineParams, release_order
@@ -465,16 +466,71 @@ def with_lines(
     a family prior would (fit_engines)."""
     out = dict(fits)
     out.update(fit_engines([p for p in shares if (p.engine, p.family) not in fits]))
-    keyed: dict[tuple[str, str, str | None], list[Labelled]] = {}
+    for (engine, family, _), mine in by_line(shares):
+        if (engine, family) in fits:
+            pooled = out[engine, family]
+            lines = sorted(
+                (*pooled.lines, fit_line(pooled, mine)), key=lambda x: release_order(x.line or "")
+            )
+            out[engine, family] = replace(pooled, lines=tuple(lines))
+    return out
+
+
+def by_line(shares: Sequence[Labelled]) -> list[tuple[tuple[str, str, str], list[Labelled]]]:
+    """The shares' points by engine, family and release line."""
+    keyed: dict[tuple[str, str, str], list[Labelled]] = {}
     for p in shares:
-        if (p.engine, p.family) in fits:
-            keyed.setdefault((p.engine, p.family, p.release), []).append(p)
-    for (engine, family, _), mine in sorted(keyed.items(), key=lambda kv: str(kv[0])):
-        pooled = out[engine, family]
-        lines = sorted(
-            (*pooled.lines, fit_line(pooled, mine)), key=lambda x: release_order(x.line or "")
+        keyed.setdefault((p.engine, p.family, p.release or ""), []).append(p)
+    return sorted(keyed.items())
+
+
+def with_share_bands(
+    fits: dict[tuple[str, str], FamilyFit],
+    base: dict[tuple[str, str], FamilyFit],
+    shares: Sequence[Labelled],
+) -> dict[tuple[str, str], FamilyFit]:
+    """Each share's line (and a new engine's pooled fit) with the conformal band of its
+    own points' residuals, each model left out in turn and predicted by the share refitted
+    without it as with_lines fits it (``base``: the pooled fits it takes as the prior), its
+    outside band the same: a left-out model is what lies outside a fit's range. The
+    family's left-out band from points.yaml (0.64-3.30 on AMD Instinct) would hold the
+    older lines' errors on a new one, not the new line's own."""
+    out = dict(fits)
+    for (engine, family, line), mine in by_line(shares):
+        ratios = []
+        for model in sorted({p.point.scenario.model.id for p in mine}):
+            train = [p for p in mine if p.point.scenario.model.id != model]
+            if (engine, family) in base:
+                params = fit_line(base[engine, family], train).fit.params
+            else:
+                params = fit_engines(train)[engine, family].fit.params
+            ratios += [
+                p.terms.measured_s / predicted(p, (params,), engine).seconds
+                for p in mine
+                if p.point.scenario.model.id == model
+            ]
+        band = conformal_band(ratios)
+        how = (
+            f"band: conformal 80% interval of {len(ratios)} residuals of its own points, each "
+            "model left out in turn (validation/fit_engines.py: with_share_bands)"
         )
-        out[engine, family] = replace(pooled, lines=tuple(lines))
+        f = out[engine, family]
+        lines = tuple(
+            replace(
+                x,
+                fit=replace(
+                    x.fit, params=with_band(x.fit.params, (band, band)), held=(*x.fit.held, how)
+                ),
+            )
+            if x.line == line
+            else x
+            for x in f.lines
+        )
+        if (engine, family) not in base:  # the pooled fit is the share's own
+            held = (*(h for h in f.fit.held if not h.startswith("band:")), how)
+            params = with_band(f.fit.params, (band, band))
+            f = replace(f, fit=replace(f.fit, params=params, held=held))
+        out[engine, family] = replace(f, lines=lines)
     return out
 
 
@@ -490,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         [m for p in paths if p.name not in FITTED_SHARES for m in read_points(p, catalog)], catalog
     )
     shares = labelled([m for p in paths for m in shared_points(p, catalog)], catalog)
-    fits = shipped_bands(items, with_lines(fit_engines(items), shares))
+    base = fit_engines(items)
+    fits = with_share_bands(shipped_bands(items, with_lines(base, shares)), base, shares)
     fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
     items += shares
     name = ", ".join(
