@@ -458,8 +458,8 @@ def with_lines(
     """The fits with each share's release line fitted on its own points, the engine's
     pooled fit on the family as the prior (calibration/validation.py: fit_line). The
     shares stay out of the pooled fits, their families' priors and the bands: the older
-    lines' parameters are those of points.yaml alone, and the new line's band is the
-    family's left-out band. Their TTFTs are not fitted (prefill_cases sees points.yaml
+    lines' parameters are those of points.yaml alone (the new line's band comes from its
+    own points: with_share_bands). Their TTFTs are not fitted (prefill_cases sees points.yaml
     only): 10 x concurrency requests of one length sent at once grow the TTFT with the
     concurrency as the MI300X DeepSeek rows' waves do (their ``ttft_exclude``). An engine
     new to a family (ATOM) is fitted on its share alone, its own points setting the costs
