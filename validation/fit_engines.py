@@ -1,4 +1,5 @@
-"""Fit the engine profiles in presets/engines/ to the measured points in validation/points.yaml.
+"""Fit the engine profiles in presets/engines/ to the measured points in validation/points.yaml
+and a share of validation/points-2026-thin-regimes.yaml.
 
     python validation/fit_engines.py            # with decodecalc installed (.venv/bin/python)
 
@@ -64,6 +65,12 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   conformal interval below over only the left-out residuals whose point lay outside the
   range of the parameters that predicted it, never narrower than the band
   (calibration/validation.py: outside_bands).
+- Shares (FITTED_SHARES): the 2026 points fitted from a partly held-out file (vLLM 0.19
+  and ATOM on MI355X, by model) are fitted apart: a new line on the engine's pooled fit as
+  the prior, or a new engine on its own points (with_lines), outside the pooled fits, the
+  family priors and the family bands; their bands come from their own residuals, each
+  model left out in turn (with_share_bands). Vendor factors take the vendor's points of
+  release lines dated within twelve months before AS_OF (2026-12-02).
 - Band: the split-conformal 80% interval of measured / expected over the left-out
   predictions of every point on the profile's GPU family (each point predicted by
   profiles refitted without its group, its model, its GPU and its engine's newer release
