@@ -67,11 +67,49 @@ def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
     assert view.line == "0.6"
 
 
+def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
+    """The pooled amd-instinct fit (e_w 0.7) holds line 0.4's points (its range's lines);
+    line 0.5 was fitted apart on amd-instinct (e_w 0.8, validation/fit_engines.py:
+    with_lines). '@0.4' keeps the pooled fit, which holds its points; no '@' takes 0.5.
+    Where the pooled fit holds 0.5 too, 0.5 stands in for 0.4 as before (the oldest newer
+    line fitted there)."""
+    pooled = replace(POOLED, range=RANGE)  # lines ("0.4",)
+    profile = EngineProfile(
+        "toy",
+        "Toy",
+        (("amd-instinct", pooled),),
+        lines=(
+            ReleaseLine("0.4", points=5),
+            ReleaseLine("0.5", families=(("amd-instinct", NEW),), points=5),
+        ),
+    )
+    assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == pooled
+    assert dict(at_line(profile, None, "amd-instinct").families)["amd-instinct"] == NEW
+    both = replace(pooled, range=replace(RANGE, lines=("0.4", "0.5")))
+    profile = replace(profile, params_by_family=(("amd-instinct", both),))
+    assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == NEW
+
+
+def test_the_shipped_vllm_lines_on_amd(cli: Run) -> None:
+    """vLLM 0.19 (ATOM's plugin, MI355X, May 2026) is vLLM's own line on AMD Instinct:
+    no '@' takes it there, with no transfer; '@0.10' keeps the 2025 pooled fit."""
+    args = ("estimate", "-m", "gpt-oss-120b", "-g", "mi355x", "--json", "--engine")
+    doc = json.loads(cli(*args, "vllm").out)
+    assert doc["inputs"]["engine_line"] == "0.19"
+    assert not any(n["code"] == "engine-transferred" for n in doc["notes"])
+    old = json.loads(cli(*args, "vllm@0.10").out)
+    assert old["inputs"]["engine_line"] == "0.10"
+    # the 2025 fit's 444 us per MoE layer: the older line runs slower
+    assert old["rows"][0]["expected_ms_per_token"] > doc["rows"][0]["expected_ms_per_token"]
+
+
 def test_the_shipped_sglang_lines(cli: Run) -> None:
     """validation/points.yaml holds SGLang 0.4.2 points on MI300X and 0.5.3 on H100: no
     '@' takes today's line, 0.5, everywhere (issue 28); on an MI300X 0.5 has no points,
     so its H100 rates transfer with AMD's vendor factor and a note says so; '@0.4' keeps
-    the older line's own MI300X fit."""
+    the older line's own MI300X fit. The factor is fitted on AMD's points of the twelve
+    months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
+    and vLLM 0.10.0 are older)."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -81,7 +119,7 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         assert doc["inputs"]["engine_line"] == "0.5"
         (moved,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-transferred"]
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
-        assert "x0.73 for amd-instinct" in moved and "vllm@0.10 on mi300x" in moved
+        assert "x0.83 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"

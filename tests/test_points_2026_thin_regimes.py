@@ -1,7 +1,8 @@
 """validation/points-2026-thin-regimes.yaml: more published decode measurements of 2025-2026
 engine releases where points-2026.yaml is thin (AMD MI355X, concurrency 64-256, hybrid and
 small-active MoE models, Apple and AMD APUs), each traced to its source and mapped by the rules
-validation/README.md states; an out-of-sample set validate predicts, never fitted."""
+validation/README.md states; validate predicts it, out of sample but for the 36 vLLM 0.19
+points validation/fit_engines.py fits (FITTED_SHARES)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Fit the engine profiles in presets/engines/ to the measured points in validation/points.yaml.
+"""Fit the engine profiles in presets/engines/ to the measured points in validation/points.yaml
+and a share of validation/points-2026-thin-regimes.yaml.
 
     python validation/fit_engines.py            # with decodecalc installed (.venv/bin/python)
 
@@ -64,6 +65,12 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   conformal interval below over only the left-out residuals whose point lay outside the
   range of the parameters that predicted it, never narrower than the band
   (calibration/validation.py: outside_bands).
+- Shares (FITTED_SHARES): the 2026 points fitted from a partly held-out file (vLLM 0.19
+  and ATOM on MI355X, by model) are fitted apart: a new line on the engine's pooled fit as
+  the prior, or a new engine on its own points (with_lines), outside the pooled fits, the
+  family priors and the family bands; their bands come from their own residuals, each
+  model left out in turn (with_share_bands). Vendor factors take the vendor's points of
+  release lines dated within twelve months before AS_OF (2026-12-02).
 - Band: the split-conformal 80% interval of measured / expected over the left-out
   predictions of every point on the profile's GPU family (each point predicted by
   profiles refitted without its group, its model, its GPU and its engine's newer release
@@ -82,17 +89,19 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from decodecalc.calibration.points import read_points
+from decodecalc.calibration.points import MeasuredPoint, read_points
 from decodecalc.calibration.validation import (
     FamilyFit,
     Labelled,
     conformal_band,
     fit_engines,
+    fit_line,
     fit_prefills,
     labelled,
     predicted,
     prefill_cases,
     shipped_bands,
+    with_band,
     with_prefill,
 )
 from decodecalc.engine.profile import EngineParams, release_order
@@ -114,6 +123,11 @@ class About:
 
 
 ENGINES = {
+    "atom": About(
+        "ATOM",
+        notes="AMD's inference server for Instinct GPUs (ROCm/ATOM): aiter kernels, its own "
+        "scheduler; fitted on its nightly benchmark dashboard (MI355X, May 2026).",
+    ),
     "vllm": About("vLLM", notes="CUDA graphs, FlashAttention / FlashInfer kernels; ROCm on AMD."),
     "sglang": About("SGLang", notes="CUDA graphs, FlashInfer / Triton attention."),
     "tensorrt-llm": About("TensorRT-LLM", ("trtllm", "trt-llm")),
@@ -147,8 +161,9 @@ ENGINES = {
 """Every engine the presets ship, with what the fit cannot know about it."""
 
 HEADER = (
-    "Written by validation/fit_engines.py from validation/points.yaml: re-run the script\n"
-    "instead of editing (its docstring states the fitting rules)."
+    "Written by validation/fit_engines.py from validation/points.yaml and a share of\n"
+    "validation/points-2026-thin-regimes.yaml (FITTED_SHARES): re-run the script instead of\n"
+    "editing (its docstring states the fitting rules)."
 )
 
 
@@ -186,9 +201,15 @@ SOURCE_FAMILY = "nvidia-datacenter"
 """The family a release line's rates transfer from: the one with kernel tables per engine
 release and the most lines fitted."""
 
-NEWEST_DAYS = 366
-"""A vendor's newest points: those of its release lines dated within twelve months of
-the newest line dated on its family (older ones are other releases' kernels)."""
+NEWEST_DAYS = 365
+"""A vendor's newest points: those of its release lines dated within twelve months before
+AS_OF (older ones are other releases' kernels)."""
+
+AS_OF = date(2026, 12, 2)
+"""The day the shipped profiles are fitted for, fixed so that the same points give the
+same bytes: the vendor factors' twelve months end on it. As of it, SGLang 0.4.2 on MI300X
+(February 2025) and vLLM 0.10.0 (August 2025) are older than a year, so the AMD factor
+rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES)."""
 
 VENDOR = "nvidia-"
 """The source family's vendor: a factor is fitted for the families of other vendors only
@@ -279,21 +300,30 @@ def vendor_factors(
 
 
 def newest_points(family: str, items: Sequence[Labelled]) -> list[Labelled]:
-    """The family's points of release lines dated within NEWEST_DAYS of its newest dated
-    line (dates_of: from the points' own version strings)."""
-    recent = {key for key, age in line_ages(family, items).items() if age <= NEWEST_DAYS}
+    """The family's points of release lines dated within NEWEST_DAYS before AS_OF
+    (dates_of: from the points' own version strings)."""
+    recent = {
+        key for key, day in line_dates(family, items).items() if (AS_OF - day).days <= NEWEST_DAYS
+    }
     return [p for p in items if p.family == family and (p.engine, p.release) in recent]
 
 
-def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
-    """Days each (engine, release line) with points on the family is older than the
-    newest line dated there, for the lines whose points' versions give a day."""
+def line_dates(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], date]:
+    """The day of each (engine, release line) with points on the family, for the lines
+    whose points' versions give one."""
     dated: dict[tuple[str, str | None], date] = {}
     for engine, line in {(p.engine, p.release) for p in items if p.family == family and p.release}:
         versions = [p.version for p in items if (p.engine, p.release) == (engine, line)]
         days = [d for d in dates_of(line or "", versions) if len(d) == 10]
         if days:
             dated[engine, line] = date.fromisoformat(max(days))
+    return dated
+
+
+def line_ages(family: str, items: Sequence[Labelled]) -> dict[tuple[str, str | None], int]:
+    """Days each (engine, release line) with points on the family is older than the
+    newest line dated there, for the lines whose points' versions give a day."""
+    dated = line_dates(family, items)
     last = max(dated.values(), default=None)
     return {key: (last - day).days for key, day in dated.items() if last is not None}
 
@@ -379,11 +409,136 @@ def profiles(
     return out
 
 
-POINTS = (ROOT / "validation" / "points.yaml",)
-"""The points the shipped profiles are fitted on: the 232 of ../shared/validation. The
-datacenter set and the 36 points of 2025-2026 engines stay out of sample (fitted with
-these, they move the serving replay's TPOT error on points.yaml from 7% to 18% and the
-model-left-out p90 near 40%: docs/accuracy.md)."""
+POINTS = (
+    ROOT / "validation" / "points.yaml",
+    ROOT / "validation" / "points-2026-thin-regimes.yaml",
+)
+"""The points the shipped profiles are fitted on: the 232 of ../shared/validation, and of
+the 2026 set where it is thin the share FITTED_SHARES names. The datacenter set and the
+36 points of 2025-2026 engines stay out of sample (fitted with these, they move the
+serving replay's TPOT error on points.yaml from 7% to 18% and the model-left-out p90 near
+40%: docs/accuracy.md)."""
+
+
+@record
+class Share:
+    """The points of a file that are fitted: one engine's release line, on some models."""
+
+    engine: str
+    release: str
+    models: tuple[str, ...]
+
+    def holds(self, p: MeasuredPoint) -> bool:
+        return (p.engine, p.release) == (self.engine, self.release) and (
+            p.scenario.model.id in self.models
+        )
+
+
+FITTED_SHARES = {
+    "points-2026-thin-regimes.yaml": (
+        Share("vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")),
+        Share("atom", "2026-05", ("deepseek-v3", "gpt-oss-120b", "minimax-m2", "llama-3.1-70b")),
+    ),
+}
+"""Files fitted in part, by name, and the parts. vLLM 0.19 (ATOM's plugin, May 2026) on
+MI355X: 36 points of three models (gpt-oss-120b at TP 1, 2 and 8, MiniMax-M2.5 at TP 2 and
+4, GLM-4.7 at TP 8) make its own line on AMD Instinct and the AMD vendor factor; its 23
+points of DeepSeek-V3.2, Kimi-K2.5 and Qwen3-Next-80B-A3B (other attention: DSA, MLA and
+hybrid linear) stay out of sample. ATOM's standalone server (nightly of 2026-05-20): 46
+points of DeepSeek-R1 (the deepseek-v3 preset; FP8 TP 8, MXFP4 TP 4), gpt-oss-120b,
+MiniMax-M2.7 (FP8 TP 2, MXFP4 TP 1) and Llama-3.3-70B (MXFP4, the one dense model) make
+the `atom` profile; its 36 points of GLM-5 and GLM-5.1, Kimi-K2.5 and Qwen3.5-397B-A17B
+stay out of sample, as do the 74 Strix Halo points."""
+
+
+def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
+    """The points of ``path`` its FITTED_SHARES entry names (none for other files)."""
+    shares = FITTED_SHARES.get(path.name, ())
+    if not shares:
+        return []
+    return [p for p in read_points(path, catalog) if any(s.holds(p) for s in shares)]
+
+
+def with_lines(
+    fits: dict[tuple[str, str], FamilyFit], shares: Sequence[Labelled]
+) -> dict[tuple[str, str], FamilyFit]:
+    """The fits with each share's release line fitted on its own points, the engine's
+    pooled fit on the family as the prior (calibration/validation.py: fit_line). The
+    shares stay out of the pooled fits, their families' priors and the bands: the older
+    lines' parameters are those of points.yaml alone (the new line's band comes from its
+    own points: with_share_bands). Their TTFTs are not fitted (prefill_cases sees points.yaml
+    only): 10 x concurrency requests of one length sent at once grow the TTFT with the
+    concurrency as the MI300X DeepSeek rows' waves do (their ``ttft_exclude``). An engine
+    new to a family (ATOM) is fitted on its share alone, its own points setting the costs
+    a family prior would (fit_engines)."""
+    out = dict(fits)
+    out.update(fit_engines([p for p in shares if (p.engine, p.family) not in fits]))
+    for (engine, family, _), mine in by_line(shares):
+        if (engine, family) in fits:
+            pooled = out[engine, family]
+            lines = sorted(
+                (*pooled.lines, fit_line(pooled, mine)), key=lambda x: release_order(x.line or "")
+            )
+            out[engine, family] = replace(pooled, lines=tuple(lines))
+    return out
+
+
+def by_line(shares: Sequence[Labelled]) -> list[tuple[tuple[str, str, str], list[Labelled]]]:
+    """The shares' points by engine, family and release line."""
+    keyed: dict[tuple[str, str, str], list[Labelled]] = {}
+    for p in shares:
+        keyed.setdefault((p.engine, p.family, p.release or ""), []).append(p)
+    return sorted(keyed.items())
+
+
+def with_share_bands(
+    fits: dict[tuple[str, str], FamilyFit],
+    base: dict[tuple[str, str], FamilyFit],
+    shares: Sequence[Labelled],
+) -> dict[tuple[str, str], FamilyFit]:
+    """Each share's line (and a new engine's pooled fit) with the conformal band of its
+    own points' residuals, each model left out in turn and predicted by the share refitted
+    without it as with_lines fits it (``base``: the pooled fits it takes as the prior), its
+    outside band the same: a left-out model is what lies outside a fit's range. The
+    family's left-out band from points.yaml (0.64-3.30 on AMD Instinct) would hold the
+    older lines' errors on a new one, not the new line's own."""
+    out = dict(fits)
+    for (engine, family, line), mine in by_line(shares):
+        ratios = []
+        for model in sorted({p.point.scenario.model.id for p in mine}):
+            train = [p for p in mine if p.point.scenario.model.id != model]
+            if (engine, family) in base:
+                params = fit_line(base[engine, family], train).fit.params
+            else:
+                params = fit_engines(train)[engine, family].fit.params
+            ratios += [
+                p.terms.measured_s / predicted(p, (params,), engine).seconds
+                for p in mine
+                if p.point.scenario.model.id == model
+            ]
+        band = conformal_band(ratios)
+        how = (
+            f"band: conformal 80% interval of {len(ratios)} residuals of its own points, each "
+            "model left out in turn (validation/fit_engines.py: with_share_bands)"
+        )
+        f = out[engine, family]
+        lines = tuple(
+            replace(
+                x,
+                fit=replace(
+                    x.fit, params=with_band(x.fit.params, (band, band)), held=(*x.fit.held, how)
+                ),
+            )
+            if x.line == line
+            else x
+            for x in f.lines
+        )
+        if (engine, family) not in base:  # the pooled fit is the share's own
+            held = (*(h for h in f.fit.held if not h.startswith("band:")), how)
+            params = with_band(f.fit.params, (band, band))
+            f = replace(f, fit=replace(f.fit, params=params, held=held))
+        out[engine, family] = replace(f, lines=lines)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,9 +549,14 @@ def main(argv: list[str] | None = None) -> int:
     # Built-in presets only: a user's $DECODECALC_PRESETS must not change what ships.
     catalog = Catalog((presets_dir(),))
     paths = [p.resolve() for p in args.points]
-    items = labelled([m for p in paths for m in read_points(p, catalog)], catalog)
-    fits = shipped_bands(items, fit_engines(items))
+    items = labelled(
+        [m for p in paths if p.name not in FITTED_SHARES for m in read_points(p, catalog)], catalog
+    )
+    shares = labelled([m for p in paths for m in shared_points(p, catalog)], catalog)
+    base = fit_engines(items)
+    fits = with_share_bands(shipped_bands(items, with_lines(base, shares)), base, shares)
     fits = with_prefill(fits, fit_prefills(prefill_cases(items, fits, catalog)))
+    items += shares
     name = ", ".join(
         p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name for p in paths
     )

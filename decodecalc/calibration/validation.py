@@ -270,9 +270,16 @@ def fit_lines(pooled: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
         whole = len(mine) == len(members)
         if not whole and (len(mine) < MIN_LINE_POINTS or len(models) < MIN_LINE_MODELS):
             continue
-        fit = pooled if whole else _fit((pooled.engine, pooled.family), mine, pooled.fit.params)
-        lines.append(_ranged(replace(fit, line=line), mine))
+        lines.append(_ranged(replace(pooled, line=line), mine) if whole else fit_line(pooled, mine))
     return replace(_ranged(pooled, members), lines=tuple(lines))
+
+
+def fit_line(pooled: FamilyFit, mine: Sequence[Labelled]) -> FamilyFit:
+    """One release line's own fit on its points ``mine``, with the pooled engine+family
+    fit as the prior (validation/fit_engines.py also fits a line so on points kept out of
+    the pooled fit)."""
+    fit = _fit((pooled.engine, pooled.family), mine, pooled.fit.params)
+    return _ranged(replace(fit, line=mine[0].release), mine)
 
 
 def _ranged(f: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:

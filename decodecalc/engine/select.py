@@ -16,6 +16,7 @@ from decodecalc.engine.profile import (
     EngineParams,
     EngineProfile,
     FitRange,
+    ReleaseLine,
     gpu_family,
     release_order,
     roofline,
@@ -109,13 +110,26 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     for kind in (*profile.family_names, *dict.fromkeys(moved)):
         fitted = [x for x in lines if kind in dict(x.families)]
         older = [x for x in fitted if release_order(x.release) <= here]
-        newer = [x for x in fitted if not dict(x.families)[kind].transferred]
+        newer = [x for x in fitted if stands_in(profile, kind, x)] if not older else []
         nearest = older[-1] if older else (newer[0] if newer else None)
         # (the pooled fit is parsed only where it stands in)
         params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
         if params is not None:  # (none: a family only a newer line was transferred to)
             families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
+
+
+def stands_in(profile: EngineProfile, family: str, newer: ReleaseLine) -> bool:
+    """Whether a newer line's parameters on ``family`` may stand in for an older line
+    without its own: fitted on the family's own points (a transfer never does), beside
+    the older lines' in the pooled fit. A line fitted apart from the pooled fit
+    (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct) leaves the older
+    lines to the pooled fit, which holds their points."""
+    if dict(newer.families)[family].transferred:
+        return False
+    pooled = profile.family(family)
+    held = pooled.range.lines if pooled is not None and pooled.range is not None else ()
+    return not held or newer.release in held
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:
