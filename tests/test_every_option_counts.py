@@ -72,6 +72,7 @@ TRIALS: dict[str, Trial] = {
     "--pp": Trial("2"),
     "--ep": Trial(None, both=("-m", "mixtral-8x7b", "--tp", "2")),
     "--dp-attention": Trial(None, both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8")),
+    "--eplb-redundant": Trial("32", both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8", "--ep")),
     "--efficiency": Trial("0.8"),
     "--memory-utilization": Trial("0.1"),  # 8 GB of an H100's 80: Llama-3.1-8B's 16 GB do not fit
     "--overhead": Trial("1ms"),

@@ -370,6 +370,8 @@ def _parallel_fields(est: Estimate) -> dict[str, Any]:
         ]
     if est.experts_touched_per_gpu is not None:
         fields["experts_touched_per_gpu"] = est.experts_touched_per_gpu
+    if est.experts_read_busiest_gpu is not None:
+        fields["experts_read_busiest_gpu"] = est.experts_read_busiest_gpu
     return fields
 
 
