@@ -140,6 +140,15 @@ def read_share(s: Scenario, group: TensorGroup, tokens: int) -> Fraction:
     return Fraction(slots) * s.tp / (moe.num_experts + s.eplb_redundant)
 
 
+def handover_seconds(link: Link | None, per_gpu_bytes: int) -> float:
+    """A disaggregated request's KV hand-over from a prefill worker to a decode worker:
+    every decode GPU pulls its share at once, each over its own NIC (latency + bytes /
+    bandwidth); no link, no time."""
+    if link is None or per_gpu_bytes == 0:
+        return 0.0
+    return link.latency_s + per_gpu_bytes / link.bandwidth_bytes_per_s
+
+
 def handoff_crosses_nodes(stage: int, tp: int, gpus_per_node: int) -> bool:
     """Whether stage ``stage`` hands off to the next across nodes: rank r of stage s is GPU
     s x tp + r, GPUs filling nodes in order, and each rank sends to its peer in the next

@@ -1,0 +1,159 @@
+"""Disaggregated serving (docs/serving.md, "Disaggregated serving"): the laws of two pools
+and a KV hand-over, the worked DeepSeek-R1 example's hand-over by hand, and the refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from tests.conftest import Run
+
+BASE = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm")
+
+
+def run(cli: Run, *args: str) -> dict[str, Any]:
+    result = cli(*BASE, *args, "--json")
+    assert result.code == 0, result.err
+    doc: dict[str, Any] = json.loads(result.out)
+    return doc
+
+
+def rows(cli: Run, *args: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = run(cli, *args)["rows"]
+    return found
+
+
+def expected_ms(cli: Run, batch: int, context: int, engine: str) -> float:
+    result = cli(
+        "estimate", *BASE[1:], "--batch", str(batch), "-c", str(context), "--engine", engine,
+        "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    value: float = json.loads(result.out)["rows"][0]["expected_ms_per_token"]
+    return value
+
+
+@pytest.mark.parametrize("engine", ["roofline", "vllm"])
+@pytest.mark.parametrize(("concurrency", "decoders"), [(1, 1), (24, 2), (64, 4)])
+def test_free_hand_over_and_enough_prefill_give_estimates_step(
+    cli: Run, engine: str, concurrency: int, decoders: int
+) -> None:
+    """No transfer time and a prefill worker per request: TPOT is the decode worker's step
+    at its batch, as estimate prices it (prompt 100, 101 out: the decode contexts run
+    100..200, mean 150; a batch between whole ones interpolated between them)."""
+    (row,) = rows(
+        cli,
+        *("--input-len", "100", "--output-len", "101", "--concurrency", str(concurrency)),
+        *("--prefill-workers", str(concurrency), "--decode-workers", str(decoders)),
+        *("--kv-link", "none", "--engine", engine),
+    )
+    batch = max(1.0, row["decode_batch"])
+    low = math.floor(batch)
+    at_low = expected_ms(cli, low, 150, engine)
+    step = at_low
+    if batch > low:
+        step += (batch - low) * (expected_ms(cli, low + 1, 150, engine) - at_low)
+    assert row["tpot_ms"] == pytest.approx(step, rel=1e-9)
+    assert row["kv_transfer_ms"] == 0
+    assert row["prefill_wait_ms"] == 0
+    assert row["prefill_workers"] == concurrency and row["decode_workers"] == decoders
+
+
+def test_ttft_grows_with_the_prompt(cli: Run) -> None:
+    ttfts = [
+        rows(
+            cli,
+            *("--input-len", str(prompt), "--output-len", "200", "--concurrency", "16"),
+            *("--prefill-workers", "1", "--decode-workers", "1"),
+        )[0]["ttft_ms"]
+        for prompt in (256, 1024, 4096, 16384)
+    ]
+    assert ttfts == sorted(ttfts) and len(set(ttfts)) == 4
+
+
+def test_ttft_falls_with_more_prefill_workers(cli: Run) -> None:
+    ttfts = [
+        rows(
+            cli,
+            *("--input-len", "4096", "--output-len", "200", "--concurrency", "64"),
+            *("--prefill-workers", str(p), "--decode-workers", "2"),
+        )[0]["ttft_ms"]
+        for p in (1, 2, 4, 8)
+    ]
+    assert ttfts == sorted(ttfts, reverse=True)
+    assert ttfts[0] > ttfts[-1]
+
+
+def test_tpot_falls_or_stays_with_more_decode_workers(cli: Run) -> None:
+    tpots = [
+        rows(
+            cli,
+            *("--input-len", "1024", "--output-len", "500", "--concurrency", "256"),
+            *("--prefill-workers", "4", "--decode-workers", str(d)),
+        )[0]["tpot_ms"]
+        for d in (1, 2, 4, 8)
+    ]
+    assert tpots == sorted(tpots, reverse=True)
+
+
+def test_deepseek_r1_hand_over_by_hand(cli: Run) -> None:
+    """docs/serving.md's worked example: DeepSeek-R1 FP8 on H200, 1 prefill worker TP 8,
+    2 decode workers TP 8 EP 8 with DP attention, 8K prompts, concurrency 128. The prompt's
+    MLA cache is 8,192 tokens x 61 layers x 576 values x 2 bytes = 575,668,224 bytes, all
+    of it received by the one decode GPU whose rank holds the request; over InfiniBand NDR
+    (50 GB/s per GPU, 20 us): 20 us + 575,668,224 / 50e9 s = 11.533 ms."""
+    result = cli(
+        "serving", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8", "--ep",
+        "--dp-attention", "--prefill-workers", "1", "--decode-workers", "2",
+        "--no-prefill-ep", "--no-prefill-dp-attention", "--input-len", "8K",
+        "--output-len", "1K", "--concurrency", "128", "--kv-link", "ib-ndr", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert doc["kv_bytes_per_request"] == 8_192 * 61 * 576 * 2 == 575_668_224
+    assert doc["kv_bytes_per_decode_gpu"] == 575_668_224
+    (row,) = doc["rows"]
+    assert row["kv_transfer_ms"] == pytest.approx((20e-6 + 575_668_224 / 50e9) * 1000)
+    assert doc["gpus"] == 24
+    assert doc["prefill"]["tp"] == 8 and not doc["prefill"]["ep"]
+    assert doc["decode"]["ep"] and doc["decode"]["dp_attention"]
+    # TTFT is made of its parts; Little's law ties the load to the rate.
+    parts = (
+        row["prefill_wait_ms"] + row["prefill_ms"] + row["kv_transfer_ms"]
+        + row["decode_wait_ms"] + row["first_step_ms"] + row["per_request_ms"]
+    )  # fmt: skip
+    assert row["ttft_ms"] == pytest.approx(parts)
+    assert row["concurrency"] == pytest.approx(
+        row["request_throughput_per_s"] * row["e2e_latency_s"], rel=1e-6
+    )
+    assert row["ttft_low_ms"] <= row["ttft_ms"] <= row["ttft_high_ms"]
+    assert row["tpot_low_ms"] <= row["tpot_ms"] <= row["tpot_high_ms"]
+    assert doc["saturates_first"] in ("prefill", "decode")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--prefill-workers", "1"), "give --decode-workers too"),
+        (("--decode-workers", "2"), "give --prefill-workers too"),
+        (("--prefill-workers", "1", "--decode-workers", "1", "--kv-link", "ibb"), "--kv-link"),
+        (
+            ("-m", "deepseek-r1", "-g", "h200", "--tp", "1", "--prefill-workers", "1",
+             "--decode-workers", "1"),
+            "cannot hold the model",
+        ),
+        (
+            ("-m", "deepseek-r1", "-g", "h200", "--tp", "8", "--ep", "--eplb-redundant",
+             "30", "--prefill-workers", "1", "--decode-workers", "1"),
+            "do not divide",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_combinations_are_one_line(cli: Run, args: tuple[str, ...], words: str) -> None:
+    result = cli(*BASE, "--input-len", "1000", "--output-len", "100", "--concurrency", "4", *args)
+    assert result.code == 2, result.out
+    assert words in result.err
+    assert len(result.err.strip().splitlines()) == 1
