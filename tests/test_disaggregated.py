@@ -157,3 +157,31 @@ def test_bad_combinations_are_one_line(cli: Run, args: tuple[str, ...], words: s
     assert result.code == 2, result.out
     assert words in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_deepseek_r1_worked_example_on_the_roofline(cli: Run) -> None:
+    """docs/serving.md's worked example on the roofline: one prefill worker is an M/M/1
+    queue (wait = a / (1 - a) x T_p at a = X T_p); the prefill is its FLOPs at peak plus
+    the 2 x 61 all-reduces of 8,192 x 7,168 x 2 bytes, each 10 us + 2 x 7/8 x bytes /
+    450 GB/s; e2e = wait + prefill + hand-over + 1,024 decode steps."""
+    result = cli(
+        "serving", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8", "--ep",
+        "--dp-attention", "--prefill-workers", "1", "--decode-workers", "2",
+        "--no-prefill-ep", "--no-prefill-dp-attention", "--input-len", "8K",
+        "--output-len", "1K", "--concurrency", "128", "--engine", "roofline", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    allreduces = 2 * 61 * (10e-6 + 2 * 7 / 8 * 8_192 * 7_168 * 2 / 450e9)
+    assert allreduces == pytest.approx(0.05694, rel=1e-3)
+    assert row["prefill_ms"] > allreduces * 1000 + 2 * 36.6e9 * 8_192 / (8 * 1979e12) * 1000
+    load = row["request_throughput_per_s"] * row["prefill_ms"] / 1000
+    assert row["prefill_wait_ms"] == pytest.approx(load / (1 - load) * row["prefill_ms"])
+    e2e_ms = (
+        row["prefill_wait_ms"] + row["prefill_ms"] + row["kv_transfer_ms"]
+        + 1_024 * row["tpot_ms"]
+    )  # fmt: skip
+    assert row["e2e_latency_s"] * 1000 == pytest.approx(e2e_ms, rel=1e-9)
+    assert row["output_tokens_per_s_per_gpu"] == pytest.approx(
+        row["request_throughput_per_s"] * 1_024 / 24
+    )
