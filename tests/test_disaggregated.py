@@ -12,6 +12,13 @@ import pytest
 from tests.conftest import Run
 
 BASE = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm")
+DEEPSEEK_1P2D = (
+    "serving", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8", "--ep",
+    "--dp-attention", "--prefill-workers", "1", "--decode-workers", "2",
+    "--no-prefill-ep", "--no-prefill-dp-attention", "--input-len", "8K",
+    "--output-len", "1K", "--concurrency", "128",
+)  # fmt: skip
+"""docs/serving.md's worked example (examples/disaggregated-deepseek.yaml)."""
 
 
 def run(cli: Run, *args: str) -> dict[str, Any]:
@@ -105,12 +112,7 @@ def test_deepseek_r1_hand_over_by_hand(cli: Run) -> None:
     MLA cache is 8,192 tokens x 61 layers x 576 values x 2 bytes = 575,668,224 bytes, all
     of it received by the one decode GPU whose rank holds the request; over InfiniBand NDR
     (50 GB/s per GPU, 20 us): 20 us + 575,668,224 / 50e9 s = 11.533 ms."""
-    result = cli(
-        "serving", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8", "--ep",
-        "--dp-attention", "--prefill-workers", "1", "--decode-workers", "2",
-        "--no-prefill-ep", "--no-prefill-dp-attention", "--input-len", "8K",
-        "--output-len", "1K", "--concurrency", "128", "--kv-link", "ib-ndr", "--json",
-    )  # fmt: skip
+    result = cli(*DEEPSEEK_1P2D, "--kv-link", "ib-ndr", "--json")
     assert result.code == 0, result.err
     doc = json.loads(result.out)
     assert doc["kv_bytes_per_request"] == 8_192 * 61 * 576 * 2 == 575_668_224
@@ -164,12 +166,7 @@ def test_deepseek_r1_worked_example_on_the_roofline(cli: Run) -> None:
     queue (wait = a / (1 - a) x T_p at a = X T_p); the prefill is its FLOPs at peak plus
     the 2 x 61 all-reduces of 8,192 x 7,168 x 2 bytes, each 10 us + 2 x 7/8 x bytes /
     450 GB/s; e2e = wait + prefill + hand-over + 1,024 decode steps."""
-    result = cli(
-        "serving", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8", "--ep",
-        "--dp-attention", "--prefill-workers", "1", "--decode-workers", "2",
-        "--no-prefill-ep", "--no-prefill-dp-attention", "--input-len", "8K",
-        "--output-len", "1K", "--concurrency", "128", "--engine", "roofline", "--json",
-    )  # fmt: skip
+    result = cli(*DEEPSEEK_1P2D, "--engine", "roofline", "--json")
     assert result.code == 0, result.err
     (row,) = json.loads(result.out)["rows"]
     allreduces = 2 * 61 * (10e-6 + 2 * 7 / 8 * 8_192 * 7_168 * 2 / 450e9)
@@ -185,3 +182,40 @@ def test_deepseek_r1_worked_example_on_the_roofline(cli: Run) -> None:
     assert row["output_tokens_per_s_per_gpu"] == pytest.approx(
         row["request_throughput_per_s"] * 1_024 / 24
     )
+
+
+def test_a_deployment_file_checks_both_pools(cli: Run) -> None:
+    """examples/disaggregated-deepseek.yaml holds the serving command's own figures."""
+    checked = cli("check", "examples/disaggregated-deepseek.yaml", "--format", "json")
+    assert checked.code == 0, checked.err
+    results = {r["target"]: r["value"] for r in json.loads(checked.out)["results"]}
+    served = cli(*DEEPSEEK_1P2D, "--kv-link", "ib-ndr", "--json")
+    (row,) = json.loads(served.out)["rows"]
+    assert results["max_ttft_ms"] == pytest.approx(row["ttft_ms"])
+    assert results["max_tpot_ms"] == pytest.approx(row["tpot_ms"])
+    assert results["min_output_throughput_per_gpu"] == pytest.approx(
+        row["output_throughput_tokens_per_s"] / 24
+    )
+
+
+@pytest.mark.parametrize(
+    ("pools", "words"),
+    [
+        ("prefill: {workers: 1}", "give both prefill: and decode:"),
+        ("prefill: {workers: 1}\ndecode: {tp: 8}", "decode: give workers"),
+        ("prefill: {workers: 1, tpp: 2}\ndecode: {workers: 1}", "did you mean 'tp'"),
+        ("prefill: {workers: 1}\ndecode: {workers: 1}\nkv_link: ibb", "unknown link 'ibb'"),
+    ],
+)
+def test_bad_pools_in_a_file_are_said_where(
+    cli: Run, tmp_path: Any, pools: str, words: str
+) -> None:
+    path = tmp_path / "pools.yaml"
+    path.write_text(
+        "model: deepseek-r1\ngpu: h200\ntp: 8\n" + pools + "\n"
+        "workload: {input_len: 1K, output_len: 100, concurrency: 4}\n"
+        "targets: {max_tpot_ms: 50}\n"
+    )
+    result = cli("check", str(path))
+    assert result.code == 2
+    assert words in result.err
