@@ -142,6 +142,8 @@ def test_deepseek_r1_hand_over_by_hand(cli: Run) -> None:
         (("--prefill-workers", "1"), "give --decode-workers too"),
         (("--decode-workers", "2"), "give --prefill-workers too"),
         (("--prefill-workers", "1", "--decode-workers", "1", "--kv-link", "ibb"), "--kv-link"),
+        (("--prefill-tp", "2"), "--prefill-tp describes disaggregated serving"),
+        (("--prefill-workers", "1", "--decode-workers", "1", "--chart"), "leave them out"),
         (
             ("-m", "deepseek-r1", "-g", "h200", "--tp", "1", "--prefill-workers", "1",
              "--decode-workers", "1"),

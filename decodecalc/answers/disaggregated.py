@@ -138,23 +138,17 @@ class DisaggregatedResult:
         return "prefill" if prefill <= decode else "decode"
 
     @property
-    def tpot_low_s(self) -> float:
-        return self.tpot_s * self.band[0]
+    def tpot_band_s(self) -> tuple[float, float]:
+        """TPOT is one decode step over tau: the step's band carries over."""
+        return (self.tpot_s * self.band[0], self.tpot_s * self.band[1])
 
     @property
-    def tpot_high_s(self) -> float:
-        return self.tpot_s * self.band[1]
-
-    @property
-    def ttft_low_s(self) -> float:
-        """The steps of TTFT within the band; the transfer and c_req as they are."""
+    def ttft_band_s(self) -> tuple[float, float]:
+        """The steps of TTFT (the waits, the prefill, the first step) within the band; the
+        hand-over and c_req, outside the engine's steps, as they are."""
         fixed = self.kv_transfer_s + self.per_request_s
-        return (self.ttft_s - fixed) * self.band[0] + fixed
-
-    @property
-    def ttft_high_s(self) -> float:
-        fixed = self.kv_transfer_s + self.per_request_s
-        return (self.ttft_s - fixed) * self.band[1] + fixed
+        steps = self.ttft_s - fixed
+        return (steps * self.band[0] + fixed, steps * self.band[1] + fixed)
 
 
 def prompt_kv_bytes(decode: Scenario, prompt: int) -> tuple[int, int]:

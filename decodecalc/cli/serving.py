@@ -246,10 +246,27 @@ def serving(
     if prefill_workers is not None or decode_workers is not None:
         from decodecalc.cli.disaggregated import pools_of, run_disaggregated
 
+        if chart or plot or page:
+            raise InputError(
+                "--chart, --plot and --report draw one pool's curve: leave them out with "
+                "--prefill-workers and --decode-workers"
+            )
         layout = {"tp": prefill_tp, "ep": prefill_ep, "dp_attention": prefill_dp_attention}
         pools = pools_of(ctx, prefill_workers, decode_workers, layout, kv_link)
         run_disaggregated(pools, loads, limits, fmt, as_json, destination(ctx))
         return
+    pool_only = {
+        "--prefill-tp": prefill_tp,
+        "--prefill-ep": prefill_ep,
+        "--prefill-dp-attention": prefill_dp_attention,
+        "--kv-link": kv_link,
+    }
+    stray = [flag for flag, value in pool_only.items() if value is not None]
+    if stray:
+        raise InputError(
+            f"{stray[0]} describes disaggregated serving: give --prefill-workers and "
+            "--decode-workers too"
+        )
     results = [serve(scenario, load, limits) for load in loads]
     report = serving_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
