@@ -124,6 +124,13 @@ TRIALS: dict[str, Trial] = {
     "--gpus": Trial("h200"),
     "--max-ms-per-token": Trial("10"),
     "--min-throughput": Trial("5000"),
+    "--max-ttft-ms": Trial(
+        "100",
+        baseline=(
+            *("-m", "llama-3.1-8b", "--gpus", "h100-sxm", "--max-ms-per-token", "30"),
+            *("--input-len", "4K", "--output-len", "256", "--concurrency", "64"),
+        ),
+    ),
     "--max-gpus": Trial("1"),
     "--max-batch": Trial("4"),
     "--top": Trial("2"),

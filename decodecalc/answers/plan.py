@@ -64,6 +64,8 @@ class Targets:
     """The most GPUs the replicas may use in all."""
     workload: Workload | None = None
     """The requests a server runs (None: a decode step at ``context`` and the batch)."""
+    max_ttft_seconds: float | None = None
+    """Under a workload: the mean time to first token (None: no TTFT target)."""
     memory_utilization: float | None = None
     """The server's share of GPU memory where the user gave one (None: the engine's
     scheduler default, as serving takes it)."""
@@ -74,7 +76,7 @@ class Miss:
     """One target an option fails, and by how much."""
 
     target: str
-    """'latency', 'throughput' or 'fit'."""
+    """'latency', 'ttft', 'throughput', 'load' or 'fit'."""
     value: float
     limit: float
     message: str
@@ -213,18 +215,8 @@ def _evaluate_served(scenario: Scenario, targets: Targets, workload: Workload) -
         nothing = CostEnergy(None, None, None)
         miss = Miss(exc.target, exc.value, exc.limit, str(exc))
         return Option(scenario, None, exc.target != "fit", 1, nothing, None, None, (miss,))
-    tpot, limit = served.tpot_s, targets.max_seconds_per_token
-    misses = []
-    if limit is not None and tpot > limit:
-        misses.append(
-            Miss(
-                "latency",
-                tpot * 1000,
-                limit * 1000,
-                f"{tpot * 1000:,.1f} ms TPOT at {_load(workload)} > {limit * 1000:,g} ms "
-                f"(+{_percent(tpot / limit - 1)})",
-            )
-        )
+    tpot = served.tpot_s
+    misses = _served_misses(served, targets, workload)
     per_replica = served.output_throughput_tokens_per_s
     replicas = _replicas(per_replica, scenario.gpus, targets, misses)
     rates = scenario.rates
@@ -242,6 +234,26 @@ def _evaluate_served(scenario: Scenario, targets: Targets, workload: Workload) -
         misses=tuple(misses),
         served=served,
     )
+
+
+def _served_misses(served: ServingResult, targets: Targets, workload: Workload) -> list[Miss]:
+    """The server's TPOT and TTFT against their targets under the workload."""
+    misses = []
+    for target, name, value, limit in (
+        ("latency", "TPOT", served.tpot_s, targets.max_seconds_per_token),
+        ("ttft", "TTFT", served.ttft_s, targets.max_ttft_seconds),
+    ):
+        if limit is not None and value > limit:
+            misses.append(
+                Miss(
+                    target,
+                    value * 1000,
+                    limit * 1000,
+                    f"{value * 1000:,.1f} ms {name} at {_load(workload)} > "
+                    f"{limit * 1000:,g} ms (+{_percent(value / limit - 1)})",
+                )
+            )
+    return misses
 
 
 def _load(w: Workload) -> str:
@@ -278,9 +290,38 @@ def largest_context(step: StepModel, limit: float | None, context: int) -> int:
 def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     """Every candidate evaluated: those meeting every target first, cheapest first (cost
     per million tokens, then GPUs, then latency); the others after, fewest misses first and
-    then the nearest (the least missed by, in all)."""
-    options = [evaluate(s, targets) for s in candidates]
-    return sorted(options, key=_rank)
+    then the nearest (the least missed by, in all). Options whose figures are identical
+    appear once (the first in that order)."""
+    options = sorted((evaluate(s, targets) for s in candidates), key=_rank)
+    seen: set[tuple[object, ...]] = set()
+    distinct = []
+    for option in options:  # twins (EP or not, where EP changes nothing) appear once
+        key = _figures(option)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(option)
+    return distinct
+
+
+def _figures(o: Option) -> tuple[object, ...]:
+    """What a reader of an answer sees of it, less the expert layout: two options alike in
+    all of it are one answer."""
+    s = o.scenario
+    return (
+        s.gpu.id if s.gpu else s.bandwidth_bytes_per_s,
+        s.tp,
+        s.pp,
+        s.dp_attention,
+        _formats(s),
+        s.batch,
+        o.seconds_per_token,
+        o.replicas,
+        o.costs.cost_per_million_tokens,
+        o.fits,
+        o.max_batch,
+        o.max_context,
+        tuple(m.message for m in o.misses),
+    )
 
 
 @record

@@ -134,6 +134,15 @@ def plan(
             metavar="MS",
         ),
     ] = None,
+    max_ttft_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--max-ttft-ms",
+            help="Under a workload: the mean time to first token, in ms.",
+            parser=real_number,
+            metavar="MS",
+        ),
+    ] = None,
     min_throughput: Annotated[
         float | None,
         typer.Option(
@@ -222,6 +231,8 @@ def plan(
         raise InputError("--top must be a whole number of answers, 0 for every one")
     load = (input_len, output_len, concurrency, request_rate)
     targets = _targets(ctx, context, load, max_ms_per_token, min_throughput, given)
+    if max_ttft_ms is not None:
+        targets = _with_ttft(targets, max_ttft_ms)
     found = candidates(*_choices(ctx, catalog, given))
     if not found.scenarios:
         first = f": {found.skipped[0]}" if found.skipped else ""
@@ -241,6 +252,20 @@ def plan(
             f"left out {len(found.skipped)} combinations that are no valid deployment; "
             f"first: {found.skipped[0]}"
         )
+
+
+def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":
+    """--max-ttft-ms, which only a workload has (a decode step has no first token)."""
+    from decodecalc.record import replace
+
+    if targets.workload is None:
+        raise InputError(
+            "--max-ttft-ms holds a server under a workload: give --input-len, --output-len "
+            "and --concurrency or --request-rate"
+        )
+    if not 0 < max_ttft_ms < 3_600_000:
+        raise InputError("--max-ttft-ms must be more than 0 and under an hour")
+    return replace(targets, max_ttft_seconds=max_ttft_ms / 1000)
 
 
 def _targets(

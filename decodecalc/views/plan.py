@@ -303,6 +303,8 @@ def _missing(target: str, t: Targets, one: bool) -> str:
     if target == "latency" and t.max_seconds_per_token is not None:
         unit = "TPOT" if t.workload is not None else "per token"
         return f"{miss} <= {t.max_seconds_per_token * 1000:g} ms {unit}"
+    if target == "ttft" and t.max_ttft_seconds is not None:
+        return f"{miss} <= {t.max_ttft_seconds * 1000:g} ms TTFT"
     if target == "load" and t.workload is not None:
         rate = t.workload.request_rate or 0
         return f"{'saturates' if one else 'saturate'} below {rate:g} requests/s"
