@@ -124,6 +124,13 @@ TRIALS: dict[str, Trial] = {
     "--gpus": Trial("h200"),
     "--max-ms-per-token": Trial("10"),
     "--min-throughput": Trial("5000"),
+    "--disaggregated": Trial(
+        None,
+        baseline=(
+            *("-m", "deepseek-r1", "--gpus", "h200", "-w", "fp8", "--tp", "8"),
+            *("--input-len", "8K", "--output-len", "1K", "--concurrency", "128"),
+        ),
+    ),
     "--max-ttft-ms": Trial(
         "100",
         baseline=(

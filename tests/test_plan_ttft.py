@@ -49,3 +49,35 @@ def test_identical_answers_appear_once(cli: Run) -> None:
         for r in doc["rows"]
     ]
     assert len(keys) == len(set(keys))
+
+
+DEEPSEEK = (
+    "plan", "-m", "deepseek-r1", "--gpus", "h200", "-w", "fp8", "--tp", "8", "--input-len",
+    "8K", "--output-len", "1K", "--concurrency", "128", "--max-ms-per-token", "40",
+    "--max-gpus", "32",
+)  # fmt: skip
+
+
+def test_disaggregated_pools_are_planned_beside_one_pool(cli: Run) -> None:
+    """--disaggregated adds 1-3 prefill and 1-3 decode workers of the best layouts, within
+    --max-gpus (32 H200s: at most 4 workers of 8), each priced over all its GPUs; the
+    first answer says in one line what holds its TTFT and TPOT."""
+    doc = plan_json(cli, *DEEPSEEK, "--max-ttft-ms", "2000", "--disaggregated")
+    pooled = [r for r in doc["rows"] if r["prefill_workers"] is not None]
+    assert pooled
+    for r in pooled:
+        assert r["gpus"] == (r["prefill_workers"] + r["decode_workers"]) * 8 * r["replicas"]
+        assert r["prefill_workers"] + r["decode_workers"] <= 4
+    assert doc["targets"]["disaggregated"] and doc["targets"]["max_ttft_ms"] == 2000
+    first = doc["rows"][0]
+    assert first["meets"] and doc["why_first"]
+    if first["prefill_workers"] is not None:
+        assert f"{first['prefill_workers']} prefill worker" in doc["why_first"]
+    plain = plan_json(cli, *DEEPSEEK, "--max-ttft-ms", "2000")
+    assert all(r["prefill_workers"] is None for r in plain["rows"])
+
+
+def test_disaggregated_needs_a_workload(cli: Run) -> None:
+    result = cli("plan", "-m", "deepseek-r1", "-c", "8K", "--disaggregated")
+    assert result.code == 2
+    assert "--disaggregated splits a server" in result.err
