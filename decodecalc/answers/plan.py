@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
-from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
@@ -216,33 +216,47 @@ def _evaluate_served(scenario: Scenario, targets: Targets, workload: Workload) -
     output token from that throughput (GPU-seconds per token at the operating point). A
     server that cannot run the workload (no room for a request, arrivals past its
     saturation) misses that target and is priced at nothing."""
+    return _served_option(
+        scenario, targets, scenario.gpus, lambda limits: serve(scenario, workload, limits)
+    )
+
+
+def _served_option(
+    scenario: Scenario,
+    targets: Targets,
+    gpus: int,
+    run: Callable[[SchedulerLimits], ServingResult | DisaggregatedResult],
+    pools: Pools | None = None,
+) -> Option:
+    """An option from a server ``run`` under the targets' workload on ``gpus`` GPUs a
+    replica (one pool, or a disaggregated one's ``pools``)."""
+    workload = targets.workload
+    assert workload is not None
     limits = scheduler_limits(
         scenario.engine, scenario.gpu, memory_utilization=targets.memory_utilization
     )
     try:
-        served = serve(scenario, workload, limits)
+        served = run(limits)
     except Refused as exc:
         nothing = CostEnergy(None, None, None)
         miss = Miss(exc.target, exc.value, exc.limit, str(exc))
-        return Option(scenario, None, exc.target != "fit", 1, nothing, None, None, (miss,))
-    tpot = served.tpot_s
+        fits = exc.target != "fit"
+        return Option(scenario, None, fits, 1, nothing, None, None, (miss,), pools=pools)
     misses = _served_misses(served, targets, workload)
     per_replica = served.output_throughput_tokens_per_s
-    replicas = _replicas(per_replica, scenario.gpus, targets, misses)
+    replicas = _replicas(per_replica, gpus, targets, misses)
     rates = scenario.rates
-    batch = max(1, math.ceil(served.decode_batch))
     return Option(
-        scenario=replace(scenario, batch=batch),
-        seconds_per_token=tpot,
+        scenario=replace(scenario, batch=max(1, math.ceil(served.decode_batch))),
+        seconds_per_token=served.tpot_s,
         fits=True,
         replicas=replicas,
-        costs=cost_and_energy(
-            1.0, per_replica, scenario.gpus, rates.price_per_gpu_hour, rates.power_w
-        ),
+        costs=cost_and_energy(1.0, per_replica, gpus, rates.price_per_gpu_hour, rates.power_w),
         max_batch=None,
         max_context=None,
         misses=tuple(misses),
         served=served,
+        pools=pools,
     )
 
 
@@ -359,40 +373,18 @@ def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
 
 def _evaluate_pools(scenario: Scenario, prefill: int, decode: int, targets: Targets) -> Option:
     """``prefill`` + ``decode`` workers of the scenario's layout as the disaggregated
-    server prices them under the workload (answers/disaggregated.py), as _evaluate_served
-    prices one pool."""
+    server prices them under the workload (answers/disaggregated.py)."""
     from decodecalc.answers.disaggregated import Pools, serve_disaggregated
 
     workload = targets.workload
     assert workload is not None
     pools = Pools(scenario, scenario, prefill, decode, targets.kv_link)
-    limits = scheduler_limits(
-        scenario.engine, scenario.gpu, memory_utilization=targets.memory_utilization
-    )
-    try:
-        served = serve_disaggregated(pools, workload, limits)
-    except Refused as exc:
-        nothing = CostEnergy(None, None, None)
-        miss = Miss(exc.target, exc.value, exc.limit, str(exc))
-        fits = exc.target != "fit"
-        return Option(scenario, None, fits, 1, nothing, None, None, (miss,), pools=pools)
-    misses = _served_misses(served, targets, workload)
-    per_replica = served.output_throughput_tokens_per_s
-    replicas = _replicas(per_replica, pools.gpus, targets, misses)
-    rates = scenario.rates
-    return Option(
-        scenario=replace(scenario, batch=max(1, math.ceil(served.decode_batch))),
-        seconds_per_token=served.tpot_s,
-        fits=True,
-        replicas=replicas,
-        costs=cost_and_energy(
-            1.0, per_replica, pools.gpus, rates.price_per_gpu_hour, rates.power_w
-        ),
-        max_batch=None,
-        max_context=None,
-        misses=tuple(misses),
-        served=served,
-        pools=pools,
+    return _served_option(
+        scenario,
+        targets,
+        pools.gpus,
+        lambda limits: serve_disaggregated(pools, workload, limits),
+        pools,
     )
 
 
