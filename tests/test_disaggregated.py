@@ -8,6 +8,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import Run
 
@@ -221,3 +223,59 @@ def test_bad_pools_in_a_file_are_said_where(
     result = cli("check", str(path))
     assert result.code == 2
     assert words in result.err
+
+
+@pytest.fixture(scope="module")
+def llama_pools() -> Any:
+    """Llama-3.1-8B on H100s (the vLLM profile), for the property tests: the API's pools
+    at any split, without the CLI around them."""
+    from decodecalc.answers.disaggregated import Pools
+    from decodecalc.engine.scheduler import scheduler_limits
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.loading.resolve import resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    catalog = Catalog()
+    scenario = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm"), catalog)
+    limits = scheduler_limits(scenario.engine, scenario.gpu)
+    link = catalog.link("ib-ndr")
+
+    def pools(prefill: int, decode: int) -> Pools:
+        return Pools(scenario, scenario, prefill, decode, link)
+
+    return pools, limits
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    concurrency=st.integers(1, 400),
+    prompt=st.integers(64, 8192),
+    output=st.integers(2, 1000),
+)
+def test_laws_hold_at_any_load(
+    llama_pools: Any, concurrency: int, prompt: int, output: int
+) -> None:
+    """TTFT falls (or stays) with more prefill workers and grows with the prompt; TPOT
+    falls (or stays) with more decode workers; Little's law holds (docs/serving.md)."""
+    from decodecalc.answers.disaggregated import serve_disaggregated
+    from decodecalc.answers.serving import Workload
+
+    pools, limits = llama_pools
+    load = Workload(prompt, output, concurrency=concurrency)
+    ttfts = [serve_disaggregated(pools(p, 2), load, limits).ttft_s for p in (1, 2, 4)]
+    assert ttfts[0] >= ttfts[1] * (1 - 1e-9) and ttfts[1] >= ttfts[2] * (1 - 1e-9)
+    tpots = [serve_disaggregated(pools(2, d), load, limits).tpot_s for d in (1, 2, 4)]
+    assert tpots[0] >= tpots[1] * (1 - 1e-9) and tpots[1] >= tpots[2] * (1 - 1e-9)
+    # A longer prompt at a fixed request rate: TTFT grows. (In a closed loop a longer
+    # prompt also slows the loop and thins the decode load, so the first decode step
+    # shortens: for short, weight-bound prompts TTFT may then fall by a percent or so.)
+    longer = Workload(min(2 * prompt, 16_384), output, concurrency=concurrency)
+    base = serve_disaggregated(pools(2, 2), load, limits)
+    slower = serve_disaggregated(pools(2, 2), longer, limits)
+    rate = slower.request_throughput_per_s * 0.5  # below both prompts' saturation
+    at_rate = [
+        serve_disaggregated(pools(2, 2), Workload(n, output, request_rate=rate), limits).ttft_s
+        for n in (prompt, min(2 * prompt, 16_384))
+    ]
+    assert at_rate[1] >= at_rate[0]
+    assert base.concurrency == pytest.approx(base.request_throughput_per_s * base.e2e_s, rel=1e-6)
