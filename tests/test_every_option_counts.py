@@ -75,6 +75,7 @@ TRIALS: dict[str, Trial] = {
     "--pp": Trial("2"),
     "--ep": Trial(None, both=("-m", "mixtral-8x7b", "--tp", "2")),
     "--dp-attention": Trial(None, both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8")),
+    "--eplb-redundant": Trial("32", both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8", "--ep")),
     "--efficiency": Trial("0.8"),
     "--memory-utilization": Trial("0.1"),  # 8 GB of an H100's 80: Llama-3.1-8B's 16 GB do not fit
     "--overhead": Trial("1ms"),
@@ -110,9 +111,36 @@ TRIALS: dict[str, Trial] = {
     "--speculative": Trial("ngram"),
     "--num-speculative-tokens": Trial("5", both=("--speculative", "ngram")),
     "--acceptance": Trial("0.5", both=("--speculative", "ngram")),
+    "--prefill-workers": Trial("2", both=("--decode-workers", "1")),
+    "--decode-workers": Trial("1", both=("--prefill-workers", "1")),
+    "--prefill-tp": Trial("2", both=("--prefill-workers", "1", "--decode-workers", "1")),
+    "--prefill-ep": Trial(
+        None,
+        both=("-m", "mixtral-8x7b", "--tp", "2", "--prefill-workers", "1", "--decode-workers", "1"),
+    ),
+    "--prefill-dp-attention": Trial(
+        None,
+        both=("-m", "deepseek-v3", "-g", "h200", "--tp", "8", *("--prefill-workers", "1")),
+        baseline=(*BASELINES["serving"], "--decode-workers", "1"),
+    ),
+    "--kv-link": Trial("nvlink4", both=("--prefill-workers", "1", "--decode-workers", "1")),
     "--gpus": Trial("h200"),
     "--max-ms-per-token": Trial("10"),
     "--min-throughput": Trial("5000"),
+    "--disaggregated": Trial(
+        None,
+        baseline=(
+            *("-m", "deepseek-r1", "--gpus", "h200", "-w", "fp8", "--tp", "8"),
+            *("--input-len", "8K", "--output-len", "1K", "--concurrency", "128"),
+        ),
+    ),
+    "--max-ttft-ms": Trial(
+        "100",
+        baseline=(
+            *("-m", "llama-3.1-8b", "--gpus", "h100-sxm", "--max-ms-per-token", "30"),
+            *("--input-len", "4K", "--output-len", "256", "--concurrency", "64"),
+        ),
+    ),
     "--max-gpus": Trial("1"),
     "--max-batch": Trial("4"),
     "--top": Trial("2"),

@@ -53,6 +53,9 @@ class Estimate:
     experts_touched_per_gpu: float | None = None
     """Expected routed experts one GPU runs per MoE layer with --ep (uniform routing, so
     the group's share; None without expert parallelism)."""
+    experts_read_busiest_gpu: float | None = None
+    """Expected expert replicas the busiest GPU reads per MoE layer with --ep (the expected
+    maximum over GPUs, step/expert_balance.py): what the step's weight bytes count."""
     headlines: tuple[Headline, ...] = ()
     """Per row, the step users act on: the engine's expected one, else the roofline."""
     costs: tuple[CostEnergy | None, ...] = ()
@@ -62,6 +65,17 @@ class Estimate:
     """What a reader must know to read the rows right, the cost notes with them."""
     communication: Communication | None = None
     """The transfers each step makes and over which link (None: no link, none counted)."""
+
+
+def busiest_gpu_experts(s: Scenario) -> float:
+    """The busiest --ep GPU's expected expert replicas per MoE layer at the batch."""
+    from decodecalc.step.expert_balance import busiest_slots
+
+    moe = s.model.moe()
+    assert moe is not None
+    return busiest_slots(
+        moe.num_experts, moe.experts_per_token, s.batch, s.tp, s.eplb_redundant, moe.zero_experts
+    )
 
 
 def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = True) -> Estimate:
@@ -101,6 +115,9 @@ def estimate(scenario: Scenario, contexts: Iterable[int], crossover_row: bool = 
         experts_touched_per_gpu=None
         if moe is None or not scenario.ep
         else float(moe.touched(scenario.batch)) / scenario.tp,
+        experts_read_busiest_gpu=None
+        if moe is None or not scenario.ep
+        else busiest_gpu_experts(scenario),
     )
     heads = tuple(headline(row, scenario) for row in rows)
     factors = cost_factors(scenario)

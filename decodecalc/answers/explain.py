@@ -135,7 +135,7 @@ def cache_read(step: StepModel, context: int) -> CacheRead:
 
 def _engine_workings(step: StepModel, row: Row) -> tuple[EngineWorking, ...]:
     engine = step.scenario.engine
-    if engine is None or not engine.params or row.expected is None:
+    if engine.is_roofline or row.expected is None:
         return ()
     names = engine.names or (engine.id,) * len(engine.params)
     return tuple(

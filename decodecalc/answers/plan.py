@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
-from decodecalc.engine.scheduler import scheduler_limits
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
@@ -33,7 +33,9 @@ from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import StepModel
 
 if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import DisaggregatedResult, Pools
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.model.hardware import Link
     from decodecalc.model.model import Model
     from decodecalc.notes import Note
     from decodecalc.scenarios.spec import ScenarioSpec
@@ -64,6 +66,13 @@ class Targets:
     """The most GPUs the replicas may use in all."""
     workload: Workload | None = None
     """The requests a server runs (None: a decode step at ``context`` and the batch)."""
+    max_ttft_seconds: float | None = None
+    """Under a workload: the mean time to first token (None: no TTFT target)."""
+    disaggregated: bool = False
+    """Under a workload: also try prefill and decode pools (DISAGGREGATED_SPLITS) of the
+    best aggregated layouts."""
+    kv_link: Link | None = None
+    """What carries the KV between the pools of a disaggregated option."""
     memory_utilization: float | None = None
     """The server's share of GPU memory where the user gave one (None: the engine's
     scheduler default, as serving takes it)."""
@@ -74,7 +83,7 @@ class Miss:
     """One target an option fails, and by how much."""
 
     target: str
-    """'latency', 'throughput' or 'fit'."""
+    """'latency', 'ttft', 'throughput', 'load' or 'fit'."""
     value: float
     limit: float
     message: str
@@ -105,8 +114,10 @@ class Option:
     """The largest context that fits and meets the latency target at the option's batch
     (up to the model's maximum context; 0: none; None under a workload)."""
     misses: tuple[Miss, ...] = ()
-    served: ServingResult | None = None
+    served: ServingResult | DisaggregatedResult | None = None
     """Under a workload: the server's steady state, one replica."""
+    pools: Pools | None = None
+    """A disaggregated option's prefill and decode pools (the scenario is each worker's)."""
 
     @property
     def meets(self) -> bool:
@@ -114,7 +125,8 @@ class Option:
 
     @property
     def gpus(self) -> int:
-        return self.scenario.gpus * self.replicas
+        per_replica = self.scenario.gpus if self.pools is None else self.pools.gpus
+        return per_replica * self.replicas
 
     @property
     def throughput(self) -> float:
@@ -204,44 +216,70 @@ def _evaluate_served(scenario: Scenario, targets: Targets, workload: Workload) -
     output token from that throughput (GPU-seconds per token at the operating point). A
     server that cannot run the workload (no room for a request, arrivals past its
     saturation) misses that target and is priced at nothing."""
+    return _served_option(
+        scenario, targets, scenario.gpus, lambda limits: serve(scenario, workload, limits)
+    )
+
+
+def _served_option(
+    scenario: Scenario,
+    targets: Targets,
+    gpus: int,
+    run: Callable[[SchedulerLimits], ServingResult | DisaggregatedResult],
+    pools: Pools | None = None,
+) -> Option:
+    """An option from a server ``run`` under the targets' workload on ``gpus`` GPUs a
+    replica (one pool, or a disaggregated one's ``pools``)."""
+    workload = targets.workload
+    assert workload is not None
     limits = scheduler_limits(
         scenario.engine, scenario.gpu, memory_utilization=targets.memory_utilization
     )
     try:
-        served = serve(scenario, workload, limits)
+        served = run(limits)
     except Refused as exc:
         nothing = CostEnergy(None, None, None)
         miss = Miss(exc.target, exc.value, exc.limit, str(exc))
-        return Option(scenario, None, exc.target != "fit", 1, nothing, None, None, (miss,))
-    tpot, limit = served.tpot_s, targets.max_seconds_per_token
-    misses = []
-    if limit is not None and tpot > limit:
-        misses.append(
-            Miss(
-                "latency",
-                tpot * 1000,
-                limit * 1000,
-                f"{tpot * 1000:,.1f} ms TPOT at {_load(workload)} > {limit * 1000:,g} ms "
-                f"(+{_percent(tpot / limit - 1)})",
-            )
-        )
+        fits = exc.target != "fit"
+        return Option(scenario, None, fits, 1, nothing, None, None, (miss,), pools=pools)
+    misses = _served_misses(served, targets, workload)
     per_replica = served.output_throughput_tokens_per_s
-    replicas = _replicas(per_replica, scenario.gpus, targets, misses)
+    replicas = _replicas(per_replica, gpus, targets, misses)
     rates = scenario.rates
-    batch = max(1, math.ceil(served.decode_batch))
     return Option(
-        scenario=replace(scenario, batch=batch),
-        seconds_per_token=tpot,
+        scenario=replace(scenario, batch=max(1, math.ceil(served.decode_batch))),
+        seconds_per_token=served.tpot_s,
         fits=True,
         replicas=replicas,
-        costs=cost_and_energy(
-            1.0, per_replica, scenario.gpus, rates.price_per_gpu_hour, rates.power_w
-        ),
+        costs=cost_and_energy(1.0, per_replica, gpus, rates.price_per_gpu_hour, rates.power_w),
         max_batch=None,
         max_context=None,
         misses=tuple(misses),
         served=served,
+        pools=pools,
     )
+
+
+def _served_misses(
+    served: ServingResult | DisaggregatedResult, targets: Targets, workload: Workload
+) -> list[Miss]:
+    """The server's TPOT and TTFT against their targets under the workload."""
+    misses = []
+    for target, name, value, limit in (
+        ("latency", "TPOT", served.tpot_s, targets.max_seconds_per_token),
+        ("ttft", "TTFT", served.ttft_s, targets.max_ttft_seconds),
+    ):
+        if limit is not None and value > limit:
+            misses.append(
+                Miss(
+                    target,
+                    value * 1000,
+                    limit * 1000,
+                    f"{value * 1000:,.1f} ms {name} at {_load(workload)} > "
+                    f"{limit * 1000:,g} ms (+{_percent(value / limit - 1)})",
+                )
+            )
+    return misses
 
 
 def _load(w: Workload) -> str:
@@ -278,9 +316,97 @@ def largest_context(step: StepModel, limit: float | None, context: int) -> int:
 def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     """Every candidate evaluated: those meeting every target first, cheapest first (cost
     per million tokens, then GPUs, then latency); the others after, fewest misses first and
-    then the nearest (the least missed by, in all)."""
-    options = [evaluate(s, targets) for s in candidates]
-    return sorted(options, key=_rank)
+    then the nearest (the least missed by, in all). Options whose figures are identical
+    appear once (the first in that order)."""
+    options = sorted((evaluate(s, targets) for s in candidates), key=_rank)
+    if targets.disaggregated and targets.workload is not None:
+        options = sorted([*options, *_disaggregated(options, targets)], key=_rank)
+    seen: set[tuple[object, ...]] = set()
+    distinct = []
+    for option in options:  # twins (EP or not, where EP changes nothing) appear once
+        key = _figures(option)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(option)
+    return distinct
+
+
+def _figures(o: Option) -> tuple[object, ...]:
+    """What a reader of an answer sees of it, less the expert layout: two options alike in
+    all of it are one answer."""
+    s = o.scenario
+    return (
+        s.gpu.id if s.gpu else s.bandwidth_bytes_per_s,
+        s.tp,
+        s.pp,
+        s.dp_attention,
+        _formats(s),
+        s.batch,
+        o.seconds_per_token,
+        o.replicas,
+        o.costs.cost_per_million_tokens,
+        o.fits,
+        o.max_batch,
+        o.max_context,
+        tuple(m.message for m in o.misses),
+        None if o.pools is None else (o.pools.prefill_workers, o.pools.decode_workers),
+    )
+
+
+DISAGGREGATED_SPLITS = tuple((p, d) for p in (1, 2, 3) for d in (1, 2, 3))
+"""Prefill and decode workers tried for a disaggregated option (each pool's workers laid
+out as the aggregated layout they start from), within --max-gpus."""
+DISAGGREGATED_BASES = 8
+"""The best aggregated layouts (that fit) the splits are tried on: each split is a
+server priced whole, so trying every layout would be slow."""
+
+
+def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
+    bases = [o.scenario for o in options if o.fits and o.pools is None][:DISAGGREGATED_BASES]
+    return [
+        _evaluate_pools(s, prefill, decode, targets)
+        for s in bases
+        for prefill, decode in DISAGGREGATED_SPLITS
+        if (prefill + decode) * s.gpus <= targets.max_gpus
+    ]
+
+
+def _evaluate_pools(scenario: Scenario, prefill: int, decode: int, targets: Targets) -> Option:
+    """``prefill`` + ``decode`` workers of the scenario's layout as the disaggregated
+    server prices them under the workload (answers/disaggregated.py)."""
+    from decodecalc.answers.disaggregated import Pools, serve_disaggregated
+
+    workload = targets.workload
+    assert workload is not None
+    pools = Pools(scenario, scenario, prefill, decode, targets.kv_link)
+    return _served_option(
+        scenario,
+        targets,
+        pools.gpus,
+        lambda limits: serve_disaggregated(pools, workload, limits),
+        pools,
+    )
+
+
+def why_first(o: Option) -> str:
+    """One line on why the first answer wins: what holds its TTFT and its TPOT."""
+    served = o.served
+    if served is None:
+        return "the cheapest per million tokens that meets every target"
+    if o.pools is None:
+        return (
+            f"one pool of {o.scenario.gpus} GPU{'s' if o.scenario.gpus > 1 else ''} holds "
+            f"TTFT at {served.ttft_s * 1000:,.0f} ms and TPOT at {served.tpot_s * 1000:,.1f} "
+            f"ms with prefill mixed into {served.decode_batch:,.0f} decoding requests, the "
+            "cheapest per million tokens"
+        )
+    p = o.pools
+    return (
+        f"TTFT ({served.ttft_s * 1000:,.0f} ms) held by {p.prefill_workers} prefill "
+        f"worker{'s' if p.prefill_workers > 1 else ''}; TPOT ({served.tpot_s * 1000:,.1f} ms) "
+        f"by {p.decode_workers} decode worker{'s' if p.decode_workers > 1 else ''} at "
+        f"{served.decode_batch:,.0f} requests each; the cheapest per million tokens"
+    )
 
 
 @record

@@ -280,6 +280,22 @@ class _Steps:
         )
 
 
+def step_prices(scenario: Scenario, workload: Workload) -> _Steps:
+    """What prices a server's steps under a workload, with the engine's shared-prefix
+    default (a disaggregated decode worker's steps are these without chunks)."""
+    spec = workload.speculative
+    shared = workload.shared_prefix_attention
+    if shared is None:
+        shared = scenario.engine.id in SHARED_PREFIX_ENGINES
+    return _Steps(
+        scenario,
+        workload,
+        bool(shared and workload.prefix_len),
+        prefill_flops_per_token(scenario, workload),
+        None if spec is None else draft_scenario(scenario, spec),
+    )
+
+
 def prefill_flops_per_token(scenario: Scenario, workload: Workload) -> float:
     """FLOPs of one computed prompt token, all GPUs: the matmuls and its share of causal
     attention over the whole prompt; a prefix-cache hit skips the prefix's tokens but
@@ -347,17 +363,8 @@ class _Server:
         self.limits = limits
         spec = workload.speculative
         engine = scenario.engine
-        shared = workload.shared_prefix_attention
-        if shared is None:
-            shared = engine.id in SHARED_PREFIX_ENGINES
-        self.shared = bool(shared and workload.prefix_len)
-        self.steps = _Steps(
-            scenario,
-            workload,
-            self.shared,
-            prefill_flops_per_token(scenario, workload),
-            None if spec is None else draft_scenario(scenario, spec),
-        )
+        self.steps = step_prices(scenario, workload)
+        self.shared = self.steps.shared_prefix
         longest = workload.input_len + workload.output_len
         if longest > scenario.model.max_context_tokens:
             raise InputError(

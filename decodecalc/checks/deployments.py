@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.serving import Workload
+from decodecalc.checks.pools import PoolSettings, read_pools
 from decodecalc.checks.settings import (
     Problems,
     Setting,
@@ -51,6 +52,9 @@ from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.units import ascii_float, parse_bandwidth, parse_duration
 
+if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import Pools
+
 DEPLOYMENT_KEYS = (
     "name",
     *(field.name for field in SCENARIO_FIELDS if field.in_files),
@@ -60,6 +64,9 @@ DEPLOYMENT_KEYS = (
     "workload",
     "max_num_batched_tokens",
     "max_num_seqs",
+    "prefill",
+    "decode",
+    "kv_link",
 )
 TOP_KEYS = ("deployments", "defaults")
 
@@ -84,6 +91,9 @@ class Deployment:
     serve_config: str | None = None
     """The vLLM config its vllm_config names, as a path (None: none): a run given both
     files checks the config through this deployment, which names the GPU."""
+    pools: Pools | None = None
+    """Disaggregated serving: its prefill and decode pools (checks/pools.py); the
+    scenario is then the decode worker's."""
 
 
 Entry = tuple[Settings, Settings, KeyPath]
@@ -380,11 +390,13 @@ class DeploymentReader:
         model = given.get("model")
         if len(problems.items) > before or model is None:
             return None
-        found = self._resolved(_named_in(where, settings), given, limits, problems)
+        pooled = read_pools(doc, settings, key_path, problems)
+        found = self._resolved(_named_in(where, settings), given, limits, problems, pooled)
         if found is None:
             return None
-        scenario, server = found
+        scenario, server, pools = found
         return Deployment(
+            pools=pools,
             file=doc.path,
             name=name,
             scenario=scenario,
@@ -400,9 +412,13 @@ class DeploymentReader:
         given: dict[str, Any],
         limits: dict[str, Any],
         problems: Problems,
-    ) -> tuple[Scenario, SchedulerLimits] | None:
-        """The scenario the settings describe and the server's scheduler limits, or None
-        with the problem kept, where ``at`` places it."""
+        pooled: PoolSettings | None = None,
+    ) -> tuple[Scenario, SchedulerLimits, Pools | None] | None:
+        """The scenario the settings describe (the decode worker's, with ``pooled``
+        disaggregated pools, which are built too) and the server's scheduler limits, or
+        None with the problem kept, where ``at`` places it."""
+        if pooled is not None:
+            given = {**given, **pooled.decode}
         spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
         try:
             scenario = resolve(spec, self.catalog)
@@ -417,7 +433,12 @@ class DeploymentReader:
         server: SchedulerLimits | None = problems.attempt(
             where, lambda: scheduler_limits(scenario.engine, scenario.gpu, **given_limits)
         )
-        return None if server is None else (scenario, server)
+        if server is None:
+            return None
+        if pooled is None:
+            return scenario, server, None
+        pools = problems.attempt(where, lambda: pooled.build(spec, scenario, self.catalog))
+        return None if pools is None else (scenario, server, pools)
 
     def _reader(self, doc: Document, field: ScenarioField) -> Callable[[Any], Any]:
         """How a file's value of a scenario field is read: looked up in the catalog where

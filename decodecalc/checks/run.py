@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from decodecalc.answers.estimate import Estimate, estimate
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.checks.deployments import Deployment
@@ -15,6 +17,10 @@ from decodecalc.checks.targets import (
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record
+
+if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import DisaggregatedResult
+    from decodecalc.answers.serving import ServingResult
 
 
 @record
@@ -40,11 +46,10 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
         if d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS):
-            from decodecalc.answers.serving import serve
-
             assert d.limits is not None  # every read deployment has its engine's limits
-            served = serve(d.scenario, d.workload, d.limits)
-            results = (*results, *check_serving(served, d.targets))
+            served = _served(d)
+            gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
+            results = (*results, *check_serving(served, gpus, d.targets))
             notes = (*notes, *served.notes)
         if d.startup_fit:
             fit = startup_fit(est)
@@ -53,6 +58,18 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     except InputError as exc:
         raise InputError(f"{d.file}: {d.name}: {exc}") from None
     return CheckedDeployment(d, est, results, notes)
+
+
+def _served(d: Deployment) -> ServingResult | DisaggregatedResult:
+    """The deployment's server under its workload: one pool, or prefill and decode pools."""
+    assert d.workload is not None and d.limits is not None
+    if d.pools is not None:
+        from decodecalc.answers.disaggregated import serve_disaggregated
+
+        return serve_disaggregated(d.pools, d.workload, d.limits)
+    from decodecalc.answers.serving import serve
+
+    return serve(d.scenario, d.workload, d.limits)
 
 
 def _startup_note(d: Deployment, fit: TargetResult) -> Note:

@@ -16,11 +16,17 @@ from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import Row
 
 if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import DisaggregatedResult
     from decodecalc.answers.serving import ServingResult
 
 SPEED_TARGETS = ("max_ms_per_token", "min_tokens_per_s", "min_throughput_tokens_per_s")
 """The targets held to the estimate's headline step (answers/headline.py), not to memory."""
-SERVING_TARGETS = ("max_ttft_ms", "max_tpot_ms", "min_output_throughput_tokens_per_s")
+SERVING_TARGETS = (
+    "max_ttft_ms",
+    "max_tpot_ms",
+    "min_output_throughput_tokens_per_s",
+    "min_output_throughput_per_gpu",
+)
 """The targets held to a server under the deployment's workload (answers/serving.py)."""
 STARTUP_FIT = "vllm_startup_fit"
 """The check a vLLM config gets when it is given no targets: not a target one can ask for."""
@@ -44,6 +50,8 @@ class Targets:
     """Mean time per output token after the first, under the workload."""
     min_output_throughput_tokens_per_s: float | None = None
     """Output tokens per second of the whole server under the workload."""
+    min_output_throughput_per_gpu: float | None = None
+    """The same per GPU (every GPU of both pools, when disaggregated)."""
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -160,13 +168,16 @@ def _memory(estimate: Estimate, target: str) -> MemoryFit:
     return estimate.memory
 
 
-def check_serving(result: ServingResult, targets: Targets) -> tuple[TargetResult, ...]:
+def check_serving(
+    result: ServingResult | DisaggregatedResult, gpus: int, targets: Targets
+) -> tuple[TargetResult, ...]:
     """The serving targets against the server's steady state under the workload (their
-    context, None: a workload has no single one)."""
+    context, None: a workload has no single one); ``gpus``: all the deployment's."""
     found = {
         "max_ttft_ms": result.ttft_s * 1000,
         "max_tpot_ms": result.tpot_s * 1000,
         "min_output_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
+        "min_output_throughput_per_gpu": result.output_throughput_tokens_per_s / gpus,
     }
     results = []
     for name in SERVING_TARGETS:

@@ -67,7 +67,7 @@ def read_workload(
         return None
     path = (*key_path, "workload")
     before = len(problems.items)
-    found = _mapping(doc, raw, path, WORKLOAD_KEYS, problems)
+    found = mapping_settings(doc, raw, path, WORKLOAD_KEYS, problems)
     if found is None or len(problems.items) > before:  # a misspelt key: say only that
         return None
     values: dict[str, Any] = {}
@@ -98,9 +98,11 @@ def read_workload(
     return None
 
 
-def _mapping(
+def mapping_settings(
     doc: Document, raw: Setting, path: KeyPath, known: tuple[str, ...], problems: Problems
 ) -> Settings | None:
+    """A nested mapping's values with their positions (None, with the problem kept: not a
+    mapping); unknown keys are problems."""
     if not isinstance(raw.value, dict):
         problems.items.append(f"{raw.where}: expected a mapping, got {show(raw.value)}")
         return None
@@ -145,7 +147,7 @@ def _speculation(
     if config is not None:
         parts.update({k: Setting(v, config.where) for k, v in config.value.items()})
     if own is not None:
-        found = _mapping(doc, own, (*path, "speculative"), SPECULATIVE_KEYS, problems)
+        found = mapping_settings(doc, own, (*path, "speculative"), SPECULATIVE_KEYS, problems)
         if found is None:
             return False, None
         parts.update(found)

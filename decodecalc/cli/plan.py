@@ -134,6 +134,23 @@ def plan(
             metavar="MS",
         ),
     ] = None,
+    disaggregated: Annotated[
+        bool,
+        typer.Option(
+            "--disaggregated",
+            help="Under a workload: also try separate prefill and decode pools (1-3 "
+            "workers each, over InfiniBand NDR) of the best layouts.",
+        ),
+    ] = False,
+    max_ttft_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--max-ttft-ms",
+            help="Under a workload: the mean time to first token, in ms.",
+            parser=real_number,
+            metavar="MS",
+        ),
+    ] = None,
     min_throughput: Annotated[
         float | None,
         typer.Option(
@@ -222,6 +239,10 @@ def plan(
         raise InputError("--top must be a whole number of answers, 0 for every one")
     load = (input_len, output_len, concurrency, request_rate)
     targets = _targets(ctx, context, load, max_ms_per_token, min_throughput, given)
+    if max_ttft_ms is not None:
+        targets = _with_ttft(targets, max_ttft_ms)
+    if disaggregated:
+        targets = _with_pools(targets, catalog)
     found = candidates(*_choices(ctx, catalog, given))
     if not found.scenarios:
         first = f": {found.skipped[0]}" if found.skipped else ""
@@ -241,6 +262,33 @@ def plan(
             f"left out {len(found.skipped)} combinations that are no valid deployment; "
             f"first: {found.skipped[0]}"
         )
+
+
+def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":
+    """--max-ttft-ms, which only a workload has (a decode step has no first token)."""
+    from decodecalc.record import replace
+
+    if targets.workload is None:
+        raise InputError(
+            "--max-ttft-ms holds a server under a workload: give --input-len, --output-len "
+            "and --concurrency or --request-rate"
+        )
+    if not 0 < max_ttft_ms < 3_600_000:
+        raise InputError("--max-ttft-ms must be more than 0 and under an hour")
+    return replace(targets, max_ttft_seconds=max_ttft_ms / 1000)
+
+
+def _with_pools(targets: "Targets", catalog: Any) -> "Targets":
+    """--disaggregated, which only a workload has; the KV crosses InfiniBand NDR."""
+    from decodecalc.cli.disaggregated import DEFAULT_KV_LINK
+    from decodecalc.record import replace
+
+    if targets.workload is None:
+        raise InputError(
+            "--disaggregated splits a server into prefill and decode pools: give a workload "
+            "(--input-len, --output-len and --concurrency or --request-rate)"
+        )
+    return replace(targets, disaggregated=True, kv_link=catalog.link(DEFAULT_KV_LINK))
 
 
 def _targets(

@@ -141,6 +141,58 @@ def serving(
             metavar="RATE[,RATE...]",
         ),
     ] = None,
+    prefill_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-workers",
+            help="Disaggregated serving: prefill workers (engine instances) on their own "
+            "GPUs; needs --decode-workers.",
+            parser=whole_number,
+            metavar="P",
+        ),
+    ] = None,
+    decode_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-workers",
+            help="Disaggregated serving: decode workers, each with the scenario's --tp, --ep "
+            "and --dp-attention; needs --prefill-workers.",
+            parser=whole_number,
+            metavar="D",
+        ),
+    ] = None,
+    prefill_tp: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-tp",
+            help="Each prefill worker's TP (default: the decode workers' --tp).",
+            parser=whole_number,
+            metavar="N",
+        ),
+    ] = None,
+    prefill_ep: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefill-ep/--no-prefill-ep",
+            help="Expert parallelism in the prefill workers (default: as --ep).",
+        ),
+    ] = None,
+    prefill_dp_attention: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefill-dp-attention/--no-prefill-dp-attention",
+            help="Data-parallel attention in the prefill workers (default: as --dp-attention).",
+        ),
+    ] = None,
+    kv_link: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-link",
+            help="Link the prompt's KV crosses from a prefill to a decode worker (a link "
+            "preset; 'none': no transfer time). Default: the network between nodes.",
+            metavar="LINK",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -194,6 +246,30 @@ def serving(
         speculative=_speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance),
         shared_prefix_attention=shared_prefix_attention,
     )
+    if prefill_workers is not None or decode_workers is not None:
+        from decodecalc.cli.disaggregated import pools_of, run_disaggregated
+
+        if chart or plot or page:
+            raise InputError(
+                "--chart, --plot and --report draw one pool's curve: leave them out with "
+                "--prefill-workers and --decode-workers"
+            )
+        layout = {"tp": prefill_tp, "ep": prefill_ep, "dp_attention": prefill_dp_attention}
+        pools = pools_of(ctx, prefill_workers, decode_workers, layout, kv_link)
+        run_disaggregated(pools, loads, limits, fmt, as_json, destination(ctx))
+        return
+    pool_only = {
+        "--prefill-tp": prefill_tp,
+        "--prefill-ep": prefill_ep,
+        "--prefill-dp-attention": prefill_dp_attention,
+        "--kv-link": kv_link,
+    }
+    stray = [flag for flag, value in pool_only.items() if value is not None]
+    if stray:
+        raise InputError(
+            f"{stray[0]} describes disaggregated serving: give --prefill-workers and "
+            "--decode-workers too"
+        )
     results, saturated = serve_each(scenario, loads, limits)
     report = serving_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):

@@ -189,9 +189,10 @@ def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
         notes.append(
             Note(
                 "expert-parallel",
-                f"ep: {moe.num_experts // spec.tp} whole experts per GPU; {how}. Routing is "
-                "taken as uniform, so a GPU reads the group's share of the experts touched; "
-                "at small batches the busiest GPU reads more",
+                f"ep: {(moe.num_experts + (spec.eplb_redundant or 0)) // spec.tp} whole "
+                f"experts per GPU; {how}. Routing is taken as uniform, and the step waits for "
+                "the busiest GPU: its expected expert reads (the maximum over GPUs, not the "
+                "mean) are what it streams",
             )
         )
     if spec.dp_attention:
@@ -335,6 +336,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         tp=spec.tp,
         pp=spec.pp,
         ep=spec.ep,
+        eplb_redundant=spec.eplb_redundant or 0,
         dp_attention=spec.dp_attention,
         gpus_per_node=links.gpus_per_node,
         node_link=links.node_link,

@@ -161,6 +161,16 @@ SCENARIO_FIELDS = (
         in_points=True,
     ),
     ScenarioField(
+        "eplb_redundant",
+        ("--eplb-redundant",),
+        "Redundant expert replicas spread with --ep (DeepSeek's EPLB; vLLM's "
+        "num_redundant_experts, SGLang's ep-num-redundant-experts): each takes half its "
+        "expert's tokens; held and read like any expert.",
+        "N",
+        "count",
+        in_points=True,
+    ),
+    ScenarioField(
         "dp_attention",
         ("--dp-attention",),
         "Data-parallel attention over the --tp GPUs (MoE models): each holds its own "

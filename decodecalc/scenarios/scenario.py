@@ -78,6 +78,8 @@ class Scenario:
     pp: int = 1
     """Pipeline stages, each of ``tp`` GPUs (physics/parallelism.py)."""
     ep: bool = False
+    eplb_redundant: int = 0
+    """Redundant expert replicas over the --ep GPUs (step/expert_balance.py)."""
     """Routed experts placed whole on the group's GPUs instead of each split over them."""
     dp_attention: bool = False
     """Attention data-parallel over the group's ``tp`` GPUs: each rank holds its own
@@ -124,10 +126,13 @@ class Scenario:
                 f"{what} over GPUs, and {self.model.id} has no experts (a dense model's data "
                 "parallelism is independent replicas: estimate one)"
             )
-        if self.ep and moe is not None and moe.num_experts % self.tp:
+        if self.eplb_redundant and not self.ep:
+            raise Conflict("--eplb-redundant adds expert replicas under --ep: give --ep too")
+        if self.ep and moe is not None and (moe.num_experts + self.eplb_redundant) % self.tp:
+            extra = f" + {self.eplb_redundant} redundant" if self.eplb_redundant else ""
             raise Conflict(
-                f"--ep places whole experts: {moe.num_experts} experts do not divide evenly "
-                f"over {self.tp} GPUs"
+                f"--ep places whole experts: {moe.num_experts}{extra} experts do not divide "
+                f"evenly over {self.tp} GPUs"
             )
         if self.dp_attention and self.tp == 1:
             raise Conflict("--dp-attention splits sequences over the group's GPUs: give --tp > 1")

@@ -45,6 +45,9 @@ class ScenarioSpec:
     """Pipeline stages of ``tp`` GPUs each (vLLM's pipeline-parallel-size)."""
     ep: bool = False
     """Routed experts placed whole on GPUs (vLLM's enable-expert-parallel)."""
+    eplb_redundant: int | None = None
+    """Redundant expert replicas spread with --ep (vLLM's num_redundant_experts, SGLang's
+    ep-num-redundant-experts); None: none."""
     dp_attention: bool = False
     """Attention data-parallel over the ``tp`` GPUs, each with its own sequences."""
     efficiency: str | float = "1"

@@ -11,6 +11,7 @@ hand-offs between them.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.model.tensors import Sharding, TensorGroup
@@ -106,6 +107,46 @@ def held_params(group: TensorGroup, tp: int, dp_attention: bool) -> int:
     if dp_attention and not group.experts:
         return group.params
     return group.params_per_gpu(tp)
+
+
+def gpu_params(s: Scenario, group: TensorGroup) -> int:
+    """Parameters of a group one of the scenario's GPUs holds (held_params); under --ep
+    with redundant experts, the routed experts' replicas too: (E + R) / N experts each."""
+    params = held_params(group, s.tp, s.dp_attention)
+    moe = s.model.moe()
+    if not (group.experts and s.ep and s.eplb_redundant and moe is not None):
+        return params
+    return -(-params * (moe.num_experts + s.eplb_redundant) // moe.num_experts)
+
+
+def read_share(s: Scenario, group: TensorGroup, tokens: int) -> Fraction:
+    """Share of what a GPU holds of a group (gpu_params) that a pass over ``tokens`` tokens
+    reads, on the GPU that reads the most: under --ep, the routed experts' busiest GPU's
+    expected replicas over the replicas it holds (step/expert_balance.py); otherwise every
+    GPU reads the same share, that of the experts touched."""
+    moe = s.model.moe()
+    if not (group.experts and s.ep and s.tp > 1 and group.streamed and moe is not None):
+        return group.read_fraction(tokens)
+    from decodecalc.step.expert_balance import busiest_slots
+
+    slots = busiest_slots(
+        moe.num_experts,
+        moe.experts_per_token,
+        tokens,
+        s.tp,
+        s.eplb_redundant,
+        moe.zero_experts,
+    )
+    return Fraction(slots) * s.tp / (moe.num_experts + s.eplb_redundant)
+
+
+def handover_seconds(link: Link | None, per_gpu_bytes: int) -> float:
+    """A disaggregated request's KV hand-over from a prefill worker to a decode worker:
+    every decode GPU pulls its share at once, each over its own NIC (latency + bytes /
+    bandwidth); no link, no time."""
+    if link is None or per_gpu_bytes == 0:
+        return 0.0
+    return link.latency_s + per_gpu_bytes / link.bandwidth_bytes_per_s
 
 
 def handoff_crosses_nodes(stage: int, tp: int, gpus_per_node: int) -> bool:

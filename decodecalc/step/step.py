@@ -40,7 +40,8 @@ from decodecalc.step.parallelism import (
     CommSplit,
     Communication,
     communication,
-    held_params,
+    gpu_params,
+    read_share,
     stage_groups,
     stage_layer_counts,
 )
@@ -128,9 +129,11 @@ def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
 
 def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int | None) -> int:
     """Bytes of the groups one GPU holds (``tokens`` None) or streams over ``tokens``."""
-    tp, dp = scenario.tp, scenario.dp_attention
     parts = (
-        (g.name, held_params(g, tp, dp) * (1 if tokens is None else g.read_fraction(tokens)))
+        (
+            g.name,
+            gpu_params(scenario, g) * (1 if tokens is None else read_share(scenario, g, tokens)),
+        )
         for g in groups
     )
     return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
@@ -243,13 +246,14 @@ def weight_ops(scenario: Scenario) -> tuple[WeightOp, ...]:
     ops = []
     for groups in stage_groups(s.model, s.pp):
         for g in groups:
-            share = g.read_fraction(s.batch)
+            share = read_share(s, g, s.batch)
             if not share:
                 continue
-            params = held_params(g, s.tp, s.dp_attention) * share
+            params = gpu_params(s, g) * share
             read = weight_bytes([(g.name, params)], s.weights, s.weight_overrides)
             if g.experts:
-                rows = s.batch * g.experts_per_token / (g.experts * share)
+                # the tokens a touched expert receives, on every GPU alike
+                rows = s.batch * g.experts_per_token / (g.experts * g.read_fraction(s.batch))
             else:
                 rows = Fraction(s.sequences_per_gpu)
             ops.append(WeightOp(g.name, read, float(params), float(rows), bool(g.experts)))
@@ -350,8 +354,8 @@ class StepModel:
         s = self.scenario
         reads = []
         for g in s.model.tensor_groups():
-            share = g.read_fraction(s.batch)
-            per_gpu = held_params(g, s.tp, s.dp_attention)
+            share = read_share(s, g, s.batch)
+            per_gpu = gpu_params(s, g)
             dtype = group_dtype(g.name, s.weights, s.weight_overrides)
             read = ceil_bytes(dtype.bytes_for(per_gpu * share)) if share else 0
             reads.append(GroupRead(g.name, per_gpu, share, g.experts, dtype, read))

@@ -82,6 +82,8 @@ def _limit_text(r: TargetResult) -> str:
             return f"<= {r.limit:g} ms per output token"
         case "min_output_throughput_tokens_per_s":
             return f">= {r.limit:g} output tok/s"
+        case "min_output_throughput_per_gpu":
+            return f">= {r.limit:g} output tok/s per GPU"
         case _:
             return f"KV share <= {r.limit:.1%}"
 
@@ -99,7 +101,7 @@ def _value_text(r: TargetResult) -> str:
             return "no crossover" if r.value is None else f"{round(float(r.value)):,} tokens"
         case "max_ttft_ms" | "max_tpot_ms":
             return f"{r.value:,.1f} ms"
-        case "min_output_throughput_tokens_per_s":
+        case "min_output_throughput_tokens_per_s" | "min_output_throughput_per_gpu":
             return f"{r.value:,.1f} tok/s"
         case _:
             return f"{float(r.value or 0):.1%}{at}"

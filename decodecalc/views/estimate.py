@@ -341,6 +341,19 @@ def _compute_lines(est: Estimate) -> list[str]:
     return lines
 
 
+def _busiest_text(est: Estimate) -> str:
+    """Under --ep: the busiest GPU's expected experts, which the step streams."""
+    busiest, mean = est.experts_read_busiest_gpu, est.experts_touched_per_gpu
+    if busiest is None or mean is None:
+        return ""
+    s = est.scenario
+    held = (s.model.moe().num_experts + s.eplb_redundant) // s.tp  # type: ignore[union-attr]
+    return (
+        f"; with EP the busiest of {s.tp} GPUs reads {busiest:.2f} of its {held} "
+        f"(the mean {mean:.2f}), and the step waits for it"
+    )
+
+
 def _architecture_lines(est: Estimate) -> tuple[str, ...]:
     """What only some models have: experts, windows, recurrent state, TP replication."""
     s = est.scenario
@@ -350,7 +363,7 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
         lines.append(
             f"MoE: {moe.experts_per_token} of {moe.num_experts} experts per token; a step of "
             f"{s.batch} sequence{'s' if s.batch > 1 else ''} reads {est.experts_touched:.2f} "
-            f"experts per layer (expected, uniform routing)"
+            f"experts per layer (expected, uniform routing)" + _busiest_text(est)
         )
     windows = sorted({m.sliding_window for m in s.model.mixers() if m.sliding_window})
     if windows:
@@ -393,6 +406,8 @@ def _parallel_fields(est: Estimate) -> dict[str, Any]:
         ]
     if est.experts_touched_per_gpu is not None:
         fields["experts_touched_per_gpu"] = est.experts_touched_per_gpu
+    if est.experts_read_busiest_gpu is not None:
+        fields["experts_read_busiest_gpu"] = est.experts_read_busiest_gpu
     return fields
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import cost_notes, engine_choice_notes
-from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls
+from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls, why_first
 from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.views import humanize as h
@@ -54,6 +54,9 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
             for m in o.misses
         ],
         **({} if o.served is None else {"ttft_ms": o.served.ttft_s * 1000}),
+        # Added: a disaggregated option's pools (null for one pool).
+        "prefill_workers": None if o.pools is None else o.pools.prefill_workers,
+        "decode_workers": None if o.pools is None else o.pools.decode_workers,
     }
 
 
@@ -70,6 +73,8 @@ def _targets_text(t: Targets) -> str:
     if t.max_seconds_per_token is not None:
         unit = "TPOT" if w is not None else "per token"
         parts.append(f"<= {t.max_seconds_per_token * 1000:g} ms {unit}")
+    if t.max_ttft_seconds is not None:
+        parts.append(f"<= {t.max_ttft_seconds * 1000:g} ms TTFT")
     if t.min_throughput is not None:
         parts.append(f">= {t.min_throughput:,g} tok/s in all")
     parts.append("fits in memory")
@@ -110,11 +115,13 @@ def plan_report(
         which = f"; the best {shown_answers} shown (--top N, --all for every one)"
     elif not answers and len(listed) < len(options):
         which = f"; the {len(listed)} nearest shown, with what they miss"
-    title = (
+    title: tuple[str, ...] = (
         f"{options[0].scenario.model.name}: {_targets_text(targets)}",
         f"{answers} of {len(options)} deployments meet every target{which}; "
         + _basis_text(options[0], targets),
     )
+    if answers:
+        title = (*title, f"why the first: {why_first(options[0])}")
     unlisted = len(options) - answers - (len(listed) - shown_answers)
     footer = _summary(missed, len(options), answers, targets, unlisted > 0)
     return with_notes(
@@ -148,6 +155,11 @@ def _document(
             if targets.max_seconds_per_token is None
             else targets.max_seconds_per_token * 1000,
             "min_throughput_tokens_per_s": targets.min_throughput,
+            # Added: the TTFT target and whether disaggregated pools were tried.
+            "max_ttft_ms": None
+            if targets.max_ttft_seconds is None
+            else targets.max_ttft_seconds * 1000,
+            "disaggregated": targets.disaggregated,
             "batch": targets.batch,
             "max_batch": targets.max_batch,
             "max_gpus": targets.max_gpus,
@@ -161,6 +173,7 @@ def _document(
             },
         },
         answers=sum(o.meets for o in options),
+        why_first=why_first(options[0]) if options and options[0].meets else None,
         missed=[
             {
                 "target": f.target,
@@ -211,6 +224,8 @@ def _columns(
         Column("pp", "PP", str, drop=KEPT),
         Column("ep", "EP", lambda v: "yes" if v else "", numeric=False, drop=KEPT),
         Column("replicas", "Replicas", str, drop=KEPT),
+        Column("prefill_workers", "Prefill", lambda v: "" if v is None else str(v), drop=KEPT),
+        Column("decode_workers", "Decode", lambda v: "" if v is None else str(v), drop=KEPT),
         Column("weights", "Weights", numeric=False),
         Column("kv_dtype", "KV", numeric=False),
         Column("batch", "Batch", lambda v: f"{v:,}", drop=1),
@@ -228,7 +243,8 @@ def _columns(
     )
     if shown is None:
         return _every_field(columns, records)
-    unused = {k for k, plain in (("pp", 1), ("ep", False)) if all(r[k] == plain for r in records)}
+    plain_values = (("pp", 1), ("ep", False), ("prefill_workers", None), ("decode_workers", None))
+    unused = {k for k, plain in plain_values if all(r[k] == plain for r in records)}
     unused |= {"max_batch", "max_context"} if served else {"ttft_ms"}
     if all(r["meets"] for r in listed):
         unused.add("why_not")
@@ -303,6 +319,8 @@ def _missing(target: str, t: Targets, one: bool) -> str:
     if target == "latency" and t.max_seconds_per_token is not None:
         unit = "TPOT" if t.workload is not None else "per token"
         return f"{miss} <= {t.max_seconds_per_token * 1000:g} ms {unit}"
+    if target == "ttft" and t.max_ttft_seconds is not None:
+        return f"{miss} <= {t.max_ttft_seconds * 1000:g} ms TTFT"
     if target == "load" and t.workload is not None:
         rate = t.workload.request_rate or 0
         return f"{'saturates' if one else 'saturate'} below {rate:g} requests/s"
@@ -313,6 +331,8 @@ def _describe(o: Option) -> str:
     """An option in a few words: GPU, layout, formats and batch."""
     s = o.scenario
     layout = f"TP {s.tp}" + (f" PP {s.pp}" if s.pp > 1 else "") + (" EP" if s.ep else "")
+    if o.pools is not None:
+        layout = f"{o.pools.prefill_workers}P{o.pools.decode_workers}D of {layout}"
     gpu = s.gpu.id if s.gpu else "GPU"
     return f"{gpu} {layout}, {weights_label(s)} weights, {kv_label(s)} KV"
 

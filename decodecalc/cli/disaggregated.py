@@ -1,0 +1,81 @@
+"""`decodecalc serving --prefill-workers P --decode-workers D`: the two pools of a
+disaggregated deployment (answers/disaggregated.py), read from serving's options."""
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from decodecalc.errors import InputError
+
+if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import Pools
+    from decodecalc.model.hardware import Link
+
+DEFAULT_KV_LINK = "ib-ndr"
+"""The network between nodes where the scenario names none (its --node-link default)."""
+
+
+def pools_of(
+    ctx: typer.Context,
+    prefill_workers: int | None,
+    decode_workers: int | None,
+    layout: dict[str, Any],
+    kv_link: str | None,
+) -> "Pools":
+    """The pools the options describe: decode workers take the scenario's layout, prefill
+    workers ``layout``'s (tp, ep, dp_attention: None keeps the decode worker's)."""
+    from decodecalc.answers.disaggregated import Pools
+    from decodecalc.cli.options import spec_of
+    from decodecalc.loading.resolve import resolve
+    from decodecalc.record import replace
+
+    if prefill_workers is None or decode_workers is None:
+        given = "--prefill-workers" if decode_workers is None else "--decode-workers"
+        missing = "--decode-workers" if decode_workers is None else "--prefill-workers"
+        raise InputError(
+            f"{given} splits serving into two pools: give {missing} too (how many workers "
+            "of the other kind)"
+        )
+    catalog = load_catalog_of(ctx)
+    spec = spec_of(ctx)
+    decode = resolve(spec, catalog)
+    changed = {k: v for k, v in layout.items() if v is not None}
+    prefill = resolve(replace(spec, **changed), catalog) if changed else decode
+    return Pools(prefill, decode, prefill_workers, decode_workers, _link(ctx, kv_link, spec))
+
+
+def load_catalog_of(ctx: typer.Context) -> Any:
+    from decodecalc.cli import load_catalog
+
+    return load_catalog(ctx.params.get("presets"))
+
+
+def _link(ctx: typer.Context, name: str | None, spec: Any) -> "Link | None":
+    """--kv-link: a link preset, 'none' (no transfer time), or by default the scenario's
+    network between nodes (InfiniBand NDR unless --node-link names another)."""
+    from decodecalc.model.hardware import Link
+
+    if name is not None and name.strip().lower() == "none":
+        return None
+    if name is None and isinstance(spec.node_link, Link):
+        return spec.node_link
+    wanted = name or (spec.node_link if isinstance(spec.node_link, str) else DEFAULT_KV_LINK)
+    try:
+        found: Link = load_catalog_of(ctx).link(wanted)
+    except InputError as exc:
+        raise InputError(f"--kv-link {wanted!r}: {exc}") from None
+    return found
+
+
+def run_disaggregated(
+    pools: "Pools", loads: list[Any], limits: Any, fmt: Any, as_json: bool, to: Any
+) -> None:
+    from decodecalc.answers.disaggregated import serve_disaggregated
+    from decodecalc.cli import Format, emit
+    from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
+
+    results = [serve_disaggregated(pools, load, limits) for load in loads]
+    report = disaggregated_report(results)
+    if not as_json and fmt in (Format.table, Format.markdown):
+        report = human_disaggregated(report)
+    emit(report, fmt, as_json, False, to)
