@@ -24,6 +24,14 @@ META_COUNTS = {
     # Qwen3-VL-30B-A3B-Instruct: 48 layers of 128 experts of 768, the same 27-layer tower
     # as Qwen3-Omni's, an untied head.
     "qwen3-vl-30b-a3b": 31_070_754_032,
+    # OLMoE-1B-7B-0125-Instruct: 16 layers of 64 experts of 1,024, q and k norms over all
+    # 2,048 channels. Its paper (arXiv 2409.02060) says 7B in all, 1B active.
+    "olmoe-1b-7b-0125-instruct": 6_919_161_856,
+    # Granite-3.1-3B-A800M-Instruct: 32 layers of 40 experts of 512, a tied head.
+    "granite-3.1-3b-a800m-instruct": 3_298_793_472,
+    # Qwen1.5-MoE-A2.7B-Chat: 60 experts of 1,408 and a gated shared expert of 5,632 a
+    # layer; the card says "14.3B parameters in total".
+    "qwen1.5-moe-a2.7b-chat": 14_315_784_192,
 }
 
 
@@ -39,6 +47,12 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("qwen3-vl-4b", 147_456),
         # 48 layers x (K + V) x 4 KV heads x head_dim 128 x 2 bytes = 48 x 2,048 = 98,304.
         ("qwen3-vl-30b-a3b", 98_304),
+        # 16 layers x 2 x 16 KV heads x (2,048 / 16 = 128) x 2 bytes = 16 x 8,192 = 131,072.
+        ("olmoe-1b-7b-0125-instruct", 131_072),
+        # 32 layers x 2 x 8 KV heads x (1,536 / 24 = 64) x 2 bytes = 32 x 2,048 = 65,536.
+        ("granite-3.1-3b-a800m-instruct", 65_536),
+        # 24 layers x 2 x 16 KV heads x (2,048 / 16 = 128) x 2 bytes = 24 x 8,192 = 196,608.
+        ("qwen1.5-moe-a2.7b-chat", 196_608),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
