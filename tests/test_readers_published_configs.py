@@ -2,11 +2,13 @@
 (tests/fixtures/configs, each file's source in SOURCES.md), not from transformers'
 defaults: the parameter count equals the one transformers 5.24.0 builds from the same file
 on PyTorch's meta device (validation/meta_params.py: parameters and persistent buffers,
-shared tensors once), and the KV cache is counted by hand from the file's fields.
+shared tensors once), or, for a family transformers has no code for (remote code), the
+count by hand from its modeling file's shapes; the KV cache is counted by hand.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,31 @@ META_COUNTS = {
 }
 
 
+BY_HAND = {
+    # InternVL2-8B's language model, InternLM2.5-7B-Chat with 9 tokens added (92,553): no
+    # modeling code in transformers (remote code), so counted from modeling_internlm2.py's
+    # shapes. A layer: wqkv 4,096 x (32 + 2 x 8) x 128 = 25,165,824; wo 4,096 x 4,096 =
+    # 16,777,216; w1, w3 2 x 14,336 x 4,096 = 117,440,512; w2 58,720,256; two norms 8,192:
+    # 218,112,000, x 32 = 6,979,584,000. tok_embeddings and output 2 x 92,553 x 4,096 =
+    # 758,194,176, the final norm 4,096: 7,737,782,272.
+    "internlm2.5-7b-chat-internvl2": 7_737_782_272,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BY_HAND))
+def test_remote_code_configs_count_as_their_modeling_file(catalog: Catalog, name: str) -> None:
+    assert catalog.model(str(CONFIGS / f"{name}.json")).total_params() == BY_HAND[name]
+
+
+def test_internlm2_bias_adds_wqkv_and_wo_biases(catalog: Catalog, tmp_path: Path) -> None:
+    """``bias: true`` (InternLM2Config's default): wqkv's 6,144 and wo's 4,096 a layer,
+    x 32 = 327,680 more; the MLP stays unbiased."""
+    config = json.loads((CONFIGS / "internlm2.5-7b-chat-internvl2.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "bias": True}))
+    assert catalog.model(str(path)).total_params() == 7_737_782_272 + 327_680
+
+
 @pytest.mark.parametrize("name", sorted(META_COUNTS))
 def test_published_configs_count_as_transformers_does(catalog: Catalog, name: str) -> None:
     assert catalog.model(str(CONFIGS / f"{name}.json")).total_params() == META_COUNTS[name]
@@ -53,6 +80,8 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("granite-3.1-3b-a800m-instruct", 65_536),
         # 24 layers x 2 x 16 KV heads x (2,048 / 16 = 128) x 2 bytes = 24 x 8,192 = 196,608.
         ("qwen1.5-moe-a2.7b-chat", 196_608),
+        # 32 layers x 2 x 8 KV heads x (4,096 / 32 = 128) x 2 bytes = 32 x 4,096 = 131,072.
+        ("internlm2.5-7b-chat-internvl2", 131_072),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:

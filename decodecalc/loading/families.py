@@ -915,6 +915,18 @@ def _internlm3(cfg: Fields, model_type: str) -> Architecture:
     return _LLAMA(cfg, model_type)
 
 
+def _internlm2(cfg: Fields, model_type: str) -> Architecture:
+    """InternLM2 and 2.5 (remote code, modeling_internlm2.py): Llama's block with q, k and v
+    fused in one ``wqkv`` of (heads + 2 x KV heads) x head_dim rows, the elements of
+    Llama's three. Its ``bias`` switch (true by default in InternLM2Config, false in the
+    published checkpoints) gives wqkv and wo biases; the MLP's w1, w2, w3 have none."""
+    bias = cfg.boolean("bias", default=True)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    return _common(cfg, _over(_alike(cfg, attention, count), mlp))
+
+
 def _exaone4(cfg: Fields, model_type: str) -> Architecture:
     """EXAONE 4.0: QK norms per head, a norm after each sub-block (none before), three
     ``sliding_window`` layers to one full (``sliding_window_pattern``, or ``layer_types``),
@@ -1389,6 +1401,7 @@ FAMILIES: dict[str, Reader] = {
     "granitemoe": _granite_moe,
     "granitemoeshared": _granite_moe,
     "internlm3": _internlm3,
+    "internlm2": _internlm2,
     "exaone4": _exaone4,
     "cohere": _cohere2,
     "starcoder2": _layernorm_gpt,
@@ -1487,7 +1500,7 @@ REFUSED: dict[str, str] = {
     "against a published checkpoint",
     **{
         name: "not read yet: its layers have not been checked against a published checkpoint"
-        for name in ("internlm2", "minicpm", "mimo", "bailing_moe", "bailing_moe_v2", "dbrx")
+        for name in ("minicpm", "mimo", "bailing_moe", "bailing_moe_v2", "dbrx")
     },
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
