@@ -111,6 +111,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
         "minimax": t5_form("minimax"),
         "internlm2": fixture("internlm2.5-7b-chat-internvl2"),
+        "mimo": fixture("mimo-7b"),
         **{
             name: t5_form(name)
             for name in (

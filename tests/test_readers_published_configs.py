@@ -45,6 +45,14 @@ BY_HAND = {
     # 218,112,000, x 32 = 6,979,584,000. tok_embeddings and output 2 x 92,553 x 4,096 =
     # 758,194,176, the final norm 4,096: 7,737,782,272.
     "internlm2.5-7b-chat-internvl2": 7_737_782_272,
+    # MiMo-7B (remote code: Qwen2 and MTP layers). A layer: q 4,096 x 4,096 and k, v 2 x
+    # 4,096 x 1,024 with their 4,096 + 2 x 1,024 biases, o 4,096 x 4,096: 41,949,184; MLP
+    # 3 x 4,096 x 11,008 = 135,266,304; norms 8,192: 177,223,680, x 36 = 6,380,052,480.
+    # Embedding and head 2 x 151,680 x 4,096 = 1,242,562,560, final norm 4,096:
+    # 7,622,619,136, what transformers' Qwen2 builds from the same file on the meta device.
+    # The checkpoint adds its MTP layer (input_proj 2 x 4,096 x 4,096 = 33,554,432, a layer
+    # of 177,223,680, three norms 12,288: 210,790,400), which the decode step does not read.
+    "mimo-7b": 7_622_619_136,
 }
 
 
@@ -82,6 +90,8 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("qwen1.5-moe-a2.7b-chat", 196_608),
         # 32 layers x 2 x 8 KV heads x (4,096 / 32 = 128) x 2 bytes = 32 x 4,096 = 131,072.
         ("internlm2.5-7b-chat-internvl2", 131_072),
+        # 36 layers x 2 x 8 KV heads x 128 x 2 bytes = 36 x 4,096 = 147,456 (MTP: none).
+        ("mimo-7b", 147_456),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:

@@ -1402,6 +1402,10 @@ FAMILIES: dict[str, Reader] = {
     "granitemoeshared": _granite_moe,
     "internlm3": _internlm3,
     "internlm2": _internlm2,
+    # MiMo-7B (remote code): Qwen2's layers; its num_nextn_predict_layers MTP layers (an
+    # input_proj of 2 x hidden by hidden, three norms and a Qwen2 layer each) are in the
+    # checkpoint but not the decode step, as DeepSeek's (priced when they draft).
+    "mimo": _llama_like(qkv_bias=True, window_flag=True),
     "exaone4": _exaone4,
     "cohere": _cohere2,
     "starcoder2": _layernorm_gpt,
@@ -1500,7 +1504,7 @@ REFUSED: dict[str, str] = {
     "against a published checkpoint",
     **{
         name: "not read yet: its layers have not been checked against a published checkpoint"
-        for name in ("minicpm", "mimo", "bailing_moe", "bailing_moe_v2", "dbrx")
+        for name in ("minicpm", "bailing_moe", "bailing_moe_v2", "dbrx")
     },
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
