@@ -34,6 +34,9 @@ META_COUNTS = {
     # Qwen1.5-MoE-A2.7B-Chat: 60 experts of 1,408 and a gated shared expert of 5,632 a
     # layer; the card says "14.3B parameters in total".
     "qwen1.5-moe-a2.7b-chat": 14_315_784_192,
+    # EXAONE-4.0-32B: 64 layers, untied; less its two 102,400 x 5,120 embeddings
+    # (1,048,576,000) it is 30,954,640,384, the card's "30.95B without embeddings".
+    "exaone-4.0-32b": 32_003_216_384,
 }
 
 
@@ -92,6 +95,9 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("internlm2.5-7b-chat-internvl2", 131_072),
         # 36 layers x 2 x 8 KV heads x 128 x 2 bytes = 36 x 4,096 = 147,456 (MTP: none).
         ("mimo-7b", 147_456),
+        # 64 layers x 2 x 8 KV heads x 128 x 2 bytes = 64 x 4,096 = 262,144 (1,000 tokens:
+        # inside the 48 sliding layers' 4,096-token window).
+        ("exaone-4.0-32b", 262_144),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
@@ -101,3 +107,13 @@ def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token:
     step = StepModel.of(Scenario(m, bf16, bf16, 4_800_000_000_000))
     assert step.kv_bytes(1_000) == 1_000 * per_token
     assert step.state_bytes == 0
+
+
+def test_exaone4_sliding_layers_hold_their_window(catalog: Catalog) -> None:
+    """EXAONE-4.0-32B at 100,000 tokens: 16 full layers hold all of them, the 48 sliding
+    layers (three of every four) 4,096 each, 4,096 bytes a layer and token:
+    (16 x 100,000 + 48 x 4,096) x 4,096 = 1,796,608 x 4,096 = 7,358,906,368."""
+    bf16 = catalog.dtype("bf16")
+    m = catalog.model(str(CONFIGS / "exaone-4.0-32b.json"))
+    step = StepModel.of(Scenario(m, bf16, bf16, 4_800_000_000_000))
+    assert step.kv_bytes(100_000) == 7_358_906_368
