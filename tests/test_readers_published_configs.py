@@ -37,6 +37,12 @@ META_COUNTS = {
     # EXAONE-4.0-32B: 64 layers, untied; less its two 102,400 x 5,120 embeddings
     # (1,048,576,000) it is 30,954,640,384, the card's "30.95B without embeddings".
     "exaone-4.0-32b": 32_003_216_384,
+    # Pythia-1B: GPT-NeoX's parallel block, biases everywhere, untied; the Pythia suite's
+    # table gives the same 1,011,781,632.
+    "pythia-1b": 1_011_781_632,
+    # Qwen2.5-VL-7B-Instruct as transformers 4.53.1 re-saved it (text fields at the top and
+    # under text_config): text model and the 32-block window-attention vision tower.
+    "qwen2.5-vl-7b-instruct": 8_292_166_656,
 }
 
 
@@ -98,6 +104,10 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         # 64 layers x 2 x 8 KV heads x 128 x 2 bytes = 64 x 4,096 = 262,144 (1,000 tokens:
         # inside the 48 sliding layers' 4,096-token window).
         ("exaone-4.0-32b", 262_144),
+        # 16 layers x 2 x 8 heads x (2,048 / 8 = 256) x 2 bytes = 16 x 8,192 = 131,072.
+        ("pythia-1b", 131_072),
+        # 28 layers x 2 x 4 KV heads x (3,584 / 28 = 128) x 2 bytes = 28 x 2,048 = 57,344.
+        ("qwen2.5-vl-7b-instruct", 57_344),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
@@ -117,3 +127,13 @@ def test_exaone4_sliding_layers_hold_their_window(catalog: Catalog) -> None:
     m = catalog.model(str(CONFIGS / "exaone-4.0-32b.json"))
     step = StepModel.of(Scenario(m, bf16, bf16, 4_800_000_000_000))
     assert step.kv_bytes(100_000) == 7_358_906_368
+
+
+def test_a_flat_wrappers_top_level_copies_are_not_read(catalog: Catalog, tmp_path: Path) -> None:
+    """Where Qwen2.5-VL's config holds its text fields at the top and under text_config,
+    transformers builds the text model from text_config; so does decodecalc: a top-level
+    copy that says otherwise changes nothing."""
+    config = json.loads((CONFIGS / "qwen2.5-vl-7b-instruct.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_hidden_layers": 80, "intermediate_size": 1}))
+    assert catalog.model(str(path)).total_params() == META_COUNTS["qwen2.5-vl-7b-instruct"]

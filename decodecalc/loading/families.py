@@ -1488,7 +1488,9 @@ own model_type (this one when it names none); the vision tower is loading/vision
 
 FLAT_WRAPPERS = ("qwen2_vl", "qwen2_5_vl")
 """Wrappers whose published config.json gives the text model's fields at its top level
-beside ``vision_config`` (transformers 5 re-saves them under ``text_config``)."""
+beside ``vision_config`` (transformers 5 re-saves them under ``text_config``). Where a
+file has both (transformers 4.5x re-saved them so), transformers builds the text model
+from ``text_config`` alone and so does decodecalc: the top-level copies are read through."""
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
@@ -1540,6 +1542,8 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
     arch = _reader(text, text_type)(text, text_type)
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
+        if model_type in FLAT_WRAPPERS:  # (transformers 4.5x's form: both places)
+            cfg.read.update(k for k in cfg.data if k in text.data)
     elif model_type in FLAT_WRAPPERS and cfg.has("vision_config"):  # no text_config
         from decodecalc.loading.vision import TOWERS
 

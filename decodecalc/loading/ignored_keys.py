@@ -131,6 +131,7 @@ COMMON = frozenset(
         "image_token_index",
         "video_token_id",
         "vision_start_token_id",
+        "vision_token_id",  # Qwen2.5-VL's text_config as transformers 4.53 re-saves it
         "vision_end_token_id",
         "boi_token_index",
         "eoi_token_index",
