@@ -43,6 +43,12 @@ META_COUNTS = {
     # Qwen2.5-VL-7B-Instruct as transformers 4.53.1 re-saved it (text fields at the top and
     # under text_config): text model and the 32-block window-attention vision tower.
     "qwen2.5-vl-7b-instruct": 8_292_166_656,
+    # Command R (c4ai-command-r-v01): 40 layers of 8,192, 64 heads without GQA, tied; its
+    # card says 35 billion.
+    "c4ai-command-r-v01": 34_980_831_232,
+    # StarCoder2-3B: biases everywhere, LayerNorms with biases, the head tied (transformers'
+    # default where the file is silent); its card says 3B.
+    "starcoder2-3b": 3_030_371_328,
 }
 
 
@@ -108,6 +114,11 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("pythia-1b", 131_072),
         # 28 layers x 2 x 4 KV heads x (3,584 / 28 = 128) x 2 bytes = 28 x 2,048 = 57,344.
         ("qwen2.5-vl-7b-instruct", 57_344),
+        # 40 layers x 2 x 64 KV heads x (8,192 / 64 = 128) x 2 bytes = 40 x 32,768 = 1,310,720.
+        ("c4ai-command-r-v01", 1_310_720),
+        # 30 layers x 2 x 2 KV heads x (3,072 / 24 = 128) x 2 bytes = 30 x 1,024 = 30,720
+        # (1,000 tokens: inside the 4,096-token window every layer keeps).
+        ("starcoder2-3b", 30_720),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
