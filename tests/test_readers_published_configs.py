@@ -49,6 +49,9 @@ META_COUNTS = {
     # StarCoder2-3B: biases everywhere, LayerNorms with biases, the head tied (transformers'
     # default where the file is silent); its card says 3B.
     "starcoder2-3b": 3_030_371_328,
+    # dots.llm1.inst: one dense layer first, then 61 of 128 experts of 1,408 and two shared;
+    # its card says 142B in all (14B active).
+    "dots.llm1.inst": 142_774_381_696,
 }
 
 
@@ -119,6 +122,8 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         # 30 layers x 2 x 2 KV heads x (3,072 / 24 = 128) x 2 bytes = 30 x 1,024 = 30,720
         # (1,000 tokens: inside the 4,096-token window every layer keeps).
         ("starcoder2-3b", 30_720),
+        # 62 layers x 2 x 32 KV heads x (4,096 / 32 = 128) x 2 bytes = 62 x 16,384 = 1,015,808.
+        ("dots.llm1.inst", 1_015_808),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
