@@ -71,6 +71,12 @@ BY_HAND = {
     # The checkpoint adds its MTP layer (input_proj 2 x 4,096 x 4,096 = 33,554,432, a layer
     # of 177,223,680, three norms 12,288: 210,790,400), which the decode step does not read.
     "mimo-7b": 7_622_619_136,
+    # Qwen3-VL-8B-Instruct's text model alone (transformers builds it only inside the
+    # wrapper; its Qwen3 build of the same fields, on the meta device, gives the same). A
+    # layer: q, o 2 x 4,096 x 4,096, k, v 2 x 4,096 x 1,024: 41,943,040; q and k norms 256;
+    # MLP 3 x 4,096 x 12,288 = 150,994,944; norms 8,192: 192,946,432, x 36 = 6,946,071,552.
+    # Embedding and head 2 x 151,936 x 4,096 = 1,244,659,712, final norm 4,096.
+    "qwen3-vl-8b-text": 8_190_735_360,
 }
 
 
@@ -124,6 +130,8 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("starcoder2-3b", 30_720),
         # 62 layers x 2 x 32 KV heads x (4,096 / 32 = 128) x 2 bytes = 62 x 16,384 = 1,015,808.
         ("dots.llm1.inst", 1_015_808),
+        # 36 layers x 2 x 8 KV heads x 128 x 2 bytes = 36 x 4,096 = 147,456.
+        ("qwen3-vl-8b-text", 147_456),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
