@@ -2,8 +2,9 @@
 (tests/fixtures/configs, each file's source in SOURCES.md), not from transformers'
 defaults: the parameter count equals the one transformers 5.24.0 builds from the same file
 on PyTorch's meta device (validation/meta_params.py: parameters and persistent buffers,
-shared tensors once), or, for a family transformers has no code for (remote code), the
-count by hand from its modeling file's shapes; the KV cache is counted by hand.
+shared tensors once), or, where transformers cannot build the file (remote code, or a
+wrapper's text model alone), the count by hand from the modeling file's shapes; the KV
+cache is counted by hand.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ BY_HAND = {
 
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
-def test_remote_code_configs_count_as_their_modeling_file(catalog: Catalog, name: str) -> None:
+def test_configs_transformers_cannot_build_count_by_hand(catalog: Catalog, name: str) -> None:
     assert catalog.model(str(CONFIGS / f"{name}.json")).total_params() == BY_HAND[name]
 
 
