@@ -53,6 +53,8 @@ META_COUNTS = {
     # dots.llm1.inst: one dense layer first, then 61 of 128 experts of 1,408 and two shared;
     # its card says 142B in all (14B active).
     "dots.llm1.inst": 142_774_381_696,
+    # InternLM3-8B-Instruct: 48 layers of 4,096 with 2 KV heads, untied.
+    "internlm3-8b-instruct": 8_804_241_408,
 }
 
 
@@ -133,6 +135,8 @@ def test_published_configs_count_as_transformers_does(catalog: Catalog, name: st
         ("dots.llm1.inst", 1_015_808),
         # 36 layers x 2 x 8 KV heads x 128 x 2 bytes = 36 x 4,096 = 147,456.
         ("qwen3-vl-8b-text", 147_456),
+        # 48 layers x 2 x 2 KV heads x 128 x 2 bytes = 48 x 1,024 = 49,152.
+        ("internlm3-8b-instruct", 49_152),
     ],
 )
 def test_published_configs_cache_by_hand(catalog: Catalog, name: str, per_token: int) -> None:
