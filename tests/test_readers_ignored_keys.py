@@ -110,6 +110,8 @@ def configs() -> dict[str, dict[str, Any]]:
         "mimo_v2_flash": fixture("mimo-v2-flash"),
         "mimo_v2": {**fixture("mimo-v2-flash"), "model_type": "mimo_v2"},
         "minimax": t5_form("minimax"),
+        "internlm2": fixture("internlm2.5-7b-chat-internvl2"),
+        "mimo": fixture("mimo-7b"),
         **{
             name: t5_form(name)
             for name in (
@@ -297,7 +299,7 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
         ("nemotron-nas", "per-layer block_configs"),
         ("jetmoe", "mixture of attention heads"),
         ("step3", "multi-matrix factorised attention"),
-        ("internlm2", "not read yet"),
+        ("minicpm", "not read yet"),
     ],
 )
 def test_known_types_not_read_are_refused_naming_why(

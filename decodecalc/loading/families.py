@@ -915,6 +915,18 @@ def _internlm3(cfg: Fields, model_type: str) -> Architecture:
     return _LLAMA(cfg, model_type)
 
 
+def _internlm2(cfg: Fields, model_type: str) -> Architecture:
+    """InternLM2 and 2.5 (remote code, modeling_internlm2.py): Llama's block with q, k and v
+    fused in one ``wqkv`` of (heads + 2 x KV heads) x head_dim rows, the elements of
+    Llama's three. Its ``bias`` switch (true by default in InternLM2Config, false in the
+    published checkpoints) gives wqkv and wo biases; the MLP's w1, w2, w3 have none."""
+    bias = cfg.boolean("bias", default=True)
+    attention = _gqa(cfg, None, qkv_bias=bias, o_bias=bias)
+    mlp = DenseMLP(cfg.integer("intermediate_size"))
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    return _common(cfg, _over(_alike(cfg, attention, count), mlp))
+
+
 def _exaone4(cfg: Fields, model_type: str) -> Architecture:
     """EXAONE 4.0: QK norms per head, a norm after each sub-block (none before), three
     ``sliding_window`` layers to one full (``sliding_window_pattern``, or ``layer_types``),
@@ -1389,6 +1401,11 @@ FAMILIES: dict[str, Reader] = {
     "granitemoe": _granite_moe,
     "granitemoeshared": _granite_moe,
     "internlm3": _internlm3,
+    "internlm2": _internlm2,
+    # MiMo-7B (remote code): Qwen2's layers; its num_nextn_predict_layers MTP layers (an
+    # input_proj of 2 x hidden by hidden, three norms and a Qwen2 layer each) are in the
+    # checkpoint but not the decode step, as DeepSeek's (priced when they draft).
+    "mimo": _llama_like(qkv_bias=True, window_flag=True),
     "exaone4": _exaone4,
     "cohere": _cohere2,
     "starcoder2": _layernorm_gpt,
@@ -1471,12 +1488,18 @@ own model_type (this one when it names none); the vision tower is loading/vision
 
 FLAT_WRAPPERS = ("qwen2_vl", "qwen2_5_vl")
 """Wrappers whose published config.json gives the text model's fields at its top level
-beside ``vision_config`` (transformers 5 re-saves them under ``text_config``)."""
+beside ``vision_config`` (transformers 5 re-saves them under ``text_config``). Where a
+file has both (transformers 4.5x re-saved them so), transformers builds the text model
+from ``text_config`` alone and so does decodecalc: the top-level copies are read through."""
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
     "nemotron-nas": "Nemotron-NAS's per-layer block_configs (attention left out or replaced "
-    "by a linear layer, a width of its own for each layer's MLP) are not modelled",
+    "by a linear layer, a width of its own for each layer's MLP) are not modelled: every "
+    "decodecalc layer has a token mixer with its own cache or state",
+    "minicpm": "not read yet: MiniCPM's remote code (Llama's shapes, scale_emb, scale_depth "
+    "and dim_model_base scaling activations) has not been checked against a published "
+    "checkpoint, and MiniCPM4's sparse attention (sparse_config) is not modelled",
     "deci": "DeciLM's per-layer block_configs (attention left out or replaced by a linear "
     "layer, a width of its own for each layer's MLP) are not modelled",
     "jetmoe": "JetMoE's mixture of attention heads (experts in attention) is not modelled",
@@ -1487,7 +1510,7 @@ REFUSED: dict[str, str] = {
     "against a published checkpoint",
     **{
         name: "not read yet: its layers have not been checked against a published checkpoint"
-        for name in ("internlm2", "minicpm", "mimo", "bailing_moe", "bailing_moe_v2", "dbrx")
+        for name in ("bailing_moe", "bailing_moe_v2", "dbrx")
     },
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
@@ -1523,6 +1546,8 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
     arch = _reader(text, text_type)(text, text_type)
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
+        if model_type in FLAT_WRAPPERS:  # (transformers 4.5x's form: both places)
+            cfg.read.update(k for k in cfg.data if k in text.data)
     elif model_type in FLAT_WRAPPERS and cfg.has("vision_config"):  # no text_config
         from decodecalc.loading.vision import TOWERS
 
