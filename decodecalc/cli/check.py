@@ -31,12 +31,15 @@ from decodecalc.cli.measured import (
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
+    from typing import IO
 
     from decodecalc.calibration.measured_files import Given
     from decodecalc.checks.deployments import Deployment, DeploymentReader
     from decodecalc.checks.run import CheckedDeployment
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.views.report import Report
 
 
 class CheckFormat(str, Enum):
@@ -164,7 +167,15 @@ def check(
         raise InputError(f"--gpu {gpu}: every file names its own GPU (or bandwidth); none used it")
     if problems and not (fmt is CheckFormat.junit and output is not None):
         raise InputErrors(problems)
-    _write(ctx, fmt, output, checked, outcome)
+    from decodecalc.views.check import check_report, to_junit
+
+    _write(
+        ctx,
+        fmt,
+        output,
+        check_report(checked),
+        lambda out, to_file: to_junit(checked, out, outcome if to_file else None),
+    )
     if problems:
         raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
     if not all(c.passed for c in checked):
@@ -215,21 +226,10 @@ def _check_measured(
     from decodecalc.checks.measured import check_measured
     from decodecalc.cli.measured import read_files
     from decodecalc.views.check import measured_junit, measured_report
-    from decodecalc.views.render import RENDERERS
 
     checks = check_measured(read_files(files, catalog, given, show), catalog, given.engine)
     report = measured_report(checks)
-    if output is None and fmt is CheckFormat.junit:
-        measured_junit(checks, sys.stdout)
-    elif output is None:
-        emit(report, Format(fmt.value), False)
-    else:
-        with output_stream(destination(ctx)) as out:
-            if fmt is CheckFormat.junit:
-                measured_junit(checks, out)
-            else:
-                RENDERERS[fmt.value](report, out, False)
-        RENDERERS["table"](report, sys.stdout, False)
+    _write(ctx, fmt, output, report, lambda out, _: measured_junit(checks, out))
     if not all(c.passed for c in checks):
         raise typer.Exit(EXIT_VIOLATION)
 
@@ -295,22 +295,21 @@ def _write(
     ctx: typer.Context,
     fmt: CheckFormat,
     output: str | None,
-    checked: "list[CheckedDeployment]",
-    outcome: dict[str, list[str]],
+    report: "Report",
+    junit: "Callable[[IO[str], bool], None]",
 ) -> None:
-    """The report in its format on stdout, or in --output with the table on stdout."""
-    from decodecalc.views.check import check_report, to_junit
+    """The report in its format on stdout, or in --output with the table on stdout;
+    ``junit(stream, to_file)`` writes the JUnit form of the same results."""
     from decodecalc.views.render import RENDERERS
 
-    report = check_report(checked)
     if output is None and fmt is CheckFormat.junit:
-        to_junit(checked, sys.stdout)
+        junit(sys.stdout, False)
     elif output is None:
         emit(report, Format(fmt.value), False)
     else:
         with output_stream(destination(ctx)) as out:
             if fmt is CheckFormat.junit:
-                to_junit(checked, out, outcome)
+                junit(out, True)
             else:
                 RENDERERS[fmt.value](report, out, False)
         RENDERERS["table"](report, sys.stdout, False)
