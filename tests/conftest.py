@@ -79,8 +79,43 @@ def preset_scenario(
     )
 
 
+def once_per_run(factory: pytest.TempPathFactory, name: str, compute: Callable[[], str]) -> str:
+    """``compute()`` once for the whole test run, however many xdist workers ask: the first
+    to claim ``name`` computes and leaves the text in the run's temporary folder, the others
+    wait for it (a whole validation is 8 CPU-seconds; two workers need not pay it twice).
+    A claimant that fails leaves a mark, and the others then compute for themselves."""
+    import time
+
+    folder = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = folder.parent  # the run's folder, above each worker's own
+    done, failed = folder / f"{name}.txt", folder / f"{name}.failed"
+    try:
+        os.close(os.open(folder / f"{name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not failed.exists():
+            if done.exists():
+                return done.read_text()
+            time.sleep(0.05)
+        return compute()
+    try:
+        text = compute()
+    except BaseException:
+        failed.touch()
+        raise
+    partial = folder / f"{name}.{os.getpid()}.tmp"
+    partial.write_text(text)
+    os.replace(partial, done)
+    return text
+
+
+SHIPPED_POINTS = ("validate", "validation/points.yaml", "--json")
+"""The command whose JSON shipped_validation holds (the golden grid runs it too)."""
+
+
 @pytest.fixture(scope="session")
-def shipped_validation() -> dict[str, object]:
+def shipped_validation(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """`decodecalc validate validation/points.yaml --json`, run once for every test that
     reads its figures (a whole validation refits every profile: seconds, not milliseconds)."""
     import contextlib
@@ -88,10 +123,15 @@ def shipped_validation() -> dict[str, object]:
     import json
     from pathlib import Path
 
-    points = Path(__file__).resolve().parents[1] / "validation" / "points.yaml"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["validate", str(points), "--json"])
-    assert code == 0
-    doc: dict[str, object] = json.loads(out.getvalue())
+    def validate() -> str:
+        out = io.StringIO()
+        root = Path(__file__).resolve().parents[1]
+        points = root / SHIPPED_POINTS[1]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main([SHIPPED_POINTS[0], str(points), *SHIPPED_POINTS[2:]])
+        assert code == 0
+        return out.getvalue()
+
+    text = once_per_run(tmp_path_factory, "shipped-validation", validate)
+    doc: dict[str, object] = json.loads(text)
     return doc

@@ -10,6 +10,7 @@ a file decodecalc did not write, ``--presets`` when a model comes from it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,20 +232,39 @@ def _run(cli: Run, args: list[str], tmp: Path) -> Outcome:
     return Outcome(r.code, r.out, r.err, files)
 
 
-def _setup(tmp: Path) -> None:
-    """A foreign file (for --force) and a presets folder with one model (for --presets)."""
-    (tmp / "foreign.txt").write_text("not written by decodecalc\n")
-    models = tmp / "presets" / "models"
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every trial, so that two trials with the same baseline run the same
+    command line: a presets folder with one model (for --presets) made once."""
+    folder = tmp_path_factory.mktemp("options")
+    models = folder / "presets" / "models"
     models.mkdir(parents=True)
     text = (ROOT / "presets/models/llama-3.1-8b.yaml").read_text()
     lines = [line for line in text.splitlines() if not line.startswith("aliases:")]
     (models / "my-model.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture
+def fresh(tmp: Path) -> Iterator[Path]:
+    """The folder as every trial finds it: the presets and a foreign file (for --force),
+    and nothing a trial wrote before."""
+    kept = {p for p in tmp.rglob("*") if p.is_file()}
+    (tmp / "foreign.txt").write_text("not written by decodecalc\n")
+    yield tmp
+    for path in [p for p in tmp.rglob("*") if p.is_file() and p not in kept]:
+        path.unlink()
+
+
+BASELINE_RUNS: dict[tuple[str, ...], Outcome] = {}
+"""Each baseline run once: most options of a command share it (it runs in the same folder,
+from a fresh start, so its outcome is the same every time)."""
 
 
 @pytest.mark.parametrize(("command", "option"), cases(), ids=lambda v: v)
 def test_the_option_changes_the_output_or_is_refused(
     cli: Run,
-    tmp_path: Path,
+    fresh: Path,
     monkeypatch: pytest.MonkeyPatch,
     command: str,
     option: str,
@@ -252,15 +272,16 @@ def test_the_option_changes_the_output_or_is_refused(
     if (command, option) in KNOWN:
         pytest.xfail(KNOWN[command, option])
     monkeypatch.chdir(ROOT)
-    _setup(tmp_path)
     trial = PER_COMMAND.get((command, option), TRIALS[option])
     base = trial.baseline if trial.baseline is not None else BASELINES[command]
-    baseline = [command, *_filled(base, tmp_path), *_filled(trial.both, tmp_path)]
+    baseline = [command, *_filled(base, fresh), *_filled(trial.both, fresh)]
     given = [trial.flag or option] + ([] if trial.value is None else [trial.value])
-    first = _run(cli, baseline, tmp_path)
-    for path in first.files:
-        Path(path).unlink()
-    second = _run(cli, [*baseline, *_filled(tuple(given), tmp_path)], tmp_path)
+    first = BASELINE_RUNS.get(tuple(baseline))
+    if first is None:
+        first = BASELINE_RUNS[tuple(baseline)] = _run(cli, baseline, fresh)
+        for path in first.files:
+            Path(path).unlink()
+    second = _run(cli, [*baseline, *_filled(tuple(given), fresh)], fresh)
     if second.code == 2:
         return  # refused, with its one line
     assert (second.code, second.out, second.err, second.files) != (
