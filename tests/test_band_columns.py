@@ -78,13 +78,13 @@ def blocks(draw: st.DrawFn) -> tuple[list[int], list[float], list[float]]:
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(engines(), st.integers(0, 10**10), seconds, seconds)
 def test_within_band_is_the_definition(terms: Packed, kv: int, compute: float, floor: float):
     assert within_band(terms, kv, compute, floor) == definition(terms, kv, compute, floor)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=150, deadline=None)  # blocks of up to 300 rows: 8 CPU-s at 500
 @given(engines(), blocks())
 def test_columns_are_within_band_at_every_row(
     terms: Packed, rows: tuple[list[int], list[float], list[float]]
