@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from decodecalc.cli import COMMANDS, full_command
+from decodecalc.cli import COMMANDS
 from decodecalc.views.report import SCHEMA_VERSION
 
-from .conftest import Run
+from .conftest import Run, cli_group
 
 Q70 = ("estimate", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "-k", "fp8")
 
@@ -267,7 +267,7 @@ def test_every_command_has_help_and_a_readme_entry(cli: Run, command: str) -> No
     r = cli(command, "--help")
     assert r.code == 0 and "Usage" in r.out
     assert "<str>" not in r.out and "<int>" not in r.out  # options say what they take
-    command_obj = full_command().commands[command]
+    command_obj = cli_group().commands[command]
     assert command_obj.help
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert f"decodecalc {command}" in readme
@@ -305,7 +305,7 @@ def test_scenario_commands_share_one_set_of_options(command: str) -> None:
     from decodecalc.scenarios.fields import SCENARIO_FIELDS
     from decodecalc.scenarios.spec import ScenarioSpec
 
-    params = {p.name: p for p in full_command().commands[command].params}
+    params = {p.name: p for p in cli_group().commands[command].params}
     assert [o.name for o in SCENARIO_FIELDS] == list(field_names(ScenarioSpec))
     axes = {o.name for o in SCENARIO_FIELDS if o.axis is not None and o.kind == "count"}
     for name, default in field_defaults(ScenarioSpec).items():
@@ -317,7 +317,7 @@ def test_scenario_commands_share_one_set_of_options(command: str) -> None:
 def test_no_short_option_means_two_things() -> None:
     """-n is generate's --tokens; no command may give a letter another meaning."""
     meanings: dict[str, set[str]] = {}
-    for command in full_command().commands.values():
+    for command in cli_group().commands.values():
         for param in command.params:
             longs = [o for o in param.opts if o.startswith("--")]
             for short in (o for o in param.opts if not o.startswith("--")):

@@ -97,7 +97,15 @@ README_COLUMNS = 100
 """The width the README's examples are shown at: a landing page is read in a browser or a
 narrow editor pane, not on a 150-column terminal."""
 
-SHELL_EXAMPLES = [b for b in all_blocks() if b.body.startswith("$ decodecalc ")]
+WHOLE_VALIDATION = "$ decodecalc validate validation/points.yaml"
+"""An example that refits every profile (8 CPU-seconds): long end to end, it is the slow
+set's; the fast set holds the same figures through tests/conftest.py's shipped_validation."""
+
+SHELL_EXAMPLES = [
+    pytest.param(b, marks=pytest.mark.slow) if b.body.split("\n")[0] == WHOLE_VALIDATION else b
+    for b in all_blocks()
+    if b.body.startswith("$ decodecalc ")
+]
 PYTHON_EXAMPLES = [b for b in all_blocks() if b.lang == "python"]
 
 

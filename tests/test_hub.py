@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from .conftest import Run
 from .test_architecture import imported_after, quietly
 from .test_numbers import figures
 from .test_recipes import HF_QUANT_NVFP4
@@ -121,13 +122,15 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return result.stderr
 
 
-def test_a_fetched_config_gives_the_local_config_figures(hub: FakeHub, tmp_path: Path) -> None:
+def test_a_fetched_config_gives_the_local_config_figures(
+    hub: FakeHub, tmp_path: Path, cli: Run
+) -> None:
     hub.repos["test-org/Tiny-Llama"] = {"config.json": LLAMA_8B}
     fetched = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny-Llama", *ESTIMATE)
     assert fetched.returncode == 0, fetched.stderr
-    local = run(hub, tmp_path, "estimate", "-m", str(CONFIGS / "llama-3.1-8b.json"), *ESTIMATE)
+    local = cli("estimate", "-m", str(CONFIGS / "llama-3.1-8b.json"), *ESTIMATE)  # no Hub
     assert json.loads(fetched.stdout)["inputs"]["model"] == "test-org/Tiny-Llama"
-    assert figures(json.loads(fetched.stdout)) == figures(json.loads(local.stdout))
+    assert figures(json.loads(fetched.stdout)) == figures(json.loads(local.out))
     assert any(
         r.startswith("GET /test-org/Tiny-Llama/resolve/main/config.json") for r in hub.requests
     )
@@ -183,7 +186,7 @@ def test_a_repository_without_config_json(hub: FakeHub, tmp_path: Path) -> None:
     assert "has no config.json" in message
 
 
-def test_hf_quant_config_json_is_fetched_beside_it(hub: FakeHub, tmp_path: Path) -> None:
+def test_hf_quant_config_json_is_fetched_beside_it(hub: FakeHub, tmp_path: Path, cli: Run) -> None:
     side = json.dumps(HF_QUANT_NVFP4).encode()
     hub.repos["test-org/Llama-NVFP4"] = {"config.json": LLAMA_8B, "hf_quant_config.json": side}
     fetched = run(hub, tmp_path, "estimate", "-m", "test-org/Llama-NVFP4", *ESTIMATE)
@@ -192,10 +195,10 @@ def test_hf_quant_config_json_is_fetched_beside_it(hub: FakeHub, tmp_path: Path)
     folder.mkdir()
     (folder / "config.json").write_bytes(LLAMA_8B)
     (folder / "hf_quant_config.json").write_bytes(side)
-    local = run(hub, tmp_path, "estimate", "-m", str(folder / "config.json"), *ESTIMATE)
+    local = cli("estimate", "-m", str(folder / "config.json"), *ESTIMATE)  # no Hub: in-process
     doc = json.loads(fetched.stdout)
     assert doc["inputs"]["weights_dtype"] == "nvfp4"
-    assert figures(doc) == figures(json.loads(local.stdout))
+    assert figures(doc) == figures(json.loads(local.out))
 
 
 def test_presets_never_import_the_hub_client() -> None:

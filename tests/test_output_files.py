@@ -21,6 +21,7 @@ DATA = Path(__file__).parent / "data"
 CONFIG = Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json"
 DEPLOYMENT = Path(__file__).parents[1] / "examples" / "chat-h100.yaml"
 POINTS = DATA / "measured-decode.yaml"
+BENCH = Path(__file__).parent / "fixtures" / "benchmarks" / "llama-bench-depth.md"
 LISTING = ["models", "--format", "csv"]
 BATCHES = ",".join(str(b) for b in range(1, 201))
 
@@ -138,10 +139,10 @@ class TestInputsAreNeverReplaced:
         [
             ("pts.yaml", POINTS, ["calibrate", "pts.yaml", "-o", "pts.yaml"]),
             ("pts.yaml", POINTS, ["calibrate", "pts.yaml", "--save-to", "pts.yaml"]),
-            (
-                "pts.yaml",
-                DATA / "validation-sample.yaml",
-                ["validate", "pts.yaml", "-o", "pts.yaml"],
+            (  # a benchmark file: it is read, fitted and validated in a hundredth of a second
+                "bench.md",
+                BENCH,
+                ["validate", "bench.md", "-m", "qwen2.5-7b", "-g", "rtx-4080", "-o", "bench.md"],
             ),
             ("dep.yaml", DEPLOYMENT, ["check", "dep.yaml", "-f", "json", "-o", "dep.yaml"]),
             ("cfg.json", CONFIG, ["import", "cfg.json", "--name", "x", "-o", "cfg.json"]),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.cli import COMMANDS, full_command
+from decodecalc.cli import COMMANDS
 
-from .conftest import Run
+from .conftest import Run, cli_group
 
 DATA_COMMANDS = {
     "estimate": ["-m", "llama-3.1-8b", "-g", "h100", "-c", "1K,64K", "--json"],
@@ -50,7 +50,7 @@ def test_every_command_is_listed_here() -> None:
 
 @pytest.mark.parametrize("command", sorted(DATA_COMMANDS))
 def test_every_data_command_takes_output(command: str) -> None:
-    params = full_command().commands[command].params
+    params = cli_group().commands[command].params
     assert any("--output" in p.opts and "-o" in p.opts for p in params), command
 
 

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from decodecalc.checks.deployments import DEPLOYMENT_KEYS
-from decodecalc.cli import full_command
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import field_names
 from decodecalc.scenarios.fields import KINDS, PRESETS, SCENARIO_FIELDS
 from decodecalc.scenarios.spec import ScenarioSpec
-from tests.conftest import Run
+from tests.conftest import Run, cli_group
 
 
 def test_every_spec_field_has_one_row() -> None:
@@ -26,7 +25,7 @@ def test_every_spec_field_has_one_row() -> None:
 @pytest.mark.parametrize("field", SCENARIO_FIELDS, ids=lambda f: f.name)
 def test_a_row_is_an_option_of_every_scenario_command(field: object) -> None:
     for command in ("estimate", "generate", "explain", "serving", "compare", "sweep"):
-        params = {p.name: p for p in full_command().commands[command].params}
+        params = {p.name: p for p in cli_group().commands[command].params}
         if command == "serving" and field.name == "batch":  # type: ignore[attr-defined]
             assert "batch" not in params  # the running requests are serving's batch
             continue
