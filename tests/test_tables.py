@@ -7,6 +7,8 @@ table shows must appear whole, on one line with the rest of its row.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import json
 import re
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from decodecalc.cli import main
 from decodecalc.views import humanize as h
 from decodecalc.views.render import fit_columns, table_width, to_markdown, to_table
 from decodecalc.views.report import Column, Report
@@ -179,6 +182,16 @@ CASES = {
     ),
 }
 
+
+@functools.cache
+def json_of(command: str) -> Any:
+    """The command's JSON (from the repository root), once for both widths."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main([*command.split(), "--format", "json"]) == 0
+    return json.loads(out.getvalue())
+
+
 NOTE = re.compile(r"not shown at (\d+) columns: (.*?) \(a wider terminal")
 
 
@@ -207,7 +220,7 @@ def test_the_table_fits_and_cuts_nothing(
 ) -> None:
     case = CASES[name]
     monkeypatch.chdir(ROOT)
-    doc = json.loads(cli(*case.command.split(), "--format", "json").out)
+    doc = json_of(case.command)
     monkeypatch.setenv("COLUMNS", str(columns))
     out = cli(*case.command.split()).out
     assert max(len(line) for line in out.splitlines()) <= columns
