@@ -84,7 +84,11 @@ class TestVerdicts:
 )
 def test_every_target_kind(cli: Run, tmp_path: Path, targets: str, passes: bool) -> None:
     text = PASSING.replace("max_ms_per_token: 25", targets)
-    assert cli("check", write(tmp_path, text)).code == (0 if passes else 1)
+    r = cli("check", write(tmp_path, text))
+    assert r.code == (0 if passes else 1), r.err
+    (row,) = [line for line in r.out.splitlines() if f" {targets.split(':')[0]} " in line]
+    assert row.split("│")[-1].strip() == ("pass" if passes else "FAIL"), row
+    assert ("all targets met" if passes else "1 of 1 targets missed") in r.out
 
 
 def test_must_fit_fails_when_batch_overflows(cli: Run, tmp_path: Path) -> None:

@@ -67,9 +67,14 @@ def test_leaving_without_teardown_loses_nothing() -> None:
     assert len(json.loads(done.stdout)["rows"]) == 5000
     assert done.stderr.endswith("atexit ran\n")
     bad = subprocess.run(
-        [sys.executable, "-c", code, "estimate", "--bogus"], capture_output=True, check=False
+        [sys.executable, "-c", code, "estimate", "--bogus"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    assert bad.returncode == 2
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("decodecalc: error: No such option: --bogus")
+    assert bad.stderr.endswith("atexit ran\n")  # after the one line of the error
 
 
 @pytest.mark.usefixtures("collector_restored")

@@ -185,7 +185,10 @@ class TestCheck:
     def test_engine_roofline_on_the_command_line_too(self, cli: Run, tmp_path: Path) -> None:
         path = tmp_path / "deploy.yaml"
         path.write_text(FAILS_ONLY_EXPECTED)
-        assert cli("check", str(path), "--engine", "roofline").code == 0
+        r = cli("check", str(path), "--engine", "roofline")
+        assert r.code == 0, r.err
+        assert "4.641 ms at 4,096 tokens" in r.out  # ROOFLINE_4K_MS, under the 6 ms target
+        assert "all targets met" in r.out and "roofline ms_per_token" in r.out
 
 
 def json_of_check(cli: Run, *args: str) -> Any:

@@ -42,3 +42,5 @@ def test_report_passes_on_its_command_s_exit_code(
     monkeypatch.setattr(decodecalc.cli.scenario, "scenario_of", _interrupt)
     result = cli("report", *ESTIMATE, "-o", str(tmp_path / "p.html"))
     assert result.code == 130
+    assert result.err == "decodecalc: interrupted; a file being written is left as it was\n"
+    assert result.out == "" and not (tmp_path / "p.html").exists()

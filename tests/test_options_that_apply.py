@@ -35,16 +35,20 @@ def test_an_option_that_does_not_apply_is_refused(cli: Run, command: str, messag
     assert message in result.err, result.err
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        f"{SERVING} --prefix-len 500 --prefix-hit-rate 0.5",
-        f"{SERVING} --tp 2 --link nvlink4",
-        "compare -m llama-3.1-8b -g h100-sxm -c 1K --tp 1,2 --link nvlink4",
-        "estimate -m llama-3.1-8b -g h100-sxm -c 1K --pp 2 --link nvlink4",
-        "check examples/vllm-serve.yaml --gpu h200",
-        "estimate -m llama-3.1-8b -g h100-sxm -c 1K --link none",  # asks for nothing sent
-    ],
-)
+TAKEN = {
+    f"{SERVING} --prefix-len 500 --prefix-hit-rate 0.5": "500-token shared prefix, cached for 50%",
+    f"{SERVING} --tp 2 --link nvlink4": "2 x NVIDIA H100 SXM (TP 2)",
+    "compare -m llama-3.1-8b -g h100-sxm -c 1K --tp 1,2 --link nvlink4": "│ TP2 ",
+    "estimate -m llama-3.1-8b -g h100-sxm -c 1K --pp 2 --link nvlink4": "pipeline: 2 stages",
+    "check examples/vllm-serve.yaml --gpu h200": "1 deployment, all targets met",
+    # asks for nothing sent
+    "estimate -m llama-3.1-8b -g h100-sxm -c 1K --link none": "Llama-3.1-8B on NVIDIA H100 SXM",
+}
+"""Each run where the option applies, and a line of what it prints that shows the run."""
+
+
+@pytest.mark.parametrize("command", list(TAKEN))
 def test_the_same_option_where_it_applies_is_taken(cli: Run, command: str) -> None:
-    assert cli(*shlex.split(command)).code == 0
+    result = cli(*shlex.split(command))
+    assert result.code == 0, result.err
+    assert TAKEN[command] in result.out and "error" not in result.err

@@ -199,7 +199,8 @@ class TestModelOpt:
         config = _checkpoint(tmp_path, None, HF_QUANT_NVFP4)
         out = tmp_path / "presets" / "models" / "llama-nvfp4.yaml"
         out.parent.mkdir(parents=True)
-        assert cli("import", config, "--name", "llama-nvfp4", "-o", str(out)).code == 0
+        imported = cli("import", config, "--name", "llama-nvfp4", "-o", str(out))
+        assert imported.code == 0 and imported.err.endswith(f"wrote {out}\n"), imported.err
         presets = str(tmp_path / "presets")
         doc = _estimate(cli, "-m", "llama-nvfp4", "--presets", presets, "-g", "b200")
         assert doc["rows"][0]["weight_bytes"] == LLAMA_NVFP4_STEP

@@ -155,7 +155,8 @@ class TestThePageFile:
         self, cli: Run, pages: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
     ) -> None:
         path = tmp_path / "estimate.html"
-        assert cli("report", *PAGES["estimate"][1:], "-o", str(path)).code == 0
+        r = cli("report", *PAGES["estimate"][1:], "-o", str(path))
+        assert r.code == 0 and r.out == "" and f"wrote {path}" in r.err, r.err
         assert figures_of(path) == figures_of(pages["estimate"][0])
 
     @pytest.mark.parametrize(
