@@ -74,6 +74,18 @@ COMMANDS: list[str] = [
     "check examples/chat-h100.yaml examples/rag-long-context.yaml examples/deepseek-moe.yaml "
     "examples/vllm-targets.yaml -f json",
     "check examples/vllm-serve.yaml --gpu h100-sxm -t max_ms_per_token=30 -t must_fit=true -f json",
+    # The figure kinds the grid lacked (issue 29): disaggregated serving, its deployment
+    # file and its plan, a plan under a TTFT target, a fit, TP across nodes.
+    "serving -m deepseek-r1 -g h200 -w fp8 --tp 8 --engine sglang --input-len 8K "
+    "--output-len 1K --concurrency 16,64 --prefill-workers 1 --decode-workers 2 --json",
+    "check examples/disaggregated-deepseek.yaml -f json",
+    "plan -m llama-3.1-70b --gpus h200 -w fp8 --tp 4 --input-len 8K --output-len 1K "
+    "--concurrency 64 --max-ttft-ms 2000 --disaggregated --json",
+    "plan -m llama-3.1-8b --gpus h100-sxm --max-ms-per-token 30 --input-len 4K --output-len 256 "
+    "--concurrency 64 --max-ttft-ms 100 --json",
+    "calibrate tests/data/measured-decode.yaml --json",
+    "estimate -m llama-3.1-405b -g h100-sxm -w fp8 -k fp8 --tp 16 --gpus-per-node 8 "
+    "--node-link ib-ndr --batch 8 -c 1K,32K --json",
     "show deepseek-v3 --json",
     "show gpt-oss-120b --json",
     "engines --json",
