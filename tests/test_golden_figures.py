@@ -5,6 +5,8 @@ The expected outputs live in tests/golden/figures.json, written by this module w
 ``DECODECALC_UPDATE_GOLDEN=1``; a change that is meant to move figures rewrites them and the
 diff shows which. Floats compare to 1e-9 relative (a reordered sum may change the last bit),
 everything else exactly; a field added since is no change (JSON grows by additions).
+tests/golden/README.md says which of these figures other tests work out independently and
+which only this file holds.
 """
 
 from __future__ import annotations
