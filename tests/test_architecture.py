@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -80,21 +81,28 @@ def test_every_command_is_listed_where_it_is_defined() -> None:
 PACKAGE = Path(__file__).resolve().parent.parent / "decodecalc"
 
 
-def module_imports() -> dict[str, set[str]]:
+@functools.cache
+def parsed() -> dict[Path, ast.Module]:
+    """Every module of the package, parsed once for all the checks below (read only)."""
+    return {path: ast.parse(path.read_text()) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+@functools.cache
+def module_imports() -> dict[str, frozenset[str]]:
     """Each module's decodecalc imports, every one it makes at any depth: a function-local
     import is still a dependency, and so is one only type checkers see (a circle through
     annotations is a circle in the design, whatever the interpreter tolerates)."""
-    graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
+    graph: dict[str, frozenset[str]] = {}
+    for path, tree in parsed().items():
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 found.add(node.module)
             elif isinstance(node, ast.Import):
                 found.update(a.name for a in node.names)
-        graph[name] = {m for m in found if in_package(m) and m != name}
+        graph[name] = frozenset(m for m in found if in_package(m) and m != name)
     return graph
 
 
@@ -202,10 +210,10 @@ def test_only_the_step_computes_a_step_time() -> None:
     """One step formula: bytes over bandwidth, FLOPs over peak and the max of the two are
     written in step/ alone; an answer, a fit or a view asks step/ for a time."""
     elsewhere = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, tree in parsed().items():
         if path.relative_to(PACKAGE).parts[0] == "step":
             continue
-        found = _step_time_formulas(ast.parse(path.read_text()))
+        found = _step_time_formulas(tree)
         if found:
             elsewhere[str(path.relative_to(PACKAGE))] = found
     assert not elsewhere, elsewhere

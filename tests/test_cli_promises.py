@@ -243,6 +243,7 @@ def test_sustained_says_why_not_and_which_gpus_have_it(cli: Run) -> None:
     assert shipped.code == 0 and "efficiency 0.68514 (0.68514 of peak bandwidth)" in shipped.out
 
 
+@pytest.mark.slow  # the whole shipped validation: 8 CPU-seconds, end to end
 def test_accuracy_page_counts_what_validate_counts(shipped_validation: dict[str, Any]) -> None:
     """docs/accuracy.md's 232 measurements and validate's 226 points: the page says which
     six are excluded, and the numbers are the file's."""

@@ -138,9 +138,9 @@ TRIALS: dict[str, Trial] = {
     "--min-throughput": Trial("5000"),
     "--disaggregated": Trial(
         None,
-        baseline=(
-            *("-m", "deepseek-r1", "--gpus", "h200", "-w", "fp8", "--tp", "8"),
-            *("--input-len", "8K", "--output-len", "1K", "--concurrency", "128"),
+        baseline=(  # Llama-3.1-70B at TP 4: the pools' search in a quarter of DeepSeek-R1's
+            *("-m", "llama-3.1-70b", "--gpus", "h200", "-w", "fp8", "--tp", "4"),
+            *("--input-len", "8K", "--output-len", "1K", "--concurrency", "64"),
         ),
     ),
     "--max-ttft-ms": Trial(

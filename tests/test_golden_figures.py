@@ -119,21 +119,47 @@ def _parse(out: str) -> object:
     return json.loads(out)
 
 
-def test_every_command_prints_the_figures_it_printed(
-    cli: Run, shipped_validation: dict[str, object]
-) -> None:
-    """One test over the whole grid (a test per command would rebuild the same catalog). The
-    whole validation is the run's one (tests/conftest.py's shipped_validation: exit 0)."""
-    got: dict[str, object] = {" ".join(SHIPPED_POINTS): {"exit": 0, "json": shipped_validation}}
-    for command in COMMANDS:
-        if command in got:
-            continue
-        result = cli(*command.split())
-        got[command] = {"exit": result.code, "json": _parse(result.out) if result.out else None}
+LONG = [
+    " ".join(SHIPPED_POINTS),  # refits every profile: 8 CPU-seconds
+    "plan -m deepseek-v3 -c 16K --max-ms-per-token 50 --json",  # every priced GPU: 3.4
+    "plan -m llama-3.1-70b -c 4K --max-ms-per-token 30 --batch 64 --json",  # 2.5
+]
+"""The grid's long end-to-end commands (seconds each, the rest a tenth of a second or
+less): the slow set holds them (test_the_long_commands_print_the_figures_they_printed), and
+every kind of figure stays in the fast set through the others (two plans among them)."""
+
+
+def _printed(cli: Run, command: str) -> dict[str, object]:
+    result = cli(*command.split())
+    return {"exit": result.code, "json": _parse(result.out) if result.out else None}
+
+
+def test_every_command_prints_the_figures_it_printed(cli: Run) -> None:
+    """One test over the whole grid but its long commands (a test per command would
+    rebuild the same catalog). With DECODECALC_UPDATE_GOLDEN=1 it runs them too and
+    rewrites the file."""
+    assert set(LONG) <= set(COMMANDS)
+    got = {command: _printed(cli, command) for command in COMMANDS if UPDATE or command not in LONG}
     if UPDATE:
         GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
         pytest.skip("rewrote tests/golden/figures.json")
     want = json.loads(GOLDEN.read_text())
-    assert sorted(got) == sorted(want), "the golden grid changed: rewrite it deliberately"
-    for command in COMMANDS:
-        _same(got[command], want[command], command)
+    assert sorted(want) == sorted(COMMANDS), "the golden grid changed: rewrite it deliberately"
+    for command, printed in got.items():
+        _same(printed, want[command], command)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(UPDATE, reason="the fast test rewrites every command's figures")
+def test_the_long_commands_print_the_figures_they_printed(
+    cli: Run, shipped_validation: dict[str, object]
+) -> None:
+    """The grid's long commands; the whole validation is the run's one (tests/conftest.py's
+    shipped_validation, which exits 0)."""
+    want = json.loads(GOLDEN.read_text())
+    for command in LONG:
+        if command == " ".join(SHIPPED_POINTS):
+            printed: dict[str, object] = {"exit": 0, "json": shipped_validation}
+        else:
+            printed = _printed(cli, command)
+        _same(printed, want[command], command)

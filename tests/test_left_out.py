@@ -38,6 +38,7 @@ REPORTED = (*UNITS, "vendor")
 """The ways validate reports: the vendor's points are banded by the other ways' residuals."""
 
 
+@pytest.mark.slow  # the whole shipped validation: 8 CPU-seconds, end to end
 def test_every_way_of_leaving_out_is_reported(shipped_validation: dict[str, Any]) -> None:
     """Five ways, each with its figures in percent; the group's are the existing logo_*
     figures (additions only: their meaning is unchanged)."""

@@ -27,7 +27,10 @@ DATA_COMMANDS = {
     "dtypes": ["--json"],
     "recipes": ["--json"],
     "links": ["--json"],
-    "validate": ["tests/data/validation-sample.yaml", "--json"],
+    "validate": [
+        *("tests/fixtures/benchmarks/llama-bench-depth.md", "-m", "qwen2.5-7b", "-g", "rtx-4080"),
+        "--json",
+    ],
     "engines": ["--json"],
     "show": ["llama-3.1-8b", "--json"],
     "import": ["tests/fixtures/configs/llama-3.1-8b.json", "--name", "x"],

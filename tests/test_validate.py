@@ -113,6 +113,7 @@ def test_unknown_engine(cli: Run, toy: tuple[Path, Path]) -> None:
     assert r.code == 2 and "does not exist" in r.err
 
 
+@pytest.mark.slow  # the whole shipped validation: 8 CPU-seconds, end to end
 def test_shipped_profiles_on_the_published_points(shipped_validation: dict[str, Any]) -> None:
     """The issue's acceptance: median absolute error <= 6% with the shipped profiles, and
     with each group left out median <= 10% and p90 <= 30%."""

@@ -63,6 +63,7 @@ def test_a_workload_needs_all_three_sizes(cli: Run, tmp_path: Path) -> None:
     assert result.err.count("\n") == 1 and "input_len, output_len and concurrency" in result.err
 
 
+@pytest.mark.slow  # the whole shipped validation: 8 CPU-seconds, end to end
 def test_shipped_serving_points_meet_the_tpot_target(shipped_validation: dict[str, Any]) -> None:
     """The serving rows of validation/points.yaml (DeepSeek-R1 on 8 x MI300X under SGLang
     and vLLM, Qwen3-8B, gpt-oss and DeepSeek on H100/H200/A100, Llama-3.3-70B NIM on
