@@ -26,6 +26,11 @@ from .test_recipes import HF_QUANT_NVFP4
 
 pytest.importorskip("huggingface_hub")
 
+SLOW = pytest.mark.slow
+"""Each test runs decodecalc in fresh processes against a local HTTP server: end to end,
+a second or two each. The fast set keeps the fetch, the offline refusal and the lazy
+import; the slow set (CI) every other answer of the Hub."""
+
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 LLAMA_8B = (CONFIGS / "llama-3.1-8b.json").read_bytes()
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -136,6 +141,7 @@ def test_a_fetched_config_gives_the_local_config_figures(
     )
 
 
+@SLOW
 def test_the_cache_serves_offline(hub: FakeHub, tmp_path: Path) -> None:
     hub.repos["test-org/Tiny-Llama"] = {"config.json": LLAMA_8B}
     online = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny-Llama", *ESTIMATE)
@@ -159,11 +165,13 @@ def test_offline_and_not_cached(hub: FakeHub, tmp_path: Path) -> None:
     assert hub.requests == []
 
 
+@SLOW
 def test_a_missing_repository(hub: FakeHub, tmp_path: Path) -> None:
     message = one_error_line(run(hub, tmp_path, "estimate", "-m", "test-org/Nothing", *ESTIMATE))
     assert "neither a preset" in message and "test-org/Nothing" in message
 
 
+@SLOW
 def test_a_gated_repository_needs_the_token(hub: FakeHub, tmp_path: Path) -> None:
     hub.repos["test-org/Gated"] = {"config.json": LLAMA_8B}
     hub.gated.add("test-org/Gated")
@@ -173,6 +181,7 @@ def test_a_gated_repository_needs_the_token(hub: FakeHub, tmp_path: Path) -> Non
     assert with_token.returncode == 0, with_token.stderr
 
 
+@SLOW
 def test_a_forbidden_repository(hub: FakeHub, tmp_path: Path) -> None:
     hub.repos["test-org/Private"] = {"config.json": LLAMA_8B}
     hub.forbidden.add("test-org/Private")
@@ -180,12 +189,14 @@ def test_a_forbidden_repository(hub: FakeHub, tmp_path: Path) -> None:
     assert "refused" in message and "(403)" in message
 
 
+@SLOW
 def test_a_repository_without_config_json(hub: FakeHub, tmp_path: Path) -> None:
     hub.repos["test-org/Gguf-Only"] = {"model.gguf": b"GGUF"}
     message = one_error_line(run(hub, tmp_path, "estimate", "-m", "test-org/Gguf-Only", *ESTIMATE))
     assert "has no config.json" in message
 
 
+@SLOW
 def test_hf_quant_config_json_is_fetched_beside_it(hub: FakeHub, tmp_path: Path, cli: Run) -> None:
     side = json.dumps(HF_QUANT_NVFP4).encode()
     hub.repos["test-org/Llama-NVFP4"] = {"config.json": LLAMA_8B, "hf_quant_config.json": side}
@@ -223,6 +234,7 @@ NO_PROXY = {name: "" for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")} | {
 """No proxy between the client and the (unreachable) Hub: the machine is offline."""
 
 
+@SLOW
 def test_no_network_fails_in_seconds_and_names_hf_hub_offline(hub: FakeHub, tmp_path: Path) -> None:
     """The client alone retries for about 25 s in silence; decodecalc gives the host 3 s."""
     import time
@@ -235,6 +247,7 @@ def test_no_network_fails_in_seconds_and_names_hf_hub_offline(hub: FakeHub, tmp_
     assert "did not answer (waited " in message and "HF_HUB_OFFLINE=1" in message
 
 
+@SLOW
 def test_no_network_still_reads_the_cache(hub: FakeHub, tmp_path: Path) -> None:
     hub.repos["test-org/Tiny-Llama"] = {"config.json": LLAMA_8B}
     online = run(hub, tmp_path, "estimate", "-m", "test-org/Tiny-Llama", *ESTIMATE)

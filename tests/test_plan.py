@@ -201,8 +201,8 @@ def test_a_table_shows_the_best_answers_and_sums_up_the_misses(cli: Run) -> None
 
 
 def test_csv_and_json_hold_every_option_with_its_reason(cli: Run) -> None:
-    doc = planned(*CASES[0])
-    result = cli("plan", *CASES[0], "-f", "csv", "--top", "1")
+    doc = planned(*TWO_GPUS)
+    result = cli("plan", *TWO_GPUS, "-f", "csv", "--top", "1")
     assert result.code == 0, result.err
     table = list(csv.DictReader(io.StringIO(result.out)))
     assert len(table) == len(doc["rows"])  # --top is the table's, never the data's
