@@ -246,7 +246,7 @@ def llama_pools() -> Any:
     return pools, limits
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(
     concurrency=st.integers(1, 400),
     prompt=st.integers(64, 8192),

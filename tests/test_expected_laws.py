@@ -48,14 +48,14 @@ def _expected(s: Scenario, context: int) -> tuple[float, float, float, float]:
     return peak + row.comm_seconds, e.seconds, e.low_seconds, e.high_seconds
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(deployments(), st.integers(1, 1_000_000))
 def test_expected_is_never_below_the_roofline_and_inside_its_band(s: Scenario, t: int) -> None:
     roofline, expected, low, high = _expected(s, t)
     assert roofline <= low * (1 + 1e-12) and low <= expected <= high
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(deployments(), st.integers(1, 1_000_000), st.integers(1, 1_000_000))
 def test_expected_never_falls_as_the_context_grows(s: Scenario, a: int, b: int) -> None:
     assume(not _chunked(s))
@@ -63,7 +63,7 @@ def test_expected_never_falls_as_the_context_grows(s: Scenario, a: int, b: int) 
     assert _expected(s, lo)[1] <= _expected(s, hi)[1] * (1 + 1e-12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(deployments(), st.integers(1, 512), st.integers(1, 100_000))
 def test_expected_never_falls_as_the_batch_grows(s: Scenario, other: int, t: int) -> None:
     small, large = sorted((s.batch, other))
@@ -71,7 +71,7 @@ def test_expected_never_falls_as_the_batch_grows(s: Scenario, other: int, t: int
     assert at[0] <= at[1] * (1 + 1e-12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(deployments(), st.integers(1, 1_000_000))
 def test_no_operation_costs_more_than_the_work_it_stands_for(s: Scenario, t: int) -> None:
     """Each GEMM computes its rows and at most a tile's padding more per expert; what it

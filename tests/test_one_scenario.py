@@ -79,7 +79,7 @@ def flags(case: dict[str, Any]) -> list[str]:
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(case=scenarios())
 def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ scenarios = st.builds(
 contexts = st.integers(0, 2_000_000)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenarios, contexts, contexts)
 def test_latency_linear_and_increasing_in_context(s: Scenario, a: int, b: int) -> None:
     lo, hi = sorted((a, b))
@@ -70,7 +70,7 @@ def test_latency_linear_and_increasing_in_context(s: Scenario, a: int, b: int) -
         assert abs(left - right) <= 2  # ceil-to-byte rounding only
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenarios)
 def test_crossover_row_has_half_kv_share(s: Scenario) -> None:
     est = estimate(s, [0, 1_073_741_824])
@@ -121,7 +121,7 @@ def test_tp_divides_weights_and_kv_up_to_kv_heads(s: Scenario, t: int, tp: int) 
     assert abs(split.rows[0].kv_bytes * kv_ways - one.rows[0].kv_bytes) <= kv_ways
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(any_scenario, contexts, contexts)
 def test_every_model_is_monotone_in_context(s: Scenario, a: int, b: int) -> None:
     """Windows and recurrent states flatten the curve; only chunked attention makes it fall
@@ -134,7 +134,7 @@ def test_every_model_is_monotone_in_context(s: Scenario, a: int, b: int) -> None
     assert rows[lo].seconds_per_token <= rows[hi].seconds_per_token
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(any_scenario)
 def test_crossover_is_where_kv_meets_weights_on_every_model(s: Scenario) -> None:
     est = estimate(s, [0, 1_073_741_824])
