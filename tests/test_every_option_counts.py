@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,14 +204,24 @@ KNOWN: dict[tuple[str, str], str] = {}
 """Options still ignored, each with the work that makes them count."""
 
 
-def cases() -> list[tuple[str, str]]:
+def cases() -> list[Any]:
+    """Every (command, option) pair. The fast set tries each option once, on the first
+    command that takes it; the slow set (CI) every other command that takes it too: 311
+    runs of the whole CLI, end to end, are a sweep for CI more than a check while working."""
     command = full_command()
-    return [
+    pairs = [
         (name, param.opts[0])
         for name, cmd in command.commands.items()
         if name in BASELINES
         for param in cmd.params
         if param.param_type_name == "option" and param.opts[0] != "--help"
+    ]
+    first = {}
+    for name, option in pairs:
+        first.setdefault(option, name)
+    return [
+        pair if first[pair[1]] == pair[0] else pytest.param(*pair, marks=pytest.mark.slow)
+        for pair in pairs
     ]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.conftest import Run
 
 WORKLOAD = (
@@ -58,6 +60,7 @@ DEEPSEEK = (
 )  # fmt: skip
 
 
+@pytest.mark.slow  # two plans of DeepSeek-R1 pools over 32 H200s, end to end
 def test_disaggregated_pools_are_planned_beside_one_pool(cli: Run) -> None:
     """--disaggregated adds 1-3 prefill and 1-3 decode workers of the best layouts, within
     --max-gpus (32 H200s: at most 4 workers of 8), each priced over all its GPUs; the

@@ -358,6 +358,7 @@ def test_calibrate_takes_other_requests_prefills_off_as_validate_does(
         assert row["error_pct"] == pytest.approx((row["predicted_ms"] / decode - 1) * 100)
 
 
+@pytest.mark.slow  # reads and labels a whole points file through the fitting script
 def test_the_fitted_share_of_the_2026_points_and_the_vendor_window(catalog: Catalog) -> None:
     """Of points-2026-thin-regimes.yaml only vLLM 0.19's points of gpt-oss-120b (TP 1, 2,
     8: 3 x 6), MiniMax-M2.5 (TP 2, 4: 2 x 6) and GLM-4.7 (6) are fitted, 36 of its 59, and

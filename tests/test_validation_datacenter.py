@@ -88,6 +88,7 @@ def test_the_points_load(catalog: Catalog) -> None:
     assert len(read_points(POINTS, catalog)) == 83
 
 
+@pytest.mark.slow  # validates the whole file (83 points), end to end: 2 CPU-seconds
 def test_out_of_sample_errors_are_those_of_the_points(cli: Run) -> None:
     """The shipped profiles were fitted without these points, so validate's shipped figures
     are out of sample: the median and band coverage recomputed from its per-point records."""
