@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # tests/browser.py: the Chromium the tests drive, and PAGES
+sys.path.insert(0, str(ROOT))  # tests/views/browser.py: the Chromium the tests drive, and PAGES
 
 from decodecalc.cli import main  # noqa: E402
-from tests.browser import MISSING, PAGES, Browser  # noqa: E402
+from tests.views.browser import MISSING, PAGES, Browser  # noqa: E402
 
 WIDTH, HEIGHT = 1000, 1000
 """The window: a laptop's width, tall enough for the title and the chart (serving's three

@@ -38,7 +38,7 @@ def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("DECODECALC_PRESETS", raising=False)
-    # Offline: a name that could be a Hub id never reaches the network (tests/test_hub.py
+    # Offline: a name that could be a Hub id never reaches the network (tests/loading/test_hub.py
     # runs the client against a local server with its own environment).
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 

@@ -4,7 +4,7 @@ step reads or the memory it holds.
 Every other field a reader does not read stops it (``Fields.refuse_unread``): a field added
 by a new checkpoint or a new transformers release may change decode bytes, and decodecalc
 refuses rather than guess. A reader for a new family names its own harmless fields in
-``BY_FAMILY``; ``tests/test_readers_ignored_keys.py`` feeds every reader every field it
+``BY_FAMILY``; ``tests/loading/test_readers_ignored_keys.py`` feeds every reader every field it
 ignores and checks the layers it builds do not change. A new reader adopts the mechanism
 by reading every field that changes decode bytes (``Fields`` records what it reads),
 naming its harmless fields here, and giving that test one configuration of its family.

@@ -2,7 +2,7 @@
 the listings and explain ask of a mixer, so that none of them asks which kind it holds.
 
 A new kind implements every member of ``LayerKind`` (docs/development.md's recipe names
-them; tests/test_layer_kind_recipe.py holds recipe, protocol and kinds to one list), and the
+them; tests/model/test_layer_kind_recipe.py holds recipe, protocol and kinds to one list), and the
 views only format what these members return.
 """
 

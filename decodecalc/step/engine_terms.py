@@ -136,7 +136,7 @@ def within_band(
     no overhead (``floor``) bounds the low end, so roofline <= low <= expected <= high. With
     several profiles (typical) the centre is their median and the band spans all of theirs.
     EngineTerms.seconds written out on plain tuples; a sweep's rows take it a column at a
-    time (fast.band_columns, the same figures: tests/test_band_columns.py)."""
+    time (fast.band_columns, the same figures: tests/step/test_band_columns.py)."""
     central = []
     low = high = floor_s
     first = True

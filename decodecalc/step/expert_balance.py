@@ -10,7 +10,7 @@ experts, each replica taking an even share of its expert's tokens.
 The expected maximum is computed under one stated approximation: each expert slot is
 touched independently with its exact marginal probability (the slots of one GPU are in
 truth slightly negatively correlated, as a token's k experts are distinct), so a GPU's
-touched slots are binomial and the GPUs independent. tests/test_expert_balance.py checks it
+touched slots are binomial and the GPUs independent. tests/step/test_expert_balance.py checks it
 against exact enumeration and a simulation of routing.
 """
 

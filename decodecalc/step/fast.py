@@ -7,8 +7,8 @@ chunk of contexts, exact in bytes: KV bytes are ceil(B x units(T) x unit bytes) 
 integers, as the estimator computes them (a unit is an element, or a finer common size when
 K and V are stored in different formats). The engine's band over a typical engine's
 profiles (band_columns) computes only the profiles that decide each block of rows. Every
-figure is the one the same operations give row by row (tests/test_laws.py,
-tests/test_band_columns.py).
+figure is the one the same operations give row by row (tests/step/test_laws.py,
+tests/step/test_band_columns.py).
 """
 
 from __future__ import annotations

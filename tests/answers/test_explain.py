@@ -1,0 +1,55 @@
+"""decodecalc explain: one step worked through with the numbers substituted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Run
+
+DATA = Path(__file__).parents[1] / "data" / "measured-decode.yaml"
+
+
+def test_explain_walks_through_the_numbers(cli: Run) -> None:
+    out = cli(
+        "explain", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-k", "fp8", "-c", "200000"
+    ).out
+    for fragment in (
+        "69,503,033,344",
+        "32,768,000,000",
+        "30.529 ms",
+        "424,212.8 tokens",
+        "memory-bound",
+    ):
+        assert fragment in out
+
+
+def test_the_answer_holds_each_kinds_cache_as_worked_by_hand() -> None:
+    """Qwen3-Next-80B-A3B (its config.json, tests/fixtures/configs/): 48 layers, every 4th
+    full attention (full_attention_interval 4), the rest Gated DeltaNet."""
+    from decodecalc import api
+    from decodecalc.answers.explain import explain
+
+    x = explain(api.scenario("qwen3-next-80b-a3b", "h100-sxm", engine="roofline"), 32768)
+    kinds = {terms.kind: (terms.shape, count) for terms, count in x.cache.layers}
+    # attention: 2 KV heads x (256 K + 256 V) = 1,024 elements a token, 48 / 4 = 12 layers
+    assert kinds["attention"] == ("2 (K,V) x 2 KV heads x 256 = 1,024 elements per token", 12)
+    # Gated DeltaNet: 32 value heads x 128 x 128 = 524,288 state, plus the conv's last 3
+    # inputs over 2 x 16 x 128 + 32 x 128 = 8,192 channels (24,576): 548,864; 36 layers
+    assert kinds["linear attention"] == (
+        "no KV; a constant state of 548,864 elements",
+        36,
+    )
+    # 12 layers x 1,024 x 32,768 tokens = 402,653,184 elements, 2 bytes each (BF16)
+    assert x.cache.elements == 402_653_184
+    assert x.cache.kv_bytes == 805_306_368
+    # the state: 36 x 548,864 elements x 2 bytes = 39,518,208 bytes
+    assert x.cache.state_bytes == 39_518_208
+    assert x.engines == ()  # the roofline: no profile to work through
+
+
+def test_explain_text_words_the_answer_it_is_given(cli: Run) -> None:
+    """The worked text states each kind as the kind describes itself, with its count."""
+    out = cli("explain", "-m", "qwen3-next-80b-a3b", "-g", "h100-sxm", "-c", "32K").out
+    assert "12 layers of attention: 2 (K,V) x 2 KV heads x 256 = 1,024 elements per token" in out
+    assert "36 layers of linear attention: no KV; a constant state of 548,864 elements" in out
+    assert "recurrent state: 39,518,208 bytes, the same at every context" in out

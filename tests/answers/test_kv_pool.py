@@ -1,0 +1,186 @@
+"""The KV pool against vLLM's own start-up logs, and its arithmetic worked by hand."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from decodecalc.answers.kv_pool import KvPool, kv_pool
+from decodecalc.engine.profile import ROOFLINE, VLLM_DEFAULTS
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
+from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.resolve import resolve
+from decodecalc.record import replace
+from decodecalc.scenarios.spec import ScenarioSpec
+
+GIB = 1 << 30
+MIB = 1 << 20
+DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "vllm_kv_pool.yaml").read_text())
+RUNS: list[dict[str, Any]] = DATA["runs"]
+
+
+def _pool(run: dict[str, Any]) -> KvPool:
+    kv = None if run["kv_cache_dtype"] == "auto" else run["kv_cache_dtype"]
+    spec = ScenarioSpec(
+        model=run["model"],
+        gpu=run["gpu"],
+        tp=run["tp"],
+        weights=run.get("weights"),
+        kv_dtype=kv,
+        engine="vllm",
+    )
+    scenario = resolve(spec, Catalog())
+    limits = scheduler_limits(
+        scenario.engine,
+        scenario.gpu,
+        memory_utilization=run["gpu_memory_utilization"],
+        max_num_batched_tokens=run["max_num_batched_tokens"],
+        max_num_seqs=run["max_num_seqs"],
+    )
+    return kv_pool(scenario, limits)
+
+
+def test_the_logs_cover_five_models() -> None:
+    assert len({run["model"] for run in RUNS}) >= 5
+    assert all(run["log"] and run["vllm"] for run in RUNS)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run["log"] for run in RUNS])
+def test_pool_matches_the_logged_pool(run: dict[str, Any]) -> None:
+    """GPU KV cache size, maximum concurrency at max_model_len and the memory left for the
+    cache, each within 5% (a run's `within` says otherwise, with its reason)."""
+    pool = _pool(run)
+    within = run.get("within", 0.05)
+    assert pool.tokens == pytest.approx(run["kv_cache_tokens"], rel=within)
+    concurrency = pool.max_concurrency(run["max_model_len"])
+    assert concurrency == pytest.approx(run["max_concurrency"], rel=within)
+    assert pool.available_bytes / GIB == pytest.approx(run["available_kv_gib"], rel=within)
+    weights = pool.weight_bytes / GIB
+    assert weights == pytest.approx(run["model_loading_gib"], rel=run.get("weights_within", 0.02))
+
+
+def test_llama_8b_on_h100_by_hand() -> None:
+    """The first logged run, every term by hand.
+
+    budget      (81,559 MiB - 450 MiB CUDA does not report) x 0.95
+                = 85,048,950,784 B x 0.95 = 80,796,503,244 B
+    weights     8,030,261,248 parameters x 2 B = 16,060,522,496 B: 32 layers x 218,112,000
+                (q, o 4096^2 each; k, v 2 x 4096 x 1024; MLP 3 x 4096 x 14336; 2 norms)
+                + embedding and LM head 2 x 128,256 x 4096 + the final norm
+    activation  the sampler pass, 1,024 rows x 128,256 logits x 15 B = 1,970,012,160 B
+                (the forward pass, 8,192 x (3 x 4096 + 3 x 14336) x 2 B = 906,231,808 B, is less)
+    reserve     0.25 GiB = 268,435,456 B
+    available   80,796,503,244 - 16,060,522,496 - 1,970,012,160 - 268,435,456
+                = 62,497,533,132 B (58.21 GiB; the log: 58.11)
+    per token   32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B
+    blocks      floor(62,497,533,132 / (16 x 131,072)) = 29,801 -> 476,816 tokens (log: 476,016)
+    concurrency 29,801 / (8,192 / 16) = 58.21x at 8,192 tokens per request (log: 58.11x)
+    """
+    pool = _pool(RUNS[0])
+    assert pool.budget_bytes == 80_796_503_244
+    assert pool.weight_bytes == 16_060_522_496
+    assert pool.activation_bytes == 1_970_012_160
+    assert pool.reserve_bytes == 268_435_456
+    assert pool.available_bytes == 62_497_533_132
+    assert pool.kv_bytes_per_token == 131_072
+    assert (pool.blocks, pool.tokens) == (29_801, 476_816)
+    assert pool.max_concurrency(8192) == pytest.approx(29_801 / 512)
+
+
+def test_tensor_parallel_adds_the_all_reduce_buffers() -> None:
+    """TP 2 halves the weights and each GPU's KV per token, and adds 1.85 GiB of all-reduce
+    buffers to the 0.25 GiB reserve: 2.10 GiB (the log: 2.07)."""
+    one, two = _pool(RUNS[0]), _pool(RUNS[1])
+    assert two.reserve_bytes == GIB // 4 + GIB * 185 // 100
+    assert two.kv_bytes_per_token * 2 == one.kv_bytes_per_token
+
+
+def test_hybrid_layers_are_padded_to_equal_groups() -> None:
+    """Gemma 3 27B: 52 windowed and 10 global layers; groups of 10 (the smaller count) pad
+    the windowed ones to 60 slots, so a block spans 70 slots of 16 KV heads x 128 x 2 x 2 B
+    = 8,192 B each: 573,440 B per token, 8 slots wasted as the log warns."""
+    pool = _pool(next(run for run in RUNS if run["model"] == "gemma-3-27b"))
+    assert [(k.window, k.layers, k.slots) for k in pool.kinds] == [(1024, 52, 60), (None, 10, 10)]
+    assert pool.kv_bytes_per_token == 70 * 8192
+
+
+def test_windowed_layers_cap_a_long_request() -> None:
+    """gpt-oss-20b, 12 windowed (128 tokens) and 12 global layers of equal size at TP 1: a
+    131,072-token request holds 131,072 / 16 = 8,192 blocks in the global half and
+    ceil((128 - 1 + 8,192) / 16) + 1 = 521 in the windowed half (vLLM's
+    SlidingWindowSpec adds a block: the window need not start at a block's edge),
+    (8,192 + 521) / 2 = 4,356.5."""
+    scenario = resolve(ScenarioSpec(model="gpt-oss-20b", gpu="h100-sxm", engine="vllm"), Catalog())
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert [(k.window, k.slots) for k in pool.kinds] == [(128, 12), (None, 12)]
+    assert pool.blocks_per_request(131_072) == Fraction(8713, 2)
+    assert pool.max_concurrency(131_072) == pytest.approx(pool.blocks / 4356.5)
+
+
+def test_a_windowed_request_holds_one_block_more_as_vllm_logs() -> None:
+    """The gpt-oss-20b TP 2 log (tests/data/vllm_kv_pool.yaml): 2,591,776 tokens over 2
+    groups of 16-token blocks is 2,591,776 x 2 / 16 = 323,972 blocks, and "maximum
+    concurrency 316.07" at 8,192 tokens is 323,972 / 1,025 = 316.07: 512 blocks in the
+    global group and 512 + 1 in the windowed one (without the extra block, 323,972 /
+    1,024 = 316.38). In decodecalc's units (a block over every layer slot) that is
+    (512 + 513) / 2 = 512.5 per request."""
+    run = next(r for r in RUNS if r["model"] == "gpt-oss-20b")
+    pool = _pool(run)
+    assert pool.blocks_per_request(8192) == Fraction(1025, 2)
+    assert run["max_concurrency"] == pytest.approx(323_972 / 1025, abs=0.005)
+
+
+def test_weights_that_do_not_fit_leave_no_pool() -> None:
+    scenario = resolve(ScenarioSpec(model="llama-3.1-70b", gpu="h100-sxm"), Catalog())
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert pool.available_bytes < 0
+    assert (pool.blocks, pool.tokens, pool.max_concurrency(1000)) == (0, 0, 0.0)
+
+
+def test_pool_needs_a_gpu() -> None:
+    scenario = resolve(ScenarioSpec(model="llama-3.1-8b", bandwidth="3.35TB/s"), Catalog())
+    with pytest.raises(InputError, match="--gpu"):
+        kv_pool(scenario, scheduler_limits(ROOFLINE, None))
+
+
+@pytest.mark.parametrize(
+    ("gpu", "expected"),
+    [("h100-sxm", (8192, 1024)), ("a100-80gb", (2048, 256)), ("rtx-4090", (2048, 256))],
+)
+def test_vllm_defaults_follow_the_gpu(gpu: str, expected: tuple[int, int]) -> None:
+    """vLLM's larger budget needs 70 GiB as CUDA reports it and a name without 'a100'."""
+    catalog = Catalog()
+    scenario = resolve(ScenarioSpec(model="llama-3.1-8b", gpu=gpu, engine="vllm"), catalog)
+    limits = scheduler_limits(scenario.engine, scenario.gpu)
+    assert (limits.max_num_batched_tokens, limits.max_num_seqs) == expected
+    assert (limits.block_size, limits.memory_utilization) == (16, 0.9)
+
+
+def test_given_limits_replace_the_defaults() -> None:
+    limits = scheduler_limits(ROOFLINE, None, max_num_seqs=64, max_num_batched_tokens=None)
+    assert (limits.max_num_seqs, limits.max_num_batched_tokens) == (64, 2048)
+    assert limits.source.endswith("max-num-seqs given")
+    with pytest.raises(TypeError):
+        scheduler_limits(ROOFLINE, None, max_seqs=64)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"max_num_seqs": 0}, {"max_num_batched_tokens": 10**8}, {"memory_utilization": 1.5}],
+)
+def test_bad_limits_are_refused(change: dict[str, Any]) -> None:
+    with pytest.raises(InputError):
+        replace(scheduler_limits(ROOFLINE, None), **change)
+
+
+def test_preset_block_is_the_built_in_fallback() -> None:
+    """The engine preset's serving: block and the defaults used without an engine agree."""
+    serving = Catalog().engine("vllm").serving
+    assert serving is not None
+    assert replace(serving, source=VLLM_DEFAULTS.source) == VLLM_DEFAULTS
+    assert isinstance(scheduler_limits(ROOFLINE, None), SchedulerLimits)

@@ -1,0 +1,423 @@
+"""`decodecalc check`: deployment files as CI gates."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from decodecalc.checks.deployments import DEPLOYMENT_KEYS, TOP_KEYS
+from decodecalc.checks.targets import Targets
+from tests.conftest import Run
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DEPLOYMENT_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml") if p.name != "vllm-serve.yaml")
+
+
+def write(tmp_path: Path, text: str, name: str = "deploy.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+PASSING = """\
+name: chat
+model: llama-3.1-70b
+gpu: h100-sxm
+weights: fp8
+kv_dtype: fp8
+batch: 1
+engine: roofline
+context: 32K
+targets:
+  max_ms_per_token: 25
+"""
+"""Held to the roofline (engine: roofline), so its figures are worked by hand below."""
+
+
+class TestVerdicts:
+    def test_pass_exits_0(self, cli: Run, tmp_path: Path) -> None:
+        # 69,503,033,344 + 32,768 x 163,840 = 74,871,742,464 bytes / 3.35 TB/s = 22.350 ms
+        r = cli("check", write(tmp_path, PASSING))
+        assert r.code == 0, r.err
+        assert "22.350 ms at 32,768 tokens" in r.out and "pass" in r.out
+
+    def test_fail_exits_1(self, cli: Run, tmp_path: Path) -> None:
+        r = cli(
+            "check",
+            write(tmp_path, PASSING.replace("max_ms_per_token: 25", "max_ms_per_token: 22")),
+        )
+        assert r.code == 1
+        assert "FAIL" in r.out and "1 of 1 targets missed" in r.out
+
+    def test_invalid_exits_2(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, PASSING.replace("gpu: h100-sxm", "gpu: h100-sxx")))
+        assert r.code == 2 and r.out == ""
+        assert "deploy.yaml:3:6: gpu: unknown GPU 'h100-sxx'; did you mean 'h100-sxm'" in r.err
+
+
+@pytest.mark.parametrize(
+    ("targets", "passes"),
+    [
+        # Llama-3.1-70B FP8/FP8, 1 x H100, batch 1, 32,768 tokens: 22.350 ms, 44.74 tok/s,
+        # KV 5,368,709,120 of 74,871,742,464 bytes = 7.17%, crossover 424,213 tokens,
+        # fits (5.37 GB of cache in the 6.42 GB left: 81,559 MiB x 0.9 = 76.97 GB, less 70.55 GB
+        # of weights).
+        ("max_ms_per_token: 22.4", True),
+        ("max_ms_per_token: 22.3", False),
+        ("min_tokens_per_s: 44.7", True),
+        ("min_tokens_per_s: 44.8", False),
+        ("min_throughput_tokens_per_s: 44", True),
+        ("min_throughput_tokens_per_s: 45", False),
+        ("must_fit: true", True),
+        ("min_crossover_context: 400K", True),
+        ("min_crossover_context: 500000", False),
+        ("max_kv_share: 0.08", True),
+        ("max_kv_share: 0.07", False),
+    ],
+)
+def test_every_target_kind(cli: Run, tmp_path: Path, targets: str, passes: bool) -> None:
+    text = PASSING.replace("max_ms_per_token: 25", targets)
+    r = cli("check", write(tmp_path, text))
+    assert r.code == (0 if passes else 1), r.err
+    (row,) = [line for line in r.out.splitlines() if f" {targets.split(':')[0]} " in line]
+    assert row.split("│")[-1].strip() == ("pass" if passes else "FAIL"), row
+    assert ("all targets met" if passes else "1 of 1 targets missed") in r.out
+
+
+def test_must_fit_fails_when_batch_overflows(cli: Run, tmp_path: Path) -> None:
+    # batch 2 at 32K needs 10.74 GB of cache; only 6.42 GB is left.
+    text = PASSING.replace("batch: 1", "batch: 2").replace("max_ms_per_token: 25", "must_fit: true")
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 1 and "does not fit at 32,768 tokens" in r.out
+
+
+def test_must_fit_needs_a_gpu(cli: Run, tmp_path: Path) -> None:
+    text = PASSING.replace("gpu: h100-sxm", "bandwidth: 3.35TB/s").replace(
+        "max_ms_per_token: 25", "must_fit: true"
+    )
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2 and "must_fit needs a GPU preset" in r.err
+
+
+def test_every_problem_in_a_file_with_positions(cli: Run, tmp_path: Path) -> None:
+    text = """\
+deployments:
+  - name: a
+    model: llama-3.1-8b
+    gpu: h100-sxm
+    batch: many
+    contxt: 32K
+    targets:
+      max_ms_per_tokn: 40
+  - name: b
+    model: llama-3.1-8b
+    gpu: h100-sxm
+    gpu: h200
+    targets:
+      max_kv_share: 2
+"""
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2
+    lines = r.err.splitlines()
+    expected = [
+        "deploy.yaml:12:5: deployments.1.gpu: duplicate key (first at line 11",
+        "deploy.yaml:6:13: deployments.0.contxt: unknown key; did you mean 'context'?",
+        "deploy.yaml:5:12: deployments.0.batch: expected a whole number, got 'many'",
+        "deploy.yaml:8:24: deployments.0.targets.max_ms_per_tokn: unknown key; "
+        "did you mean 'max_ms_per_token'?",
+        "deploy.yaml:14:21: deployments.1.targets.max_kv_share: a share is above 0 and at most 1",
+    ]
+    for fragment in expected:
+        assert any(fragment in line for line in lines), (fragment, lines)
+
+
+def test_no_targets_is_an_error(cli: Run, tmp_path: Path) -> None:
+    text = PASSING.split("targets:")[0]
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2 and "no targets to check" in r.err
+
+
+def test_several_files_with_several_deployments(cli: Run) -> None:
+    r = cli("check", *map(str, DEPLOYMENT_EXAMPLES), "-f", "json")
+    doc = json.loads(r.out)
+    files = {d["file"] for d in doc["deployments"]}
+    assert len(files) == len(DEPLOYMENT_EXAMPLES) and len(doc["deployments"]) >= 6
+    assert doc["passed"] is True and r.code == 0
+
+
+def test_examples_pass(cli: Run) -> None:
+    """CI runs these too: they are the documentation."""
+    assert cli("check", *map(str, DEPLOYMENT_EXAMPLES)).code == 0
+    vllm = cli(
+        "check",
+        str(EXAMPLES / "vllm-serve.yaml"),
+        "--gpu",
+        "h100-sxm",
+        "-t",
+        "max_ms_per_token=30",
+        "-t",
+        "must_fit=true",
+    )
+    assert vllm.code == 0, vllm.err
+
+
+class TestVllm:
+    def test_config_is_mapped(self, cli: Run) -> None:
+        r = cli(
+            "check",
+            str(EXAMPLES / "vllm-serve.yaml"),
+            "--gpu",
+            "h100-sxm",
+            "-t",
+            "max_ms_per_token=30",
+            "-f",
+            "json",
+        )
+        deployment = json.loads(r.out)["deployments"][0]
+        inputs = deployment["inputs"]
+        assert inputs["model"] == "llama-3.1-8b"  # meta-llama/Llama-3.1-8B-Instruct alias
+        assert (inputs["tp"], inputs["batch"]) == (1, 16)
+        assert (inputs["weights_dtype"], inputs["kv_dtype"]) == ("bf16", "fp8")
+        assert inputs["memory_utilization"] == 0.9
+        assert deployment["contexts"] == [32_768]
+
+    def test_quantization_maps_to_weights(self, cli: Run, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            "model: meta-llama/Llama-3.1-70B-Instruct\nquantization: fp8\n"
+            "tensor-parallel-size: 2\nmax-model-len: 8192\n",
+            "serve.yaml",
+        )
+        r = cli("check", path, "--gpu", "h100", "-t", "must_fit=true", "-f", "json")
+        inputs = json.loads(r.out)["deployments"][0]["inputs"]
+        # No max-num-seqs: vLLM 0.19.1's `vllm serve` default on a GPU of 70 GiB or more
+        # other than the A100 is 1,024 (EngineArgs.get_batch_defaults); an H100 has 80 GiB.
+        assert (inputs["weights_dtype"], inputs["tp"], inputs["batch"]) == ("fp8", 2, 1024)
+
+    def test_unknown_model_and_quantization_are_said(self, cli: Run, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            "model: my-org/secret-model\nquantization: hqq\ntensor-parallel-size: 2\n",
+            "serve.yaml",
+        )
+        r = cli("check", path, "--gpu", "h100", "-t", "must_fit=true")
+        assert r.code == 2
+        assert "serve.yaml:1:8: model: unknown model 'my-org/secret-model'" in r.err
+        assert "vLLM quantization 'hqq' has no decodecalc dtype" in r.err
+
+    def test_an_unreadable_vllm_config_is_one_problem(self, cli: Run, tmp_path: Path) -> None:
+        path = write(tmp_path, "name: d\nvllm_config: missing.yaml\ngpu: h100\n", "d.yaml")
+        r = cli("check", path)
+        assert r.code == 2
+        assert r.err.splitlines() == [
+            f"decodecalc: error: {path}:2:14: vllm_config: {tmp_path / 'missing.yaml'}: "
+            "cannot read: No such file or directory"
+        ]  # not also "missing model", which was to come from it
+
+    def test_side_file_targets_win(self, cli: Run) -> None:
+        r = cli("check", str(EXAMPLES / "vllm-targets.yaml"), "-f", "json")
+        inputs = json.loads(r.out)["deployments"][0]["inputs"]
+        assert inputs["gpu"] == "h100-sxm" and inputs["batch"] == 16
+
+    @pytest.mark.parametrize(
+        ("target", "message"),
+        [
+            ("max_ms=40", "unknown target; did you mean 'max_ms_per_token'"),
+            ("max_ms_per_token", "expected NAME=VALUE"),
+            ("max_ms_per_token=fast", "expected a number"),
+        ],
+    )
+    def test_bad_cli_targets(self, cli: Run, target: str, message: str) -> None:
+        r = cli("check", str(EXAMPLES / "vllm-serve.yaml"), "--gpu", "h100", "-t", target)
+        assert r.code == 2 and message in r.err
+
+
+class TestReports:
+    def test_junit_shape(self, cli: Run, tmp_path: Path) -> None:
+        failing = PASSING.replace(
+            "max_ms_per_token: 25", "max_ms_per_token: 20\n  max_kv_share: 0.5"
+        )
+        out = tmp_path / "report.xml"
+        r = cli("check", write(tmp_path, failing), "-f", "junit", "-o", str(out))
+        assert r.code == 1
+        assert "FAIL" in r.out  # the table still goes to stdout
+        root = ET.parse(out).getroot()
+        assert root.tag == "testsuites"
+        assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "0")
+        (suite,) = root
+        assert suite.tag == "testsuite" and suite.get("name", "").endswith("deploy.yaml")
+        properties, *cases = list(suite)
+        assert properties.tag == "properties"
+        (held,) = properties
+        assert (held.get("name"), held.get("value")) == (
+            "chat.held_to",
+            "roofline ms_per_token at efficiency 1",
+        )
+        assert [c.tag for c in cases] == ["testcase", "testcase"]
+        assert all(c.get("classname") and c.get("name") for c in cases)
+        failures = [f for c in cases for f in c.findall("failure")]
+        assert len(failures) == 1 and "22.350 ms" in (failures[0].get("message") or "")
+
+    def test_json_report(self, cli: Run, tmp_path: Path) -> None:
+        doc = json.loads(cli("check", write(tmp_path, PASSING), "-f", "json").out)
+        assert doc["schema_version"] == 2 and doc["passed"] is True
+        (result,) = doc["results"]
+        assert result["target"] == "max_ms_per_token" and result["limit"] == 25
+        assert round(result["value"], 3) == 22.350 and result["context"] == 32_768
+
+    def test_output_file_for_json(self, cli: Run, tmp_path: Path) -> None:
+        out = tmp_path / "r.json"
+        assert cli("check", write(tmp_path, PASSING), "-f", "json", "-o", str(out)).code == 0
+        assert json.loads(out.read_text())["passed"] is True
+
+
+class TestSchema:
+    def test_schema_command_prints_json(self, cli: Run) -> None:
+        schema = json.loads(cli("schema").out)
+        assert schema["title"] == "decodecalc deployment file"
+
+    def test_schema_knows_exactly_the_loader_keys(self, cli: Run) -> None:
+        schema = json.loads(cli("schema").out)
+        defs = schema["$defs"]
+        assert set(defs["deployment"]["properties"]) == set(DEPLOYMENT_KEYS)
+        assert set(defs["targets"]["properties"]) == set(Targets.names())
+        assert set(schema["oneOf"][0]["properties"]) == set(TOP_KEYS)
+
+    @pytest.mark.parametrize("path", DEPLOYMENT_EXAMPLES, ids=lambda p: p.name)
+    def test_examples_validate(self, cli: Run, path: Path) -> None:
+        import jsonschema
+        import yaml
+
+        jsonschema.validate(yaml.safe_load(path.read_text()), json.loads(cli("schema").out))
+
+    def test_misspelt_target_is_invalid_in_the_schema_too(self, cli: Run) -> None:
+        import jsonschema
+        import yaml
+
+        data = yaml.safe_load(PASSING.replace("max_ms_per_token", "max_ms_per_tokn"))
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(data, json.loads(cli("schema").out))
+
+
+class TestCounts:
+    """0 sequences or 0 GPUs is a mistake, as --batch 0 is: never read as "not given"."""
+
+    @pytest.mark.parametrize(
+        ("old", "new", "message"),
+        [
+            ("batch: 1", "batch: 0", "deploy.yaml:6:8: batch: must be at least 1, got 0"),
+            ("batch: 1", "batch: -2", "deploy.yaml:6:8: batch: must be at least 1, got -2"),
+            ("batch: 1", "batch: 2.5", "deploy.yaml:6:8: batch: expected a whole number, got 2.5"),
+            ("batch: 1", "batch: 1\ntp: 0", "deploy.yaml:7:5: tp: must be at least 1, got 0"),
+        ],
+    )
+    def test_a_count_below_one_is_an_error(
+        self, cli: Run, tmp_path: Path, old: str, new: str, message: str
+    ) -> None:
+        r = cli("check", write(tmp_path, PASSING.replace(old, new)))
+        assert r.code == 2 and r.out == ""
+        assert message in r.err
+
+    def test_in_defaults_too(self, cli: Run, tmp_path: Path) -> None:
+        deployment = PASSING.replace("batch: 1\n", "").replace("\n", "\n    ")
+        text = "defaults:\n  batch: 0\ndeployments:\n  - " + deployment
+        r = cli("check", write(tmp_path, text))
+        assert r.code == 2 and "deploy.yaml:2:10: defaults.batch: must be at least 1" in r.err
+
+
+class TestStdin:
+    def test_dash_reads_standard_input(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(PASSING.encode())))
+        doc = json.loads(cli("check", "-", "-f", "json").out)
+        (result,) = doc["results"]
+        assert result["file"] == "<stdin>" and round(result["value"], 3) == 22.350  # as above
+
+    def test_messages_name_stdin(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        text = PASSING.replace("gpu: h100-sxm", "gpu: h100-sxx")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        r = cli("check", "-")
+        assert r.code == 2 and "<stdin>:3:6: gpu: unknown GPU 'h100-sxx'" in r.err
+
+    def test_binary_input_is_refused(self, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe\x00")))
+        r = cli("check", "-")
+        assert r.code == 2 and r.err == "decodecalc: error: <stdin>: not a UTF-8 text\n"
+
+
+class TestInvalidFilesInJunit:
+    def test_report_is_written_with_an_error_case(self, cli: Run, tmp_path: Path) -> None:
+        good = write(tmp_path, PASSING, "good.yaml")
+        bad = write(
+            tmp_path,
+            PASSING.replace("batch: 1", "batch: 0").replace("gpu: h100-sxm", "gpu: h100-sxx"),
+            "bad.yaml",
+        )
+        missing = str(tmp_path / "missing.yaml")
+        out = tmp_path / "report.xml"
+        r = cli("check", good, bad, missing, "-f", "junit", "-o", str(out))
+        assert r.code == 2  # still invalid input, report or not
+        assert "bad.yaml:6:8: batch: must be at least 1, got 0" in r.err
+        assert "pass" in r.out  # the valid file's table
+        root = ET.parse(out).getroot()
+        assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "0", "2")
+        suites = {s.get("name"): s for s in root}
+        assert list(suites) == [good, bad, missing]  # in the order given
+        assert [c.get("name") for c in suites[good].iter("testcase")] == [
+            "max_ms_per_token: <= 25 ms/token"
+        ]
+        (error,) = suites[bad].iter("error")
+        assert suites[bad].get("errors") == "1"
+        assert "batch: must be at least 1" in (error.text or "")
+        assert "gpu: unknown GPU 'h100-sxx'" in (error.text or "")  # every problem of the file
+        (gone,) = suites[missing].iter("error")
+        assert gone.get("message") == f"{missing}: no such file"
+
+    def test_without_output_nothing_is_printed(self, cli: Run, tmp_path: Path) -> None:
+        bad = write(tmp_path, PASSING.replace("batch: 1", "batch: 0"))
+        r = cli("check", bad, "-f", "junit")
+        assert r.code == 2 and r.out == ""
+
+
+class TestHeldTo:
+    """A pass is against decodecalc's roofline estimate, and every report says so."""
+
+    TEXT = PASSING + "efficiency: 0.8\noverhead: 0.5ms\n"
+
+    def test_json(self, cli: Run, tmp_path: Path) -> None:
+        doc = json.loads(cli("check", write(tmp_path, self.TEXT), "-f", "json").out)
+        (deployment,) = doc["deployments"]
+        assert deployment["held_to"] == (
+            "roofline ms_per_token at efficiency 0.8 + 0.5 ms overhead per step"
+        )
+        assert "check-roofline" in {n["code"] for n in doc["notes"]}
+
+    def test_table(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.TEXT))
+        assert (
+            "speed targets held to: roofline ms_per_token at efficiency 0.8 + 0.5 ms overhead "
+            "per step" in r.out
+        )
+        assert "not to a measured engine" in " ".join(r.err.split())
+
+    def test_tp_communication_is_named(self, cli: Run, tmp_path: Path) -> None:
+        text = PASSING.replace("batch: 1", "batch: 1\ntp: 2")
+        doc = json.loads(cli("check", write(tmp_path, text), "-f", "json").out)
+        # The H100 SXM preset's own interconnect carries the all-reduces.
+        assert doc["deployments"][0]["held_to"] == (
+            "roofline ms_per_token at efficiency 1 + TP all-reduces over "
+            f"{doc['deployments'][0]['inputs']['link']}"
+        )
+
+
+def test_a_deployment_file_without_targets_is_still_an_error(cli: Run, tmp_path: Path) -> None:
+    """Only a vLLM config checked alone gets vLLM's start-up check in place of targets."""
+    (tmp_path / "serve.yaml").write_text("model: llama-3.1-8b\nmax-model-len: 8192\n")
+    path = write(tmp_path, "name: d\nvllm_config: serve.yaml\ngpu: h100\n")
+    r = cli("check", path)
+    assert r.code == 2 and "d: no targets to check" in r.err
