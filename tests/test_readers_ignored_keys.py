@@ -141,6 +141,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "glm4_moe": preset("glm-4.5"),
         "minimax_m2": preset("minimax-m2"),
         "nemotron_h": fixture("nemotron-3-nano-30b-a3b"),
+        "nemotron-nas": fixture("llama-3.3-nemotron-super-49b-v1"),
         "jamba": preset("jamba-mini-1.5"),
         "falcon_h1": FALCON_H1,
         "llama4": preset("llama-4-scout"),
@@ -296,7 +297,7 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [
-        ("nemotron-nas", "per-layer block_configs"),
+        ("deci", "per-layer block_configs"),
         ("jetmoe", "mixture of attention heads"),
         ("step3", "multi-matrix factorised attention"),
         ("minicpm", "not read yet"),

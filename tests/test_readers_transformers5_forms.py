@@ -393,3 +393,13 @@ def test_qwen2_vl_vision_tower_by_hand(catalog: Catalog, tmp_path: Path) -> None
         m = read(catalog, tmp_path, config)
         assert sum(g.params for g in m.extra_groups) == 675_759_104
         assert m.total_params() == META_COUNTS["qwen2_vl"]
+
+
+def test_phimoes_head_bias_is_counted(catalog: Catalog, tmp_path: Path) -> None:
+    """Phi-3.5-MoE-instruct's config says ``lm_head_bias: true``: one bias a vocabulary
+    entry, 32,064 more than the form without it; transformers 5.24.0 on the meta device
+    builds the same 41,872,825,664 from the file with the flag set."""
+    config = json.loads((T5 / "phimoe.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "lm_head_bias": True}))
+    assert catalog.model(str(path)).total_params() == 41_872_793_600 + 32_064

@@ -176,7 +176,9 @@ def _phi3(cfg: Fields, model_type: str) -> Architecture:
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     """Mixtral, and Phi-3.5-MoE (phimoe): Mixtral's with LayerNorms that have biases (two a
-    layer and the final one) and q, k, v and o biases where ``attention_bias`` says so."""
+    layer and the final one), q, k, v and o biases where ``attention_bias`` says so, and a
+    bias on the LM head where ``lm_head_bias`` does (true in Phi-3.5-MoE-instruct: one a
+    vocabulary entry, split with the head)."""
     from decodecalc.model.moe import MoE
 
     moe = MoE(
@@ -188,12 +190,15 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     if model_type != "phimoe":
         attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
         return _common(cfg, _over(attention, moe))
-    _same_as(cfg, "lm_head_bias", False, "a bias on the LM head")
     bias = cfg.boolean("attention_bias", default=False)
     mixers = _alike(cfg, _gqa(cfg, _window(cfg, False), qkv_bias=bias, o_bias=bias), count)
     layers = [replace(layer, norms=4) for layer in _over(mixers, moe)]
     layers[-1] = replace(layers[-1], norms=5)  # and the final LayerNorm's bias
-    return _common(cfg, layers)
+    arch = _common(cfg, layers)
+    if not cfg.boolean("lm_head_bias", default=False):
+        return arch
+    head_bias = TensorGroup("norms and biases", arch.vocab_size, True, Sharding.SPLIT)
+    return replace(arch, extra_groups=(head_bias,))
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -1374,6 +1379,13 @@ def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 
+def _nemotron_nas(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.nemotron_nas import read_nemotron_nas  # its own module
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    return _common(cfg, read_nemotron_nas(cfg, cfg.integer("hidden_size"), count))
+
+
 def _gemma4(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.loading.gemma4 import read_gemma4  # its own module
 
@@ -1443,6 +1455,7 @@ FAMILIES: dict[str, Reader] = {
     "glm4_moe": _glm4_moe,
     "minimax_m2": _minimax_m2,
     "nemotron_h": _nemotron_h,
+    "nemotron-nas": _nemotron_nas,
     "jamba": _jamba,
     "falcon_h1": _falcon_h1,
     "llama4": _llama4,
@@ -1494,9 +1507,6 @@ from ``text_config`` alone and so does decodecalc: the top-level copies are read
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
-    "nemotron-nas": "Nemotron-NAS's per-layer block_configs (attention left out or replaced "
-    "by a linear layer, a width of its own for each layer's MLP) are not modelled: every "
-    "decodecalc layer has a token mixer with its own cache or state",
     "minicpm": "not read yet: MiniCPM's remote code (Llama's shapes, scale_emb, scale_depth "
     "and dim_model_base scaling activations) has not been checked against a published "
     "checkpoint, and MiniCPM4's sparse attention (sparse_config) is not modelled",
