@@ -131,6 +131,7 @@ def configs() -> dict[str, dict[str, Any]]:
                 "qwen3_vl_moe",
                 "minicpm3",
                 "dots1",
+                "dbrx",
             )
         },
         **{

@@ -1379,6 +1379,38 @@ def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 
+def _dbrx(cfg: Fields, model_type: str) -> Architecture:
+    """DBRX: Llama's GQA with q, k and v fused in one ``Wqkv`` (the same elements), every
+    layer a MoE of ``ffn_config.moe_num_experts`` gated experts of ``ffn_hidden_size``
+    (w1, v1, w2) with a router and no shared expert; LayerNorms without biases (two a
+    layer and the final one), an untied head. Its own names: ``d_model``, ``n_heads``,
+    ``n_layers``, ``max_seq_len``; ``attn_config.kv_n_heads`` the KV heads. ``clip_qkv``
+    clamps activations: no bytes."""
+    from decodecalc.model.moe import MoE
+
+    hidden = cfg.integer("d_model")
+    heads = cfg.integer("n_heads")
+    count = cfg.integer("n_layers", maximum=MAX_LAYERS)
+    attn, ffn = cfg.mapping("attn_config"), cfg.mapping("ffn_config")
+    ffn.optional_integer("hidden_size")  # transformers sets it to d_model, whatever it says
+    kv = attn.integer("kv_n_heads", default=1)
+    if heads % kv or hidden % heads:
+        raise attn.error("kv_n_heads", f"{kv} KV heads do not divide {heads} heads of {hidden}")
+    attention = Attention(heads, kv, hidden // heads)
+    moe = MoE(
+        num_experts=ffn.integer("moe_num_experts", default=4),
+        experts_per_token=ffn.integer("moe_top_k", default=1),
+        expert_intermediate_size=ffn.integer("ffn_hidden_size", default=3584),
+    )
+    return Architecture(
+        hidden_size=hidden,
+        vocab_size=cfg.integer("vocab_size", default=32_000),
+        tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=False),
+        layers=_interned(_over([attention] * count, moe)),
+        max_context_tokens=cfg.integer("max_seq_len", default=2_048),
+    )
+
+
 def _nemotron_nas(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.loading.nemotron_nas import read_nemotron_nas  # its own module
 
@@ -1456,6 +1488,7 @@ FAMILIES: dict[str, Reader] = {
     "minimax_m2": _minimax_m2,
     "nemotron_h": _nemotron_h,
     "nemotron-nas": _nemotron_nas,
+    "dbrx": _dbrx,
     "jamba": _jamba,
     "falcon_h1": _falcon_h1,
     "llama4": _llama4,
@@ -1520,7 +1553,7 @@ REFUSED: dict[str, str] = {
     "against a published checkpoint",
     **{
         name: "not read yet: its layers have not been checked against a published checkpoint"
-        for name in ("bailing_moe", "bailing_moe_v2", "dbrx")
+        for name in ("bailing_moe", "bailing_moe_v2")
     },
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
