@@ -967,6 +967,22 @@ def _layernorm_gpt(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, layers, tie_default=not neox)
 
 
+def _minicpm(cfg: Fields, model_type: str) -> Architecture:
+    """MiniCPM 1 and 2 (remote code, modeling_minicpm.py): Llama's layers, biases on q, k,
+    v and o where ``attention_bias`` says so, embeddings tied unless the file says not
+    (MiniCPMConfig's default is tied). ``scale_emb``, ``scale_depth``, ``dim_model_base``
+    and MiniCPM4's ``mup_denominator`` are scalars. MiniCPM4's ``sparse_config`` (InfLLM
+    v2: each token reads chosen blocks of the cache) is refused: not modelled."""
+    if cfg.has("sparse_config"):
+        raise cfg.error(
+            "sparse_config",
+            "MiniCPM4's InfLLM v2 sparse attention (blocks of the cache "
+            "chosen per token) is not modelled",
+        )
+    arch = _LLAMA(cfg, model_type)
+    return replace(arch, tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=True))
+
+
 def _minicpm3(cfg: Fields, model_type: str) -> Architecture:
     """MiniCPM3: DeepSeek-V2's multi-head latent attention (``q_lora_rank``,
     ``kv_lora_rank``) in every layer, each followed by a dense gated MLP; tied embeddings.
@@ -1455,6 +1471,7 @@ FAMILIES: dict[str, Reader] = {
     "starcoder2": _layernorm_gpt,
     "phimoe": _mixtral,
     "minicpm3": _minicpm3,
+    "minicpm": _minicpm,
     "dots1": _dots1,
     # Qwen's vision-language models: the text model of each (its own model_type under
     # text_config in transformers 5, the wrapper's own fields in Qwen2-VL's published form)
@@ -1540,9 +1557,6 @@ from ``text_config`` alone and so does decodecalc: the top-level copies are read
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
-    "minicpm": "not read yet: MiniCPM's remote code (Llama's shapes, scale_emb, scale_depth "
-    "and dim_model_base scaling activations) has not been checked against a published "
-    "checkpoint, and MiniCPM4's sparse attention (sparse_config) is not modelled",
     "deci": "DeciLM's per-layer block_configs (attention left out or replaced by a linear "
     "layer, a width of its own for each layer's MLP) are not modelled",
     "jetmoe": "JetMoE's mixture of attention heads (experts in attention) is not modelled",

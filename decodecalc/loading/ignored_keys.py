@@ -311,6 +311,12 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "scale_depth": "a scalar on the residual",
         "dim_model_base": "a scalar on the logits",
     },
+    "minicpm": {
+        "scale_emb": "a scalar on the embeddings",
+        "scale_depth": "a scalar on the residual",
+        "dim_model_base": "a scalar on the logits",
+        "mup_denominator": "MiniCPM4's scalar on the logits",
+    },
     "olmoe": {"clip_qkv": "a clamp on q, k and v activations: no bytes"},
     "granitemoe": {
         "embedding_multiplier": "a scalar",
