@@ -300,9 +300,12 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [
-        ("deci", "per-layer block_configs"),
+        ("deci", "per-layer KV head counts"),
         ("jetmoe", "mixture of attention heads"),
         ("step3", "multi-matrix factorised attention"),
+        ("phi3small", "block-sparse attention"),
+        ("arctic", "dense residual MLP beside each layer's MoE"),
+        ("bailing_moe", "not read yet"),
         ("bailing_moe_v2", "not read yet"),
     ],
 )

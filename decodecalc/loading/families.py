@@ -1557,16 +1557,18 @@ from ``text_config`` alone and so does decodecalc: the top-level copies are read
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
-    "deci": "DeciLM's per-layer block_configs (attention left out or replaced by a linear "
-    "layer, a width of its own for each layer's MLP) are not modelled",
+    "deci": "DeciLM-7B's per-layer KV head counts (num_key_value_heads_per_layer) are not "
+    "read yet (Nemotron-NAS's block_configs are: model_type nemotron-nas)",
     "jetmoe": "JetMoE's mixture of attention heads (experts in attention) is not modelled",
     "phi3small": "Phi-3-small's block-sparse attention (dense every "
     "dense_attention_every_n_layers) is not modelled",
     "step3": "Step3's multi-matrix factorised attention is not modelled",
-    "arctic": "Arctic's dense MLP beside every MoE (its residual MoE) has not been checked "
-    "against a published checkpoint",
+    "arctic": "not read yet: Arctic's dense residual MLP beside each layer's MoE (remote "
+    "code) has not been checked against a published config.json",
     **{
-        name: "not read yet: its layers have not been checked against a published checkpoint"
+        name: "not read yet: Ling's remote code (q, k and v fused with QK norms, MoE with "
+        "shared experts and a biased router, MTP layers) has not been checked against a "
+        "published config.json"
         for name in ("bailing_moe", "bailing_moe_v2")
     },
 }
