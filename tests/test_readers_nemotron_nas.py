@@ -103,3 +103,11 @@ def test_block_fields_that_change_the_layer_are_refused(
 ) -> None:
     with pytest.raises(InputError, match=named):
         catalog.model(_edited(tmp_path, 0, part, **fields))
+
+
+def test_a_layer_without_attention_pays_no_attention_all_reduce(catalog: Catalog) -> None:
+    """TP's all-reduces: one after the attention of each of the 49 layers that have it and
+    one after each of the 80 MLPs: 129, not 2 x 80."""
+    from decodecalc.step.parallelism import tp_allreduces
+
+    assert tp_allreduces(catalog.model(str(SUPER))) == 129
