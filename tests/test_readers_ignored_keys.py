@@ -145,6 +145,7 @@ def configs() -> dict[str, dict[str, Any]]:
         "nemotron_h": fixture("nemotron-3-nano-30b-a3b"),
         "nemotron-nas": fixture("llama-3.3-nemotron-super-49b-v1"),
         "minicpm": MINICPM_1B,
+        "bailing_moe_v2": fixture("ling-mini-2.0-defaults"),
         "jamba": preset("jamba-mini-1.5"),
         "falcon_h1": FALCON_H1,
         "llama4": preset("llama-4-scout"),
@@ -306,7 +307,6 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
         ("phi3small", "block-sparse attention"),
         ("arctic", "dense residual MLP beside each layer's MoE"),
         ("bailing_moe", "not read yet"),
-        ("bailing_moe_v2", "not read yet"),
     ],
 )
 def test_known_types_not_read_are_refused_naming_why(

@@ -1427,6 +1427,35 @@ def _dbrx(cfg: Fields, model_type: str) -> Architecture:
     )
 
 
+def _bailing_moe_v2(cfg: Fields, model_type: str) -> Architecture:
+    """Ling 2.0 (bailing_moe_v2, remote code modeling_bailing_moe_v2.py: Ling-mini-2.0,
+    Ling-flash-2.0, Ring-2.0): GQA with q, k and v fused in ``query_key_value`` (biased where
+    ``use_qkv_bias``), per-head QK norms where ``use_qk_norm``, the output projection biased
+    where ``use_bias``; the first ``first_k_dense_replace`` layers a dense MLP, the rest
+    ``num_experts`` gated experts of ``moe_intermediate_size`` and ``num_shared_experts`` shared
+    ones (one MLP that many times as wide), the router with a score-correction bias (a buffer
+    the checkpoint holds whatever ``moe_router_enable_expert_bias`` says). Defaults are
+    BailingMoeV2Config's. The MTP layers (``num_nextn_predict_layers``) are in the checkpoint,
+    not the decode step, as DeepSeek's."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    attention = _gqa(
+        cfg,
+        None,
+        qkv_bias=cfg.boolean("use_qkv_bias", default=False),
+        o_bias=cfg.boolean("use_bias", default=False),
+        qk_norm=cfg.boolean("use_qk_norm", default=True),
+    )
+    cfg.boolean("moe_router_enable_expert_bias", default=True)  # routing only: see above
+    expert = cfg.integer("moe_intermediate_size")
+    shared = expert * cfg.integer("num_shared_experts", default=1, minimum=0)
+    moe = _routed(cfg, "num_experts", "moe_intermediate_size", shared)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    first = cfg.integer("first_k_dense_replace", default=1, minimum=0)
+    mixers = _alike(cfg, attention, count)
+    layers = [Layer(m, dense if i < first else moe) for i, m in enumerate(mixers)]
+    return _common(cfg, layers)
+
+
 def _nemotron_nas(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.loading.nemotron_nas import read_nemotron_nas  # its own module
 
@@ -1506,6 +1535,7 @@ FAMILIES: dict[str, Reader] = {
     "nemotron_h": _nemotron_h,
     "nemotron-nas": _nemotron_nas,
     "dbrx": _dbrx,
+    "bailing_moe_v2": _bailing_moe_v2,
     "jamba": _jamba,
     "falcon_h1": _falcon_h1,
     "llama4": _llama4,
@@ -1565,12 +1595,8 @@ REFUSED: dict[str, str] = {
     "step3": "Step3's multi-matrix factorised attention is not modelled",
     "arctic": "not read yet: Arctic's dense residual MLP beside each layer's MoE (remote "
     "code) has not been checked against a published config.json",
-    **{
-        name: "not read yet: Ling's remote code (q, k and v fused with QK norms, MoE with "
-        "shared experts and a biased router, MTP layers) has not been checked against a "
-        "published config.json"
-        for name in ("bailing_moe", "bailing_moe_v2")
-    },
+    "bailing_moe": "not read yet: Ling 1.x's remote code (modeling_bailing_moe.py) has not "
+    "been checked against a published config.json (Ling 2.0's bailing_moe_v2 is read)",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

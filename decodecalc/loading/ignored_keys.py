@@ -292,6 +292,13 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "attn_implementation": "which attention kernel the remote code runs: the same bytes",
     },
     "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
+    "bailing_moe_v2": {
+        "embedding_dropout": "dropout in training only",
+        "output_dropout": "dropout in training only",
+        "mtp_loss_scaling_factor": "the MTP loss's weight in training",
+        "max_window_layers": "never read by modeling_bailing_moe_v2.py: no layer has a window",
+        "score_function": "how the router scores experts (sigmoid): which experts, not how many",
+    },
     "dbrx": {
         # transformers' DbrxConfig sets it from attn_config.kv_n_heads, whatever it says
         "num_key_value_heads": "attn_config.kv_n_heads said again (transformers 5 writes it)",
