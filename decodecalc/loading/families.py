@@ -1438,13 +1438,10 @@ def _bailing_moe_v2(cfg: Fields, model_type: str) -> Architecture:
     BailingMoeV2Config's. The MTP layers (``num_nextn_predict_layers``) are in the checkpoint,
     not the decode step, as DeepSeek's."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    attention = _gqa(
-        cfg,
-        None,
-        qkv_bias=cfg.boolean("use_qkv_bias", default=False),
-        o_bias=cfg.boolean("use_bias", default=False),
-        qk_norm=cfg.boolean("use_qk_norm", default=True),
-    )
+    flags = {"qkv_bias": cfg.boolean("use_qkv_bias", default=False)}
+    flags["o_bias"] = cfg.boolean("use_bias", default=False)
+    flags["qk_norm"] = cfg.boolean("use_qk_norm", default=True)
+    attention = _gqa(cfg, None, **flags)
     cfg.boolean("moe_router_enable_expert_bias", default=True)  # routing only: see above
     expert = cfg.integer("moe_intermediate_size")
     shared = expert * cfg.integer("num_shared_experts", default=1, minimum=0)
