@@ -25,6 +25,7 @@ from decodecalc.views.report import Column, Report, document, with_notes
 
 if TYPE_CHECKING:
     from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
+    from decodecalc.scenarios.scenario import Scenario
 
 
 def knee(results: Sequence[ServingResult]) -> int | None:
@@ -198,6 +199,16 @@ def human_view(report: Report) -> Report:
     )
 
 
+def deployment_title(s: Scenario, gpus: int, split: str = "") -> str:
+    """The first line of a server's title: the model on how many of which GPU (``split``:
+    how they are split), its formats and whose step the expected figures are."""
+    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    return (
+        f"{s.model.name} on {gpus} x {gpu}{split} · weights {weights_label(s)} · KV "
+        f"{kv_label(s)}{describe_engine(s)}"
+    )
+
+
 def _title(
     results: Sequence[ServingResult],
     at_knee: ServingResult | bool,
@@ -205,10 +216,8 @@ def _title(
 ) -> tuple[str, ...]:
     r = results[0]
     s, w, limits = r.scenario, r.workload, r.limits
-    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     lines = [
-        f"{s.model.name} on {s.gpus} x {gpu} (TP {s.tp}{parallel_label(s)}) · weights "
-        f"{weights_label(s)} · KV {kv_label(s)}{describe_engine(s)}",
+        deployment_title(s, s.gpus, f" (TP {s.tp}{parallel_label(s)})"),
         f"workload: {w.input_len:,} input / {w.output_len:,} output tokens per request"
         + (
             f"; a {w.prefix_len:,}-token shared prefix, cached for {w.prefix_hit_rate:.0%}"
