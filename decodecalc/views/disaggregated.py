@@ -9,6 +9,7 @@ from typing import Any
 from decodecalc.answers.disaggregated import DisaggregatedResult
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.notes import unique
+from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import cost_fields, cost_inputs, parallel_label, scenario_inputs
@@ -139,10 +140,4 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
 
 def human_disaggregated(report: Report) -> Report:
     """The table's columns only."""
-    return Report(
-        document=report.document,
-        columns=COLUMNS,
-        records=report.records,
-        title=report.title,
-        footer=report.footer,
-    )
+    return replace(report, columns=COLUMNS)

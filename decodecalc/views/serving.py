@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import Saturated, ServingResult
 from decodecalc.notes import unique
+from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
 from decodecalc.views.estimate import (
@@ -189,14 +190,8 @@ def human_view(report: Report) -> Report:
         "joules_per_token": cost.get("price_per_gpu_hour") is not None
         or cost.get("power_source") == "given",
     }
-    return Report(
-        document=report.document,
-        columns=(*COLUMNS[:-1], *(c for c in COST_COLUMNS if shown[c.key]), COLUMNS[-1]),
-        records=report.records,
-        title=report.title,
-        footer=report.footer,
-        highlight=report.highlight,
-    )
+    columns = (*COLUMNS[:-1], *(c for c in COST_COLUMNS if shown[c.key]), COLUMNS[-1])
+    return replace(report, columns=columns)
 
 
 def deployment_title(s: Scenario, gpus: int, split: str = "") -> str:
