@@ -104,7 +104,7 @@ _LABELS = ("engine", "engine_version", "group", "release")
 
 def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     # Fields report their own file position; only preset lookups need this point's added.
-    spec = _spec(f)
+    spec = point_spec(f)
     excluded = bool(f.text("exclude", ""))
     scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
@@ -147,7 +147,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     )
 
 
-def _spec(f: Fields) -> ScenarioSpec:
+def point_spec(f: Fields) -> ScenarioSpec:
     """The deployment a point measured: every scenario field points take
     (scenarios/fields.py), read by its kind; measured at efficiency 1 with no overhead."""
     readers: dict[str, Callable[[str], object]] = {

@@ -1,0 +1,133 @@
+"""validation/points-disaggregated.yaml: published disaggregated prefill/decode measurements,
+each mapped to the two pools it ran and replayed through the two-pool serving model with its
+real split (decodecalc/calibration/disaggregated_points.py); an out-of-sample set, never
+fitted."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from decodecalc.calibration.disaggregated_points import (
+    FIGURES,
+    MEASURED_POOLS,
+    read_disaggregated_points,
+    replay,
+)
+from decodecalc.errors import InputError
+from decodecalc.loading.catalog import Catalog, presets_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+POINTS = ROOT / "validation" / "points-disaggregated.yaml"
+ENGINES = {path.stem for path in (presets_dir() / "engines").glob("*.yaml")}
+
+
+@cache
+def _points() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.safe_load(POINTS.read_text(encoding="utf-8"))["points"])
+
+
+def test_the_points_load_with_their_split(catalog: Catalog) -> None:
+    read = read_disaggregated_points(POINTS, catalog)
+    assert len(read) == len(_points()) == 4
+    decode = read[0]
+    # LMSYS 2025-05-05: decode on 9 nodes x 8 H100 (EP72, DP attention), prefill on 4 nodes (EP32)
+    pools = decode.pools
+    assert (pools.decode.tp, pools.decode.gpus, pools.prefill.tp) == (72, 72, 32)
+    assert decode.pools.decode.dp_attention and decode.pools.prefill.dp_attention
+    assert decode.pools.decode.eplb_redundant == decode.pools.prefill.eplb_redundant == 32
+
+
+@pytest.mark.parametrize("field", ["source", "engine", "engine_version", "release", "notes"])
+def test_every_point_says_where_it_comes_from(field: str) -> None:
+    for p in _points():
+        assert isinstance(p.get(field), str) and p[field].strip(), (field, p["source"])
+
+
+def test_labels_name_real_profiles_and_kinds() -> None:
+    for p in _points():
+        assert p["engine"] in ENGINES
+        assert p["measured"] in MEASURED_POOLS
+        assert "published as: " in p["notes"]
+        text = (p["source"] + p["notes"]).lower()
+        assert "inferencex" not in text and "cookbook" not in text  # reserved, never a source
+
+
+@pytest.mark.parametrize(
+    ("index", "figure", "expected"),
+    [
+        # 22,282 tok/s per node of 8 GPUs at 256 requests a GPU: 256 / (22,282 / 8) s
+        (0, "tpot_ms", 256 / (22_282 / 8) * 1000),
+        (0, "output_tok_s_per_decode_gpu", 22_282 / 8),
+        # 57,674, 54,543 and 50,302 input tok/s per node of 8 GPUs at 1K, 2K and 4K prompts
+        (1, "input_tok_s_per_prefill_gpu", 57_674 / 8),
+        (2, "input_tok_s_per_prefill_gpu", 54_543 / 8),
+        (3, "input_tok_s_per_prefill_gpu", 50_302 / 8),
+    ],
+)
+def test_the_mapped_figures_follow_from_the_published_ones(
+    index: int, figure: str, expected: float
+) -> None:
+    assert _points()[index][figure] == pytest.approx(expected, abs=0.01)
+    assert _points()[index]["decode_batch" if index == 0 else "input_len"] == (
+        256 * 72 if index == 0 else (1000, 2000, 4096)[index - 1]
+    )
+
+
+def test_the_replay_runs_on_every_point_and_gives_every_figure(catalog: Catalog) -> None:
+    for point in read_disaggregated_points(POINTS, catalog):
+        check = replay(point)
+        assert set(check.predicted) == set(point.figures) <= set(FIGURES)
+        for error in check.errors.values():
+            assert -1 < error < 10  # finite and positive predictions
+
+
+def test_a_decode_point_predicts_tpot_and_throughput_as_one_step(catalog: Catalog) -> None:
+    # TPOT and output per decode GPU are one decode step seen two ways: batch / step / GPUs
+    point = read_disaggregated_points(POINTS, catalog)[0]
+    check = replay(point)
+    per_gpu = 18_432 / (check.predicted["tpot_ms"] / 1000) / 72
+    assert check.predicted["output_tok_s_per_decode_gpu"] == pytest.approx(per_gpu)
+
+
+def test_a_point_without_the_figure_its_kind_needs_is_one_line(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    point = dict(_points()[0])
+    del point["decode_batch"]
+    bad = tmp_path / "points.yaml"
+    bad.write_text(yaml.safe_dump({"points": [point]}), encoding="utf-8")
+    with pytest.raises(InputError, match="decode_batch"):
+        read_disaggregated_points(bad, catalog)
+
+
+def test_data_parallel_attention_splits_no_heads(catalog: Catalog) -> None:
+    # DeepSeek-V3's 128 heads do not divide over 72 GPUs, but under DP attention each rank
+    # holds whole attention (SGLang's 9-node EP72 decode worker); under TP they must divide
+    from decodecalc.loading.resolve import resolve
+    from decodecalc.record import replace
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    spec = ScenarioSpec(model="deepseek-v3", gpu="h100-sxm", tp=72, ep=True, eplb_redundant=32)
+    assert resolve(replace(spec, dp_attention=True), catalog).tp == 72
+    with pytest.raises(InputError, match="attention heads"):
+        resolve(spec, catalog)
+
+
+def test_a_dp_attention_prefill_worker_computes_a_prompt_on_every_rank(catalog: Catalog) -> None:
+    # Each of the 32 ranks prefills its own prompt, the 32 sharing a pass: the worker's
+    # saturation is 32 prompts per pass, above a worker computing one prompt at a time
+    from decodecalc.answers.disaggregated import pool_rates, prefill_ranks
+    from decodecalc.calibration.disaggregated_points import workload_of
+    from decodecalc.engine.scheduler import scheduler_limits
+
+    point = read_disaggregated_points(POINTS, catalog)[2]
+    pools = point.pools
+    assert prefill_ranks(pools.prefill) == 32
+    limits = scheduler_limits(pools.decode.engine, pools.decode.gpu)
+    rates = pool_rates(pools, workload_of(point), limits, 1)
+    assert rates.input_per_prefill_gpu == pytest.approx(32 * 2000 / rates.prefill_s / 32)
