@@ -23,9 +23,14 @@ def main(path: Path) -> None:
             f"{p.pools.decode_workers} x TP {p.pools.decode.tp}"
         )
         for key, value in p.figures.items():
+            said = (
+                (f"{check.predicted[key]:,.2f}", f"{check.errors[key]:+.1%}")
+                if key in check.predicted
+                else (f"refused: {check.problem}", "-")
+            )
             print(
                 f"| {p.measured} | {pools} | {p.input_len:,} / {p.output_len:,} | {FIGURES[key]} "
-                f"| {value:,.2f} | {check.predicted[key]:,.2f} | {check.errors[key]:+.1%} |"
+                f"| {value:,.2f} | {said[0]} | {said[1]} |"
             )
 
 

@@ -32,6 +32,7 @@ from decodecalc.record import record, replace
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import Pools
     from decodecalc.answers.serving import Workload
+    from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.loading.catalog import Catalog
     from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.spec import ScenarioSpec
@@ -73,12 +74,19 @@ class DisaggregatedPoint:
 class DisaggregatedCheck:
     point: DisaggregatedPoint
     predicted: dict[str, float]
-    """The model's figure for each measured one."""
+    """The model's figure for each measured one (empty where it refuses the point)."""
+    problem: str | None = None
+    """Why the model refuses the deployment (a pool that cannot hold the model), as
+    calibration/serving_points.py reports a refused workload."""
 
     @property
     def errors(self) -> dict[str, float]:
-        """predicted / measured - 1 per figure."""
-        return {k: self.predicted[k] / v - 1 for k, v in self.point.figures.items()}
+        """predicted / measured - 1 per figure predicted."""
+        return {
+            k: self.predicted[k] / v - 1
+            for k, v in self.point.figures.items()
+            if k in self.predicted
+        }
 
 
 def read_disaggregated_points(path: Path, catalog: Catalog) -> list[DisaggregatedPoint]:
@@ -167,32 +175,42 @@ def workload_of(point: DisaggregatedPoint) -> Workload:
 
 def replay(point: DisaggregatedPoint) -> DisaggregatedCheck:
     """The model's figures for what the point measured, with its real split."""
-    from decodecalc.answers.disaggregated import pool_rates, serve_disaggregated
+    from decodecalc.answers.serving import Refused
     from decodecalc.engine.scheduler import scheduler_limits
 
     pools, workload = point.pools, workload_of(point)
     limits = scheduler_limits(pools.decode.engine, pools.decode.gpu)
-    predicted: dict[str, float] = {}
+    try:
+        predicted = _predicted(point, workload, limits)
+    except Refused as exc:
+        return DisaggregatedCheck(point, {}, str(exc))
+    missing = [k for k in point.figures if k not in predicted]
+    if missing:
+        raise InputError(f"a {point.measured} point cannot be held to {', '.join(missing)}")
+    return DisaggregatedCheck(point, {k: predicted[k] for k in point.figures})
+
+
+def _predicted(
+    point: DisaggregatedPoint, workload: Workload, limits: SchedulerLimits
+) -> dict[str, float]:
+    from decodecalc.answers.disaggregated import pool_rates, serve_disaggregated
+
+    pools = point.pools
     if point.measured == "deployment":
         result = serve_disaggregated(pools, workload, limits)
-        predicted = {
+        return {
             "tpot_ms": result.tpot_s * 1000,
             "ttft_ms": result.ttft_s * 1000,
             "output_tok_s_per_decode_gpu": result.output_per_decode_gpu,
             "input_tok_s_per_prefill_gpu": result.input_per_prefill_gpu,
             "output_tok_s_per_gpu": result.output_per_gpu,
         }
-    else:
-        rates = pool_rates(pools, workload, limits, point.decode_batch or 1)
-        predicted = {
-            "tpot_ms": rates.tpot_s * 1000,
-            "output_tok_s_per_decode_gpu": rates.output_per_decode_gpu,
-            "input_tok_s_per_prefill_gpu": rates.input_per_prefill_gpu,
-        }
-    missing = [k for k in point.figures if k not in predicted]
-    if missing:
-        raise InputError(f"a {point.measured} point cannot be held to {', '.join(missing)}")
-    return DisaggregatedCheck(point, {k: predicted[k] for k in point.figures})
+    rates = pool_rates(pools, workload, limits, point.decode_batch or 1)
+    return {
+        "tpot_ms": rates.tpot_s * 1000,
+        "output_tok_s_per_decode_gpu": rates.output_per_decode_gpu,
+        "input_tok_s_per_prefill_gpu": rates.input_per_prefill_gpu,
+    }
 
 
 def replay_file(path: Path, catalog: Catalog) -> list[DisaggregatedCheck]:
