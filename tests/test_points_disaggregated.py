@@ -146,3 +146,36 @@ def test_a_dp_attention_prefill_worker_computes_a_prompt_on_every_rank(catalog: 
     limits = scheduler_limits(pools.decode.engine, pools.decode.gpu)
     rates = pool_rates(pools, workload_of(point), limits, 1)
     assert rates.input_per_prefill_gpu == pytest.approx(32 * 2000 / rates.prefill_s / 32)
+
+
+def test_a_deployment_point_is_held_to_the_whole_server(catalog: Catalog, tmp_path: Path) -> None:
+    """A whole deployment at a closed loop's concurrency: its TPOT, TTFT and output per GPU
+    are serving's with the same split (docs/serving.md's worked 1P2D on H200s)."""
+    from decodecalc.answers.disaggregated import serve_disaggregated
+    from decodecalc.calibration.disaggregated_points import workload_of
+    from decodecalc.engine.scheduler import scheduler_limits
+
+    point = {
+        **{"model": "deepseek-r1", "weights": "fp8", "kv_dtype": "bf16", "gpu": "h200"},
+        **{"tp": 8, "ep": True, "dp_attention": True, "prefill_workers": 1, "decode_workers": 2},
+        "prefill": {"tp": 8, "ep": False, "dp_attention": False},
+        **{"input_len": 8192, "output_len": 1024, "concurrency": 128, "measured": "deployment"},
+        **{"tpot_ms": 30, "ttft_ms": 1000, "output_tok_s_per_gpu": 200},
+        **{"engine": "vllm", "engine_version": "example", "source": "a test", "notes": "x"},
+    }
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump({"points": [point]}), encoding="utf-8")
+    (read,) = read_disaggregated_points(path, catalog)
+    check = replay(read)
+    pools = read.pools
+    served = serve_disaggregated(
+        pools, workload_of(read), scheduler_limits(pools.decode.engine, pools.decode.gpu)
+    )
+    assert check.predicted == pytest.approx(
+        {
+            "tpot_ms": served.tpot_s * 1000,
+            "ttft_ms": served.ttft_s * 1000,
+            "output_tok_s_per_gpu": served.output_throughput_tokens_per_s / 24,  # 3 x 8 GPUs
+        }
+    )
+    assert check.errors["tpot_ms"] == pytest.approx(served.tpot_s * 1000 / 30 - 1)
