@@ -47,7 +47,7 @@ def test_the_page_has_a_section_for_each_pool(page_and_json: tuple[str, dict[str
     assert headings.index("Prefill pool") < headings.index("Decode pool")
     text = _text(html)
     # 1 x 8 GPUs prefill, 2 x 8 GPUs decode: 24 GPUs in all
-    assert "1 workers x 8 GPUs = 8 GPUs" in text
+    assert "1 worker x 8 GPUs = 8 GPUs" in text
     assert "2 workers x 8 GPUs = 16 GPUs" in text
 
 

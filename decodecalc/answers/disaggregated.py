@@ -64,8 +64,16 @@ class Pools:
                 )
 
     @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_workers * self.prefill.gpus
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_workers * self.decode.gpus
+
+    @property
     def gpus(self) -> int:
-        return self.prefill_workers * self.prefill.gpus + self.decode_workers * self.decode.gpus
+        return self.prefill_gpus + self.decode_gpus
 
 
 @record
@@ -124,14 +132,12 @@ class DisaggregatedResult:
 
     @property
     def output_per_decode_gpu(self) -> float:
-        p = self.pools
-        return self.output_throughput_tokens_per_s / (p.decode_workers * p.decode.gpus)
+        return self.output_throughput_tokens_per_s / self.pools.decode_gpus
 
     @property
     def input_per_prefill_gpu(self) -> float:
-        p = self.pools
         per_s = self.request_throughput_per_s * self.workload.input_len
-        return per_s / (p.prefill_workers * p.prefill.gpus)
+        return per_s / self.pools.prefill_gpus
 
     @property
     def saturates(self) -> str:

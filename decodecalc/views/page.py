@@ -171,11 +171,10 @@ def pool_sections(doc: dict[str, Any]) -> tuple[Section, ...]:
             f"{key} {_cell(pool[key])}"
             for key in ("tp", "pp", "ep", "dp_attention", "eplb_redundant")
         )
-        gpus = pool["workers"] * pool["gpus_per_worker"]
         rate = doc[f"{name}_saturation_rate_per_s"]
+        workers = f"{pool['workers']:,} worker{'s' if pool['workers'] != 1 else ''}"
         lines = (
-            f"{pool['workers']:,} workers x {pool['gpus_per_worker']:,} GPUs = {gpus:,} GPUs "
-            f"({layout})",
+            f"{workers} x {pool['gpus_per_worker']:,} GPUs = {pool['gpus']:,} GPUs ({layout})",
             f"saturates at {rate:,.3f} requests/s"
             + (" (first)" if doc["saturates_first"] == name else ""),
         )
