@@ -371,12 +371,15 @@ server priced whole, so trying every layout would be slow."""
 
 def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
     """Each of the best aggregated layouts as the decode workers' (``bases``), with prefill
-    workers of that layout and of the one among the bases (same GPU and formats) that
-    prefills the most prompt tokens per GPU, each split within --max-gpus."""
-    bases = [o.scenario for o in options if o.fits and o.pools is None][:DISAGGREGATED_BASES]
+    workers of that layout and of the one, among every layout that fits (same GPU and
+    formats), that prefills the most prompt tokens per GPU; each split within --max-gpus."""
+    fitting = [o.scenario for o in options if o.fits and o.pools is None]
+    fastest = _fastest_prefill(fitting, targets)
     found = []
-    for decode in bases:
-        for prefill in _prefill_layouts(decode, bases, targets):
+    for decode in fitting[:DISAGGREGATED_BASES]:
+        best = fastest[_kind(decode)]
+        layouts = (decode,) if _layout_of(best) == _layout_of(decode) else (decode, best)
+        for prefill in layouts:
             found += [
                 _evaluate_pools(prefill, decode, p, d, targets)
                 for p, d in DISAGGREGATED_SPLITS
@@ -385,16 +388,23 @@ def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
     return found
 
 
-def _prefill_layouts(
-    decode: Scenario, bases: Sequence[Scenario], targets: Targets
-) -> tuple[Scenario, ...]:
-    """The decode worker's own layout, and the base of the same GPU and formats whose
-    worker prefills the most prompt tokens per second per GPU (prefill_rate_per_gpu), where
-    it is another; the first base wins a tie."""
-    same = [s for s in bases if (s.gpu, _formats(s)) == (decode.gpu, _formats(decode))]
-    rates = [(prefill_rate(s, targets), -i) for i, s in enumerate(same)]
-    fastest = same[max(range(len(same)), key=lambda i: rates[i])]
-    return (decode,) if _layout_of(fastest) == _layout_of(decode) else (decode, fastest)
+def _kind(s: Scenario) -> tuple[object, ...]:
+    """What both pools of one deployment share: the GPU and the formats (the KV crosses)."""
+    return (s.gpu.id if s.gpu else s.bandwidth_bytes_per_s, _formats(s))
+
+
+def _fastest_prefill(
+    fitting: Sequence[Scenario], targets: Targets
+) -> dict[tuple[object, ...], Scenario]:
+    """For each GPU and formats, the fitting layout whose worker prefills the most prompt
+    tokens per second per GPU (prefill_rate); the first in the ranking wins a tie."""
+    best: dict[tuple[object, ...], tuple[float, Scenario]] = {}
+    for s in fitting:
+        rate = prefill_rate(s, targets)
+        kind = _kind(s)
+        if kind not in best or rate > best[kind][0]:
+            best[kind] = (rate, s)
+    return {kind: s for kind, (_, s) in best.items()}
 
 
 def _layout_of(s: Scenario) -> tuple[int, int, bool, bool]:
