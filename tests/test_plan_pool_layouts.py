@@ -1,7 +1,7 @@
 """plan --disaggregated lays each pool out on its own: the decode workers as one of the
 best aggregated layouts, the prefill workers as that layout or as the one of every layout
-that fits (same GPU and formats) that prefills the most prompt tokens per GPU; the first answer's line names both
-layouts where they differ."""
+that fits (same GPU and formats) that prefills the most prompt tokens per GPU; the first
+answer's line names both layouts where they differ."""
 
 from __future__ import annotations
 

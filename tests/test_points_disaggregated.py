@@ -20,6 +20,7 @@ from decodecalc.calibration.disaggregated_points import (
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog, presets_dir
+from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = ROOT / "validation" / "points-disaggregated.yaml"
@@ -179,3 +180,10 @@ def test_a_deployment_point_is_held_to_the_whole_server(catalog: Catalog, tmp_pa
         }
     )
     assert check.errors["tpot_ms"] == pytest.approx(served.tpot_s * 1000 / 30 - 1)
+
+
+def test_validate_points_the_disaggregated_file_to_its_replay(cli: Run) -> None:
+    result = cli("validate", str(POINTS))
+    assert result.code == 2
+    assert "replay_disaggregated.py" in result.err
+    assert len(result.err.strip().splitlines()) == 1

@@ -90,6 +90,11 @@ def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     items = doc.data.get("points") if isinstance(doc.data, dict) else doc.data
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a list of measured points (or 'points:' holding one)")
+    if isinstance(items[0], dict) and "prefill_workers" in items[0]:
+        raise InputError(
+            f"{path}: disaggregated points (prefill_workers, decode_workers): replay them "
+            "with python validation/replay_disaggregated.py (calibration/disaggregated_points.py)"
+        )
     key = ("points",) if isinstance(doc.data, dict) else ()
     read = [_point(Fields(doc, (*key, i), item), catalog) for i, item in enumerate(items)]
     points = [p for p in read if p is not None]
