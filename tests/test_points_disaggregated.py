@@ -35,8 +35,8 @@ def _points() -> tuple[dict[str, Any], ...]:
 def test_the_points_load_with_their_split(catalog: Catalog) -> None:
     read = read_disaggregated_points(POINTS, catalog)
     # LMSYS 96 x H100: the decode pool and the prefill pool at 3 prompt lengths; vLLM GB200: the
-    # prefill pool
-    assert len(read) == len(_points()) == 5
+    # prefill pool; LMSYS GB200 part II: the decode pool and both precisions' prefill pools
+    assert len(read) == len(_points()) == 8
     decode = read[0]
     # LMSYS 2025-05-05: decode on 9 nodes x 8 H100 (EP72, DP attention), prefill on 4 nodes (EP32)
     pools = decode.pools
@@ -70,15 +70,20 @@ def test_labels_name_real_profiles_and_kinds() -> None:
         (1, "input_tok_s_per_prefill_gpu", 57_674 / 8),
         (2, "input_tok_s_per_prefill_gpu", 54_543 / 8),
         (3, "input_tok_s_per_prefill_gpu", 50_302 / 8),
+        # GB200: 13,386 output tok/s per GPU at 1,408 requests a rank: 1,408 / 13,386 s
+        (5, "tpot_ms", 1408 / 13_386 * 1000),
+        (5, "decode_batch", 1408 * 48),
     ],
 )
 def test_the_mapped_figures_follow_from_the_published_ones(
     index: int, figure: str, expected: float
 ) -> None:
     assert _points()[index][figure] == pytest.approx(expected, abs=0.01)
-    assert _points()[index]["decode_batch" if index == 0 else "input_len"] == (
-        256 * 72 if index == 0 else (1000, 2000, 4096)[index - 1]
-    )
+
+
+def test_the_h100_points_ran_their_published_batch_and_prompts() -> None:
+    assert _points()[0]["decode_batch"] == 256 * 72
+    assert [p["input_len"] for p in _points()[1:4]] == [1000, 2000, 4096]
 
 
 def test_the_replay_runs_on_every_point_and_gives_every_figure(catalog: Catalog) -> None:
@@ -98,8 +103,20 @@ def test_a_pool_that_cannot_hold_the_model_is_refused_with_its_reason(catalog: C
     copy of its BF16 attention on each (the 58 x 256 routed experts of 3 x 7,168 x 2,048
     parameters at 4.5 bits are 368 GB, 184 GB a GPU, past 0.9 of its 186 GiB)."""
     assert 58 * 256 * 3 * 7168 * 2048 * 4.5 / 8 / 2 > 0.9 * 186 * 2**30
-    check = replay(read_disaggregated_points(POINTS, catalog)[4])
-    assert check.problem is not None and "cannot hold the model" in check.problem
+    points = read_disaggregated_points(POINTS, catalog)
+    for index in (4, 6):  # vLLM's and SGLang's 2-GPU GB200 prefill instances
+        check = replay(points[index])
+        assert check.problem is not None and "cannot hold the model" in check.problem
+
+
+def test_a_decode_pool_is_priced_whatever_its_prefill_workers_hold(catalog: Catalog) -> None:
+    """SGLang's GB200 decode pool ran beside 2-GPU prefill instances that offload weights;
+    its figures depend on the decode workers alone, so it is predicted, not refused."""
+    check = replay(read_disaggregated_points(POINTS, catalog)[5])
+    assert check.problem is None and set(check.predicted) == {
+        "tpot_ms",
+        "output_tok_s_per_decode_gpu",
+    }
 
 
 def test_a_decode_point_predicts_tpot_and_throughput_as_one_step(catalog: Catalog) -> None:

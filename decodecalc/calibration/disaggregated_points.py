@@ -205,6 +205,11 @@ def _predicted(
             "input_tok_s_per_prefill_gpu": result.input_per_prefill_gpu,
             "output_tok_s_per_gpu": result.output_per_gpu,
         }
+    if point.measured == "decode_pool":
+        # The decode pool's figures do not depend on the prefill workers, which its benchmark
+        # gave all they needed: priced with the decode workers' layout in their place, so a
+        # prefill layout decodecalc cannot hold (one that offloads weights) refuses nothing.
+        pools = replace(pools, prefill=pools.decode)
     rates = pool_rates(pools, workload, limits, point.decode_batch or 1)
     return {
         "tpot_ms": rates.tpot_s * 1000,
