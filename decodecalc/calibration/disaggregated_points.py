@@ -158,12 +158,14 @@ def _pools(
 
 def _with_engine(scenario: Scenario, catalog: Catalog, name: str, release: str | None) -> Scenario:
     """The scenario with the engine that measured it, at its release line (as validate's
-    serving replay takes it: calibration/serving_points.py)."""
+    serving replay takes it: calibration/serving_points.py), taking the GPU's kernel rates
+    as `serving --engine NAME@LINE` does (loading/resolve.py: kernel_rated, at any batch)."""
     from decodecalc.engine.select import engine_at, extrapolation
+    from decodecalc.loading.resolve import kernel_rated
 
     engine = engine_at(catalog, name, release, scenario.gpu)
     engine, _ = extrapolation(engine, scenario.model, scenario.batch, scenario.gpu)
-    return replace(scenario, engine=engine)
+    return kernel_rated(replace(scenario, engine=engine), None)
 
 
 def workload_of(point: DisaggregatedPoint) -> Workload:
