@@ -68,13 +68,25 @@ def _link(ctx: typer.Context, name: str | None, spec: Any) -> "Link | None":
 
 
 def run_disaggregated(
-    pools: "Pools", loads: list[Any], limits: Any, fmt: Any, as_json: bool, to: Any
+    ctx: typer.Context,
+    pools: "Pools",
+    loads: list[Any],
+    limits: Any,
+    output: tuple[Any, bool, Any],
+    page: str | None = None,
 ) -> None:
+    """Serve every load on the pools and emit the report (``output``: format, whether
+    JSON, where to); ``page``: write the HTML page there too (--report)."""
     from decodecalc.answers.disaggregated import serve_disaggregated
     from decodecalc.cli import Format, emit
     from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
 
+    fmt, as_json, to = output
     results = [serve_disaggregated(pools, load, limits) for load in loads]
+    if page:
+        from decodecalc.cli.report import disaggregated_page
+
+        disaggregated_page(ctx, page, results)
     report = disaggregated_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_disaggregated(report)

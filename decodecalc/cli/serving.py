@@ -249,14 +249,14 @@ def serving(
     if prefill_workers is not None or decode_workers is not None:
         from decodecalc.cli.disaggregated import pools_of, run_disaggregated
 
-        if chart or plot or page:
+        if chart or plot:
             raise InputError(
-                "--chart, --plot and --report draw one pool's curve: leave them out with "
-                "--prefill-workers and --decode-workers"
+                "--chart and --plot draw one pool's curve: leave them out with "
+                "--prefill-workers and --decode-workers (--report draws both pools)"
             )
         layout = {"tp": prefill_tp, "ep": prefill_ep, "dp_attention": prefill_dp_attention}
         pools = pools_of(ctx, prefill_workers, decode_workers, layout, kv_link)
-        run_disaggregated(pools, loads, limits, fmt, as_json, destination(ctx))
+        run_disaggregated(ctx, pools, loads, limits, (fmt, as_json, destination(ctx)), page)
         return
     pool_only = {
         "--prefill-tp": prefill_tp,

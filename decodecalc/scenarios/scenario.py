@@ -93,7 +93,8 @@ class Scenario:
         check_count("batch", self.batch, MAX_BATCH)
         check_count("tp", self.tp, MAX_TP)
         check_count("pp", self.pp, MAX_PP)
-        if not self.model.supports_tp(self.tp):
+        # Data-parallel attention splits no heads: each rank holds whole attention.
+        if not self.dp_attention and not self.model.supports_tp(self.tp):
             valid = ", ".join(str(n) for n in self.model.valid_tp())
             raise Conflict(
                 f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "

@@ -50,10 +50,12 @@ def _row(r: DisaggregatedResult) -> dict[str, Any]:
     }
 
 
-def _pool(s: Scenario, workers: int) -> dict[str, Any]:
+def _pool(s: Scenario, workers: int, gpus: int) -> dict[str, Any]:
     return {
         "workers": workers,
         "gpus_per_worker": s.gpus,
+        # Added: the pool's GPUs, every worker's.
+        "gpus": gpus,
         "tp": s.tp,
         "pp": s.pp,
         "ep": s.ep,
@@ -91,8 +93,8 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
             "output_len": w.output_len,
             "request_rate_per_s": w.request_rate,
         },
-        prefill=_pool(pools.prefill, pools.prefill_workers),
-        decode=_pool(pools.decode, pools.decode_workers),
+        prefill=_pool(pools.prefill, pools.prefill_workers, pools.prefill_gpus),
+        decode=_pool(pools.decode, pools.decode_workers, pools.decode_gpus),
         gpus=pools.gpus,
         kv_link=None
         if link is None
