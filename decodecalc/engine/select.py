@@ -471,10 +471,11 @@ def releases_note(engine: Engine) -> tuple[Note, ...]:
     """One answer, one release, or a note naming each (issue 28): a named profile's step
     parameters come from its release line's points, its compute rates from the kernel
     tables of another release (loading/kernels.py), its scheduler defaults from the
-    release its ``serving:`` block cites. Said where kernel tables enter or where other
+    release its ``serving:`` block cites. Said where kernel tables enter, where other
     lines' parameters stand in for the line asked for (``vllm@0.10`` on NVIDIA GPUs, whose
-    figures are 0.11's); where only the scheduler's release differs, the note on the line
-    taken says so (newer_lines)."""
+    figures are 0.11's) or where the parameters pool several lines' points (llama.cpp on
+    Apple GPUs); where only the scheduler's release differs, the note on the line taken
+    says so (newer_lines)."""
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
         return ()
     fitted = engine.params[0].range
