@@ -6,11 +6,14 @@ The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so
 carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
 of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence, request)
 carry as times: no launch latency is known for GPUs without kernel tables, so none
-rescales them. What differs between vendors' kernels beyond that is a factor, the median
-of measured / transferred over the vendor's points of the last twelve months, one for
-dense models and one for MoE models, whose grouped-GEMM kernels are the vendor's own code
-(validation/fit_engines.py: vendor_factors): efficiencies divided by it, fixed costs
-multiplied by it, so the engine's step is that many times slower (faster below 1)."""
+rescales them. The all-reduce latency a fit on the source found is the source's link and
+gives way to the target link's preset (across, which any parameters standing in on
+another vendor's family go through). What differs between vendors' kernels beyond that
+is a factor, the median of measured / transferred over the vendor's points of the last
+twelve months, one for dense models and one for MoE models, whose grouped-GEMM kernels are
+the vendor's own code (validation/fit_engines.py: vendor_factors): efficiencies divided by
+it, fixed costs multiplied by it, so the engine's step is that many times slower (faster
+below 1)."""
 
 from __future__ import annotations
 
