@@ -105,7 +105,8 @@ from decodecalc.calibration.validation import (
     with_prefill,
 )
 from decodecalc.engine.profile import EngineParams, release_order
-from decodecalc.engine.transfer import VendorFactor, transferred
+from decodecalc.engine.select import AS_OF as SHIPPED_AS_OF
+from decodecalc.engine.transfer import VendorFactor, across, transferred
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.loading.saved import FamilyProfile, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
@@ -205,11 +206,12 @@ NEWEST_DAYS = 365
 """A vendor's newest points: those of its release lines dated within twelve months before
 AS_OF (older ones are other releases' kernels)."""
 
-AS_OF = date(2026, 12, 2)
+AS_OF = SHIPPED_AS_OF
 """The day the shipped profiles are fitted for, fixed so that the same points give the
 same bytes: the vendor factors' twelve months end on it. As of it, SGLang 0.4.2 on MI300X
 (February 2025) and vLLM 0.10.0 (August 2025) are older than a year, so the AMD factor
-rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES)."""
+rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES). The typical band's
+twelve months end on the same day (engine/select.py AS_OF, recent_on)."""
 
 VENDOR = "nvidia-"
 """The source family's vendor: a factor is fitted for the families of other vendors only
@@ -260,7 +262,8 @@ def vendor_factors(
 ) -> list[VendorFactor]:
     """Each other vendor's GPU family's factors over SOURCE_FAMILY: the medians of
     measured / expected over the family's newest points (NEWEST_DAYS), each predicted by
-    its own engine's newest line fitted on SOURCE_FAMILY as it would transfer (factor 1):
+    its own engine's newest line fitted on SOURCE_FAMILY as it would transfer at factor 1
+    (engine/transfer.py across: the family's own link latency, as transferred prices it):
     how much slower the vendor's kernels run a step than the same engine's rates on the
     source say, for dense models and, over that, for MoE models (each kind with
     MIN_VENDOR_POINTS points; with fewer, the other kind's). Only points of engines with
@@ -273,7 +276,7 @@ def vendor_factors(
             source = newest_fitted([f for (e, _), f in fits.items() if e == p.engine])
             if source is None:
                 continue
-            expected = predicted(p, (source[1],), p.engine).seconds
+            expected = predicted(p, (across(source[1], SOURCE_FAMILY, family),), p.engine).seconds
             kind = "dense" if p.point.scenario.model.moe() is None else "moe"
             ratios[kind].append(p.terms.measured_s / expected)
             gpu = p.point.scenario.gpu

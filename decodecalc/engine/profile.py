@@ -236,6 +236,10 @@ class EngineProfile:
     line: str | None = None
     """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
     every line pooled."""
+    latest_dates: tuple[tuple[str, str], ...] | None = None
+    """(GPU family, the latest date of its lines fitted there: 'YYYY-MM-DD' or 'YYYY-MM'),
+    as a preset states them before its lines are parsed (loading/presets.py); None: not
+    stated, read the lines (engine/select.py recent_on)."""
     pending_families: PendingFamilies | None = None
     """A preset's families, each parsed when first asked for (loading/presets.py): the
     default selection needs one family of every profile, and parsing them all cost a
