@@ -100,6 +100,22 @@ def test_one_answer_one_release_or_a_note_naming_each(
         assert words in said
 
 
+def test_an_explicit_line_names_the_schedulers_release_without_kernel_tables() -> None:
+    """``vllm@0.11`` on an H100, where the line's own fitted e_mma keeps the kernel tables
+    out (loading/kernels.py): the step from the 0.11 line, the
+    scheduler defaults from vLLM 0.19.0, said once (--engine vllm says it in the note on
+    the line it takes, so no second note)."""
+    catalog = Catalog()
+    explicit = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm@0.11"), catalog)
+    notes = {n.code: n.message for n in explicit.notes}
+    assert notes["engine-releases"] == (
+        "vllm@0.11: step parameters from the 0.11 line's points; scheduler defaults from 0.19.0"
+    )
+    named = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm"), catalog)
+    said = [n.message for n in named.notes if "0.19.0" in n.message]
+    assert len(said) == 1 and said[0].startswith("vllm@0.11: the newest line fitted")
+
+
 @pytest.mark.parametrize("gpu", ["h100", "h200", "b200", "mi300x", "mi355x", "rtx-4090"])
 def test_every_release_an_answer_draws_on_is_named(gpu: str) -> None:
     """Over every profile on each GPU: an answer whose scheduler defaults cite another

@@ -5,11 +5,21 @@ times, and the vendor's factor makes the step that many times slower. Figures by
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
-from decodecalc.engine.profile import EngineParams
-from decodecalc.engine.transfer import VendorFactor, across, for_kind, scaled, transferred
+from decodecalc.engine.profile import FIXED_COSTS, EngineParams
+from decodecalc.engine.transfer import (
+    LAUNCH_S,
+    VendorFactor,
+    across,
+    for_kind,
+    scaled,
+    transferred,
+)
+from decodecalc.record import replace
 from tests.conftest import Run
 
 RATES = {"weight_efficiency": 0.8, "kv_efficiency": 0.6, "band": (0.8, 1.4), "points": 7}
@@ -48,7 +58,8 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     assert for_kind(moved, "dense") is moved
     moe = for_kind(moved, "moe")
     assert moe.weight_efficiency == pytest.approx(0.8 / 3)  # 0.8 / (2 x 1.5)
-    assert moe.per_moe_layer_s == pytest.approx(60e-6)  # 20 us x 2 x 1.5
+    # 20 us x 5.91 / 2.73 (AMD's kernel launch over NVIDIA's) x 2 x 1.5
+    assert moe.per_moe_layer_s == pytest.approx(20e-6 * 5.91 / 2.73 * 3)
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
 
 
@@ -78,7 +89,8 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
     families share kernels and links, so nothing moves between them."""
     moved = across(SOURCE, "nvidia-datacenter", "amd-instinct")
     assert moved.allreduce_latency_s is None  # the MI300X's Infinity Fabric preset prices it
-    assert moved.weight_efficiency == 0.8 and moved.per_layer_s == 10e-6  # shares and times
+    assert moved.weight_efficiency == 0.8  # a share of the target's bandwidth
+    assert moved.per_layer_s == pytest.approx(10e-6 * 5.91 / 2.73)  # the launch times' ratio
     assert across(SOURCE, "nvidia-datacenter", "nvidia-consumer") is SOURCE
     assert across(SOURCE, "amd-instinct", "apple").allreduce_latency_s is None
     assert transferred(SOURCE, AMD, "sglang", "0.5").allreduce_latency_s is None
@@ -87,26 +99,63 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
 def test_a_transferred_step_by_hand(cli: Run) -> None:
     """Llama-3.1-8B in BF16 on one MI355X at 1,024 tokens, batch 1, --engine sglang: the
     0.5 line has no AMD points, so its H100 fit transfers. The shipped profile's
-    amd-instinct block holds e_w 0.8675, e_kv 0.7373 and 86.97 us per layer: the H100
-    line's 0.9791, 0.8322 and 77.05 us through one factor (0.9791 / 0.8675 = 1.1287,
-    0.8322 / 0.7373 = 1.1287, 86.97 / 77.05 = 1.1287: the vendor's, x1.13 in the note).
-    By hand: weights (8,030,261,248 params less the 525,336,576 of the embedding, which a
-    step gathers) x 2 bytes = 15,009,849,344 B / (8 TB/s x 0.8675) = 2.16280 ms; KV 32
-    layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token x 1,024 =
-    134,217,728 B / (8 TB/s x 0.7373) = 0.02275 ms; 32 layers x 86.97 us = 2.78304 ms;
-    step 4.9686 ms."""
+    amd-instinct block holds e_w 1.0, e_kv 1.0 and 102.64 us per layer: the H100 line's
+    0.9791, 0.8322 and 77.05 us, the costs through the kernel launch times (5.91 us on
+    an MI300X / 2.73 on an H100 = x2.165), then all through the vendor factor x0.615
+    (0.9791 / 0.615 and 0.8322 / 0.615 pass 1, so both are held at the datasheet's rate;
+    77.05 x 2.165 x 0.615 = 102.6 us). By hand: weights (8,030,261,248 params less the
+    525,336,576 of the embedding, which a step gathers) x 2 bytes = 15,009,849,344 B /
+    8 TB/s = 1.87623 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B
+    a token x 1,024 = 134,217,728 B / 8 TB/s = 0.01678 ms; 32 layers x 102.64 us =
+    3.28448 ms; step 5.1775 ms."""
     args = "estimate -m llama-3.1-8b -g mi355x -c 1024 --engine sglang --json"
     doc = json.loads(cli(*args.split()).out)
-    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(4.9686, rel=1e-4)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(5.1775, rel=1e-4)
     assert any(n["code"] == "engine-transferred" for n in doc["notes"])
     from decodecalc.loading.catalog import Catalog
 
     lines = {x.release: dict(x.families) for x in Catalog().engine("sglang").release_lines()}
     source, moved = lines["0.5"]["nvidia-datacenter"], lines["0.5"]["amd-instinct"]
-    factor = source.weight_efficiency / moved.weight_efficiency
+    factor = moved.per_layer_s / source.per_layer_s / (5.91 / 2.73)
     # (the preset rounds each to 4 figures)
-    assert source.kv_efficiency / moved.kv_efficiency == pytest.approx(factor, rel=1e-3)
-    assert moved.per_layer_s / source.per_layer_s == pytest.approx(factor, rel=1e-3)
+    assert factor == pytest.approx(0.615, rel=2e-3)
+    assert moved.weight_efficiency == min(1.0, round(source.weight_efficiency / factor, 4))
+
+
+def test_fixed_costs_across_vendors_scale_by_the_kernel_launch_times() -> None:
+    """AMD's costs on NVIDIA GPUs: x 2.73 / 5.91 (an H100's launch over an MI300X's), lent
+    or not; to Apple, where no launch time is known, a lent cost goes and the engine's
+    own stays."""
+    own_and_lent = replace(SOURCE, lent=("per_step",))
+    on_nvidia = across(own_and_lent, "amd-instinct", "nvidia-datacenter")
+    assert on_nvidia.per_step_s == pytest.approx(100e-6 * 2.73 / 5.91)  # 46.2 us
+    assert on_nvidia.per_layer_s == pytest.approx(10e-6 * 2.73 / 5.91)
+    on_apple = across(own_and_lent, "nvidia-datacenter", "apple")
+    assert on_apple.per_step_s == 0.0  # lent by the NVIDIA family's pooled fit
+    assert on_apple.per_layer_s == 10e-6 and on_apple.per_moe_layer_s == 20e-6
+
+
+def test_the_launch_times_are_the_kernel_presets() -> None:
+    """LAUNCH_S holds the kernel tables' own ``launch`` figures (the H100 SXM's vLLM block,
+    the MI300X's aiter block), so the two cannot drift apart."""
+    root = Path(__file__).resolve().parents[1] / "presets" / "kernels"
+    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["launch"]
+    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["launch"]
+    assert (h100, mi300x) == ("2.73us", "5.91us")
+    assert LAUNCH_S == {"nvidia": 2.73e-6, "amd": 5.91e-6}
+
+
+def test_a_fit_records_the_costs_its_family_lent_it() -> None:
+    """Each shipped parameter set's ``lent`` names fixed costs only, and vLLM's AMD fit, on
+    TP 8 points alone, was lent its per-step cost by the family's pooled fit (every point
+    TP > 1: no per-step cost of its own), where its per-MoE-layer cost is its own."""
+    from decodecalc.loading.catalog import Catalog
+
+    catalog = Catalog()
+    for profile in catalog.engines():
+        for _, params in profile.families:
+            assert set(params.lent) <= set(FIXED_COSTS)
+    assert catalog.engine("vllm").family("amd-instinct").lent == ("per_step",)  # type: ignore[union-attr]
 
 
 PAIRS = [

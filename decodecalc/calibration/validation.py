@@ -41,6 +41,7 @@ from decodecalc.calibration.engine_fit import (
 )
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.profile import (
+    FIXED_COSTS,
     GPU_FAMILIES,
     Engine,
     EngineParams,
@@ -322,11 +323,17 @@ def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
         per_moe_layer_s=pooled.per_moe_layer_s,
         per_sequence_s=0.0,
         mma_efficiency=pooled.mma_efficiency,
+        lent=FIXED_COSTS,
     )
 
 
 def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
+    """The members' fit on ``prior``, each fixed cost the prior lent and the members could
+    not identify (nor zero) recorded as lent (EngineParams.lent)."""
     fit = fit_step_model([m.terms for m in members], prior)
+    params = fit.params
+    lent = tuple(c for c in prior.lent if c not in fit.fitted and getattr(params, f"{c}_s"))
+    fit = replace(fit, params=replace(params, lent=lent))
     return FamilyFit(
         key[0],
         key[1],

@@ -24,6 +24,10 @@ GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple",
 
 KV_READS = ("once", "per-query-head")
 
+FIXED_COSTS = ("per_step", "per_layer", "per_moe_layer", "per_sequence")
+"""The fixed costs of a step, each an EngineParams field with ``_s`` added: times the
+engine's kernels and runtime spend beyond the bytes and FLOPs (step/engine_terms.py)."""
+
 MMA_EFFICIENCY = 0.6
 """e_mma where neither the points nor the GPU's kernel tables tell it: a prior, not a
 measurement. It matters only once a GEMM is compute-bound (hundreds of rows, or a grouped
@@ -115,6 +119,11 @@ class EngineParams:
     moe_factor: float = 1.0
     """Of transferred parameters: how much slower an MoE model's step runs than these
     say, which hold the vendor's factor for dense models (engine/transfer.py for_kind)."""
+    lent: tuple[str, ...] = ()
+    """The fixed costs (FIXED_COSTS' names) the parameters' own points could not identify,
+    taken from one fit over every engine's points on their GPU family
+    (calibration/validation.py family_prior, lent_sequence_cost): that family's runtime,
+    not this engine's, so they never cross to another vendor (engine/transfer.py across)."""
 
 
 @record

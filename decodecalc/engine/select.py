@@ -467,15 +467,16 @@ def extrapolation(
     return widened_engine, (extrapolation_note(widened_engine, axes),)
 
 
-def releases_note(engine: Engine) -> tuple[Note, ...]:
+def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]:
     """One answer, one release, or a note naming each (issue 28): a named profile's step
     parameters come from its release line's points, its compute rates from the kernel
     tables of another release (loading/kernels.py), its scheduler defaults from the
     release its ``serving:`` block cites. Said where kernel tables enter, where other
     lines' parameters stand in for the line asked for (``vllm@0.10`` on NVIDIA GPUs, whose
-    figures are 0.11's) or where the parameters pool several lines' points (llama.cpp on
-    Apple GPUs); where only the scheduler's release differs, the note on the line taken
-    says so (newer_lines)."""
+    figures are 0.11's), where the parameters pool several lines' points (llama.cpp on
+    Apple GPUs) or where only the scheduler's release differs (``vllm@0.11`` on an H100,
+    with 0.19.0's defaults), unless a note ``said`` already names it (the note on
+    the line --engine NAME takes: newer_lines)."""
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
         return ()
     fitted = engine.params[0].range
@@ -493,7 +494,12 @@ def releases_note(engine: Engine) -> tuple[Note, ...]:
     cited = scheduler_release(engine.serving)
     if cited:
         parts.append(f"scheduler defaults from {cited}")
-    if not kernels and len(held) < 2 and not standing:
+    unsaid = (
+        cited is not None
+        and not same_release(engine.line, cited)
+        and not any(n.code == "engine-older-line" for n in said)
+    )
+    if not kernels and len(held) < 2 and not standing and not unsaid:
         return ()
     return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)
 

@@ -4,11 +4,13 @@ figures, then a vendor factor fitted on that vendor's newest points scales the s
 
 The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so they
 carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
-of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence, request)
-carry as times: no launch latency is known for GPUs without kernel tables, so none
-rescales them. The all-reduce latency a fit on the source found is the source's link and
-gives way to the target link's preset (across, which any parameters standing in on
-another vendor's family go through). What differs between vendors' kernels beyond that
+of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence) are kernels
+and runtime of the source vendor's stack: within a vendor they carry as times, across
+vendors they scale by the two vendors' kernel launch times, and where one is unknown
+(Apple) those the source family's pooled fit lent go (fixed_costs_across). The all-reduce
+latency a fit on the source found is the source's link and gives way to the target
+link's preset (across, which any parameters standing in on another vendor's family go
+through). What differs between vendors' kernels beyond that
 is a factor, the median of measured / transferred over the vendor's points of the last
 twelve months, one for dense models and one for MoE models, whose grouped-GEMM kernels are
 the vendor's own code (validation/fit_engines.py: vendor_factors): efficiencies divided by
@@ -17,7 +19,7 @@ below 1)."""
 
 from __future__ import annotations
 
-from decodecalc.engine.profile import EngineParams
+from decodecalc.engine.profile import FIXED_COSTS, EngineParams
 from decodecalc.record import record, replace
 
 
@@ -45,8 +47,11 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
     parameters' own and the factor's, the link's all-reduce latency, no points of their
     own and no fitted range (every scenario there is a transfer, which a note says)."""
     moe = vendor.factor * vendor.moe_factor
+    ratio = launch_ratio(vendor_of(vendor.source), vendor_of(vendor.family))
+    launches = f" and its fixed costs x{ratio:.2f} (the kernel launch times)" if ratio else ""
     words = (
-        f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s, "
+        f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s"
+        f"{launches}, "
         f"x{vendor.factor:.2f} for {vendor.family} dense models and x{moe:.2f} for MoE "
         f"models (medians of measured / transferred over {vendor.points} of the vendor's "
         f"points of the last 12 months: {vendor.fitted_on})"
@@ -74,7 +79,8 @@ def across(params: EngineParams, source: str, family: str) -> EngineParams:
     with no factor (a fallback, or a vendor with no points to fit one): through that
     vendor's hardware figures. The efficiencies are shares of the target GPU's bandwidth
     and FLOP/s already (a fitted e_mma too); what a fit on the source measured of the
-    source's hardware goes: the all-reduce latency fitted there is the source's link
+    source's hardware and runtime goes: the fixed costs are the target's
+    (fixed_costs_across), the all-reduce latency fitted there is the source's link
     (NVLink's 56 us a call in vLLM 0.11's H100 fit, where an MI300X's Infinity Fabric has
     its own preset), and rates read from the source GPU's kernel tables give way to the
     target's. Within one vendor they stay: the same kernels on the same links.
@@ -88,7 +94,49 @@ def across(params: EngineParams, source: str, family: str) -> EngineParams:
         allreduce_latency_s=None,
         grouped_mma_efficiency=None,
         kernel_source="",
+        **fixed_costs_across(params, vendor_of(source), vendor_of(family)),
     )
+
+
+LAUNCH_S = {"nvidia": 2.73e-6, "amd": 5.91e-6}
+"""One kernel's fixed time on a vendor's GPUs (its bf16 GEMM at the smallest shapes, where
+bytes and FLOPs take nanoseconds): NVIDIA's from aiconfigurator's vLLM 0.24.0 tables on
+the H100 SXM (presets/kernels/h100-sxm.yaml, ``launch``), AMD's from ROCm/aiter's tuned
+configs on the MI300X (presets/kernels/mi300x.yaml). Apple's GPUs have no kernel tables."""
+
+
+def launch_ratio(source: str, target: str) -> float | None:
+    """The target vendor's kernel launch time over the source vendor's (LAUNCH_S), or None
+    where either is not known."""
+    if source not in LAUNCH_S or target not in LAUNCH_S:
+        return None
+    return LAUNCH_S[target] / LAUNCH_S[source]
+
+
+def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[str, float]:
+    """The fixed costs (FIXED_COSTS, as EngineParams fields) of parameters fitted on the
+    ``source`` vendor's GPUs as they stand on the ``target`` vendor's: each is kernels
+    and runtime of the source vendor's stack. Where both vendors' kernel launch times
+    are known (LAUNCH_S), each cost is scaled by their ratio (the same kernels, each
+    taking the target's fixed time: x2.16 from NVIDIA to AMD). Where one is not (Apple),
+    a cost lent by the source family's pooled fit (EngineParams.lent) goes: it is the
+    source's runtime, identified on other engines' points, and no figure of the target's
+    replaces it; a cost the engine's own points identified stays, the engine's own
+    runtime with nothing to scale it by. Measured on validation/points.yaml with each
+    vendor left out (docs/accuracy.md): carried as times, AMD's lent 1.39 ms per step and its 2025
+    MoE-layer costs slowed NVIDIA steps 1.15-3.3x (NVIDIA left out: median 24.1%, now
+    19.9%); scaled so, NVIDIA's costs make vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x
+    too slow, where carried they were 0.83-0.96 (AMD left out: 28.7%, now 46.4%)."""
+    ratio = launch_ratio(source, target)
+    out = {}
+    for cost in FIXED_COSTS:
+        value: float = getattr(params, f"{cost}_s")
+        if ratio is not None:
+            value *= ratio
+        elif cost in params.lent:
+            value = 0.0
+        out[f"{cost}_s"] = value
+    return out
 
 
 def for_kind(params: EngineParams, kind: str) -> EngineParams:

@@ -443,10 +443,24 @@ def _params(table: Fields, family: str) -> EngineParams:
         range=_range(f.mapping("range")) if f.has("range") else None,
         transferred=f.text("transferred", ""),
         moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
+        lent=_lent(f),
     )
     f.text("fitted", "")
     f.finish()
     return params
+
+
+def _lent(f: Fields) -> tuple[str, ...]:
+    """The fixed costs a parameter set took from its family's pooled fit (EngineParams.lent),
+    each one of FIXED_COSTS."""
+    from decodecalc.engine.profile import FIXED_COSTS
+
+    lent = f.texts("lent")
+    for name in lent:
+        if name not in FIXED_COSTS:
+            known = ", ".join(FIXED_COSTS)
+            raise f.error("lent", f"expected some of {known}, got {fragment(name)}")
+    return lent
 
 
 def _band(f: Fields) -> tuple[float, float]:

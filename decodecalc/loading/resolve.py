@@ -358,7 +358,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
     rated = kernel_rated(scenario, spec.batch)
-    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine)))
+    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine, rated.notes)))
 
 
 def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:

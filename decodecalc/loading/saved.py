@@ -179,6 +179,8 @@ def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
         }
         if p.mma_fitted:
             entry["mma_fitted"] = True
+        if p.lent:
+            entry["lent"] = list(p.lent)
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
         if p.prefill_efficiency != 1 or p.per_request_s:
