@@ -189,3 +189,22 @@ def test_every_prediction_from_another_family_says_so(gpu: str, model: str) -> N
                 assert "through the GPU's own bandwidth, FLOP/s and link" in fallback
         else:
             assert own.points or "engine-not-fitted" in notes, profile.id
+
+
+def test_a_lent_cost_that_is_none_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A user's engine preset naming a cost the step has not (``per_token``) in ``lent``:
+    one line with the file, the field and the names there are, never a traceback."""
+    from decodecalc.errors import InputError
+    from decodecalc.loading.catalog import Catalog, presets_dir
+
+    text = (presets_dir() / "engines" / "vllm.yaml").read_text()
+    assert "    lent:\n    - per_step\n" in text  # vLLM's AMD fit (above)
+    (tmp_path / "engines").mkdir()
+    bad = text.replace("    lent:\n    - per_step\n", "    lent:\n    - per_token\n", 1)
+    (tmp_path / "engines" / "vllm.yaml").write_text(bad)
+    catalog = Catalog((tmp_path, presets_dir()))
+    with pytest.raises(InputError) as caught:
+        catalog.engine("vllm").family("amd-instinct")
+    message = str(caught.value)
+    assert "\n" not in message and "lent" in message and "per_token" in message
+    assert "per_step, per_layer, per_moe_layer, per_sequence" in message
