@@ -12,7 +12,7 @@ import yaml
 
 from decodecalc.engine.profile import FIXED_COSTS, EngineParams
 from decodecalc.engine.transfer import (
-    LAUNCH_S,
+    KERNEL_FIXED_S,
     VendorFactor,
     across,
     for_kind,
@@ -58,8 +58,8 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     assert for_kind(moved, "dense") is moved
     moe = for_kind(moved, "moe")
     assert moe.weight_efficiency == pytest.approx(0.8 / 3)  # 0.8 / (2 x 1.5)
-    # 20 us x 5.91 / 2.73 (AMD's kernel launch over NVIDIA's) x 2 x 1.5
-    assert moe.per_moe_layer_s == pytest.approx(20e-6 * 5.91 / 2.73 * 3)
+    # 20 us x 7.21 / 6.53 (AMD's FP8 GEMM fixed time over NVIDIA's) x 2 x 1.5
+    assert moe.per_moe_layer_s == pytest.approx(20e-6 * 7.21 / 6.53 * 3)
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
 
 
@@ -90,7 +90,7 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
     moved = across(SOURCE, "nvidia-datacenter", "amd-instinct")
     assert moved.allreduce_latency_s is None  # the MI300X's Infinity Fabric preset prices it
     assert moved.weight_efficiency == 0.8  # a share of the target's bandwidth
-    assert moved.per_layer_s == pytest.approx(10e-6 * 5.91 / 2.73)  # the launch times' ratio
+    assert moved.per_layer_s == pytest.approx(10e-6 * 7.21 / 6.53)  # the fixed times' ratio
     assert across(SOURCE, "nvidia-datacenter", "nvidia-consumer") is SOURCE
     assert across(SOURCE, "amd-instinct", "apple").allreduce_latency_s is None
     assert transferred(SOURCE, AMD, "sglang", "0.5").allreduce_latency_s is None
@@ -99,50 +99,51 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
 def test_a_transferred_step_by_hand(cli: Run) -> None:
     """Llama-3.1-8B in BF16 on one MI355X at 1,024 tokens, batch 1, --engine sglang: the
     0.5 line has no AMD points, so its H100 fit transfers. The shipped profile's
-    amd-instinct block holds e_w 1.0, e_kv 1.0 and 102.64 us per layer: the H100 line's
-    0.9791, 0.8322 and 77.05 us, the costs through the kernel launch times (5.91 us on
-    an MI300X / 2.73 on an H100 = x2.165), then all through the vendor factor x0.615
-    (0.9791 / 0.615 and 0.8322 / 0.615 pass 1, so both are held at the datasheet's rate;
-    77.05 x 2.165 x 0.615 = 102.6 us). By hand: weights (8,030,261,248 params less the
-    525,336,576 of the embedding, which a step gathers) x 2 bytes = 15,009,849,344 B /
-    8 TB/s = 1.87623 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B
-    a token x 1,024 = 134,217,728 B / 8 TB/s = 0.01678 ms; 32 layers x 102.64 us =
-    3.28448 ms; step 5.1775 ms."""
+    amd-instinct block holds e_w 0.9322, e_kv 0.7924 and 89.36 us per layer: the H100
+    line's 0.9791, 0.8322 and 77.05 us, the cost through the kernels' fixed times (7.21
+    us for an MI300X's FP8 GEMM / 6.53 for an H100's = x1.1041), then all through the
+    vendor factor (0.9791 / 0.9322 = 1.0503: x1.05 in the note; 77.05 x 1.1041 x 1.0503
+    = 89.35 us). By hand: weights (8,030,261,248 params less the 525,336,576 of the
+    embedding, which a step gathers) x 2 bytes = 15,009,849,344 B / (8 TB/s x 0.9322) =
+    2.01266 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token x
+    1,024 = 134,217,728 B / (8 TB/s x 0.7924) = 0.02117 ms; 32 layers x 89.36 us =
+    2.85952 ms; step 4.8934 ms."""
     args = "estimate -m llama-3.1-8b -g mi355x -c 1024 --engine sglang --json"
     doc = json.loads(cli(*args.split()).out)
-    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(5.1775, rel=1e-4)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(4.8934, rel=1e-4)
     assert any(n["code"] == "engine-transferred" for n in doc["notes"])
     from decodecalc.loading.catalog import Catalog
 
     lines = {x.release: dict(x.families) for x in Catalog().engine("sglang").release_lines()}
     source, moved = lines["0.5"]["nvidia-datacenter"], lines["0.5"]["amd-instinct"]
-    factor = moved.per_layer_s / source.per_layer_s / (5.91 / 2.73)
+    factor = source.weight_efficiency / moved.weight_efficiency
     # (the preset rounds each to 4 figures)
-    assert factor == pytest.approx(0.615, rel=2e-3)
-    assert moved.weight_efficiency == min(1.0, round(source.weight_efficiency / factor, 4))
+    assert source.kv_efficiency / moved.kv_efficiency == pytest.approx(factor, rel=1e-3)
+    ratio = 7.21 / 6.53
+    assert moved.per_layer_s / source.per_layer_s == pytest.approx(ratio * factor, rel=1e-3)
 
 
-def test_fixed_costs_across_vendors_scale_by_the_kernel_launch_times() -> None:
-    """AMD's costs on NVIDIA GPUs: x 2.73 / 5.91 (an H100's launch over an MI300X's), lent
-    or not; to Apple, where no launch time is known, a lent cost goes and the engine's
-    own stays."""
+def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
+    """AMD's costs on NVIDIA GPUs: x 6.53 / 7.21 (an H100's FP8 GEMM fixed time over an
+    MI300X's), lent or not; to Apple, where no kernel's fixed time is known, a lent cost
+    goes and the engine's own stays."""
     own_and_lent = replace(SOURCE, lent=("per_step",))
     on_nvidia = across(own_and_lent, "amd-instinct", "nvidia-datacenter")
-    assert on_nvidia.per_step_s == pytest.approx(100e-6 * 2.73 / 5.91)  # 46.2 us
-    assert on_nvidia.per_layer_s == pytest.approx(10e-6 * 2.73 / 5.91)
+    assert on_nvidia.per_step_s == pytest.approx(100e-6 * 6.53 / 7.21)  # 90.6 us
+    assert on_nvidia.per_layer_s == pytest.approx(10e-6 * 6.53 / 7.21)
     on_apple = across(own_and_lent, "nvidia-datacenter", "apple")
     assert on_apple.per_step_s == 0.0  # lent by the NVIDIA family's pooled fit
     assert on_apple.per_layer_s == 10e-6 and on_apple.per_moe_layer_s == 20e-6
 
 
-def test_the_launch_times_are_the_kernel_presets() -> None:
-    """LAUNCH_S holds the kernel tables' own ``launch`` figures (the H100 SXM's vLLM block,
-    the MI300X's aiter block), so the two cannot drift apart."""
+def test_the_fixed_times_are_the_kernel_presets() -> None:
+    """KERNEL_FIXED_S holds the kernel tables' own FP8 GEMM ``fixed`` figures (the H100
+    SXM's vLLM block, the MI300X's aiter block, block-scaled), so they cannot drift apart."""
     root = Path(__file__).resolve().parents[1] / "presets" / "kernels"
-    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["launch"]
-    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["launch"]
-    assert (h100, mi300x) == ("2.73us", "5.91us")
-    assert LAUNCH_S == {"nvidia": 2.73e-6, "amd": 5.91e-6}
+    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["gemm"]
+    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["gemm"]
+    assert (h100["fp8"]["fixed"], mi300x["fp8-128x128"]["fixed"]) == ("6.53us", "7.21us")
+    assert KERNEL_FIXED_S == {"nvidia": 6.53e-6, "amd": 7.21e-6}
 
 
 def test_a_fit_records_the_costs_its_family_lent_it() -> None:

@@ -6,7 +6,7 @@ The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so
 carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
 of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence) are kernels
 and runtime of the source vendor's stack: within a vendor they carry as times, across
-vendors they scale by the two vendors' kernel launch times, and where one is unknown
+vendors they scale by the two vendors' kernel fixed times, and where one is unknown
 (Apple) those the source family's pooled fit lent go (fixed_costs_across). The all-reduce
 latency a fit on the source found is the source's link and gives way to the target
 link's preset (across, which any parameters standing in on another vendor's family go
@@ -47,8 +47,8 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
     parameters' own and the factor's, the link's all-reduce latency, no points of their
     own and no fitted range (every scenario there is a transfer, which a note says)."""
     moe = vendor.factor * vendor.moe_factor
-    ratio = launch_ratio(vendor_of(vendor.source), vendor_of(vendor.family))
-    launches = f" and its fixed costs x{ratio:.2f} (the kernel launch times)" if ratio else ""
+    ratio = fixed_time_ratio(vendor_of(vendor.source), vendor_of(vendor.family))
+    launches = f" and its fixed costs x{ratio:.2f} (the kernels' fixed times)" if ratio else ""
     words = (
         f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s"
         f"{launches}, "
@@ -98,36 +98,40 @@ def across(params: EngineParams, source: str, family: str) -> EngineParams:
     )
 
 
-LAUNCH_S = {"nvidia": 2.73e-6, "amd": 5.91e-6}
-"""One kernel's fixed time on a vendor's GPUs (its bf16 GEMM at the smallest shapes, where
-bytes and FLOPs take nanoseconds): NVIDIA's from aiconfigurator's vLLM 0.24.0 tables on
-the H100 SXM (presets/kernels/h100-sxm.yaml, ``launch``), AMD's from ROCm/aiter's tuned
-configs on the MI300X (presets/kernels/mi300x.yaml). Apple's GPUs have no kernel tables."""
+KERNEL_FIXED_S = {"nvidia": 6.53e-6, "amd": 7.21e-6}
+"""One kernel's fixed time on a vendor's GPUs, like for like: the FP8 weight GEMM's (the one
+format both vendors' kernel tables hold), its time at no bytes and no FLOPs in the rate
+fitted to the tables. NVIDIA's from aiconfigurator's vLLM 0.24.0 tables on the H100 SXM
+(presets/kernels/h100-sxm.yaml, vllm gemm fp8 ``fixed``), AMD's from ROCm/aiter's tuned
+block-scaled FP8 GEMMs on the MI300X (presets/kernels/mi300x.yaml, gemm fp8-128x128
+``fixed``); their grouped FP8 block-128 MoE GEMMs differ alike (40.79 and 43.03 us,
+x1.05). The tables' ``launch`` figures (2.73 and 5.91 us) are not like for like: an
+H100's smallest BF16 GEMM against aiter's smallest FP8 block-scaled one; through them,
+NVIDIA's costs made vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x too slow with AMD left
+out (docs/accuracy.md). Apple's GPUs have no kernel tables."""
 
 
-def launch_ratio(source: str, target: str) -> float | None:
-    """The target vendor's kernel launch time over the source vendor's (LAUNCH_S), or None
-    where either is not known."""
-    if source not in LAUNCH_S or target not in LAUNCH_S:
+def fixed_time_ratio(source: str, target: str) -> float | None:
+    """The target vendor's kernel fixed time over the source vendor's (KERNEL_FIXED_S), or
+    None where either is not known."""
+    if source not in KERNEL_FIXED_S or target not in KERNEL_FIXED_S:
         return None
-    return LAUNCH_S[target] / LAUNCH_S[source]
+    return KERNEL_FIXED_S[target] / KERNEL_FIXED_S[source]
 
 
 def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[str, float]:
     """The fixed costs (FIXED_COSTS, as EngineParams fields) of parameters fitted on the
     ``source`` vendor's GPUs as they stand on the ``target`` vendor's: each is kernels
-    and runtime of the source vendor's stack. Where both vendors' kernel launch times
-    are known (LAUNCH_S), each cost is scaled by their ratio (the same kernels, each
-    taking the target's fixed time: x2.16 from NVIDIA to AMD). Where one is not (Apple),
+    and runtime of the source vendor's stack. Where both vendors' kernel fixed times are
+    known (KERNEL_FIXED_S), each cost is scaled by their ratio (the same kernels, each
+    taking the target's fixed time: x1.10 from NVIDIA to AMD). Where one is not (Apple),
     a cost lent by the source family's pooled fit (EngineParams.lent) goes: it is the
     source's runtime, identified on other engines' points, and no figure of the target's
     replaces it; a cost the engine's own points identified stays, the engine's own
     runtime with nothing to scale it by. Measured on validation/points.yaml with each
-    vendor left out (docs/accuracy.md): carried as times, AMD's lent 1.39 ms per step and its 2025
-    MoE-layer costs slowed NVIDIA steps 1.15-3.3x (NVIDIA left out: median 24.1%, now
-    19.9%); scaled so, NVIDIA's costs make vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x
-    too slow, where carried they were 0.83-0.96 (AMD left out: 28.7%, now 46.4%)."""
-    ratio = launch_ratio(source, target)
+    vendor left out (docs/accuracy.md): carried as times, AMD's lent 1.39 ms per step and
+    its 2025 MoE-layer costs slowed NVIDIA steps 1.15-3.3x."""
+    ratio = fixed_time_ratio(source, target)
     out = {}
     for cost in FIXED_COSTS:
         value: float = getattr(params, f"{cost}_s")
