@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, cast
 
 from decodecalc.engine.profile import EngineParams
 from decodecalc.record import record
+from decodecalc.step.running import RunningCounts
 
 if TYPE_CHECKING:
     from decodecalc.model.model import Model
@@ -87,19 +88,27 @@ class StepCounts:
     moe_layers: int
     passes: int
     """Sequence passes: the batch x sequence_passes."""
+    running: RunningCounts | None = None
+    """What the running costs are counted in (step/running.py); None: none counted."""
 
     @classmethod
     def of(cls, model: Model, batch: int) -> StepCounts:
-        return cls(len(model.layers), moe_layers(model), batch * sequence_passes(model))
+        return cls(
+            len(model.layers),
+            moe_layers(model),
+            batch * sequence_passes(model),
+            RunningCounts.of(model, batch),
+        )
 
     def fixed_seconds(self, params: EngineParams) -> float:
-        """The costs no byte count scales: per layer, per step, per MoE layer and per
-        sequence pass."""
+        """The costs no byte count scales: per layer, per step, per MoE layer, per
+        sequence pass, and those that grow with the running sequences (step/running.py)."""
         return (
             self.layers * params.per_layer_s
             + params.per_step_s
             + self.moe_layers * params.per_moe_layer_s
             + self.passes * params.per_sequence_s
+            + (0.0 if self.running is None else self.running.seconds(params))
         )
 
 

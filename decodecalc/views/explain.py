@@ -304,4 +304,6 @@ def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
             f" + {counts.passes:,} sequence passes (batch x layers, an MoE layer once per "
             f"routed expert) x {params.per_sequence_s * 1e6:.2f} us"
         )
+    for label, seconds in counts.running.parts(params) if counts.running else ():
+        text += f" + {seconds * 1000:.3f} ms {label}"
     return text
