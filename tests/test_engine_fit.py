@@ -112,7 +112,7 @@ class TestCalibrateRecovers:
             "mma_efficiency 0.6 (no compute-bound GEMMs in decode-only figures)",
             "per_moe_layer 0 us (no MoE models)",
             "allreduce_latency the link's (no TP > 1 points)",
-            "per_ffn_pass 0 us, per_running 0 us, per_attention_sequence 0 us, "
+            "per_ffn_pass 0 us, per_running 0 us, per_mixer_sequence 0 us, "
             "per_state_sequence 0 us (no scenario at several batch sizes)",
         ]
         assert all(abs(p["error_pct"]) < 0.01 for p in doc["points"])
@@ -350,9 +350,9 @@ def batch_terms(batches: tuple[int, ...]) -> list[StepTerms]:
     token, weight ms): dense 32 / 40 / 80 layers and a DeepSeek-like 61 layers with 58 MoE
     layers of 8 experts (3 + 58 x 8 = 467 passes), each at the given batches, made with
     e_w 0.8, 100 us per step, 20 us per layer, 400 us per MoE layer, and per sequence
-    1.5 us per feed-forward pass, 30 us per running request and 0.5 us per attention layer
-    (every layer is attention). DeepSeek-like at batch 64: 64 x (467 x 1.5 + 30 + 61 x 0.5)
-    us = 64 x 761 us = 48.704 ms of running costs."""
+    1.5 us per feed-forward pass, 30 us per running request and 0.5 us per mixer layer.
+    DeepSeek-like at batch 64: 64 x (467 x 1.5 + 30 + 61 x 0.5) us = 64 x 761 us = 48.704
+    ms of running costs."""
     models = (("a", 32, 0, 32, 5.0), ("b", 40, 0, 40, 15.0), ("c", 80, 0, 80, 10.0),
               ("d", 61, 58, 467, 10.0))  # fmt: skip
     terms = []
@@ -379,14 +379,14 @@ def test_running_costs_add_up_by_operation() -> None:
     (48.704 ms together, as batch_terms' docstring works out)."""
     running = RunningCounts(64 * 467, 64, 64 * 61, 0)
     params = EngineParams(
-        0.8, 0.8, per_ffn_pass_s=1.5e-6, per_running_s=30e-6, per_attention_sequence_s=0.5e-6
+        0.8, 0.8, per_ffn_pass_s=1.5e-6, per_running_s=30e-6, per_mixer_sequence_s=0.5e-6
     )
     parts = dict(running.parts(params))
     assert parts == pytest.approx(
         {
             "per token feed-forward pass": 44.832e-3,
             "per running request": 1.92e-3,
-            "per sequence per attention layer": 1.952e-3,
+            "per sequence per mixer layer": 1.952e-3,
         }
     )
     assert running.seconds(params) == pytest.approx(48.704e-3)
@@ -402,7 +402,7 @@ def test_running_costs_recovered_from_batch_series() -> None:
         "per_layer",
         "per_ffn_pass",
         "per_running",
-        "per_attention_sequence",
+        "per_mixer_sequence",
     )
     assert p.weight_efficiency == pytest.approx(0.8, rel=1e-6)
     assert p.per_step_s == pytest.approx(100e-6, rel=1e-6)
@@ -410,7 +410,7 @@ def test_running_costs_recovered_from_batch_series() -> None:
     assert p.per_moe_layer_s == pytest.approx(400e-6, rel=1e-6)
     assert p.per_ffn_pass_s == pytest.approx(1.5e-6, rel=1e-6)
     assert p.per_running_s == pytest.approx(30e-6, rel=1e-6)
-    assert p.per_attention_sequence_s == pytest.approx(0.5e-6, rel=1e-6)
+    assert p.per_mixer_sequence_s == pytest.approx(0.5e-6, rel=1e-6)
     assert "per_state_sequence 0 us (no model measured has the operation)" in fit.held
 
 
@@ -422,7 +422,7 @@ def test_one_batch_leaves_the_running_costs_at_the_prior() -> None:
     assert "per_ffn_pass" not in fit.fitted
     assert fit.params.per_ffn_pass_s == 2e-6
     assert (
-        "per_ffn_pass 2 us, per_running 0 us, per_attention_sequence 0 us, per_state_sequence "
+        "per_ffn_pass 2 us, per_running 0 us, per_mixer_sequence 0 us, per_state_sequence "
         "0 us (no scenario at several batch sizes)"
     ) in fit.held
 
@@ -434,7 +434,7 @@ def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catal
     Llama-3.1-8B at context 1,000 on an H100: W = 15,009,849,344 B / 3.35e12 = 4.480552 ms,
     KV = B x 1,000 x 131,072 B / 3.35e12 = B x 39.126 us, 32 passes per sequence. One
     scenario cannot tell a per-step cost from e_w, so the fit takes 1/e_w (on W + KV / 0.85)
-    and c_ffn (on 32 B feed-forward passes; one model's per-request and per-attention-layer
+    and c_ffn (on 32 B feed-forward passes; one model's per-request and per-mixer-layer
     columns move with it): fitted as decode figures, the -0.2 ms goes to 1/e_w, which falls
     by 0.2 / 4.480552, and the +0.2 ms per sequence to c_ffn, which also makes up the KV that
     lower 1/e_w no longer covers: (0.2 ms / 32) x (1 + 39.126 / 0.85 / 4480.552) = 6.3142

@@ -17,16 +17,16 @@ from tests.conftest import preset_scenario
 @pytest.mark.parametrize(
     ("model", "counts"),
     [
-        # 80 dense layers, every one attention: 80 feed-forward passes, 80 attention layers.
+        # 80 dense layers: 80 feed-forward passes, 80 mixer layers (all attention).
         ("llama-3.1-70b", (80, 1, 80, 0)),
         # 61 layers of MLA; the first 3 dense (first_k_dense_replace 3), then 58 MoE layers
         # of 8 routed experts per token: 3 + 58 x 8 = 467 feed-forward passes.
         ("deepseek-v3", (467, 1, 61, 0)),
         # 36 layers, every one MoE with 4 experts per token: 36 x 4 = 144.
         ("gpt-oss-120b", (144, 1, 36, 0)),
-        # 48 layers, full attention every 4th (full_attention_interval 4): 12 attention and
-        # 36 Gated DeltaNet layers; every layer MoE with 10 experts per token: 48 x 10 = 480.
-        ("qwen3-next-80b-a3b", (480, 1, 12, 36)),
+        # 48 layers, full attention every 4th (full_attention_interval 4): 48 mixers, 36 of
+        # them Gated DeltaNet; every layer MoE with 10 experts per token: 48 x 10 = 480.
+        ("qwen3-next-80b-a3b", (480, 1, 48, 36)),
     ],
 )
 def test_counts_per_sequence(catalog: Catalog, model: str, counts: tuple[int, ...]) -> None:
@@ -34,7 +34,7 @@ def test_counts_per_sequence(catalog: Catalog, model: str, counts: tuple[int, ..
     assert (
         found.per_ffn_pass,
         found.per_running,
-        found.per_attention_sequence,
+        found.per_mixer_sequence,
         found.per_state_sequence,
     ) == counts
     at_64 = RunningCounts.of(catalog.model(model), 64)
@@ -65,7 +65,7 @@ RUNNING = EngineParams(
     per_layer_s=20e-6,
     per_ffn_pass_s=1.2e-6,
     per_running_s=40e-6,
-    per_attention_sequence_s=0.9e-6,
+    per_mixer_sequence_s=0.9e-6,
     per_state_sequence_s=0.3e-6,
 )
 """Every running cost at once, about the size the shipped AMD fits give them."""

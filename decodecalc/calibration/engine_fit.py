@@ -8,7 +8,7 @@ The step model is linear in its unknowns once the KV read mode is chosen:
 with u_w = 1/e_w, u_kv = 1/e_kv, ``calls`` the all-reduces of a TP step (2 per layer, 0 at
 TP 1), ``a`` the engine's latency per call, ``ring`` the bytes' time on the link and the last
 bracket the running costs (step/running.py: per request, per token-expert pass, per sequence
-per attention layer and per recurrent layer). The loss
+per mixer layer and per recurrent layer). The loss
 is the relative error t / measured - 1, so each point is a row x_i / m_i fitted to 1: a
 point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
 
@@ -34,7 +34,7 @@ kernels per layer too, so the fixed cost is charged to the all-reduces (2 per la
 which a TP 1 deployment of the same engine does not pay. The running costs are fitted only
 where one scenario is measured at several batch sizes (at one batch they move with the
 per-layer cost), in step/running.py's order: one model's sweep identifies the cost per
-feed-forward pass alone, and the per-request and per-attention-layer costs each need
+feed-forward pass alone, and the per-request and per-mixer-layer costs each need
 models whose counts differ.
 
 A serving benchmark's mean TPOT also holds the prefill chunks of the requests arriving

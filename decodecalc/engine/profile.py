@@ -100,14 +100,16 @@ class EngineParams:
     """c_run: per running request per step, whatever the model: the scheduler's and the
     sampler's time for one more request (step/running.py); from the same points, where
     models of different feed-forward pass counts are swept."""
-    per_attention_sequence_s: float = 0.0
-    """c_attn: per sequence per layer whose mixer keeps a KV cache (the work of one more
-    query beyond reading its cache); from the same points, where models of different
-    layer counts are swept."""
+    per_mixer_sequence_s: float = 0.0
+    """c_mixer: per sequence per layer's token mixer, attention or recurrent (the work of
+    one more sequence beyond reading its cache or state); from the same points, where
+    models of different layer counts are swept (all of them attention: step/running.py
+    says why it is charged to recurrent layers too)."""
     per_state_sequence_s: float = 0.0
-    """c_state: per sequence per recurrent or linear-attention layer (its state updated
-    in place); fitted only where a swept model has such layers (none of the fitted points
-    do: hybrid models stay out of sample, so it is 0 in every shipped profile)."""
+    """c_state: per sequence per recurrent or linear-attention layer beyond c_mixer (its
+    state updated in place); fitted only where a model with such layers is measured at
+    several batches (none of the fitted points is: hybrid models stay out of sample, so it
+    is 0 in every shipped profile)."""
     prefill_efficiency: float = 1.0
     """e_p: share of peak FLOP/s a server's prefill chunks compute at (answers/serving.py);
     1 where no time to first token was measured for the engine or its GPU family."""

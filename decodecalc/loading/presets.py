@@ -413,7 +413,7 @@ def _params(table: Fields, family: str) -> EngineParams:
         per_sequence_s=_duration(f, "per_sequence") or 0.0,
         per_ffn_pass_s=_duration(f, "per_ffn_pass") or 0.0,
         per_running_s=_duration(f, "per_running") or 0.0,
-        per_attention_sequence_s=_duration(f, "per_attention_sequence") or 0.0,
+        per_mixer_sequence_s=_duration(f, "per_mixer_sequence") or 0.0,
         per_state_sequence_s=_duration(f, "per_state_sequence") or 0.0,
         allreduce_latency_s=_duration(f, "allreduce_latency"),
         kv_read=kv_read,

@@ -7,16 +7,23 @@ operation that a running sequence adds, never as one fee multiplied by layers an
                                             one GEMM group)
               + B x c_run                   per running request: the scheduler's and the
                                             sampler's CPU and GPU time for one more request
-              + B x L_attn x c_attn         per sequence per attention layer (KV cache):
-                                            the work of one more query a kernel does beyond
-                                            reading its cache (the split reduction, the
-                                            block table, MLA's per-query projections)
+              + B x L x c_mixer             per sequence per layer's token mixer (attention
+                                            or recurrent): the work of one more sequence a
+                                            mixer kernel does beyond reading its cache or
+                                            state (the split reduction, the block table,
+                                            MLA's per-query projections, a state's gates)
               + B x L_state x c_state       per sequence per recurrent or linear-attention
-                                            layer: its state read, updated and written back
+                                            layer, beyond c_mixer: its state updated and
+                                            written back
 
 B is the batch, F_tok the feed-forward passes of one token (the dense layers plus the
-experts per token summed over the MoE layers), L_attn and L_state the layers whose mixer
-keeps a cache or a constant state. Each c is an EngineParams field, fitted in
+experts per token summed over the MoE layers), L the layers and L_state those whose mixer
+keeps a constant state. c_mixer is charged to every mixer, not to attention alone: the
+fitted points' models are all attention, so they cannot tell an attention layer's cost
+from a recurrent one's, and a recurrent layer's kernels do per-sequence work too (charged
+to attention alone, Qwen3-Next's 36 Gated DeltaNet layers of 48 would cost nothing per
+sequence); c_state is what a recurrent layer costs beyond it, fitted only where hybrid
+models are measured at several batches. Each c is an EngineParams field, fitted in
 calibration/engine_fit.py where the points identify it (a scenario measured at several
 batches, and models whose counts tell the operations apart); one the points cannot
 identify stays at the prior's value. In the fitted sets the batch sweeps that show them
@@ -57,10 +64,10 @@ RUNNING_COSTS = (
     RunningCost("per_ffn_pass", "per_ffn_pass_s", "per_ffn_pass", "per token feed-forward pass"),
     RunningCost("per_running", "per_running_s", "per_running", "per running request"),
     RunningCost(
-        "per_attention_sequence",
-        "per_attention_sequence_s",
-        "per_attention_sequence",
-        "per sequence per attention layer",
+        "per_mixer_sequence",
+        "per_mixer_sequence_s",
+        "per_mixer_sequence",
+        "per sequence per mixer layer",
     ),
     RunningCost(
         "per_state_sequence",
@@ -76,7 +83,7 @@ the one that carries over between models: on validation/points.yaml's MI300X swe
 token's pass costs about the same through a dense MLP as through one routed expert (vLLM
 on Llama-3.1-70B 1.3 us, 405B 2.0 us, DeepSeek-V3 0.8 us; SGLang on DeepSeek-V3 1.5 us),
 so a model left out is predicted from the others within its band (docs/accuracy.md), where
-a cost per request or per attention layer would not count DeepSeek-V3's 464 expert passes."""
+a cost per request or per mixer layer would not count DeepSeek-V3's 464 expert passes."""
 
 
 @record
@@ -88,22 +95,20 @@ class RunningCounts:
     the MoE layers)."""
     per_running: int
     """Running requests: the batch."""
-    per_attention_sequence: int
-    """The batch x layers whose mixer keeps a KV cache."""
+    per_mixer_sequence: int
+    """The batch x layers (every layer's token mixer)."""
     per_state_sequence: int
     """The batch x layers whose mixer keeps a constant recurrent or linear state."""
 
     @classmethod
     def of(cls, model: Model, batch: int) -> RunningCounts:
         """The counts of ``batch`` sequences through ``model``'s layers."""
-        state = attention = ffn = 0
+        state = ffn = 0
         for layer, n in model.layer_counts():
             if layer.mixer.state_elements(1) > 0:
                 state += n
-            else:
-                attention += n
             ffn += n * (cast("MoE", layer.ffn).experts_per_token if layer.ffn.routed else 1)
-        return cls(batch * ffn, batch, batch * attention, batch * state)
+        return cls(batch * ffn, batch, batch * len(model.layers), batch * state)
 
     def count(self, cost: RunningCost) -> int:
         value: int = getattr(self, cost.name)
