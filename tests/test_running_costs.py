@@ -90,3 +90,16 @@ def test_the_step_grows_with_the_batch_and_stays_above_the_roofline(
         assert seconds >= row.seconds_per_token, batch
         assert seconds >= last, batch
         last = seconds
+
+
+def test_data_parallel_attention_runs_a_gpus_own_sequences(catalog: Catalog) -> None:
+    """DeepSeek-V3 on 8 GPUs at batch 64 with data-parallel attention: each GPU's mixers
+    run its 64 / 8 = 8 sequences, so 8 x 61 = 488 mixer passes against 64 x 61 = 3,904
+    under TP; the feed-forward passes (the MoE is tensor-parallel) stay 64 x 467."""
+    tp = preset_scenario(catalog, "deepseek-v3", "fp8", tp=8, batch=64)
+    dp = replace(tp, dp_attention=True)
+    for scenario, mixers in ((tp, 3_904), (dp, 488)):
+        counts = StepCounts.of(scenario.model, scenario.batch, scenario.sequences_per_gpu)
+        assert counts.running is not None
+        assert counts.running.per_mixer_sequence == mixers
+        assert counts.running.per_ffn_pass == 64 * 467

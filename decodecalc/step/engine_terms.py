@@ -92,12 +92,13 @@ class StepCounts:
     """What the running costs are counted in (step/running.py); None: none counted."""
 
     @classmethod
-    def of(cls, model: Model, batch: int) -> StepCounts:
+    def of(cls, model: Model, batch: int, mixed: int | None = None) -> StepCounts:
+        """``mixed``: the sequences one GPU's token mixers run (RunningCounts.of)."""
         return cls(
             len(model.layers),
             moe_layers(model),
             batch * sequence_passes(model),
-            RunningCounts.of(model, batch),
+            RunningCounts.of(model, batch, mixed),
         )
 
     def fixed_seconds(self, params: EngineParams) -> float:

@@ -101,14 +101,17 @@ class RunningCounts:
     """The batch x layers whose mixer keeps a constant recurrent or linear state."""
 
     @classmethod
-    def of(cls, model: Model, batch: int) -> RunningCounts:
-        """The counts of ``batch`` sequences through ``model``'s layers."""
+    def of(cls, model: Model, batch: int, mixed: int | None = None) -> RunningCounts:
+        """The counts of ``batch`` sequences through ``model``'s layers, ``mixed`` of them
+        through one GPU's token mixers (None: all; under data-parallel attention a GPU's
+        attention runs its own share, Scenario.sequences_per_gpu)."""
         state = ffn = 0
         for layer, n in model.layer_counts():
             if layer.mixer.state_elements(1) > 0:
                 state += n
             ffn += n * (cast("MoE", layer.ffn).experts_per_token if layer.ffn.routed else 1)
-        return cls(batch * ffn, batch, batch * len(model.layers), batch * state)
+        mixed = batch if mixed is None else mixed
+        return cls(batch * ffn, batch, mixed * len(model.layers), mixed * state)
 
     def count(self, cost: RunningCost) -> int:
         value: int = getattr(self, cost.name)

@@ -511,7 +511,7 @@ def engine_terms(step: StepModel, params: EngineParams, comm_s: float) -> Engine
     if step.comm is not None and params.allreduce_latency_s is not None:
         calls = step.comm.calls
         comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
-    fixed = StepCounts.of(s.model, s.batch).fixed_seconds(params)
+    fixed = StepCounts.of(s.model, s.batch, s.sequences_per_gpu).fixed_seconds(params)
     excess = gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
     return EngineTerms(
         constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
@@ -560,7 +560,7 @@ def engine_step(step: StepModel, row: Row, params: EngineParams) -> EngineStep:
     s = step.scenario
     bandwidth = s.bandwidth_bytes_per_s
     factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
-    counts = StepCounts.of(s.model, s.batch)
+    counts = StepCounts.of(s.model, s.batch, s.sequences_per_gpu)
     fixed = counts.fixed_seconds(params)
     weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
     gemms = weights + gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
