@@ -27,14 +27,16 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
   latency (where there are TP > 1 points), the per-step cost, the per-layer cost (where
-  layer counts mix), the per-sequence cost (where one scenario is measured at several
-  batch sizes), each only where the points separate it from what came before and number
-  at least twice the unknowns. A per-layer, per-step or per-MoE-layer cost (and e_mma)
-  not fitted is that of one fit over every engine's points on the same GPU family (never
-  zero where that fit finds one: every engine pays launch costs); a per-sequence cost not
-  fitted is the smallest any group's own batch sweeps on the family show, else none (a
-  lent per-sequence cost is another release's scheduler, multiplied by tens of thousands
-  of passes in a big MoE's step); the all-reduce latency not fitted is the link's.
+  layer counts mix), the running costs (decodecalc/step/running.py: per feed-forward pass,
+  per running request, per mixer layer, per recurrent layer; where one scenario is measured
+  at several batch sizes, each next one where models' counts differ), each only where the
+  points separate it from what came before and number at least twice the unknowns. A
+  per-layer, per-step or per-MoE-layer cost (and e_mma) not fitted is that of one fit over
+  every engine's points on the same GPU family (never zero where that fit finds one: every
+  engine pays launch costs); a running cost not fitted is the smallest any group's own
+  batch sweeps on the family show, else none (a lent one is another release's scheduler,
+  multiplied by tens of thousands of passes in a big MoE's step: calibration/validation.py
+  lent_running_costs); the all-reduce latency not fitted is the link's.
 - e_mma (the share of peak FLOP/s a compute-bound GEMM multiplies at) where two points or
   more have compute-bound GEMMs, else 0.6; grouped expert GEMMs compute each expert's
   rows in tiles of 16 (step/step.py weight_ops).
