@@ -13,7 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.answers.serving import Workload
 from decodecalc.checks.pools import PoolSettings, read_pools
 from decodecalc.checks.settings import (
     Problems,
@@ -43,13 +42,14 @@ from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
 from decodecalc.loading.fields import suggest
-from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.scenarios.workload import Workload
 from decodecalc.units import ascii_float, parse_bandwidth, parse_duration
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ class PoolSettings:
     def build(self, spec: ScenarioSpec, decode: Scenario, catalog: Catalog) -> Pools:
         """The pools: ``decode`` the decode worker's scenario (``spec`` resolved)."""
         from decodecalc.answers.disaggregated import Pools
-        from decodecalc.loading.resolve import resolve
+        from decodecalc.resolving.resolve import resolve
 
         prefill = resolve(replace(spec, **self.prefill), catalog) if self.prefill else decode
         name = self.kv_link or (

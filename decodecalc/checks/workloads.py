@@ -33,9 +33,8 @@ from decodecalc.loading.datafile import Document, KeyPath
 from decodecalc.loading.fields import suggest
 
 if TYPE_CHECKING:
-    from decodecalc.answers.serving import Workload
-    from decodecalc.answers.speculative import Speculation
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.scenarios.workload import Speculation, Workload
 
 WORKLOAD_KEYS = (
     "concurrency",
@@ -60,7 +59,7 @@ def read_workload(
 ) -> Workload | None:
     """The deployment's workload (None when it names none), with the speculation its own
     ``speculative:`` and its vLLM config's ``speculative-config`` describe together."""
-    from decodecalc.answers.serving import Workload
+    from decodecalc.scenarios.workload import Workload
 
     raw = settings.get("workload")
     if raw is None:
@@ -140,7 +139,7 @@ def _speculation(
 ) -> tuple[bool, Speculation | None]:
     """Whether the workload's speculation reads (the problems say why not), and the
     speculation (None: the server does not speculate)."""
-    from decodecalc.answers.speculative import Speculation
+    from decodecalc.scenarios.workload import Speculation
 
     parts: Settings = {}
     config = settings.get("speculative")  # from a vLLM config's speculative-config

@@ -26,8 +26,8 @@ def pools_of(
     workers ``layout``'s (tp, ep, dp_attention: None keeps the decode worker's)."""
     from decodecalc.answers.disaggregated import Pools
     from decodecalc.cli.options import spec_of
-    from decodecalc.loading.resolve import resolve
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import resolve
 
     if prefill_workers is None or decode_workers is None:
         given = "--prefill-workers" if decode_workers is None else "--decode-workers"

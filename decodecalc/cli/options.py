@@ -197,7 +197,7 @@ def spec_of(ctx: typer.Context) -> ScenarioSpec:
 
 def scenario_of(ctx: typer.Context) -> Any:
     """The resolved scenario a command's options describe (see scenario_options)."""
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     scenario = resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
     refuse_links_unused(ctx, [scenario.gpus])

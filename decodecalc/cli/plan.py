@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from decodecalc.answers.plan import Choices, Targets
-    from decodecalc.answers.serving import Workload
     from decodecalc.loading.catalog import Catalog
     from decodecalc.scenarios.spec import ScenarioSpec
+    from decodecalc.scenarios.workload import Workload
 
 PLAN_HELP = {
     "model": "The model to plan for (one).",
@@ -409,7 +409,8 @@ def _listed(value: Any, flag: str) -> list[str | None]:
 
 def _numbers(value: Any, flag: str) -> list[int]:
     """--tp or --pp: whole numbers, each in range whatever --max-gpus leaves out."""
-    from decodecalc.scenarios.scenario import MAX_TP, check_count
+    from decodecalc.scenarios.fields import MAX_TP
+    from decodecalc.scenarios.scenario import check_count
 
     numbers = whole_numbers(split_list(str(value), flag), flag)
     for number in numbers:

@@ -34,9 +34,8 @@ from decodecalc.cli.options import (
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
-    from decodecalc.answers.serving import Workload
-    from decodecalc.answers.speculative import Speculation
     from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.scenarios.workload import Speculation, Workload
 
 
 @app.command()
@@ -301,8 +300,8 @@ def workloads(
     (open loop), each load a comma list, as one workload per load in increasing order (a
     sweep: the curve in order); ``rest``: the other Workload fields. serving and plan take
     a workload the same way."""
-    from decodecalc.answers.serving import Workload
     from decodecalc.context import parse_tokens
+    from decodecalc.scenarios.workload import Workload
 
     if (concurrency is None) == (request_rate is None):
         raise InputError(
@@ -342,7 +341,7 @@ def _speculation(
     acceptance: str | None,
 ) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
-    from decodecalc.answers.speculative import METHODS, Speculation
+    from decodecalc.scenarios.workload import METHODS, Speculation
     from decodecalc.units import ascii_float
 
     if method is None:

@@ -26,10 +26,8 @@ from decodecalc.scenarios.rates import (
     parse_power,
     parse_price,
 )
+from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
 from decodecalc.scenarios.scenario import (
-    MAX_BATCH,
-    MAX_PP,
-    MAX_TP,
     Scenario,
     check_count,
     check_efficiency,
