@@ -26,6 +26,8 @@ from decodecalc.cli.options import (
     spec_of,
     split_list,
     whole_numbers,
+    workload_options,
+    workloads_of,
 )
 from decodecalc.errors import InputError
 
@@ -79,9 +81,20 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
     return command
 
 
+PLAN_WORKLOAD_HELP = {
+    "input_len": "The workload: prompt tokens per request, with --output-len and one of "
+    "--concurrency and --request-rate; plan then ranks the servers serving prices.",
+    "output_len": "The workload: output tokens per request.",
+    "concurrency": "The workload: requests kept in flight per replica (closed loop).",
+    "request_rate": "The workload: requests per second per replica, Poisson arrivals (open loop).",
+}
+"""Help that says how plan reads a workload: one load, per replica."""
+
+
 @app.command()
 @plan_options
 @scenario_options(axes=True)
+@workload_options(tuple(PLAN_WORKLOAD_HELP), help=PLAN_WORKLOAD_HELP, after="context")
 def plan(
     ctx: typer.Context,
     context: Annotated[
@@ -92,37 +105,6 @@ def plan(
             help="The context the targets hold at, e.g. 32K: a decode step of --batch "
             "sequences there (without a workload; required then).",
             metavar="TOKENS",
-        ),
-    ] = None,
-    input_len: Annotated[
-        str | None,
-        typer.Option(
-            "--input-len",
-            help="The workload: prompt tokens per request, with --output-len and one of "
-            "--concurrency and --request-rate; plan then ranks the servers serving prices.",
-            metavar="TOKENS",
-        ),
-    ] = None,
-    output_len: Annotated[
-        str | None,
-        typer.Option(
-            "--output-len", help="The workload: output tokens per request.", metavar="TOKENS"
-        ),
-    ] = None,
-    concurrency: Annotated[
-        str | None,
-        typer.Option(
-            "--concurrency",
-            help="The workload: requests kept in flight per replica (closed loop).",
-            metavar="N",
-        ),
-    ] = None,
-    request_rate: Annotated[
-        str | None,
-        typer.Option(
-            "--request-rate",
-            help="The workload: requests per second per replica, Poisson arrivals (open loop).",
-            metavar="RATE",
         ),
     ] = None,
     max_ms_per_token: Annotated[
@@ -237,8 +219,7 @@ def plan(
     }
     if top < 0:
         raise InputError("--top must be a whole number of answers, 0 for every one")
-    load = (input_len, output_len, concurrency, request_rate)
-    targets = _targets(ctx, context, load, max_ms_per_token, min_throughput, given)
+    targets = _targets(ctx, context, max_ms_per_token, min_throughput, given)
     if max_ttft_ms is not None:
         targets = _with_ttft(targets, max_ttft_ms)
     if disaggregated:
@@ -294,7 +275,6 @@ def _with_pools(targets: "Targets", catalog: Any) -> "Targets":
 def _targets(
     ctx: typer.Context,
     context: str | None,
-    load: tuple[str | None, ...],
     max_ms_per_token: float | None,
     min_throughput: float | None,
     given: dict[str, bool],
@@ -316,7 +296,7 @@ def _targets(
         "min_throughput": min_throughput,
         "max_gpus": max_gpus,
     }
-    if all(part is None for part in load):
+    if all(ctx.params[name] is None for name in PLAN_WORKLOAD_HELP):
         if context is None:
             raise InputError(
                 "give --context (a decode step at that context) or a workload "
@@ -328,7 +308,7 @@ def _targets(
         return Targets(
             parse_tokens(context, "--context"), batch=batches[0], max_batch=max_batch, **common
         )
-    workload = _workload(load, context, given)
+    workload = _workload(ctx.params, context, given)
     return Targets(
         workload.input_len + workload.output_len,
         workload=workload,
@@ -339,14 +319,9 @@ def _targets(
     )
 
 
-def _workload(
-    load: tuple[str | None, ...], context: str | None, given: dict[str, bool]
-) -> "Workload":
+def _workload(params: dict[str, Any], context: str | None, given: dict[str, bool]) -> "Workload":
     """The workload's four options as serving reads them (one load, not a sweep); a
     context or a batch beside it is refused, since the workload sets both."""
-    from decodecalc.cli.serving import workloads
-
-    input_len, output_len, concurrency, request_rate = load
     setting = [
         flag
         for flag, set_ in (
@@ -361,9 +336,9 @@ def _workload(
             f"{', '.join(setting)}: the workload sets the context and the batch (leave "
             f"{'it' if len(setting) == 1 else 'them'} out, or give no workload)"
         )
-    if input_len is None or output_len is None:
+    if params["input_len"] is None or params["output_len"] is None:
         raise InputError("a workload needs --input-len and --output-len")
-    found = workloads(input_len, output_len, concurrency, request_rate)
+    found = workloads_of(params)
     if len(found) > 1:
         raise InputError("plan takes one load: one --concurrency or one --request-rate")
     return found[0]

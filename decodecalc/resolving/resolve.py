@@ -18,6 +18,7 @@ from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
+from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
 from decodecalc.scenarios.rates import (
     PriceList,
     Rates,
@@ -26,7 +27,6 @@ from decodecalc.scenarios.rates import (
     parse_power,
     parse_price,
 )
-from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
 from decodecalc.scenarios.scenario import (
     Scenario,
     check_count,
