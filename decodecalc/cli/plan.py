@@ -261,15 +261,15 @@ def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":
 
 def _with_pools(targets: "Targets", catalog: Any) -> "Targets":
     """--disaggregated, which only a workload has; the KV crosses InfiniBand NDR."""
-    from decodecalc.cli.disaggregated import DEFAULT_KV_LINK
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import DEFAULT_NODE_LINK
 
     if targets.workload is None:
         raise InputError(
             "--disaggregated splits a server into prefill and decode pools: give a workload "
             "(--input-len, --output-len and --concurrency or --request-rate)"
         )
-    return replace(targets, disaggregated=True, kv_link=catalog.link(DEFAULT_KV_LINK))
+    return replace(targets, disaggregated=True, kv_link=catalog.link(DEFAULT_NODE_LINK))
 
 
 def _targets(

@@ -128,6 +128,20 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     return Links(link, node, per_node, tuple(notes))
 
 
+def resolve_kv_link(
+    catalog: Catalog, name: str | None, node_link: str | Link | None
+) -> Link | None:
+    """The link a disaggregated deployment's prompt KV crosses from a prefill to a decode
+    worker: the named one ('none': no transfer time), else the network between nodes
+    (``node_link``, else DEFAULT_NODE_LINK)."""
+    if name is not None and name.strip().lower() == "none":
+        return None
+    if name is None and isinstance(node_link, Link):
+        return node_link
+    fallback = node_link if isinstance(node_link, str) else DEFAULT_NODE_LINK
+    return catalog.link(name or fallback)
+
+
 def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     """A note for each model or GPU given by numbers: its figures are only as good as the
     numbers typed, with no preset's sources behind them."""
