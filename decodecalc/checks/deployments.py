@@ -73,9 +73,11 @@ class Deployment:
     """One deployment ready to check."""
 
     file: str
+    """The file it was read from, as messages and reports name it."""
     name: str
     scenario: Scenario
     contexts: tuple[int, ...]
+    """Where its targets are held: the file's contexts, else the model's maximum."""
     targets: Targets
     notes: tuple[Note, ...] = ()
     """What its vLLM config says that a reader of the figures must know."""

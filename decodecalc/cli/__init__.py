@@ -11,12 +11,13 @@ option declarations themselves take time to create, so a query pays for its own 
 
 import contextlib
 import importlib
+import inspect
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
     from decodecalc.loading.catalog import Catalog
     from decodecalc.views.report import Report
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -125,6 +128,36 @@ ForceOpt = Annotated[
         "changed since (an input of the command is never replaced).",
     ),
 ]
+
+
+def keyword_parameters(command: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A command's parameters as the keyword-only ones Typer passes, its ``**`` dropped
+    (the options a decorator adds arrive through it)."""
+    return [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(command).parameters.values()
+        if p.kind is not p.VAR_KEYWORD
+    ]
+
+
+def output_options(command: F) -> F:
+    """Give a command, after its own options, the ones every answer is written with:
+    --format, --json, --output and --force, read back from ``ctx.params`` (--format as
+    Click keeps it, a text: Format(...) makes it the enum; --output and --force by
+    destination)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [
+        inspect.Parameter(name, keyword, annotation=kind, default=default)
+        for name, kind, default in (
+            ("fmt", FormatOpt, Format.table),
+            ("as_json", JsonOpt, False),
+            ("output", OutputOpt, None),
+            ("force", ForceOpt, False),
+        )
+    ]
+    parameters = [*keyword_parameters(command), *added]
+    setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
+    return command
 
 
 @record

@@ -13,6 +13,7 @@ from decodecalc.cli import (
     PresetsOpt,
     completer,
     given_path,
+    keyword_parameters,
     load_catalog,
     real_number,
     whole_number,
@@ -161,13 +162,13 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
 
 
 def scenario_option(name: str, help: str) -> Any:
-    """One scenario field's option as a type, for a command that takes it alone with its
-    own help (check's --gpu: the GPU of files that name none)."""
+    """One scenario field's option (its flags, metavar, completion and parser), for a
+    command that takes it alone with its own help (check's --gpu: the GPU of files that
+    name none): ``Annotated[TYPE, scenario_option(...)]``."""
     option = next(o for o in SCENARIO_FIELDS if o.name == name)
-    kind, declared = get_args(_parameter(option, False).annotation)
-    declared = copy.copy(declared)
+    declared = copy.copy(get_args(_parameter(option, False).annotation)[1])
     declared.help = help
-    return Annotated[kind, declared]
+    return declared
 
 
 WORKLOAD_TYPES: dict[str, type] = {
@@ -217,12 +218,7 @@ def workload_options(
     command."""
 
     def decorate(command: F) -> F:
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        own = [
-            p.replace(kind=keyword)
-            for p in inspect.signature(command).parameters.values()
-            if p.kind is not p.VAR_KEYWORD
-        ]
+        own = keyword_parameters(command)
         cut = next(i for i, p in enumerate(own) if p.name == after) + 1
         added = [
             _workload_parameter(WORKLOAD_FIELD[n], sweep, n in required, (help or {}).get(n))
@@ -247,15 +243,11 @@ def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Calla
     """
 
     def decorate(command: F) -> F:
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        own = [
-            p.replace(kind=keyword)
-            for p in inspect.signature(command).parameters.values()
-            if p.kind is not p.VAR_KEYWORD
-        ]
+        own = keyword_parameters(command)
         first = [p for p in own if p.name == "ctx"]
         rest = [p for p in own if p.name != "ctx"]
         shared = [_parameter(o, axes) for o in SCENARIO_FIELDS if o.name not in omit]
+        keyword = inspect.Parameter.KEYWORD_ONLY
         presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
         parameters = [*first, *shared, *rest, presets]
         setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010

@@ -6,16 +6,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from decodecalc.cli import (
-    ForceOpt,
     Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
     app,
     destination,
     emit,
     load_catalog,
     note,
+    output_options,
     real_number,
     whole_number,
 )
@@ -95,6 +92,7 @@ PLAN_WORKLOAD_HELP = {
 @plan_options
 @scenario_options(axes=True)
 @workload_options(tuple(PLAN_WORKLOAD_HELP), help=PLAN_WORKLOAD_HELP, after="context")
+@output_options
 def plan(
     ctx: typer.Context,
     context: Annotated[
@@ -180,12 +178,8 @@ def plan(
             "(default: a summary by target, with the closest of each kind).",
         ),
     ] = False,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
     page: ReportOpt = None,
-    force: ForceOpt = False,
-    **scenario_flags: Any,
+    **flags: Any,
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
 
@@ -212,6 +206,7 @@ def plan(
     from decodecalc.views.plan import Shown, plan_report
 
     catalog = load_catalog(ctx.params["presets"])
+    fmt, as_json = Format(ctx.params["fmt"]), ctx.params["as_json"]
     # Typer carries its own copy of Click, so the source is matched by name.
     given = {
         name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"

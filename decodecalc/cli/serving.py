@@ -6,17 +6,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from decodecalc.cli import (
-    ForceOpt,
     Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
     app,
     data_on_stdout,
     destination,
     draw,
     emit,
     load_catalog,
+    output_options,
 )
 from decodecalc.cli.options import (
     ChartOpt,
@@ -46,12 +43,9 @@ SERVING_FIELDS = tuple(f.name for f in WORKLOAD_FIELDS if f.flags)
 @app.command()
 @scenario_options(omit=("batch",))
 @workload_options(SERVING_FIELDS, sweep=True, required=("input_len", "output_len"))
+@output_options
 def serving(
     ctx: typer.Context,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     page: ReportOpt = None,
@@ -82,6 +76,7 @@ def serving(
     scenario = scenario_of(ctx)
     roofline_only(ctx, scenario.engine.id, "serving")
     params = ctx.params
+    fmt, as_json = Format(params["fmt"]), params["as_json"]
     overrides: dict[str, Any] = {
         "max_num_batched_tokens": _tokens_or_none(params["max_num_batched_tokens"]),
         "max_num_seqs": params["max_num_seqs"],
