@@ -340,11 +340,6 @@ def keys_under(*path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def field_at(*key: str) -> WorkloadField:
-    """The row whose deployment key is ``key``."""
-    return next(f for f in WORKLOAD_FIELDS if f.key == key)
-
-
 METHODS = ("eagle", "mtp", "draft")
 """EAGLE and MTP draft with one extra decoder layer on the target's own hidden states and
 LM head; "draft" runs a separate small model (a model preset)."""
