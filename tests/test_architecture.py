@@ -18,6 +18,7 @@ CORE = [
     "decodecalc.model.model",
     "decodecalc.model.kvcache",
     "decodecalc.scenarios.scenario",
+    "decodecalc.scenarios.workload",
     "decodecalc.step.step",
     "decodecalc.answers.estimate",
     "decodecalc.answers.explain",

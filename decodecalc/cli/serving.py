@@ -32,7 +32,6 @@ from decodecalc.scenarios.workload import WORKLOAD_FIELDS
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import Pools
-    from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.workload import Speculation
 
 
@@ -91,10 +90,10 @@ def serving(
         params,
         prefix_len=shared,
         prefix_hit_rate=params["prefix_hit_rate"],
-        speculative=_speculation(ctx, scenario),
+        speculative=_speculation(ctx),
         shared_prefix_attention=params["shared_prefix_attention"],
     )
-    pools = _pools(ctx, chart or plot or page)
+    pools = _pools(ctx, bool(chart or plot or page))
     if pools is not None:
         from decodecalc.cli.disaggregated import run_disaggregated
 
@@ -127,7 +126,7 @@ def _tokens_or_none(text: str | None) -> int | None:
     return None if text is None else parse_tokens(text, "--max-num-batched-tokens")
 
 
-def _pools(ctx: typer.Context, drawn: Any) -> "Pools | None":
+def _pools(ctx: typer.Context, drawn: bool) -> "Pools | None":
     """The disaggregated pools the --prefill-* and --decode-* options describe (None: one
     pool, and then no option of theirs may be given)."""
     params = ctx.params
@@ -157,12 +156,13 @@ def _pools(ctx: typer.Context, drawn: Any) -> "Pools | None":
     )
 
 
-def _speculation(ctx: typer.Context, scenario: "Scenario") -> "Speculation | None":
+def _speculation(ctx: typer.Context) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
-    method, proposed = ctx.params["speculative"], ctx.params["num_speculative_tokens"]
-    acceptance = ctx.params["acceptance"]
     from decodecalc.scenarios.workload import METHODS, Speculation
     from decodecalc.units import ascii_float
+
+    method, proposed = ctx.params["speculative"], ctx.params["num_speculative_tokens"]
+    acceptance = ctx.params["acceptance"]
 
     if method is None:
         for name, flag in (
