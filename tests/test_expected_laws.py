@@ -10,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import StepModel, engine_step, gemm_excess_s

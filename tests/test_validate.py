@@ -17,8 +17,8 @@ from decodecalc.calibration.points import MeasuredPoint, ServingLoad, read_point
 from decodecalc.calibration.validation import prefill_share, stand_in
 from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from tests.conftest import Run
 

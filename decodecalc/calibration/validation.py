@@ -27,7 +27,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 
-from decodecalc.answers.serving import Workload, prefill_share_s, serve
+from decodecalc.answers.serving import prefill_share_s, serve
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
     PrefillCase,
@@ -64,8 +64,9 @@ from decodecalc.engine.select import (
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.step import Row, StepModel, expected_for
 

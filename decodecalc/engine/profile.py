@@ -295,10 +295,6 @@ class PendingFamilies:
     parse: Callable[[str], EngineParams]
 
 
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted (a profile's ``serving:``, an
-option, a deployment file): past it a figure is a typo."""
-
 CUDA_HIDDEN_BYTES = 450 * MIB
 """Memory nvidia-smi counts but CUDA never reports as the device's total, which is what
 vLLM multiplies by the utilization: 79.19 GiB on an H100 80GB (nvidia-smi 81,559 MiB,

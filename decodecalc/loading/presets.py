@@ -484,7 +484,8 @@ def _range(f: Fields) -> FitRange:
 def _serving(f: Fields, engine: str) -> ServingDefaults:
     """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
     ``source`` (engine file and version) it was read from."""
-    from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+    from decodecalc.engine.limits import MAX_SCHEDULER_LIMIT
+    from decodecalc.engine.profile import GpuRule, ServingDefaults
 
     def sourced(name: str) -> Fields:
         entry = f.mapping(name)
