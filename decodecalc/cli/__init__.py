@@ -221,9 +221,6 @@ class Output:
         emit(report, self.fmt, self.as_json, exact, self.to)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 def output_options(command: F) -> F:
     """Declare --format, --json, --output and --force once for every command that writes a
     report, the way sqlite-utils shares its output options: they take the place of the
