@@ -12,9 +12,9 @@ import pytest
 
 from decodecalc.answers.disaggregated import Pools
 from decodecalc.answers.plan import Option, Targets, layout_label, prefill_rate, why_first
-from decodecalc.answers.serving import Workload
+from decodecalc.scenarios.workload import Workload
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.record import replace
 from decodecalc.scenarios.spec import ScenarioSpec
 from tests.conftest import Run

@@ -123,7 +123,7 @@ def test_every_prediction_from_another_family_says_so(gpu: str, model: str) -> N
     in) never price a step silently: a note names the transfer or the fallback, and a
     fallback from another vendor's family says it went through the GPU's own figures."""
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     catalog = Catalog()

@@ -159,7 +159,7 @@ def _pools(
 def _with_engine(scenario: Scenario, catalog: Catalog, name: str, release: str | None) -> Scenario:
     """The scenario with the engine that measured it, at its release line (as validate's
     serving replay takes it: calibration/serving_points.py), taking the GPU's kernel rates
-    as `serving --engine NAME@LINE` does (loading/resolve.py: kernel_rated, at any batch)."""
+    as `serving --engine NAME@LINE` does (resolving/resolve.py: kernel_rated, at any batch)."""
     from decodecalc.engine.select import engine_at, extrapolation
     from decodecalc.resolving.resolve import kernel_rated
 
