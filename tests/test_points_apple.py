@@ -31,41 +31,25 @@ def _points() -> tuple[dict[str, Any], ...]:
 def test_the_points_load_and_map_to_known_presets(catalog: Catalog) -> None:
     # read_points resolves every model, GPU and weight format against the presets
     points = read_points(POINTS, catalog)
-    assert len(points) == len(_points()) >= 25
+    assert len(points) == len(_points()) == 30
     assert {p.engine for p in points} == {"mlx"}
     assert (presets_dir() / "engines" / "mlx.yaml").is_file()
     assert {gpu_family(p.scenario.gpu) for p in points} == {"apple"}
 
 
-@pytest.mark.parametrize("field", ["source", "engine_version", "release", "group", "notes"])
-def test_every_point_says_where_it_comes_from(field: str) -> None:
-    for p in _points():
-        assert isinstance(p.get(field), str) and p[field].strip(), (field, p["source"])
-
-
-def test_labels_name_kinds_release_lines_and_no_reserved_source() -> None:
-    for p in _points():
-        assert p["measured"] in MEASURED_KINDS
-        assert p["group"] == "mlx/apple"
-        assert release_order(p["release"])
-        assert "published as: " in p["notes"]
-        text = (p["source"] + p["notes"] + p["engine_version"]).lower()
-        assert not any(word in text for word in RESERVED), p["source"]
-
-
-def test_every_source_is_pinned_to_a_commit_or_a_url_and_a_line() -> None:
-    for p in _points():
-        src = p["source"]
-        assert ("@" in src and " line " in src) or src.startswith("https://"), src
-
-
-def test_ms_per_token_is_the_published_rate_inverted() -> None:
+@pytest.mark.parametrize("index", range(30))
+def test_each_point_is_cited_labelled_and_inverted_from_its_published_rate(index: int) -> None:
+    p = _points()[index]
+    src, notes, version = p["source"], p["notes"], p["engine_version"]
+    assert all(isinstance(p.get(k), str) and p[k].strip() for k in ("release", "group"))
+    # pinned: a commit and a line in it, or the URL
+    assert ("@" in src and " line " in src) or src.startswith("https://github.com/"), src
+    assert (p["measured"], p["group"]) in {(k, "mlx/apple") for k in MEASURED_KINDS}
+    assert release_order(p["release"]) and version.strip() and "published as: " in notes
+    assert not any(word in (src + notes + version).lower() for word in RESERVED), src
     # e.g. GLM-4.7-Flash-4bit: 87.53 tok/s -> 1000 / 87.53 = 11.425 ms
-    for p in _points():
-        found = re.search(r"ms_per_token = 1000 / ([\d.]+) tok/s", p["notes"])
-        assert found, p["source"]
-        rate = float(found.group(1))
-        assert p["ms_per_token"] == pytest.approx(1000 / rate, abs=1e-3), p["source"]
+    found = re.search(r"ms_per_token = 1000 / ([\d.]+) tok/s", notes)
+    assert found and p["ms_per_token"] == pytest.approx(1000 / float(found.group(1)), abs=1e-3)
 
 
 def test_a_long_prompt_is_its_ttft_times_its_prefill_rate() -> None:
