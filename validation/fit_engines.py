@@ -156,9 +156,9 @@ ENGINES = {
         "Fitted on mlx-lm 0.31.1 (mlx 0.31.1, March 2026) on an M4 Max 128 GB: ten points of "
         "GLM-4.7-Flash, Qwen3-8B, Qwen3-Coder-Next (Qwen3-Next-80B-A3B), gpt-oss-20b and "
         "gpt-oss-120b, 4-bit (group 64) and MXFP4-Q8, each at a short and a 22K-token prompt "
-        "(validation/points-apple.yaml). Its 20 other points (mlx-lm 0.28 and 0.30, vllm-mlx, "
-        "LM Studio's MLX engine; M4 Max 48-128 GB, M3 Ultra 256-512 GB) stay out of sample "
-        "(docs/accuracy.md, 'MLX on Apple').",
+        "(validation/points-apple.yaml). Its 22 other MLX points (mlx-lm 0.28 and 0.30, "
+        "vllm-mlx, mlx-omni-server, LM Studio's MLX engine; M4 Max 48-128 GB, M3 Ultra "
+        "256-512 GB, M2 Ultra 64 GB) stay out of sample (docs/accuracy.md, 'MLX on Apple').",
     ),
     # --- end MLX on Apple ---
 }
@@ -465,9 +465,9 @@ stay out of sample, as do the 74 Strix Halo points.
 
 MLX on Apple (points-apple.yaml): mlx-lm 0.31.1's ten points on an M4 Max 128 GB (five
 models, each at a short and a 22K-token prompt) make the `mlx` profile, a new engine on its
-own points, its band from each model left out in turn; the file's 20 other points (mlx-lm
-0.28 and 0.30, vllm-mlx, LM Studio's MLX engine; other M4 Max memories, M3 Ultra) stay out of
-sample."""
+own points, its band from each model left out in turn; the file's 22 other MLX points (mlx-lm
+0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
+and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
