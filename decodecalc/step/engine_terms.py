@@ -94,13 +94,27 @@ class StepCounts:
 
     def fixed_seconds(self, params: EngineParams) -> float:
         """The costs no byte count scales: per layer, per step, per MoE layer and per
-        sequence pass."""
+        sequence pass (fixed_parts added up)."""
+        return sum(seconds for _, seconds in self.fixed_parts(params))
+
+    def fixed_parts(self, params: EngineParams) -> tuple[tuple[str, float], ...]:
+        """Each fixed cost by name with its seconds per step: what the step's operation
+        list (step/operations.py) takes its fixed operations from."""
         return (
-            self.layers * params.per_layer_s
-            + params.per_step_s
-            + self.moe_layers * params.per_moe_layer_s
-            + self.passes * params.per_sequence_s
+            ("per layer", self.layers * params.per_layer_s),
+            ("per step", params.per_step_s),
+            ("per MoE layer", self.moe_layers * params.per_moe_layer_s),
+            ("per sequence pass", self.passes * params.per_sequence_s),
         )
+
+    def count(self, part: str) -> int:
+        """How many times a step pays a fixed part (fixed_parts' name): its layers, MoE
+        layers or sequence passes; once for any other."""
+        return {
+            "per layer": self.layers,
+            "per MoE layer": self.moe_layers,
+            "per sequence pass": self.passes,
+        }.get(part, 1)
 
 
 @record

@@ -9,7 +9,8 @@ from __future__ import annotations
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.record import record
 from decodecalc.step.engine_terms import StepCounts, kv_read_factor, within_band
-from decodecalc.step.step import StepModel, WeightOp, gemm_excess_s
+from decodecalc.step.operations import WeightOp, gemm_excess_s
+from decodecalc.step.step import StepModel
 
 
 @record
