@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from decodecalc.engine.profile import EngineParams
 from decodecalc.model.model import counted
@@ -101,19 +101,22 @@ def kernel_tile(rows: float, tile_rows: int) -> int:
     return min(fitted, max(MIN_TILE_ROWS, holds))
 
 
-def weight_ops(scenario: Scenario) -> tuple[WeightOp, ...]:
+def weight_ops(scenario: Scenario, count_layers: bool = False) -> tuple[WeightOp, ...]:
     """Every tensor group a step multiplies, per GPU, stages added up (a token's pass goes
     through each). A dense group meets the GPU's own sequences (all of them under TP, its
     share under data-parallel attention); routed experts meet every token (B x k of them
     over the experts touched, with or without EP: a GPU holding E/N whole experts gets a
-    share N times smaller of both)."""
+    share N times smaller of both). ``count_layers``: each op's layers counted too (what
+    explain lists; the price does not depend on it, and a sweep's scenarios skip it)."""
     s = scenario
     model = s.model
     ops = []
     start = 0
     counts = stage_layer_counts(len(model.layers), s.pp)
     for groups, count in zip(stage_groups(model, s.pp), counts, strict=True):
-        holding = _layers_holding(model.layers[start : start + count], model.hidden_size)
+        holding = {}
+        if count_layers:
+            holding = _layers_holding(model.layers[start : start + count], model.hidden_size)
         start += count
         for g in groups:
             share = read_share(s, g, s.batch)
@@ -176,10 +179,11 @@ class StepWork:
     """The transfers' seconds at the link's own latency, for the pass's tokens."""
 
 
-@record
-class Operation:
+class Operation(NamedTuple):
     """One operation of an engine's step on one GPU, priced:
-    max(memory_s + cached bytes x per_kv_byte_s, compute_s) + fixed_s."""
+    max(memory_s + cached bytes x per_kv_byte_s, compute_s) + fixed_s. A named tuple,
+    not a record: a server's replay lists a step's operations for every pass it prices,
+    and a tuple is built in a fraction of a record's time."""
 
     name: str
     """What it is: "GEMM", "grouped expert GEMM", "attention", "state update",
@@ -188,7 +192,7 @@ class Operation:
     """The tensor group, the kind of layer, the collective or the step item."""
     group: str
     """Its class in OPERATION_CLASSES."""
-    count: int
+    times: int
     """Times a step runs it: the layers holding a group or of a kind, the collectives'
     calls, the fixed cost's count."""
     bytes: float
@@ -256,7 +260,7 @@ def gemm_operations(
                 name="grouped expert GEMM" if op.grouped else "GEMM",
                 stands_for=op.group,
                 group=OPERATION_CLASSES[1] if op.grouped else OPERATION_CLASSES[0],
-                count=op.layers,
+                times=op.layers,
                 bytes=op.read_bytes,
                 flops=flops,
                 memory_s=op.read_bytes / stream,
@@ -287,7 +291,7 @@ def _attention_operations(work: StepWork, params: EngineParams) -> tuple[Operati
             name="attention" if m.reads_cache else "state update",
             stands_for=m.stands_for,
             group=OPERATION_CLASSES[2],
-            count=m.layers,
+            times=m.layers,
             bytes=m.state_bytes,
             flops=0.0,
             memory_s=m.state_bytes / rate,
@@ -306,7 +310,7 @@ def _fixed_operations(counts: StepCounts, params: EngineParams) -> tuple[Operati
             name=name,
             stands_for=f"the engine's cost {name}",
             group=OPERATION_CLASSES[3],
-            count=counts.count(name),
+            times=counts.count(name),
             bytes=0.0,
             flops=0.0,
             memory_s=0.0,

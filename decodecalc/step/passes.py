@@ -103,7 +103,7 @@ def mixed_pass_seconds(
         memory = step.streaming_seconds(total)
         return roofline_seconds(memory, decode + chunk, comm, scenario.overhead_s)
     floor = max(total / scenario.bandwidth_bytes_per_s, decode + chunk) + comm
-    terms = packed_terms(step, engine.params, tokens)
+    terms = packed_terms(step, engine.params, tokens, weights)
     return median(
         [
             within_band((t,), kv, decode + chunk / p.prefill_efficiency, floor)[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from decodecalc.engine.profile import Engine, EngineParams
@@ -267,25 +268,43 @@ class StepModel:
             return step
         return replace(step, engine_terms=packed_terms(step, engine.params))
 
-    def work(self, context: int | None = None, tokens: int | None = None) -> StepWork:
+    def work(
+        self, context: int | None = None, tokens: int | None = None, streamed: int | None = None
+    ) -> StepWork:
         """What the step does on one GPU, for step_operations to price: ``context``, the
         caches read at it (None: the constants alone); ``tokens``, a pass over that many
         tokens (a server's mixed step): its transfers, and the experts its tokens touch
-        beyond the batch's, which it streams too."""
+        beyond the batch's, which it streams too (``streamed``: its weight bytes, where the
+        caller has them: streamed_weight_bytes)."""
+        base = self._work
+        if context is None and tokens is None:
+            return base
+        ops, split, mixers = base.weight_ops, base.split, base.mixers
+        if context is not None:
+            ops = weight_ops(self.scenario, count_layers=True)
+            mixers = self.mixer_work(context)
+        if tokens is not None:
+            if streamed is None:
+                streamed = streamed_weight_bytes(self.scenario, tokens)
+            if extra := streamed - self.weight_bytes:
+                ops = (*ops, WeightOp(PASS_EXPERTS, extra, 0.0, 0.0, True))
+            if self.comm is not None:
+                split = self.comm.split(tokens)
+        return replace(base, weight_ops=ops, mixers=mixers, split=split)
+
+    @cached_property
+    def _work(self) -> StepWork:
+        """The step's work at its own batch without a context, listed once per step."""
         s = self.scenario
-        ops = self.weight_ops
-        if tokens is not None and (extra := streamed_weight_bytes(s, tokens) - self.weight_bytes):
-            ops = (*ops, WeightOp(PASS_EXPERTS, extra, 0.0, 0.0, True))
-        split = CommSplit() if self.comm is None else self.comm.split(tokens or s.batch)
         return StepWork(
-            weight_ops=ops,
-            mixers=self.mixer_work(context),
+            weight_ops=self.weight_ops,
+            mixers=self.mixer_work(),
             counts=StepCounts.of(s.model, s.batch),
             bandwidth=s.bandwidth_bytes_per_s,
             peak=self.peak_flops_per_s,
             kv_read_factor=kv_read_factor(s),
             comm=self.comm,
-            split=split,
+            split=CommSplit() if self.comm is None else self.comm.split(s.batch),
         )
 
     def mixer_work(self, context: int | None = None) -> tuple[MixerWork, ...]:
@@ -496,10 +515,14 @@ def engine_terms(step: StepModel, params: EngineParams, tokens: int | None = Non
 
 
 def packed_terms(
-    step: StepModel, params: Sequence[EngineParams], tokens: int | None = None
+    step: StepModel,
+    params: Sequence[EngineParams],
+    tokens: int | None = None,
+    streamed: int | None = None,
 ) -> Packed:
-    """engine_terms for each of an engine's profiles, packed, the step's work listed once."""
-    work = step.work(tokens=tokens)
+    """engine_terms for each of an engine's profiles, packed, the step's work listed once
+    (``tokens`` and ``streamed``: StepModel.work's)."""
+    work = step.work(tokens=tokens, streamed=streamed)
     return packed([terms_of(step_operations(work, p), p.band) for p in params])
 
 
