@@ -168,14 +168,14 @@ def test_expert_gemms_never_pad_past_twice_their_rows(
 # context 1,000, under a profile made up for the test. 32 layers, hidden 4,096, 32 query
 # and 8 KV heads of 128, 8 experts of 3 x 4,096 x 14,336 (top 2), vocabulary 32,000.
 HAND = EngineParams(
-    weight_efficiency=0.8,
-    kv_efficiency=0.5,
-    per_layer_s=10e-6,
-    per_step_s=100e-6,
-    per_moe_layer_s=5e-6,
-    per_sequence_s=1e-6,
+    0.8,  # e_w
+    0.5,  # e_kv
+    10e-6,  # per layer
+    100e-6,  # per step
     mma_efficiency=0.5,
     tile_rows=64,
+    per_moe_layer_s=5e-6,
+    per_sequence_s=1e-6,
 )
 STREAM = 3.35e12 * 0.8  # 2.68e12 bytes/s of weights
 CACHE = 3.35e12 * 0.5  # 1.675e12 bytes/s of cache
