@@ -235,7 +235,7 @@ def step_operations(work: StepWork, params: EngineParams) -> tuple[Operation, ..
     return (
         *gemm_operations(work.weight_ops, work.bandwidth, work.peak, params),
         *_attention_operations(work, params),
-        *_fixed_operations(work.counts, params),
+        *fixed_operations(work.counts, params),
         *_transfers(work, params),
     )
 
@@ -303,7 +303,7 @@ def _attention_operations(work: StepWork, params: EngineParams) -> tuple[Operati
     )
 
 
-def _fixed_operations(counts: StepCounts, params: EngineParams) -> tuple[Operation, ...]:
+def fixed_operations(counts: StepCounts, params: EngineParams) -> tuple[Operation, ...]:
     """The costs no byte count scales, as StepCounts.fixed_parts names them."""
     return tuple(
         Operation(
