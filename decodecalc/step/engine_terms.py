@@ -10,9 +10,10 @@ by a roofline of its own:
 
 where each tensor group's GEMM streams its weights at e_w or, past its ridge (a large
 batch, or a grouped expert GEMM's rows padded to the kernel's tile), multiplies at e_mma
-of peak (step/step.py weight_ops); attention reads the KV cache at another efficiency,
-e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the cache
-as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+of peak (step/operations.py lists and prices every operation); attention reads the KV
+cache at another efficiency, e_kv (flash-attention kernels about 0.85 of e_w, others much
+less); KV_read is the cache as the kernel reads it (a GQA-unaware kernel reads each KV
+head once per query head);
 c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
 scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
 only some points show: c_moe per MoE layer (routing, top-k, token permutation) and c_seq
