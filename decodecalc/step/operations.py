@@ -251,24 +251,19 @@ def gemm_operations(
     if peak is not None:
         dense = peak * params.mma_efficiency
         grouped = peak * (params.grouped_mma_efficiency or params.mma_efficiency)
+    tile_rows = params.tile_rows
     listed = []
     for op in ops:
-        flops = op.flops(params.tile_rows)
-        rate = grouped if op.grouped else dense
-        listed.append(
-            Operation(
-                name="grouped expert GEMM" if op.grouped else "GEMM",
-                stands_for=op.group,
-                group=OPERATION_CLASSES[1] if op.grouped else OPERATION_CLASSES[0],
-                times=op.layers,
-                bytes=op.read_bytes,
-                flops=flops,
-                memory_s=op.read_bytes / stream,
-                compute_s=0.0 if rate is None else flops / rate,
-                rows=op.rows,
-                tile=kernel_tile(op.rows, params.tile_rows) if op.grouped else 0,
-            )
-        )
+        flops = op.flops(tile_rows)
+        if op.grouped:
+            tile, group, rate = kernel_tile(op.rows, tile_rows), OPERATION_CLASSES[1], grouped
+        else:
+            tile, group, rate = 0, OPERATION_CLASSES[0], dense
+        compute = 0.0 if rate is None else flops / rate
+        name = "grouped expert GEMM" if op.grouped else "GEMM"
+        # positional: a sweep lists every profile's GEMMs for each of its scenarios
+        fields = (op.group, group, op.layers, op.read_bytes, flops, op.read_bytes / stream)
+        listed.append(Operation(name, *fields, compute, 0.0, 0.0, 0.0, op.rows, tile))
     return tuple(listed)
 
 
@@ -305,19 +300,10 @@ def _attention_operations(work: StepWork, params: EngineParams) -> tuple[Operati
 
 def fixed_operations(counts: StepCounts, params: EngineParams) -> tuple[Operation, ...]:
     """The costs no byte count scales, as StepCounts.fixed_parts names them."""
+    group = OPERATION_CLASSES[3]
     return tuple(
-        Operation(
-            name=name,
-            stands_for=f"the engine's cost {name}",
-            group=OPERATION_CLASSES[3],
-            times=counts.count(name),
-            bytes=0.0,
-            flops=0.0,
-            memory_s=0.0,
-            compute_s=0.0,
-            fixed_s=seconds,
-        )
-        for name, seconds in counts.fixed_parts(params)
+        Operation(name, "the engine's fixed cost", group, counts.count(name), 0.0, 0.0, 0.0, 0.0, s)
+        for name, s in counts.fixed_parts(params)
     )
 
 
@@ -351,14 +337,14 @@ def terms_of(operations: Sequence[Operation], band: tuple[float, float]) -> Engi
     GEMMs and attention (their seconds, and the cache's per byte: every cache is read at
     the one rate of the profile's kernel), then the fixed costs and transfers, which
     overlap nothing."""
-    streamed = [o for o in operations if o.group in STREAMED]
-    per_kv = next((o.per_kv_byte_s for o in streamed if o.per_kv_byte_s), 0.0)
-    return EngineTerms(
-        constant_s=sum(o.seconds for o in streamed),
-        per_kv_byte_s=per_kv,
-        added_s=sum(o.seconds for o in operations if o.group not in STREAMED),
-        band=band,
-    )
+    constant = added = per_kv = 0.0
+    for o in operations:
+        if o.group in STREAMED:
+            constant += o.seconds
+            per_kv = per_kv or o.per_kv_byte_s
+        else:
+            added += o.seconds
+    return EngineTerms(constant_s=constant, per_kv_byte_s=per_kv, added_s=added, band=band)
 
 
 def by_class(operations: Iterable[Operation]) -> tuple[tuple[str, float], ...]:
