@@ -312,32 +312,34 @@ class StepModel:
         together; the kinds' bytes add up to the step's (the last kind holding some takes
         the rounding of the whole)."""
         s = self.scenario
-        kinds: dict[str, list[Mixer]] = {}
+        kinds: dict[str, list[tuple[Mixer, int]]] = {}
         for m, n in s.model.mixer_counts():
-            kinds.setdefault(m.describe(), []).extend([m] * n)
+            kinds.setdefault(m.describe(), []).append((m, n))
         tp, sequences = s.attention_tp, self.sequences
-        state = [
-            s.kv_dtype.bytes_for(sequences * sum(m.state_elements(tp) for m in mixers))
-            for mixers in kinds.values()
-        ]
+        state: list[Fraction] = []
+        for pairs in kinds.values():
+            elements = sum(n * m.state_elements(tp) for m, n in pairs)
+            state.append(s.kv_dtype.bytes_for(sequences * elements) if elements else Fraction(0))
         kv = [Fraction(0)] * len(kinds)
         if context is not None:
             kv = [
-                sequences * kv_units_for(s, mixers)[0].elements(context) * self.kv_unit_bytes
-                for mixers in kinds.values()
+                sequences
+                * self.kv_unit_bytes
+                * kv_units_for(s, [m for m, n in pairs for _ in range(n)])[0].elements(context)
+                for pairs in kinds.values()
             ]
             _settle(kv, self.kv_bytes(context))
         _settle(state, self.state_bytes)
         return tuple(
             MixerWork(
                 stands_for=kind,
-                layers=len(mixers),
+                layers=sum(n for _, n in pairs),
                 state_bytes=float(state_bytes),
                 kv_bytes=float(kv_bytes),
-                reads_cache=bool(mixers[0].kv_elements_per_token(tp))
-                or not mixers[0].state_elements(tp),
+                reads_cache=bool(pairs[0][0].kv_elements_per_token(tp))
+                or not pairs[0][0].state_elements(tp),
             )
-            for (kind, mixers), state_bytes, kv_bytes in zip(kinds.items(), state, kv, strict=True)
+            for (kind, pairs), state_bytes, kv_bytes in zip(kinds.items(), state, kv, strict=True)
         )
 
     def group_reads(self) -> tuple[GroupRead, ...]:
