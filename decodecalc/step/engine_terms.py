@@ -10,9 +10,10 @@ by a roofline of its own:
 
 where each tensor group's GEMM streams its weights at e_w or, past its ridge (a large
 batch, or a grouped expert GEMM's rows padded to the kernel's tile), multiplies at e_mma
-of peak (step/step.py weight_ops); attention reads the KV cache at another efficiency,
-e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the cache
-as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+of peak (step/operations.py lists and prices every operation); attention reads the KV
+cache at another efficiency, e_kv (flash-attention kernels about 0.85 of e_w, others much
+less); KV_read is the cache as the kernel reads it (a GQA-unaware kernel reads each KV
+head once per query head);
 c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
 scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
 only some points show: c_moe per MoE layer (routing, top-k, token permutation) and c_seq
@@ -94,13 +95,27 @@ class StepCounts:
 
     def fixed_seconds(self, params: EngineParams) -> float:
         """The costs no byte count scales: per layer, per step, per MoE layer and per
-        sequence pass."""
+        sequence pass (fixed_parts added up)."""
+        return sum(seconds for _, seconds in self.fixed_parts(params))
+
+    def fixed_parts(self, params: EngineParams) -> tuple[tuple[str, float], ...]:
+        """Each fixed cost by name with its seconds per step: what the step's operation
+        list (step/operations.py) takes its fixed operations from."""
         return (
-            self.layers * params.per_layer_s
-            + params.per_step_s
-            + self.moe_layers * params.per_moe_layer_s
-            + self.passes * params.per_sequence_s
+            ("per layer", self.layers * params.per_layer_s),
+            ("per step", params.per_step_s),
+            ("per MoE layer", self.moe_layers * params.per_moe_layer_s),
+            ("per sequence pass", self.passes * params.per_sequence_s),
         )
+
+    def count(self, part: str) -> int:
+        """How many times a step pays a fixed part (fixed_parts' name): its layers, MoE
+        layers or sequence passes; once for any other."""
+        return {
+            "per layer": self.layers,
+            "per MoE layer": self.moe_layers,
+            "per sequence pass": self.passes,
+        }.get(part, 1)
 
 
 @record
