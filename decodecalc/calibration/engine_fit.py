@@ -52,13 +52,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from decodecalc.answers.serving import ServingResult, Workload, serve
+from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.linear import (
     LinearTerms,
     allreduce_latency,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from decodecalc.answers.serving import ServingResult, Workload, serve
+from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.profile import gpu_family
 from decodecalc.engine.scheduler import scheduler_limits
@@ -22,6 +22,7 @@ from decodecalc.engine.select import choose_engine, engine_at, engine_for, extra
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import record, replace
+from decodecalc.scenarios.workload import Workload
 
 TPOT_TARGET = 0.15
 """The median absolute TPOT error the serving model is held to (issue 13)."""

@@ -27,7 +27,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 
-from decodecalc.answers.serving import Workload, prefill_share_s, serve
+from decodecalc.answers.serving import prefill_share_s, serve
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
     PrefillCase,
@@ -64,8 +64,9 @@ from decodecalc.engine.select import (
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.engine_terms import Expected
 from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.step.step import Row, StepModel, expected_for
@@ -434,8 +435,11 @@ residuals make the bands (conformal, shipped_bands)."""
 REPORTED = (*LEFT_OUT, "vendor")
 """What validate reports: LEFT_OUT and the GPU's vendor (NVIDIA, AMD, Apple, ...: every
 GPU of it left out at once, so its points are predicted from the other vendors' fits
-alone). The vendor's residuals make no band: its points are banded by the LEFT_OUT
-residuals of the other vendors' points, as a scenario on a vendor without data would be."""
+alone, through its own hardware figures: engine/transfer.py across). Its points are
+banded by the LEFT_OUT residuals of the other vendors' points and by those vendors' own
+vendor-left-out residuals (leave_out_all), as a scenario on a vendor without data would
+be: what a transfer across vendors missed where it can be measured. They make no shipped
+band (shipped_bands): a shipped profile is fitted on its own family."""
 
 
 def unit_of(p: Labelled, unit: str) -> str | None:
@@ -679,11 +683,15 @@ def conformal(
 
 def leave_out_all(points: Sequence[Labelled]) -> Found:
     """Every way of leaving out that validate reports (REPORTED), with conformal bands
-    from the residuals of LEFT_OUT's ways."""
+    from the residuals of LEFT_OUT's ways; a vendor's points also from the other vendors'
+    own vendor-left-out residuals (conformal never lets a point's own in): a scenario on
+    a vendor without data is a transfer across vendors, and its band is the error such
+    transfers showed on the vendors that have data."""
     found = {unit: leave_out(points, unit) for unit in LEFT_OUT}
     pairs = residuals(points, found)
     more = {unit: leave_out(points, unit) for unit in REPORTED if unit not in found}
-    return {**conformal(points, found, pairs), **conformal(points, more, pairs)}
+    across = [*pairs, *residuals(points, more)]
+    return {**conformal(points, found, pairs), **conformal(points, more, across)}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

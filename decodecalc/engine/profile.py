@@ -260,6 +260,10 @@ class EngineProfile:
     line: str | None = None
     """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
     every line pooled."""
+    latest_dates: tuple[tuple[str, str], ...] | None = None
+    """(GPU family, the latest date of its lines fitted there: 'YYYY-MM-DD' or 'YYYY-MM'),
+    as a preset states them before its lines are parsed (loading/presets.py); None: not
+    stated, read the lines (engine/select.py recent_on)."""
     pending_families: PendingFamilies | None = None
     """A preset's families, each parsed when first asked for (loading/presets.py): the
     default selection needs one family of every profile, and parsing them all cost a
@@ -314,10 +318,6 @@ class PendingFamilies:
     names: tuple[str, ...]
     parse: Callable[[str], EngineParams]
 
-
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted (a profile's ``serving:``, an
-option, a deployment file): past it a figure is a typo."""
 
 CUDA_HIDDEN_BYTES = 450 * MIB
 """Memory nvidia-smi counts but CUDA never reports as the device's total, which is what

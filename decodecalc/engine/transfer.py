@@ -6,11 +6,14 @@ The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so
 carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
 of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence, request)
 carry as times: no launch latency is known for GPUs without kernel tables, so none
-rescales them. What differs between vendors' kernels beyond that is a factor, the median
-of measured / transferred over the vendor's points of the last twelve months, one for
-dense models and one for MoE models, whose grouped-GEMM kernels are the vendor's own code
-(validation/fit_engines.py: vendor_factors): efficiencies divided by it, fixed costs
-multiplied by it, so the engine's step is that many times slower (faster below 1)."""
+rescales them. The all-reduce latency a fit on the source found is the source's link and
+gives way to the target link's preset (across, which any parameters standing in on
+another vendor's family go through). What differs between vendors' kernels beyond that
+is a factor, the median of measured / transferred over the vendor's points of the last
+twelve months, one for dense models and one for MoE models, whose grouped-GEMM kernels are
+the vendor's own code (validation/fit_engines.py: vendor_factors): efficiencies divided by
+it, fixed costs multiplied by it, so the engine's step is that many times slower (faster
+below 1)."""
 
 from __future__ import annotations
 
@@ -49,8 +52,7 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
         f"points of the last 12 months: {vendor.fitted_on})"
     )
     return replace(
-        scaled(params, vendor.factor),
-        allreduce_latency_s=None,
+        scaled(across(params, vendor.source, vendor.family), vendor.factor),
         band=(min(params.band[0], vendor.band[0]), max(params.band[1], vendor.band[1])),
         points=0,
         mma_fitted=False,
@@ -58,6 +60,34 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
         range=None,
         transferred=words,
         moe_factor=vendor.moe_factor,
+    )
+
+
+def vendor_of(family: str) -> str:
+    """The vendor of a GPU family ('nvidia' for both NVIDIA families): whose kernels,
+    runtime and links the family's parameters were measured with."""
+    return family.split("-", 1)[0]
+
+
+def across(params: EngineParams, source: str, family: str) -> EngineParams:
+    """Parameters fitted on ``source`` as they stand in on another vendor's ``family``
+    with no factor (a fallback, or a vendor with no points to fit one): through that
+    vendor's hardware figures. The efficiencies are shares of the target GPU's bandwidth
+    and FLOP/s already (a fitted e_mma too); what a fit on the source measured of the
+    source's hardware goes: the all-reduce latency fitted there is the source's link
+    (NVLink's 56 us a call in vLLM 0.11's H100 fit, where an MI300X's Infinity Fabric has
+    its own preset), and rates read from the source GPU's kernel tables give way to the
+    target's. Within one vendor they stay: the same kernels on the same links.
+    Measured on validation/points.yaml with each vendor left out: the NVLink latency
+    carried to MI300X made vLLM's Llama-3.1-70B at TP 8 1.7x too slow (160 calls x 56 us
+    = 9 ms of a measured 8.4 ms step); docs/accuracy.md."""
+    if vendor_of(source) == vendor_of(family):
+        return params
+    return replace(
+        params,
+        allreduce_latency_s=None,
+        grouped_mma_efficiency=None,
+        kernel_source="",
     )
 
 

@@ -356,7 +356,23 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
 
     if not doc.cached:
         lines()
-    return replace(profile, pending_lines=lines)
+    return replace(profile, pending_lines=lines, latest_dates=latest_dates(table.data))
+
+
+def latest_dates(lines: dict[Any, Any]) -> tuple[tuple[str, str], ...]:
+    """For each GPU family a line holds parameters of its own on (not transferred), the
+    latest date such a line carries, read from the document without parsing the lines
+    (checked when they are): engine/select.py recent_on parses a profile's lines only
+    where one may be recent."""
+    found: dict[str, str] = {}
+    for line in lines.values():
+        if not isinstance(line, dict) or not isinstance(line.get("families"), dict):
+            continue
+        days = [str(day) for day in line.get("dates") or ()]
+        for family, params in line["families"].items():
+            if days and not (isinstance(params, dict) and params.get("transferred")):
+                found[str(family)] = max([*days, found.get(str(family), "")])
+    return tuple(sorted(found.items()))
 
 
 def _line(f: Fields, release: str) -> ReleaseLine:
@@ -472,7 +488,8 @@ def _range(f: Fields) -> FitRange:
 def _serving(f: Fields, engine: str) -> ServingDefaults:
     """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
     ``source`` (engine file and version) it was read from."""
-    from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+    from decodecalc.engine.limits import MAX_SCHEDULER_LIMIT
+    from decodecalc.engine.profile import GpuRule, ServingDefaults
 
     def sourced(name: str) -> Fields:
         entry = f.mapping(name)

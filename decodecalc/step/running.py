@@ -117,6 +117,10 @@ class RunningCounts:
         value: int = getattr(self, cost.name)
         return value
 
+    def counts(self) -> dict[str, int]:
+        """Each running cost's count by its label (StepCounts.count)."""
+        return {cost.label: self.count(cost) for cost in RUNNING_COSTS}
+
     def parts(self, params: EngineParams) -> tuple[tuple[str, float], ...]:
         """Each running cost that is not zero, named, in seconds: the named parts a step's
         fixed costs list (StepCounts.fixed_parts)."""

@@ -235,7 +235,7 @@ def _engine_lines(x: Explanation) -> list[str]:
         )
         lines.append(
             f"   {name} by operation: "
-            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.operations)
+            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
         )
         if params.kernel_source:
             lines.append(

@@ -241,7 +241,7 @@ ENGINE_SELECTIONS = (
         "engine's costs",
     ),
 )
-"""What --engine takes besides a profile, for the listing to name (loading/resolve.py)."""
+"""What --engine takes besides a profile, for the listing to name (resolving/resolve.py)."""
 
 
 def dtype_record(d: DType) -> dict[str, Any]:
