@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.engine_terms import StepCounts, kv_read_factor, within_band
