@@ -10,7 +10,7 @@ from decodecalc.engine.profile import ROOFLINE, Engine, EngineKind, EngineParams
 from decodecalc.engine.select import choose_engine
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 

@@ -23,8 +23,8 @@ from decodecalc.calibration.validation import (
 )
 from decodecalc.engine.profile import Engine
 from decodecalc.loading.catalog import Catalog, presets_dir
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import replace
+from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.step.step import expected_for
 from tests.conftest import Run
 from tests.test_validate import EXPECTED_MS, POINTS, ROOFLINE_MS, toy
@@ -197,7 +197,7 @@ def _expected(p: Labelled, profiles: Any) -> tuple[Any, bool]:
     params, _ = stand_in(profiles, p.engine, p.family, p.point.release)
     wide = tuple(_widened(x, p) for x in params)
     outside = any(a is not b for a, b in zip(wide, params, strict=True))
-    # the kernel tables take their share as for any query (loading/resolve.py kernel_rated)
+    # the kernel tables take their share as for any query (resolving/resolve.py kernel_rated)
     s = p.point.scenario
     rated = kernel_rated(replace(s, engine=Engine(p.engine, wide, p.family)), s.batch)
     return expected_for(p.step, p.row, rated.engine), outside

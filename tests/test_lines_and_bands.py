@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from decodecalc.answers.serving import Workload, serve
+from decodecalc.answers.serving import serve
 from decodecalc.engine.profile import (
     Engine,
     EngineParams,
@@ -20,6 +20,7 @@ from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import Facts, at_line, beyond, choose_engine, extrapolated, widened
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
+from decodecalc.scenarios.workload import Workload
 from tests.conftest import Run, preset_scenario
 
 RANGE = FitRange(

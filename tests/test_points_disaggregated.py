@@ -141,8 +141,8 @@ def test_a_point_without_the_figure_its_kind_needs_is_one_line(
 def test_data_parallel_attention_splits_no_heads(catalog: Catalog) -> None:
     # DeepSeek-V3's 128 heads do not divide over 72 GPUs, but under DP attention each rank
     # holds whole attention (SGLang's 9-node EP72 decode worker); under TP they must divide
-    from decodecalc.loading.resolve import resolve
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     spec = ScenarioSpec(model="deepseek-v3", gpu="h100-sxm", tp=72, ep=True, eplb_redundant=32)

@@ -33,11 +33,18 @@ def test_amd_instinct_takes_today_s_lines_alone() -> None:
     assert all(p.points and not p.transferred for p in found.values())
 
 
-@pytest.mark.parametrize("family", ["nvidia-datacenter", "nvidia-consumer", "apple"])
+def test_apple_takes_mlx_s_2026_line() -> None:
+    """On Apple: MLX's 0.31 line (mlx-lm 0.31.1 on an M4 Max, 2026-03-30,
+    validation/points-apple.yaml); llama.cpp's Metal builds are older than the window."""
+    found = dict(recent_on(Catalog().engines(), "apple"))
+    assert set(found) == {"mlx@0.31"}
+
+
+@pytest.mark.parametrize("family", ["nvidia-datacenter", "nvidia-consumer"])
 def test_a_family_without_a_recent_line_keeps_every_profile(family: str) -> None:
-    """No NVIDIA or Apple line carries a date within the window (vLLM 0.11 and SGLang 0.5
-    name none; llama.cpp's newest CUDA builds are of November 2025): the typical band
-    there is every profile measured on the family, as before."""
+    """No NVIDIA line carries a date within the window (vLLM 0.11 and SGLang 0.5 name
+    none; llama.cpp's newest CUDA builds are of November 2025): the typical band there is
+    every profile measured on the family, as before."""
     from decodecalc.engine.select import measured_on, typical
 
     profiles = Catalog().engines()

@@ -67,7 +67,7 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
 def test_every_transferred_prediction_says_so(gpu: str) -> None:
     """Issue 28: a transfer is never silent, whichever profile and GPU."""
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     catalog = Catalog()
@@ -173,7 +173,7 @@ def test_every_prediction_from_another_family_says_so(gpu: str, model: str) -> N
     in) never price a step silently: a note names the transfer or the fallback, and a
     fallback from another vendor's family says it went through the GPU's own figures."""
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     catalog = Catalog()

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
-from decodecalc.answers.serving import Refused, Workload, erlang_c, step_prices
+from decodecalc.answers.serving import Refused, erlang_c, step_prices
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
+from decodecalc.scenarios.workload import WORKLOAD_FIELD, Workload
 from decodecalc.step.parallelism import handover_seconds
 from decodecalc.step.passes import mixed_pass_seconds
 from decodecalc.step.step import StepModel
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.model.hardware import Link
     from decodecalc.scenarios.scenario import Scenario
-
-MAX_WORKERS = 1024
-"""Workers per pool: more than any deployment published."""
 
 
 @record
@@ -57,11 +55,8 @@ class Pools:
     """What carries the prompt's KV between the pools (None: free, the same GPUs)."""
 
     def __post_init__(self) -> None:
-        for what, count in (("prefill", self.prefill_workers), ("decode", self.decode_workers)):
-            if not 1 <= count <= MAX_WORKERS:
-                raise InputError(
-                    f"{what} workers {count} must be a whole number from 1 to {MAX_WORKERS}"
-                )
+        for name in ("prefill_workers", "decode_workers"):
+            WORKLOAD_FIELD[name].check(getattr(self, name))
 
     @property
     def prefill_gpus(self) -> int:

@@ -24,11 +24,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
+from decodecalc.answers.serving import Refused, ServingResult, serve
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
-from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.fields import MAX_BATCH
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import StepModel
 
@@ -622,7 +624,7 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
     import itertools
 
     from decodecalc.errors import Conflict
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     model = catalog.model(str(base.model))
     notes: list[Note] = []
@@ -671,7 +673,7 @@ def _gpus(
     did-you-mean once, not as every candidate left out), or every GPU the price lists
     price (those ``price`` names; with dollars, every list's). GPUs left without a price
     are left out and named in a note, since their cost is unknown."""
-    from decodecalc.loading.resolve import price_lists
+    from decodecalc.resolving.resolve import price_lists
 
     lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
     one = len(lists) == 1 and str(price).strip().lower() != "lowest"
@@ -751,7 +753,7 @@ def _layouts(
 
 def _default_weights(catalog: Catalog, model: Model) -> tuple[str | None, ...]:
     """The model's own weights, and FP8 and INT4 where they store fewer bits than those."""
-    from decodecalc.loading.resolve import resolve_weights
+    from decodecalc.resolving.resolve import resolve_weights
 
     own = resolve_weights(catalog, None, model)[0]
     fewer = [w for w in DEFAULT_WEIGHTS if catalog.dtype(w).bits_per_value < own.bits_per_value]

@@ -31,11 +31,11 @@ from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import Pools
-    from decodecalc.answers.serving import Workload
     from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.loading.catalog import Catalog
     from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.spec import ScenarioSpec
+    from decodecalc.scenarios.workload import Workload
 
 MEASURED_POOLS = ("decode_pool", "prefill_pool", "deployment")
 PREFILL_LAYOUT = {"tp": "count", "ep": "flag", "dp_attention": "flag", "eplb_redundant": "count"}
@@ -136,7 +136,7 @@ def _pools(
     f: Fields, spec: ScenarioSpec, catalog: Catalog, engine: str, release: str | None
 ) -> Pools:
     from decodecalc.answers.disaggregated import Pools
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     layout = f.mapping("prefill")
     readers: dict[str, Callable[[str], Any]] = {
@@ -159,9 +159,9 @@ def _pools(
 def _with_engine(scenario: Scenario, catalog: Catalog, name: str, release: str | None) -> Scenario:
     """The scenario with the engine that measured it, at its release line (as validate's
     serving replay takes it: calibration/serving_points.py), taking the GPU's kernel rates
-    as `serving --engine NAME@LINE` does (loading/resolve.py: kernel_rated, at any batch)."""
+    as `serving --engine NAME@LINE` does (resolving/resolve.py: kernel_rated, at any batch)."""
     from decodecalc.engine.select import engine_at, extrapolation
-    from decodecalc.loading.resolve import kernel_rated
+    from decodecalc.resolving.resolve import kernel_rated
 
     engine = engine_at(catalog, name, release, scenario.gpu)
     engine, _ = extrapolation(engine, scenario.model, scenario.batch, scenario.gpu)
@@ -169,7 +169,7 @@ def _with_engine(scenario: Scenario, catalog: Catalog, name: str, release: str |
 
 
 def workload_of(point: DisaggregatedPoint) -> Workload:
-    from decodecalc.answers.serving import Workload
+    from decodecalc.scenarios.workload import Workload
 
     concurrency = point.concurrency or point.decode_batch or 1
     return Workload(point.input_len, point.output_len, concurrency=concurrency)

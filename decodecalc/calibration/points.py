@@ -20,8 +20,8 @@ from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import record
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.fields import SCENARIO_FIELDS
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec

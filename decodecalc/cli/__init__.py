@@ -11,6 +11,7 @@ option declarations themselves take time to create, so a query pays for its own 
 
 import contextlib
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
     from decodecalc.loading.catalog import Catalog
     from decodecalc.views.report import Report
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -123,6 +126,16 @@ ForceOpt = Annotated[
 ]
 
 
+def keyword_parameters(command: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A command's parameters as the keyword-only ones Typer passes, its ``**`` dropped
+    (the options a decorator adds arrive through it)."""
+    return [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(command).parameters.values()
+        if p.kind is not p.VAR_KEYWORD
+    ]
+
+
 @record
 class Destination:
     """Where a command writes: the file an option names (None: stdout), whether --force was
@@ -206,9 +219,6 @@ class Output:
 
     def emit(self, report: "Report", exact: bool = False) -> None:
         emit(report, self.fmt, self.as_json, exact, self.to)
-
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def output_options(command: F) -> F:

@@ -51,7 +51,7 @@ def compare(
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
     from decodecalc.answers.estimate import estimate as run_estimate
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.views.charts import series_of
     from decodecalc.views.compare import compare_report, human_compare, label
 
@@ -131,8 +131,8 @@ def sweep(
     from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
     from decodecalc.engine.select import choose_engine
-    from decodecalc.loading.resolve import check_values, price_lists
     from decodecalc.notes import many_notes
+    from decodecalc.resolving.resolve import check_values, price_lists
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
     fmt = _sweep_format(fmt, as_json, output)

@@ -112,7 +112,7 @@ def show(
 
     Example: decodecalc show llama-3.1-70b
     """
-    from decodecalc.loading.resolve import resolve_weights
+    from decodecalc.resolving.resolve import resolve_weights
     from decodecalc.views.listings import show_report
 
     if (model is None) == (named is None):

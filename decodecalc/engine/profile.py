@@ -89,7 +89,31 @@ class EngineParams:
     per_moe_layer_s: float = 0.0
     """c_moe: per MoE layer per step."""
     per_sequence_s: float = 0.0
-    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes)."""
+    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes), as
+    profiles and saved fits from before the running costs below hold it; no longer fitted
+    (calibration/engine_fit.py fits the running costs in its place)."""
+    per_ffn_pass_s: float = 0.0
+    """c_ffn: per token feed-forward pass (a dense layer's MLP once, an MoE layer's once per
+    routed expert: the rows, gathers and scatters of one token in one GEMM group;
+    step/running.py). Fitted from an engine's own batch sweeps, in the fitted sets those
+    at concurrency up to 128-256: validation/points.yaml's dstack DeepSeek-R1 series on 8 x
+    MI300X (SGLang 0.4.2, vLLM 0.7.3), its vLLM 0.10 Llama-3.1 70B/405B series on MI300X,
+    and the fitted share of validation/points-2026-thin-regimes.yaml (ATOM and vLLM 0.19
+    on MI355X, concurrency 4-256)."""
+    per_running_s: float = 0.0
+    """c_run: per running request per step, whatever the model: the scheduler's and the
+    sampler's time for one more request (step/running.py); from the same points, where
+    models of different feed-forward pass counts are swept."""
+    per_mixer_sequence_s: float = 0.0
+    """c_mixer: per sequence per layer's token mixer, attention or recurrent (the work of
+    one more sequence beyond reading its cache or state); from the same points, where
+    models of different layer counts are swept (all of them attention: step/running.py
+    says why it is charged to recurrent layers too)."""
+    per_state_sequence_s: float = 0.0
+    """c_state: per sequence per recurrent or linear-attention layer beyond c_mixer (its
+    state updated in place); fitted only where a model with such layers is measured at
+    several batches (none of the fitted points is: hybrid models stay out of sample, so it
+    is 0 in every shipped profile)."""
     prefill_efficiency: float = 1.0
     """e_p: share of peak FLOP/s a server's prefill chunks compute at (answers/serving.py);
     1 where no time to first token was measured for the engine or its GPU family."""
@@ -303,10 +327,6 @@ class PendingFamilies:
     names: tuple[str, ...]
     parse: Callable[[str], EngineParams]
 
-
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted (a profile's ``serving:``, an
-option, a deployment file): past it a figure is a typo."""
 
 CUDA_HIDDEN_BYTES = 450 * MIB
 """Memory nvidia-smi counts but CUDA never reports as the device's total, which is what

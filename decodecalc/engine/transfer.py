@@ -170,4 +170,8 @@ def scaled(params: EngineParams, factor: float) -> EngineParams:
         per_moe_layer_s=params.per_moe_layer_s * factor,
         per_sequence_s=params.per_sequence_s * factor,
         per_request_s=params.per_request_s * factor,
+        per_running_s=params.per_running_s * factor,
+        per_ffn_pass_s=params.per_ffn_pass_s * factor,
+        per_mixer_sequence_s=params.per_mixer_sequence_s * factor,
+        per_state_sequence_s=params.per_state_sequence_s * factor,
     )

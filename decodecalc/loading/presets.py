@@ -427,6 +427,10 @@ def _params(table: Fields, family: str) -> EngineParams:
         per_step_s=_duration(f, "per_step") or 0.0,
         per_moe_layer_s=_duration(f, "per_moe_layer") or 0.0,
         per_sequence_s=_duration(f, "per_sequence") or 0.0,
+        per_ffn_pass_s=_duration(f, "per_ffn_pass") or 0.0,
+        per_running_s=_duration(f, "per_running") or 0.0,
+        per_mixer_sequence_s=_duration(f, "per_mixer_sequence") or 0.0,
+        per_state_sequence_s=_duration(f, "per_state_sequence") or 0.0,
         allreduce_latency_s=_duration(f, "allreduce_latency"),
         kv_read=kv_read,
         band=_band(f),
@@ -498,7 +502,8 @@ def _range(f: Fields) -> FitRange:
 def _serving(f: Fields, engine: str) -> ServingDefaults:
     """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
     ``source`` (engine file and version) it was read from."""
-    from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+    from decodecalc.engine.limits import MAX_SCHEDULER_LIMIT
+    from decodecalc.engine.profile import GpuRule, ServingDefaults
 
     def sourced(name: str) -> Fields:
         entry = f.mapping(name)

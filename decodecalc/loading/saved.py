@@ -16,6 +16,7 @@ from decodecalc.engine.profile import EngineParams
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
 from decodecalc.record import record
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.writing import write_file
 
 
@@ -177,6 +178,9 @@ def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
             "mma_efficiency": round(p.mma_efficiency, 4),
             "tile_rows": p.tile_rows,
         }
+        for cost in RUNNING_COSTS:  # (step/running.py: only those fitted or lent)
+            if getattr(p, cost.field):
+                entry[cost.key] = _microseconds(getattr(p, cost.field), 3)
         if p.mma_fitted:
             entry["mma_fitted"] = True
         if p.lent:

@@ -12,6 +12,7 @@ from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.step.step import MIN_TILE_ROWS, EngineStep, GroupRead, Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -234,7 +235,7 @@ def _engine_lines(x: Explanation) -> list[str]:
         )
         lines.append(
             f"   {name} by operation: "
-            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.operations)
+            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
         )
         if params.kernel_source:
             lines.append(
@@ -295,7 +296,7 @@ def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
 
 
 def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
-    """The MoE-layer and per-sequence costs, where the profile has them."""
+    """The MoE-layer, per-sequence and running costs, where the profile has them."""
     text = ""
     if counts.moe_layers and params.per_moe_layer_s:
         text += f" + {counts.moe_layers} MoE layers x {params.per_moe_layer_s * 1e6:.0f} us"
@@ -304,4 +305,10 @@ def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
             f" + {counts.passes:,} sequence passes (batch x layers, an MoE layer once per "
             f"routed expert) x {params.per_sequence_s * 1e6:.2f} us"
         )
+    running = counts.running  # (step/running.py)
+    if running is None:
+        return text
+    for cost in RUNNING_COSTS:
+        if rate := getattr(params, cost.field):
+            text += f" + {running.count(cost):,} x {rate * 1e6:.3g} us {cost.label}"
     return text
