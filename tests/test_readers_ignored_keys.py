@@ -298,6 +298,12 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
     assert "decodecalc reads its config.json" in r.err
 
 
+def test_models_family_of_a_refused_type_says_why(cli: Run) -> None:
+    r = cli("models", "--family", "jetmoe")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "refused: JetMoE's mixture of attention heads" in r.err
+
+
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [

@@ -48,12 +48,17 @@ def models(
     catalog = load_catalog(presets)
     every = catalog.models()
     if family and not any(m.family == family for m in every):
-        from decodecalc.loading.families import FAMILIES, WRAPPERS
+        from decodecalc.loading.families import FAMILIES, REFUSED, WRAPPERS
 
         if family in FAMILIES or family in WRAPPERS:  # read from config.json, no preset
             raise InputError(
                 f"no preset has family {family!r}; decodecalc reads its config.json: give "
                 "-m a model folder, a config.json or a Hugging Face id"
+            )
+        if family in REFUSED:
+            raise InputError(
+                f"no preset has family {family!r}, and its config.json is refused: "
+                f"{REFUSED[family]}"
             )
     found = matching(every, family, lambda m: m.family, "family")
     out.emit(models_report(found, catalog.dtype("bf16")))
