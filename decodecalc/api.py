@@ -63,8 +63,8 @@ def scenario(
     Link you built is used as given.
     """
     from decodecalc.loading.fields import suggest
-    from decodecalc.loading.resolve import resolve
     from decodecalc.record import field_names
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     known = field_names(ScenarioSpec)

@@ -27,14 +27,16 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
   latency (where there are TP > 1 points), the per-step cost, the per-layer cost (where
-  layer counts mix), the per-sequence cost (where one scenario is measured at several
-  batch sizes), each only where the points separate it from what came before and number
-  at least twice the unknowns. A per-layer, per-step or per-MoE-layer cost (and e_mma)
-  not fitted is that of one fit over every engine's points on the same GPU family (never
-  zero where that fit finds one: every engine pays launch costs); a per-sequence cost not
-  fitted is the smallest any group's own batch sweeps on the family show, else none (a
-  lent per-sequence cost is another release's scheduler, multiplied by tens of thousands
-  of passes in a big MoE's step); the all-reduce latency not fitted is the link's.
+  layer counts mix), the running costs (decodecalc/step/running.py: per feed-forward pass,
+  per running request, per mixer layer, per recurrent layer; where one scenario is measured
+  at several batch sizes, each next one where models' counts differ), each only where the
+  points separate it from what came before and number at least twice the unknowns. A
+  per-layer, per-step or per-MoE-layer cost (and e_mma) not fitted is that of one fit over
+  every engine's points on the same GPU family (never zero where that fit finds one: every
+  engine pays launch costs); a running cost not fitted is the smallest any group's own
+  batch sweeps on the family show, else none (a lent one is another release's scheduler,
+  multiplied by tens of thousands of passes in a big MoE's step: calibration/validation.py
+  lent_running_costs); the all-reduce latency not fitted is the link's.
 - e_mma (the share of peak FLOP/s a compute-bound GEMM multiplies at) where two points or
   more have compute-bound GEMMs, else 0.6; grouped expert GEMMs compute each expert's
   rows in tiles of 16 (step/step.py weight_ops).
@@ -105,7 +107,8 @@ from decodecalc.calibration.validation import (
     with_prefill,
 )
 from decodecalc.engine.profile import EngineParams, release_order
-from decodecalc.engine.transfer import VendorFactor, transferred
+from decodecalc.engine.select import AS_OF as SHIPPED_AS_OF
+from decodecalc.engine.transfer import VendorFactor, across, transferred
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.loading.saved import FamilyProfile, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
@@ -149,21 +152,25 @@ ENGINES = {
         "TGI's own differences.",
         carried_from="vllm",
     ),
+    # --- MLX on Apple (validation/points-apple.yaml; FITTED_SHARES below) ---
     "mlx": About(
         "MLX (mlx-lm)",
         ("mlx-lm",),
-        "No published points in validation/points.yaml: llama.cpp's Metal parameters "
-        "carried over (the other engine measured on Apple GPUs); expect a wider error than "
-        "the band says.",
-        carried_from="llama.cpp-metal",
+        "Fitted on mlx-lm 0.31.1 (mlx 0.31.1, March 2026) on an M4 Max 128 GB: ten points of "
+        "GLM-4.7-Flash, Qwen3-8B, Qwen3-Coder-Next (Qwen3-Next-80B-A3B), gpt-oss-20b and "
+        "gpt-oss-120b, 4-bit (group 64) and MXFP4-Q8, each at a short and a 22K-token prompt "
+        "(validation/points-apple.yaml). Its 22 other MLX points (mlx-lm 0.28 and 0.30, "
+        "vllm-mlx, mlx-omni-server, LM Studio's MLX engine; M4 Max 48-128 GB, M3 Ultra "
+        "256-512 GB, M2 Ultra 64 GB) stay out of sample (docs/accuracy.md, 'MLX on Apple').",
     ),
+    # --- end MLX on Apple ---
 }
 """Every engine the presets ship, with what the fit cannot know about it."""
 
 HEADER = (
     "Written by validation/fit_engines.py from validation/points.yaml and a share of\n"
-    "validation/points-2026-thin-regimes.yaml (FITTED_SHARES): re-run the script instead of\n"
-    "editing (its docstring states the fitting rules)."
+    "validation/points-2026-thin-regimes.yaml and validation/points-apple.yaml (FITTED_SHARES):\n"
+    "re-run the script instead of editing (its docstring states the fitting rules)."
 )
 
 
@@ -205,11 +212,12 @@ NEWEST_DAYS = 365
 """A vendor's newest points: those of its release lines dated within twelve months before
 AS_OF (older ones are other releases' kernels)."""
 
-AS_OF = date(2026, 12, 2)
+AS_OF = SHIPPED_AS_OF
 """The day the shipped profiles are fitted for, fixed so that the same points give the
 same bytes: the vendor factors' twelve months end on it. As of it, SGLang 0.4.2 on MI300X
 (February 2025) and vLLM 0.10.0 (August 2025) are older than a year, so the AMD factor
-rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES)."""
+rests on vLLM 0.19's MI355X points of May 2026 alone (FITTED_SHARES). The typical band's
+twelve months end on the same day (engine/select.py AS_OF, recent_on)."""
 
 VENDOR = "nvidia-"
 """The source family's vendor: a factor is fitted for the families of other vendors only
@@ -260,7 +268,8 @@ def vendor_factors(
 ) -> list[VendorFactor]:
     """Each other vendor's GPU family's factors over SOURCE_FAMILY: the medians of
     measured / expected over the family's newest points (NEWEST_DAYS), each predicted by
-    its own engine's newest line fitted on SOURCE_FAMILY as it would transfer (factor 1):
+    its own engine's newest line fitted on SOURCE_FAMILY as it would transfer at factor 1
+    (engine/transfer.py across: the family's own link latency, as transferred prices it):
     how much slower the vendor's kernels run a step than the same engine's rates on the
     source say, for dense models and, over that, for MoE models (each kind with
     MIN_VENDOR_POINTS points; with fewer, the other kind's). Only points of engines with
@@ -273,7 +282,7 @@ def vendor_factors(
             source = newest_fitted([f for (e, _), f in fits.items() if e == p.engine])
             if source is None:
                 continue
-            expected = predicted(p, (source[1],), p.engine).seconds
+            expected = predicted(p, (across(source[1], SOURCE_FAMILY, family),), p.engine).seconds
             kind = "dense" if p.point.scenario.model.moe() is None else "moe"
             ratios[kind].append(p.terms.measured_s / expected)
             gpu = p.point.scenario.gpu
@@ -412,6 +421,7 @@ def profiles(
 POINTS = (
     ROOT / "validation" / "points.yaml",
     ROOT / "validation" / "points-2026-thin-regimes.yaml",
+    ROOT / "validation" / "points-apple.yaml",  # MLX on Apple: FITTED_SHARES
 )
 """The points the shipped profiles are fitted on: the 232 of ../shared/validation, and of
 the 2026 set where it is thin the share FITTED_SHARES names. The datacenter set and the
@@ -439,6 +449,14 @@ FITTED_SHARES = {
         Share("vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")),
         Share("atom", "2026-05", ("deepseek-v3", "gpt-oss-120b", "minimax-m2", "llama-3.1-70b")),
     ),
+    # --- MLX on Apple ---
+    "points-apple.yaml": (
+        Share(
+            "mlx",
+            "0.31",
+            ("glm-4.7-flash", "qwen3-8b", "qwen3-next-80b-a3b", "gpt-oss-20b", "gpt-oss-120b"),
+        ),
+    ),
 }
 """Files fitted in part, by name, and the parts. vLLM 0.19 (ATOM's plugin, May 2026) on
 MI355X: 36 points of three models (gpt-oss-120b at TP 1, 2 and 8, MiniMax-M2.5 at TP 2 and
@@ -448,7 +466,13 @@ hybrid linear) stay out of sample. ATOM's standalone server (nightly of 2026-05-
 points of DeepSeek-R1 (the deepseek-v3 preset; FP8 TP 8, MXFP4 TP 4), gpt-oss-120b,
 MiniMax-M2.7 (FP8 TP 2, MXFP4 TP 1) and Llama-3.3-70B (MXFP4, the one dense model) make
 the `atom` profile; its 36 points of GLM-5 and GLM-5.1, Kimi-K2.5 and Qwen3.5-397B-A17B
-stay out of sample, as do the 74 Strix Halo points."""
+stay out of sample, as do the 74 Strix Halo points.
+
+MLX on Apple (points-apple.yaml): mlx-lm 0.31.1's ten points on an M4 Max 128 GB (five
+models, each at a short and a 22K-token prompt) make the `mlx` profile, a new engine on its
+own points, its band from each model left out in turn; the file's 22 other MLX points (mlx-lm
+0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
+and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:

@@ -40,6 +40,10 @@ def transformers_count(config: dict[str, Any], text_only: bool = False) -> int |
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "config.json").write_text(json.dumps(config))
         loaded = AutoConfig.from_pretrained(folder)
+    if model_type == "dbrx" and not hasattr(loaded.attn_config, "rope_theta"):
+        # transformers 5.24's DbrxAttention still reads attn_config.rope_theta, which its
+        # DbrxAttentionConfig no longer keeps (the base is in rope_parameters): no shape.
+        loaded.attn_config.rope_theta = loaded.rope_parameters["rope_theta"]
     auto = AutoModelForCausalLM
     if model_type in wrapped and not (text_only and model_type in causal):
         auto = AutoModelForImageTextToText  # type: ignore[assignment]

@@ -53,6 +53,7 @@ DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen3_vl": ("qwen3_vl", {}),
     "qwen3_vl_moe": ("qwen3_vl_moe", {}),
     "minicpm3": ("minicpm3", {}),
+    "dbrx": ("dbrx", {}),  # DbrxConfig's own small defaults (24 layers, 4 experts)
     # Dots1Config leaves the experts unset (None): dots.llm1's 128 routed experts, 6 a
     # token, 2 shared, one dense layer first.
     "dots1": (

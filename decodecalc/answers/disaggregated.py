@@ -11,10 +11,12 @@ link between the pools, and then decodes on a decode worker whose steps carry no
     TPOT = the decode worker's step at its share of the decoding requests / tau
 
 The pools are two stations of one loop. The prefill pool is P servers, each computing one
-prompt at a time (a prompt is compute-bound: packing several into a pass saves little),
-its wait that of an M/M/c queue (Erlang C) at the offered load; the decode pool holds every
-decoding request, D workers sharing them evenly. A closed loop of C requests settles where
-C = X x e2e(X) (Little's law), an open loop at X = the request rate.
+prompt at a time (a prompt is compute-bound: packing several into a pass saves little), or
+under data-parallel attention P x N (each of a worker's N ranks its own prompt, the N
+sharing each pass), its wait that of an M/M/c queue (Erlang C) at the offered load; the
+decode pool holds every decoding request, D workers sharing them evenly. A closed loop of
+C requests settles where C = X x e2e(X) (Little's law), an open loop at X = the request
+rate.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
-from decodecalc.answers.serving import Refused, Workload, erlang_c, step_prices
+from decodecalc.answers.serving import Refused, erlang_c, step_prices
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
+from decodecalc.scenarios.workload import WORKLOAD_FIELD, Workload
 from decodecalc.step.parallelism import handover_seconds
 from decodecalc.step.passes import mixed_pass_seconds
 from decodecalc.step.step import StepModel
@@ -38,9 +41,6 @@ if TYPE_CHECKING:
     from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.model.hardware import Link
     from decodecalc.scenarios.scenario import Scenario
-
-MAX_WORKERS = 1024
-"""Workers per pool: more than any deployment published."""
 
 
 @record
@@ -55,15 +55,20 @@ class Pools:
     """What carries the prompt's KV between the pools (None: free, the same GPUs)."""
 
     def __post_init__(self) -> None:
-        for what, count in (("prefill", self.prefill_workers), ("decode", self.decode_workers)):
-            if not 1 <= count <= MAX_WORKERS:
-                raise InputError(
-                    f"{what} workers {count} must be a whole number from 1 to {MAX_WORKERS}"
-                )
+        for name in ("prefill_workers", "decode_workers"):
+            WORKLOAD_FIELD[name].check(getattr(self, name))
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_workers * self.prefill.gpus
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_workers * self.decode.gpus
 
     @property
     def gpus(self) -> int:
-        return self.prefill_workers * self.prefill.gpus + self.decode_workers * self.decode.gpus
+        return self.prefill_gpus + self.decode_gpus
 
 
 @record
@@ -122,14 +127,12 @@ class DisaggregatedResult:
 
     @property
     def output_per_decode_gpu(self) -> float:
-        p = self.pools
-        return self.output_throughput_tokens_per_s / (p.decode_workers * p.decode.gpus)
+        return self.output_throughput_tokens_per_s / self.pools.decode_gpus
 
     @property
     def input_per_prefill_gpu(self) -> float:
-        p = self.pools
         per_s = self.request_throughput_per_s * self.workload.input_len
-        return per_s / (p.prefill_workers * p.prefill.gpus)
+        return per_s / self.pools.prefill_gpus
 
     @property
     def saturates(self) -> str:
@@ -169,28 +172,37 @@ def decode_worker_requests(decode: Scenario, pool: KvPool, tokens: int) -> float
         return 0.0
     if not decode.dp_attention:
         return pool.max_concurrency(tokens)
-    tp_layout = replace(decode, dp_attention=False)
     whole = replace(decode, tp=1, pp=1, ep=False, dp_attention=False, eplb_redundant=0)
-    per_gpu = StepModel.at(tp_layout, 1).kv_bytes_per_token()
+    per_gpu = pool.kv_bytes_per_token
     full = StepModel.at(whole, 1).kv_bytes_per_token()
     stored = max(st.stored_weight_bytes for st in StepModel.at(decode, 1).stages)
     room = pool.tokens * per_gpu - max(0, stored - pool.weight_bytes)
     return max(0.0, decode.tp * room / full / tokens)
 
 
+def prefill_ranks(prefill: Scenario) -> int:
+    """Prompts a prefill worker computes side by side: one per attention rank under
+    data-parallel attention (each rank takes its own requests, SGLang's and vLLM's DP
+    ranks), else one (the TP group computes one prompt at a time)."""
+    return prefill.tp if prefill.dp_attention else 1
+
+
 def prefill_seconds(prefill: Scenario, workload: Workload, budget: int) -> float:
-    """A prompt alone on a prefill worker: its computed tokens in ceil(I' / M) equal
-    chunks, each a pass that writes and reads back its KV and computes its FLOPs (at the
-    engine's prefill efficiency), with no decoding sequence beside it."""
+    """A prompt on a prefill worker (beside one on each other attention rank, under
+    data-parallel attention): its computed tokens in ceil(I' / M) equal chunks, each a pass
+    over every rank's chunk that writes and reads back its KV and computes its FLOPs (at
+    the engine's prefill efficiency), with no decoding sequence beside it. The ranks'
+    chunks share the pass's weight reads and travel together in its all-to-all."""
     from decodecalc.answers.serving import prefill_flops_per_token
 
     tokens = workload.new_tokens
     chunks = math.ceil(tokens / budget)
     chunk = math.ceil(tokens / chunks)
-    step = StepModel.at(prefill, 1)
+    ranks = prefill_ranks(prefill)
+    step = StepModel.at(prefill, ranks)
     units = Fraction(2 * chunk * step.kv_units.elements_per_token)
-    flops = chunk * prefill_flops_per_token(prefill, workload)
-    return chunks * mixed_pass_seconds(step, chunk, units, 0.0, flops)
+    flops = ranks * chunk * prefill_flops_per_token(prefill, workload)
+    return chunks * mixed_pass_seconds(step, ranks * chunk, units, 0.0, flops)
 
 
 class _Deployment:
@@ -263,8 +275,13 @@ class _Deployment:
         return self.decode_steps * self.step_s(batch)
 
     @property
+    def prefill_servers(self) -> int:
+        """Prompts the prefill pool computes at once: a worker's ranks (prefill_ranks)."""
+        return self.pools.prefill_workers * prefill_ranks(self.pools.prefill)
+
+    @property
     def prefill_capacity(self) -> float:
-        return self.pools.prefill_workers / self.prefill_s
+        return self.prefill_servers / self.prefill_s
 
     @property
     def decode_capacity(self) -> float:
@@ -286,9 +303,10 @@ class _Deployment:
         return high
 
     def prefill_wait_s(self, rate: float) -> float:
-        """Erlang C over the P prefill workers at the offered load rate x prefill; none in
-        a closed loop of at most P requests (a worker is always free)."""
-        servers = self.pools.prefill_workers
+        """Erlang C over the prefill pool's servers (P workers x their ranks) at the
+        offered load rate x prefill; none in a closed loop of no more requests than servers
+        (one is always free)."""
+        servers = self.prefill_servers
         if self.closed_within is not None and self.closed_within <= servers:
             return 0.0
         offered = min(rate * self.prefill_s, servers * (1 - 1e-9))
@@ -325,7 +343,7 @@ class _Deployment:
         band, wider = self.steps.band(batch)
         rates = pools.decode.rates
         output_per_s = rate * w.output_len
-        prefill_rate = 1 / self.prefill_s
+        prefill_rate = prefill_ranks(pools.prefill) / self.prefill_s
         decode_rate = self.cap / self.residence_s(self.cap)
         return DisaggregatedResult(
             pools=pools,
@@ -417,3 +435,48 @@ def serve_disaggregated(
         else:
             high = middle
     return deployment.at_rate(high, float(concurrency))
+
+
+@record
+class PoolRates:
+    """Each pool saturated on its own, as a benchmark that isolates one pool measures it
+    (the other given all it needs): the decode workers at a batch each, the prefill
+    workers with every server busy."""
+
+    decode_batch: float
+    """Requests one decode worker runs at once."""
+    decode_step_s: float
+    tpot_s: float
+    output_per_decode_gpu: float
+    """Output tokens per second per decode GPU at that batch."""
+    prefill_s: float
+    input_per_prefill_gpu: float
+    """Prompt tokens per second per prefill GPU, every prefill server busy."""
+
+
+def pool_rates(
+    pools: Pools, workload: Workload, limits: SchedulerLimits, decode_batch: float
+) -> PoolRates:
+    """The two pools' own rates: a decode step of ``decode_batch`` requests (no prefill
+    mixed in, no cap on the batch but what the KV pool holds) and the prefill pool's
+    saturation (answers the same _Deployment prices)."""
+    deployment = _Deployment(pools, workload, limits)
+    if decode_batch > deployment.max_kv:
+        d = pools.decode
+        raise Refused(
+            f"a decode worker ({d.gpus} x {_gpu(d)}) holds {deployment.max_kv:,.0f} requests of "
+            f"{workload.input_len + workload.output_len:,} tokens, not {decode_batch:,.0f}",
+            "fit",
+            decode_batch,
+            deployment.max_kv,
+        )
+    step = deployment.step_s(decode_batch)
+    p = pools.prefill
+    return PoolRates(
+        decode_batch=decode_batch,
+        decode_step_s=step,
+        tpot_s=step / deployment.tau,
+        output_per_decode_gpu=decode_batch * deployment.tau / step / pools.decode.gpus,
+        prefill_s=deployment.prefill_s,
+        input_per_prefill_gpu=prefill_ranks(p) * workload.input_len / deployment.prefill_s / p.gpus,
+    )

@@ -24,11 +24,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, ServingResult, Workload, serve
+from decodecalc.answers.serving import Refused, ServingResult, serve
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
-from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.fields import MAX_BATCH
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.memory import MemoryFit
 from decodecalc.step.step import StepModel
 
@@ -349,7 +351,15 @@ def _figures(o: Option) -> tuple[object, ...]:
         o.max_batch,
         o.max_context,
         tuple(m.message for m in o.misses),
-        None if o.pools is None else (o.pools.prefill_workers, o.pools.decode_workers),
+        None
+        if o.pools is None
+        else (
+            o.pools.prefill_workers,
+            o.pools.decode_workers,
+            o.pools.prefill.tp,
+            o.pools.prefill.pp,
+            o.pools.prefill.dp_attention,
+        ),
     )
 
 
@@ -362,23 +372,74 @@ server priced whole, so trying every layout would be slow."""
 
 
 def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
-    bases = [o.scenario for o in options if o.fits and o.pools is None][:DISAGGREGATED_BASES]
-    return [
-        _evaluate_pools(s, prefill, decode, targets)
-        for s in bases
-        for prefill, decode in DISAGGREGATED_SPLITS
-        if (prefill + decode) * s.gpus <= targets.max_gpus
-    ]
+    """Each of the best aggregated layouts as the decode workers' (``bases``), with prefill
+    workers of that layout and of the one, among every layout that fits (same GPU and
+    formats), that prefills the most prompt tokens per GPU; each split within --max-gpus."""
+    fitting = [o.scenario for o in options if o.fits and o.pools is None]
+    fastest = _fastest_prefill(fitting, targets)
+    found = []
+    for decode in fitting[:DISAGGREGATED_BASES]:
+        best = fastest[_kind(decode)]
+        layouts = (decode,) if _layout_of(best) == _layout_of(decode) else (decode, best)
+        for prefill in layouts:
+            found += [
+                _evaluate_pools(prefill, decode, p, d, targets)
+                for p, d in DISAGGREGATED_SPLITS
+                if p * prefill.gpus + d * decode.gpus <= targets.max_gpus
+            ]
+    return found
 
 
-def _evaluate_pools(scenario: Scenario, prefill: int, decode: int, targets: Targets) -> Option:
-    """``prefill`` + ``decode`` workers of the scenario's layout as the disaggregated
-    server prices them under the workload (answers/disaggregated.py)."""
+def _kind(s: Scenario) -> tuple[object, ...]:
+    """What both pools of one deployment share: the GPU and the formats (the KV crosses)."""
+    return (s.gpu.id if s.gpu else s.bandwidth_bytes_per_s, _formats(s))
+
+
+def _fastest_prefill(
+    fitting: Sequence[Scenario], targets: Targets
+) -> dict[tuple[object, ...], Scenario]:
+    """For each GPU and formats, the fitting layout whose worker prefills the most prompt
+    tokens per second per GPU (prefill_rate); the first in the ranking wins a tie."""
+    best: dict[tuple[object, ...], tuple[float, Scenario]] = {}
+    for s in fitting:
+        rate = prefill_rate(s, targets)
+        kind = _kind(s)
+        if kind not in best or rate > best[kind][0]:
+            best[kind] = (rate, s)
+    return {kind: s for kind, (_, s) in best.items()}
+
+
+def _layout_of(s: Scenario) -> tuple[int, int, bool, bool]:
+    return (s.tp, s.pp, s.ep, s.dp_attention)
+
+
+def prefill_rate(scenario: Scenario, targets: Targets) -> float:
+    """Prompt tokens per second per GPU a prefill worker of the scenario's layout computes
+    under the workload, every server busy (0 where it cannot run it)."""
+    from decodecalc.answers.disaggregated import prefill_ranks, prefill_seconds
+
+    workload = targets.workload
+    assert workload is not None
+    limits = scheduler_limits(
+        scenario.engine, scenario.gpu, memory_utilization=targets.memory_utilization
+    )
+    seconds = prefill_seconds(scenario, workload, limits.max_num_batched_tokens)
+    if not seconds > 0:
+        return 0.0
+    return prefill_ranks(scenario) * workload.input_len / seconds / scenario.gpus
+
+
+def _evaluate_pools(
+    prefill_layout: Scenario, scenario: Scenario, prefill: int, decode: int, targets: Targets
+) -> Option:
+    """``prefill`` workers of ``prefill_layout`` and ``decode`` workers of the scenario's
+    layout as the disaggregated server prices them under the workload
+    (answers/disaggregated.py)."""
     from decodecalc.answers.disaggregated import Pools, serve_disaggregated
 
     workload = targets.workload
     assert workload is not None
-    pools = Pools(scenario, scenario, prefill, decode, targets.kv_link)
+    pools = Pools(prefill_layout, scenario, prefill, decode, targets.kv_link)
     return _served_option(
         scenario,
         targets,
@@ -401,12 +462,25 @@ def why_first(o: Option) -> str:
             "cheapest per million tokens"
         )
     p = o.pools
+    own = _layout_of(p.prefill) == _layout_of(p.decode)
+    prefill = "" if own else f" of {layout_label(p.prefill)} (the most prompt tokens per GPU)"
     return (
         f"TTFT ({served.ttft_s * 1000:,.0f} ms) held by {p.prefill_workers} prefill "
-        f"worker{'s' if p.prefill_workers > 1 else ''}; TPOT ({served.tpot_s * 1000:,.1f} ms) "
-        f"by {p.decode_workers} decode worker{'s' if p.decode_workers > 1 else ''} at "
-        f"{served.decode_batch:,.0f} requests each; the cheapest per million tokens"
+        f"worker{'s' if p.prefill_workers > 1 else ''}{prefill}; TPOT "
+        f"({served.tpot_s * 1000:,.1f} ms) by {p.decode_workers} decode "
+        f"worker{'s' if p.decode_workers > 1 else ''}"
+        f"{'' if own else ' of ' + layout_label(p.decode)} at {served.decode_batch:,.0f} "
+        "requests each; the cheapest per million tokens"
     )
+
+
+def layout_label(s: Scenario) -> str:
+    """A worker's layout in words: 'TP 8', 'TP 4 PP 2', 'TP 8 EP DPA'."""
+    parts = [f"TP {s.tp}"]
+    if s.pp > 1:
+        parts.append(f"PP {s.pp}")
+    parts += [word for word, on in (("EP", s.ep), ("DPA", s.dp_attention)) if on]
+    return " ".join(parts)
 
 
 @record
@@ -550,7 +624,7 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
     import itertools
 
     from decodecalc.errors import Conflict
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     model = catalog.model(str(base.model))
     notes: list[Note] = []
@@ -599,7 +673,7 @@ def _gpus(
     did-you-mean once, not as every candidate left out), or every GPU the price lists
     price (those ``price`` names; with dollars, every list's). GPUs left without a price
     are left out and named in a note, since their cost is unknown."""
-    from decodecalc.loading.resolve import price_lists
+    from decodecalc.resolving.resolve import price_lists
 
     lists = price_lists(catalog, price)[1] if isinstance(price, str) else []
     one = len(lists) == 1 and str(price).strip().lower() != "lowest"
@@ -679,7 +753,7 @@ def _layouts(
 
 def _default_weights(catalog: Catalog, model: Model) -> tuple[str | None, ...]:
     """The model's own weights, and FP8 and INT4 where they store fewer bits than those."""
-    from decodecalc.loading.resolve import resolve_weights
+    from decodecalc.resolving.resolve import resolve_weights
 
     own = resolve_weights(catalog, None, model)[0]
     fewer = [w for w in DEFAULT_WEIGHTS if catalog.dtype(w).bits_per_value < own.bits_per_value]

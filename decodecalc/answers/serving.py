@@ -25,24 +25,20 @@ from statistics import median
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
-from decodecalc.answers.speculative import Speculation, draft_scenario
+from decodecalc.answers.speculative import draft_scenario
 from decodecalc.engine.profile import roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
-from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.flops import matmul_params, step_flops
 from decodecalc.step.passes import mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
-
-MAX_TOKENS = 2**24
-"""Input or output tokens of one request: 16M is past every model's context."""
-MAX_RATE = 1e6
-"""Requests per second: beyond it a rate is a typo."""
 
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
@@ -59,63 +55,6 @@ class Refused(InputError):
     def __init__(self, message: str, target: str, value: float, limit: float) -> None:
         super().__init__(message)
         self.target, self.value, self.limit = target, value, limit
-
-
-@record
-class Workload:
-    """What a benchmark sends: how many requests at once or how often, and their sizes."""
-
-    input_len: int
-    output_len: int
-    concurrency: int | None = None
-    """Closed loop: requests kept in flight (a new one as soon as one ends)."""
-    request_rate: float | None = None
-    """Open loop: Poisson arrivals per second."""
-    prefix_len: int = 0
-    """Prompt tokens every request shares at its start (a system prompt)."""
-    prefix_hit_rate: float = 1.0
-    """Share of requests that find the shared prefix in the prefix cache."""
-    speculative: Speculation | None = None
-    shared_prefix_attention: bool | None = None
-    """Read the shared prefix once per step for the whole batch (cascade attention);
-    None: the engine's default (SHARED_PREFIX_ENGINES)."""
-
-    def __post_init__(self) -> None:
-        if (self.concurrency is None) == (self.request_rate is None):
-            raise InputError("give a concurrency or a request rate (one of them)")
-        if not 1 <= self.input_len <= MAX_TOKENS:
-            raise InputError(f"input length {self.input_len} must be from 1 to {MAX_TOKENS:,}")
-        if not 2 <= self.output_len <= MAX_TOKENS:
-            raise InputError(
-                f"output length {self.output_len} must be from 2 to {MAX_TOKENS:,}: TPOT is "
-                "the time per token after the first"
-            )
-        if self.concurrency is not None and not 1 <= self.concurrency <= MAX_BATCH:
-            raise InputError(
-                f"concurrency {self.concurrency} must be a whole number from 1 to {MAX_BATCH:,}"
-            )
-        rate = self.request_rate
-        if rate is not None and (math.isnan(rate) or not 0 < rate <= MAX_RATE):
-            raise InputError(f"request rate {rate} must be above 0 and at most {MAX_RATE:g}/s")
-        if not 0 <= self.prefix_len < self.input_len:
-            raise InputError(
-                f"prefix length {self.prefix_len} must be from 0 to under the input length "
-                f"{self.input_len} (the last prompt token is always computed)"
-            )
-        hit = self.prefix_hit_rate
-        if math.isnan(hit) or not 0 <= hit <= 1:
-            raise InputError(f"prefix hit rate {hit} must be from 0 to 1")
-
-    @property
-    def cached_tokens(self) -> float:
-        """Prompt tokens per request the prefix cache saves, on average."""
-        return self.prefix_len * self.prefix_hit_rate
-
-    @property
-    def new_tokens(self) -> int:
-        """Prompt tokens per request the server computes, on average (the cached tokens
-        rounded down: a token is cached whole or not at all)."""
-        return self.input_len - math.floor(self.cached_tokens)
 
 
 @record

@@ -15,79 +15,9 @@ step are then 1 + the sum of the rates: (1 - a^(k+1)) / (1 - a) for a constant a
 
 from __future__ import annotations
 
-import math
-from itertools import pairwise
-
-from decodecalc.errors import InputError
-from decodecalc.model.model import Model
-from decodecalc.record import record, replace
+from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
-
-METHODS = ("eagle", "mtp", "draft")
-"""EAGLE and MTP draft with one extra decoder layer on the target's own hidden states and
-LM head; "draft" runs a separate small model (a model preset)."""
-
-MAX_PROPOSED = 32
-"""Proposed tokens per step: engines use 1 to about 8; more is a typo."""
-
-
-@record
-class Speculation:
-    """How a server speculates: the method, k proposed tokens and their acceptance."""
-
-    method: str
-    proposed: int
-    """k: tokens the drafter proposes per verify step."""
-    acceptance: tuple[float, ...]
-    """One constant per-token rate a, or k per-position rates (see the module's docstring)."""
-    draft_model: Model | None = None
-    """The drafter for method "draft" (None for EAGLE and MTP)."""
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise InputError(
-                f"speculative method {self.method!r} is not one of {', '.join(METHODS)}"
-            )
-        if (self.method == "draft") != (self.draft_model is not None):
-            raise InputError("a draft-model speculation needs a draft model, and only it does")
-        if not 1 <= self.proposed <= MAX_PROPOSED:
-            raise InputError(
-                f"speculative tokens {self.proposed} must be a whole number from 1 to "
-                f"{MAX_PROPOSED}"
-            )
-        rates = self.acceptance
-        if len(rates) not in (1, self.proposed):
-            raise InputError(
-                f"give one acceptance rate or {self.proposed} per-position rates "
-                f"(one per proposed token), not {len(rates)}"
-            )
-        for rate in rates:
-            if math.isnan(rate) or not 0 <= rate < 1:
-                raise InputError(f"acceptance {rate} must be from 0 to under 1")
-        if any(later > earlier for earlier, later in pairwise(rates)):
-            raise InputError(
-                "per-position acceptance rates never rise: position i is accepted only when "
-                "every earlier one is"
-            )
-
-    def position_rates(self) -> tuple[float, ...]:
-        """The share of verify steps accepting each proposed position: a^i for a constant
-        rate a, else the rates as given."""
-        if len(self.acceptance) > 1:
-            return self.acceptance
-        (rate,) = self.acceptance
-        return tuple(rate**i for i in range(1, self.proposed + 1))
-
-    @property
-    def tokens_per_step(self) -> float:
-        """Expected tokens a verify step emits per sequence: its own token plus every
-        accepted proposal, 1 + sum of the position rates."""
-        return 1 + sum(self.position_rates())
-
-    @property
-    def queries(self) -> int:
-        """Query tokens per sequence in the verify pass: the last token and k proposals."""
-        return self.proposed + 1
+from decodecalc.scenarios.workload import Speculation
 
 
 def draft_scenario(target: Scenario, speculation: Speculation) -> Scenario:

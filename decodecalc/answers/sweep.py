@@ -9,8 +9,8 @@ from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.answers.notes import context_notes, scenario_notes
 from decodecalc.errors import Conflict
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.fast import ROW_FIELDS, Columns, FastStep

@@ -26,7 +26,7 @@ from decodecalc.engine.profile import Engine, EngineParams, gpu_family, release_
 from decodecalc.errors import InputError
 from decodecalc.loading.saved import FamilyProfile, Fit, LineProfile, engine_profile_text
 from decodecalc.record import record, replace
-from decodecalc.scenarios.scenario import MIN_FRACTION
+from decodecalc.scenarios.fields import MIN_FRACTION
 from decodecalc.step.step import StepModel, expected_for
 
 

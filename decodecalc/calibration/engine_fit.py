@@ -3,16 +3,18 @@
 The step model is linear in its unknowns once the KV read mode is chosen:
 
     t = u_w x W/BW + u_kv x KV/BW + L x c_layer + c_step + calls x a + ring
-        + L_moe x c_moe + B x P x c_seq
+        + L_moe x c_moe + B x (c_run + E_tok x c_expert + L_attn x c_attn + L_state x c_state)
 
 with u_w = 1/e_w, u_kv = 1/e_kv, ``calls`` the all-reduces of a TP step (2 per layer, 0 at
-TP 1), ``a`` the engine's latency per call and ``ring`` the bytes' time on the link. The loss
+TP 1), ``a`` the engine's latency per call, ``ring`` the bytes' time on the link and the last
+bracket the running costs (step/running.py: per request, per token-expert pass, per sequence
+per mixer layer and per recurrent layer). The loss
 is the relative error t / measured - 1, so each point is a row x_i / m_i fitted to 1: a
 point of 5 ms weighs as much as one of 50 ms, and the error minimised is the one reported.
 
 Only what the points can tell apart is fitted. Unknowns are taken in a fixed order (e_w,
-e_kv, per-MoE-layer cost, all-reduce latency, per-step cost, per-layer cost, per-sequence
-cost); each is fitted when its column is not (nearly) a combination of those already taken
+e_kv, per-MoE-layer cost, all-reduce latency, per-step cost, per-layer cost, the running
+costs); each is fitted when its column is not (nearly) a combination of those already taken
 and the points number at least twice the unknowns; e_kv only when the points hold several
 contexts of one scenario (otherwise its bytes move with the weights'). An unknown that is
 not fitted keeps the prior's value: e_kv at the prior's ratio to e_w, a cost at the prior's
@@ -29,9 +31,11 @@ all-reduce latency comes before the per-step and per-layer costs, and where ever
 TP > 1 the per-step cost is not fitted at all: such points tell a constant per step from a
 latency per call only through the layer counts of different models, which differ in
 kernels per layer too, so the fixed cost is charged to the all-reduces (2 per layer),
-which a TP 1 deployment of the same engine does not pay. The per-sequence cost (B x
-passes, step/engine_terms.py) is fitted only where one scenario is measured at several batch
-sizes: at one batch it moves with the per-layer cost.
+which a TP 1 deployment of the same engine does not pay. The running costs are fitted only
+where one scenario is measured at several batch sizes (at one batch they move with the
+per-layer cost), in step/running.py's order: one model's sweep identifies the cost per
+feed-forward pass alone, and the per-request and per-mixer-layer costs each need
+models whose counts differ.
 
 A serving benchmark's mean TPOT also holds the prefill chunks of the requests arriving
 while it decodes; the caller takes them off the measured figure (step_terms' ``prefill_s``,
@@ -48,13 +52,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from decodecalc.answers.serving import ServingResult, Workload, serve
+from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.calibration.least_squares import bounded_least_squares
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.record import record, replace
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.linear import (
     LinearTerms,
     allreduce_latency,
@@ -62,6 +67,7 @@ from decodecalc.step.linear import (
     linear_terms,
     streaming_seconds,
 )
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.step.step import StepModel
 
 MEASURED_WEIGHTS: dict[str | None, float] = {
@@ -90,9 +96,10 @@ PARAMETERS = (
     "allreduce_latency",
     "per_step",
     "per_layer",
-    "per_sequence",
+    *(c.name for c in RUNNING_COSTS),
 )
-"""The unknowns, in the order they are taken when deciding what the points identify."""
+"""The unknowns, in the order they are taken when deciding what the points identify: the
+running costs last (step/running.py), each only where batch sweeps show it."""
 
 COST_PARAMETERS = PARAMETERS[3:]
 """The fixed costs and the all-reduce latency (the rest are efficiencies' inverses)."""
@@ -317,7 +324,25 @@ def _costs_chosen(
             chosen.append(name)
         else:
             held.append(_held(name, prior, terms, why))
-    return held
+    return _joined(held)
+
+
+def _joined(held: list[str]) -> list[str]:
+    """The held lines with the running costs that stay for one reason said once:
+    'per_ffn_pass 0 us, per_running 0 us (no scenario at several batch sizes)'."""
+    out: list[str] = []
+    for line in held:
+        value, _, why = line.partition(" (")
+        last = out[-1] if out else ""
+        if (
+            value.split(" ")[0] in RUNNING
+            and last.endswith(f" ({why}")
+            and (last.split(" ")[0] in RUNNING)
+        ):
+            out[-1] = f"{last.partition(' (')[0]}, {value} ({why}"
+        else:
+            out.append(line)
+    return out
 
 
 def _not_identified(name: str, terms: Sequence[StepTerms]) -> str | None:
@@ -326,9 +351,28 @@ def _not_identified(name: str, terms: Sequence[StepTerms]) -> str | None:
         return "every point is TP > 1: charged to the costs before it"
     if name == "per_moe_layer" and (moe := _moe_points(terms)) < MIN_POINTS_PER_UNKNOWN:
         return f"only {moe} distinct MoE point(s)"
-    if name == "per_sequence" and not _batch_varies(terms):
-        return "no scenario at several batch sizes"
+    if name in RUNNING and (why := _running_unidentified(name, terms)) is not None:
+        return why
     return None
+
+
+RUNNING = {c.name: c for c in RUNNING_COSTS}
+
+
+def _running_unidentified(name: str, terms: Sequence[StepTerms]) -> str | None:
+    """Why the points cannot identify a running cost (step/running.py), or None: it needs a
+    scenario measured at several batches, and its operation in the models measured
+    (recurrent layers)."""
+    if not _batch_varies(terms):
+        return "no scenario at several batch sizes"
+    if not any(_running_count(t, name) for t in terms):
+        return "no model measured has the operation"
+    return None
+
+
+def _running_count(t: StepTerms, name: str) -> int:
+    running = t.linear.counts.running
+    return 0 if running is None else running.count(RUNNING[name])
 
 
 def _params(prior: EngineParams, x: dict[str, float], points: int) -> EngineParams:
@@ -345,8 +389,8 @@ def _params(prior: EngineParams, x: dict[str, float], points: int) -> EnginePara
         per_step_s=x.get("per_step", prior.per_step_s),
         per_layer_s=x.get("per_layer", prior.per_layer_s),
         per_moe_layer_s=x.get("per_moe_layer", prior.per_moe_layer_s),
-        per_sequence_s=x.get("per_sequence", prior.per_sequence_s),
         points=points,
+        **{c.field: x.get(c.name, getattr(prior, c.field)) for c in RUNNING_COSTS},
     )
 
 
@@ -354,7 +398,7 @@ COSTS = {
     "per_step": "per_step_s",
     "per_layer": "per_layer_s",
     "per_moe_layer": "per_moe_layer_s",
-    "per_sequence": "per_sequence_s",
+    **{c.name: c.field for c in RUNNING_COSTS},
 }
 """Each fixed cost's EngineParams field."""
 
@@ -387,7 +431,7 @@ def _features(t: StepTerms, prior: EngineParams, bound: Bound) -> dict[str, floa
         "per_step": 1.0,
         "per_layer": t.linear.counts.layers,
         "per_moe_layer": t.linear.counts.moe_layers,
-        "per_sequence": t.linear.counts.passes,
+        **{c.name: _running_count(t, c.name) for c in RUNNING_COSTS},
         "known": t.linear.ring_s + (t.linear.compute_s if compute_bound else 0.0),
     }
 
@@ -409,12 +453,11 @@ def _moe_points(terms: Sequence[StepTerms]) -> int:
 
 
 def _batch_varies(terms: Sequence[StepTerms]) -> bool:
-    """Whether some scenario (less its batch and context) is measured at several batches:
-    one model's passes differ only with the batch."""
-    passes: dict[tuple[object, ...], set[int]] = {}
+    """Whether some scenario (less its batch and context) is measured at several batches."""
+    batches: dict[tuple[object, ...], set[int]] = {}
     for t in terms:
-        passes.setdefault(t.batch_series, set()).add(t.linear.counts.passes)
-    return any(len(p) > 1 for p in passes.values())
+        batches.setdefault(t.batch_series, set()).add(_running_count(t, "per_running"))
+    return any(len(b) > 1 for b in batches.values())
 
 
 def _independent(column: Sequence[float], taken: Sequence[Sequence[float]]) -> bool:

@@ -15,8 +15,8 @@ from decodecalc.calibration.points import MeasuredPoint, ServingLoad, read_point
 from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.benchmarks import KNOWN, BenchRun, read_benchmark
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 
 SERVING_KV = "bf16"

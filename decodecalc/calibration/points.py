@@ -20,8 +20,8 @@ from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import record
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.fields import SCENARIO_FIELDS
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
@@ -90,6 +90,11 @@ def read_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
     items = doc.data.get("points") if isinstance(doc.data, dict) else doc.data
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a list of measured points (or 'points:' holding one)")
+    if isinstance(items[0], dict) and "prefill_workers" in items[0]:
+        raise InputError(
+            f"{path}: disaggregated points (prefill_workers, decode_workers): replay them "
+            "with python validation/replay_disaggregated.py (calibration/disaggregated_points.py)"
+        )
     key = ("points",) if isinstance(doc.data, dict) else ()
     read = [_point(Fields(doc, (*key, i), item), catalog) for i, item in enumerate(items)]
     points = [p for p in read if p is not None]
@@ -104,7 +109,7 @@ _LABELS = ("engine", "engine_version", "group", "release")
 
 def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     # Fields report their own file position; only preset lookups need this point's added.
-    spec = _spec(f)
+    spec = point_spec(f)
     excluded = bool(f.text("exclude", ""))
     scenario = None if excluded else _resolved(f, spec, catalog)
     context = f.integer("context", minimum=0)
@@ -147,7 +152,7 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
     )
 
 
-def _spec(f: Fields) -> ScenarioSpec:
+def point_spec(f: Fields) -> ScenarioSpec:
     """The deployment a point measured: every scenario field points take
     (scenarios/fields.py), read by its kind; measured at efficiency 1 with no overhead."""
     readers: dict[str, Callable[[str], object]] = {

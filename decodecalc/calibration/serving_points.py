@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from decodecalc.answers.serving import ServingResult, Workload, serve
+from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.calibration.points import MeasuredPoint
+from decodecalc.engine.profile import gpu_family
 from decodecalc.engine.scheduler import scheduler_limits
-from decodecalc.engine.select import choose_engine, engine_at, extrapolation
+from decodecalc.engine.select import choose_engine, engine_at, engine_for, extrapolation
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import record, replace
+from decodecalc.scenarios.workload import Workload
 
 TPOT_TARGET = 0.15
 """The median absolute TPOT error the serving model is held to (issue 13)."""
@@ -108,6 +110,9 @@ def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> Servi
         scenario = point.scenario
         if point.engine is None:
             engine, _ = choose_engine(catalog, "typical", scenario.gpu)
+        elif point.release is None:  # no line named: the pooled fit, as the estimate's
+            profile = catalog.engine(point.engine)  # validation takes it (stand_in)
+            engine, _ = engine_for(profile, gpu_family(scenario.gpu), catalog.engines())
         else:  # at the point's own release line, as the estimate's validation takes it
             engine = engine_at(catalog, point.engine, point.release, scenario.gpu)
         engine, _ = extrapolation(engine, scenario.model, scenario.batch, scenario.gpu)

@@ -27,7 +27,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 
-from decodecalc.answers.serving import Workload, prefill_share_s, serve
+from decodecalc.answers.serving import prefill_share_s, serve
 from decodecalc.calibration.engine_fit import (
     DEFAULT_PRIOR,
     PrefillCase,
@@ -41,6 +41,7 @@ from decodecalc.calibration.engine_fit import (
 )
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.engine.profile import (
+    FIXED_COSTS,
     GPU_FAMILIES,
     Engine,
     EngineParams,
@@ -64,9 +65,11 @@ from decodecalc.engine.select import (
 )
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import kernel_rated
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import kernel_rated
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.engine_terms import Expected
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.step.step import Row, StepModel, expected_for
 
 FLASH_KV_RATIO = 0.85
@@ -217,11 +220,11 @@ does (model left out, p90 44% and band coverage 79% at 2 points and 1 model; 34%
 def fit_engines(points: Sequence[Labelled]) -> Fits:
     """Every engine+family with points, fitted in two passes on family_prior's costs. The
     first assumes e_kv at FLASH_KV_RATIO x e_w where the points cannot show it, and no
-    per-sequence cost where they cannot show one. The second refits each family that
+    running costs (step/running.py) where they cannot show them. The second refits each family that
     could not identify e_kv with the ratio and read mode of the same engine's
     best-measured family (most points) that could: the same kernels on other chips say
-    more than a constant; and each that could not identify a per-sequence cost with the
-    one its family's batch sweeps show (lent_sequence_cost). One family's fitted costs are
+    more than a constant; and each that could not identify its running costs with those
+    its family's batch sweeps show (lent_running_costs). One family's fitted costs are
     not lent to another: an engine's launch costs on one vendor can exceed a whole step on
     another (the fit could only answer with e_w at its bound)."""
     keyed: dict[tuple[str, str], list[Labelled]] = {}
@@ -236,7 +239,8 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
     fits: Fits = {}
     for key, members in sorted(keyed.items()):
         fitted = first[key].fit.fitted
-        prior = replace(priors[key[1]], per_sequence_s=lent_sequence_cost(first, key[1]))
+        lent = lent_running_costs(first, key[1])
+        prior = replace(priors[key[1]], **lent)
         lenders = [
             f.fit.params
             for (engine, _), f in sorted(first.items())
@@ -246,7 +250,7 @@ def fit_engines(points: Sequence[Labelled]) -> Fits:
             lender = max(lenders, key=lambda p: p.points)
             ratio = lender.kv_efficiency / lender.weight_efficiency
             prior = replace(prior, kv_efficiency=ratio, kv_read=lender.kv_read)
-        elif "per_sequence" in fitted or not prior.per_sequence_s:
+        elif RUNNING_NAMES & set(fitted) or not any(lent.values()):
             fits[key] = first[key]
             continue
         fits[key] = _fit(key, members, prior)
@@ -287,18 +291,25 @@ def _ranged(f: FamilyFit, members: Sequence[Labelled]) -> FamilyFit:
     return replace(f, fit=replace(f.fit, params=params), points=len(members))
 
 
-def lent_sequence_cost(first: Fits, family: str) -> float:
-    """The per-sequence cost a group whose points cannot show one is given: the smallest
-    that any group's own batch sweeps on the same GPU family show, else none. Capped so,
-    it is what every measured engine on those GPUs pays at least, never one engine's
-    scheduler lent to a faster one (a big MoE at a large batch counts tens of thousands
-    of sequence passes a step, so a lent cost can double the step)."""
-    shown = [
-        f.fit.params.per_sequence_s
-        for (_, f_family), f in first.items()
-        if f_family == family and "per_sequence" in f.fit.fitted
-    ]
-    return min(shown, default=0.0)
+def lent_running_costs(first: Fits, family: str) -> dict[str, float]:
+    """The running costs (step/running.py) a group whose points cannot show them is given,
+    by EngineParams field: for each, the smallest that any group's own batch sweeps on the
+    same GPU family show, else none. Capped so, it is what every measured engine on those
+    GPUs pays at least, never one engine's scheduler lent to a faster one."""
+    return {
+        c.field: min(
+            (
+                getattr(f.fit.params, c.field)
+                for (_, f_family), f in first.items()
+                if f_family == family and c.name in f.fit.fitted
+            ),
+            default=0.0,
+        )
+        for c in RUNNING_COSTS
+    }
+
+
+RUNNING_NAMES = {c.name for c in RUNNING_COSTS}
 
 
 BASE_PRIOR = replace(DEFAULT_PRIOR, kv_efficiency=FLASH_KV_RATIO)
@@ -311,7 +322,7 @@ def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
     points on the same GPU family, not zero. Every engine pays launch, norm and sampling
     costs, at a price set by the vendor's runtime; a group of one model and one layer
     count cannot tell them from e_w and, at zero, folds them into a lower e_w that
-    mispredicts every other model size. The per-sequence cost is not pooled (fit_engines
+    mispredicts every other model size. The running costs are not pooled (fit_engines
     lends the smallest the family's batch sweeps show instead). The all-reduce latency
     stays the link's (each TP group fits its own)."""
     pooled = fit_step_model(terms, BASE_PRIOR).params
@@ -320,13 +331,18 @@ def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
         per_layer_s=pooled.per_layer_s,
         per_step_s=pooled.per_step_s,
         per_moe_layer_s=pooled.per_moe_layer_s,
-        per_sequence_s=0.0,
         mma_efficiency=pooled.mma_efficiency,
+        lent=FIXED_COSTS,
     )
 
 
 def _fit(key: tuple[str, str], members: Sequence[Labelled], prior: EngineParams) -> FamilyFit:
+    """The members' fit on ``prior``, each fixed cost the prior lent and the members could
+    not identify (nor zero) recorded as lent (EngineParams.lent)."""
     fit = fit_step_model([m.terms for m in members], prior)
+    params = fit.params
+    lent = tuple(c for c in prior.lent if c not in fit.fitted and getattr(params, f"{c}_s"))
+    fit = replace(fit, params=replace(params, lent=lent))
     return FamilyFit(
         key[0],
         key[1],
@@ -426,8 +442,11 @@ residuals make the bands (conformal, shipped_bands)."""
 REPORTED = (*LEFT_OUT, "vendor")
 """What validate reports: LEFT_OUT and the GPU's vendor (NVIDIA, AMD, Apple, ...: every
 GPU of it left out at once, so its points are predicted from the other vendors' fits
-alone). The vendor's residuals make no band: its points are banded by the LEFT_OUT
-residuals of the other vendors' points, as a scenario on a vendor without data would be."""
+alone, through its own hardware figures: engine/transfer.py across). Its points are
+banded by the LEFT_OUT residuals of the other vendors' points and by those vendors' own
+vendor-left-out residuals (leave_out_all), as a scenario on a vendor without data would
+be: what a transfer across vendors missed where it can be measured. They make no shipped
+band (shipped_bands): a shipped profile is fitted on its own family."""
 
 
 def unit_of(p: Labelled, unit: str) -> str | None:
@@ -671,11 +690,15 @@ def conformal(
 
 def leave_out_all(points: Sequence[Labelled]) -> Found:
     """Every way of leaving out that validate reports (REPORTED), with conformal bands
-    from the residuals of LEFT_OUT's ways."""
+    from the residuals of LEFT_OUT's ways; a vendor's points also from the other vendors'
+    own vendor-left-out residuals (conformal never lets a point's own in): a scenario on
+    a vendor without data is a transfer across vendors, and its band is the error such
+    transfers showed on the vendors that have data."""
     found = {unit: leave_out(points, unit) for unit in LEFT_OUT}
     pairs = residuals(points, found)
     more = {unit: leave_out(points, unit) for unit in REPORTED if unit not in found}
-    return {**conformal(points, found, pairs), **conformal(points, more, pairs)}
+    across = [*pairs, *residuals(points, more)]
+    return {**conformal(points, found, pairs), **conformal(points, more, across)}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -13,7 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.answers.serving import Workload
 from decodecalc.checks.pools import PoolSettings, read_pools
 from decodecalc.checks.settings import (
     Problems,
@@ -37,19 +36,20 @@ from decodecalc.checks.vllm import (
     looks_like_vllm,
     read_serve_config,
 )
-from decodecalc.checks.workloads import read_workload
+from decodecalc.checks.workloads import read_fields, read_workload
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError, InputErrors
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import Document, KeyPath, parse_yaml, read_yaml
 from decodecalc.loading.fields import suggest
-from decodecalc.loading.resolve import resolve
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.scenarios.workload import Workload, keys_under
 from decodecalc.units import ascii_float, parse_bandwidth, parse_duration
 
 if TYPE_CHECKING:
@@ -61,13 +61,10 @@ DEPLOYMENT_KEYS = (
     "context",
     "targets",
     "vllm_config",
-    "workload",
-    "max_num_batched_tokens",
-    "max_num_seqs",
-    "prefill",
-    "decode",
-    "kv_link",
+    *keys_under(),
 )
+"""A deployment's keys: its name, the scenario fields (scenarios/fields.py), its contexts,
+targets and vLLM config, and the serving fields' (scenarios/workload.py)."""
 TOP_KEYS = ("deployments", "defaults")
 
 
@@ -76,9 +73,11 @@ class Deployment:
     """One deployment ready to check."""
 
     file: str
+    """The file it was read from, as messages and reports name it."""
     name: str
     scenario: Scenario
     contexts: tuple[int, ...]
+    """Where its targets are held: the file's contexts, else the model's maximum."""
     targets: Targets
     notes: tuple[Note, ...] = ()
     """What its vLLM config says that a reader of the figures must know."""
@@ -182,16 +181,18 @@ def _serve_defaults(
         given["batch"] *= replicas
 
 
+SCHEDULER_KEYS = ("max_num_batched_tokens", "max_num_seqs")
+"""The serving fields a deployment sets its server's scheduler limits with."""
+
+
 def _limits(
-    get: Getter, given: dict[str, Any], settings: Settings, serve: ServeConfig | None
+    problems: Problems, given: dict[str, Any], settings: Settings, serve: ServeConfig | None
 ) -> dict[str, Any]:
     """The scheduler limits a file sets; a vLLM config's max-num-seqs defaults as its
     decode batch does."""
-    limits = {
-        "max_num_batched_tokens": get("max_num_batched_tokens", lambda v: whole(tokens(v))),
-        "max_num_seqs": get("max_num_seqs", whole),
-        "memory_utilization": given.get("memory_utilization"),
-    }
+    limits: dict[str, Any] = dict.fromkeys(SCHEDULER_KEYS)
+    limits.update(read_fields({k: v for k, v in settings.items() if k in limits}, (), problems))
+    limits["memory_utilization"] = given.get("memory_utilization")
     if serve is not None and "max_num_seqs" not in settings:
         limits["max_num_seqs"] = serve.default_batch(given.get("gpu"))
     return limits
@@ -384,7 +385,7 @@ class DeploymentReader:
         contexts = get("context", context_list)
         targets = self._cli_targets(_targets(settings, problems, doc, key_path), problems)
         workload = read_workload(doc, settings, key_path, problems, self.catalog)
-        limits = _limits(get, given, settings, serve)
+        limits = _limits(problems, given, settings, serve)
         earlier = len(problems.items) > before
         problems.items.extend(_missing(where, name, settings, targets, startup_check, earlier))
         model = given.get("model")

@@ -3,13 +3,12 @@ tp, ep, dp_attention) and ``kv_link``, read into answers/disaggregated.py's Pool
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.checks.settings import Problems, Settings, flag, locate, text, whole
-from decodecalc.checks.workloads import mapping_settings
+from decodecalc.checks.settings import Problems, Settings, locate, text
+from decodecalc.checks.workloads import mapping_settings, read_fields
 from decodecalc.record import record, replace
+from decodecalc.scenarios.workload import keys_under
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import Pools
@@ -18,10 +17,8 @@ if TYPE_CHECKING:
     from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.spec import ScenarioSpec
 
-POOL_KEYS = ("workers", "tp", "ep", "dp_attention")
-LAYOUT_READERS = {"tp": whole, "ep": flag, "dp_attention": flag}
-DEFAULT_KV_LINK = "ib-ndr"
-"""The network between nodes where the deployment names none (as --node-link's default)."""
+POOL_KEYS = keys_under("prefill")
+"""What a pool takes (the serving field table's keys under prefill: and decode:)."""
 
 
 @record
@@ -39,13 +36,10 @@ class PoolSettings:
     def build(self, spec: ScenarioSpec, decode: Scenario, catalog: Catalog) -> Pools:
         """The pools: ``decode`` the decode worker's scenario (``spec`` resolved)."""
         from decodecalc.answers.disaggregated import Pools
-        from decodecalc.loading.resolve import resolve
+        from decodecalc.resolving.resolve import resolve, resolve_kv_link
 
         prefill = resolve(replace(spec, **self.prefill), catalog) if self.prefill else decode
-        name = self.kv_link or (
-            spec.node_link if isinstance(spec.node_link, str) else DEFAULT_KV_LINK
-        )
-        link = None if name.strip().lower() == "none" else catalog.link(name)
+        link = resolve_kv_link(catalog, self.kv_link, spec.node_link)
         return Pools(prefill, decode, self.prefill_workers, self.decode_workers, link)
 
 
@@ -92,12 +86,7 @@ def _pool(
     if "workers" not in found:
         problems.items.append(f"{raw.where}: give workers (how many {name} engine instances)")
         return None
-    readers: dict[str, Callable[[Any], Any]] = {"workers": whole, **LAYOUT_READERS}
-    values = {
-        key: problems.attempt(found[key].where, partial(read, found[key].value))
-        for key, read in readers.items()
-        if key in found
-    }
+    values = read_fields(found, (name,), problems)
     if any(v is None for v in values.values()):
         return None
     return values

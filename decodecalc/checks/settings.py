@@ -98,9 +98,12 @@ def flag(value: Any) -> bool:
 
 
 def tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
+    """A token count: a whole number of at least 0, or its text (32K)."""
+    if isinstance(value, str):
+        return parse_tokens(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"expected a token count such as 32768 or 32K, got {show(value)}")
-    return value if isinstance(value, int) else parse_tokens(value)
+    return value
 
 
 def context_list(value: Any) -> tuple[int, ...]:

@@ -37,12 +37,15 @@ class Targets:
     """What a deployment must achieve; None means not asked."""
 
     max_ms_per_token: float | None = None
+    """The slowest decode step, per token of a sequence."""
     min_tokens_per_s: float | None = None
     """Per sequence."""
     min_throughput_tokens_per_s: float | None = None
     """All sequences of the batch together."""
     must_fit: bool | None = None
+    """Weights, KV cache and state within the GPU's memory times its utilization."""
     min_crossover_context: int | None = None
+    """The KV cache may not overtake the weights before this context."""
     max_kv_share: float | None = None
     max_ttft_ms: float | None = None
     """Mean time to first token under the workload."""

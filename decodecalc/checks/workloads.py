@@ -13,6 +13,7 @@ acceptance rate vLLM logs once it runs (no config can know it beforehand).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -31,23 +32,16 @@ from decodecalc.checks.settings import text as text_value
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, KeyPath
 from decodecalc.loading.fields import suggest
+from decodecalc.scenarios.workload import WORKLOAD_FIELDS, keys_under
 
 if TYPE_CHECKING:
-    from decodecalc.answers.serving import Workload
-    from decodecalc.answers.speculative import Speculation
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.scenarios.workload import Speculation, Workload
 
-WORKLOAD_KEYS = (
-    "concurrency",
-    "request_rate",
-    "input_len",
-    "output_len",
-    "prefix_len",
-    "prefix_hit_rate",
-    "shared_prefix_attention",
-    "speculative",
-)
-SPECULATIVE_KEYS = ("method", "num_speculative_tokens", "acceptance", "draft_model")
+WORKLOAD_KEYS = keys_under("workload")
+SPECULATIVE_KEYS = keys_under("workload", "speculative")
+"""The keys a workload and its speculation take: the serving field table's
+(scenarios/workload.py), so a misspelt key's did-you-mean comes from it too."""
 
 VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle", "mtp": "mtp", "draft_model": "draft"}
 """vLLM speculative methods decodecalc prices; any ``*_mtp`` (deepseek_mtp, qwen3_next_mtp)
@@ -60,7 +54,7 @@ def read_workload(
 ) -> Workload | None:
     """The deployment's workload (None when it names none), with the speculation its own
     ``speculative:`` and its vLLM config's ``speculative-config`` describe together."""
-    from decodecalc.answers.serving import Workload
+    from decodecalc.scenarios.workload import Workload
 
     raw = settings.get("workload")
     if raw is None:
@@ -70,19 +64,7 @@ def read_workload(
     found = mapping_settings(doc, raw, path, WORKLOAD_KEYS, problems)
     if found is None or len(problems.items) > before:  # a misspelt key: say only that
         return None
-    values: dict[str, Any] = {}
-    for key, convert in (
-        ("concurrency", whole),
-        ("request_rate", number),
-        ("input_len", lambda v: whole(tokens(v))),
-        ("output_len", lambda v: whole(tokens(v))),
-        ("prefix_len", _count),
-        ("prefix_hit_rate", _share),
-        ("shared_prefix_attention", flag),
-    ):
-        if key in found:
-            setting = found[key]
-            values[key] = problems.attempt(setting.where, partial(convert, setting.value))
+    values = read_fields(found, ("workload",), problems)
     missing = [key for key in ("input_len", "output_len") if key not in found]
     if missing:
         problems.items.append(f"{raw.where}: give {' and '.join(missing)} (tokens per request)")
@@ -130,6 +112,30 @@ def _share(value: Any) -> float:
     return float(value)
 
 
+WORKLOAD_READERS: dict[str, Callable[[Any], Any]] = {
+    "tokens": lambda v: whole(tokens(v)),
+    "count": whole,
+    "rate": number,
+    "share": _share,
+    "flag": flag,
+    "text": text_value,
+}
+"""A file's value of each kind of serving field (scenarios/workload.py WORKLOAD_KINDS)."""
+
+
+def read_fields(found: Settings, section: tuple[str, ...], problems: Problems) -> dict[str, Any]:
+    """The values of the serving fields right under ``section`` that a file gives, each
+    read by its kind (a token count whose least is 0 may be 0), by key."""
+    values = {}
+    for row in WORKLOAD_FIELDS:
+        if row.key is None or row.key[:-1] != section or row.key[-1] not in found:
+            continue
+        read = _count if row.kind == "tokens" and row.least == 0 else WORKLOAD_READERS[row.kind]
+        setting = found[row.key[-1]]
+        values[row.key[-1]] = problems.attempt(setting.where, partial(read, setting.value))
+    return values
+
+
 def _speculation(
     doc: Document,
     own: Setting | None,
@@ -140,7 +146,7 @@ def _speculation(
 ) -> tuple[bool, Speculation | None]:
     """Whether the workload's speculation reads (the problems say why not), and the
     speculation (None: the server does not speculate)."""
-    from decodecalc.answers.speculative import Speculation
+    from decodecalc.scenarios.workload import Speculation
 
     parts: Settings = {}
     config = settings.get("speculative")  # from a vLLM config's speculative-config

@@ -11,12 +11,13 @@ option declarations themselves take time to create, so a query pays for its own 
 
 import contextlib
 import importlib
+import inspect
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
     from decodecalc.loading.catalog import Catalog
     from decodecalc.views.report import Report
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -47,7 +50,7 @@ COMMANDS = {
     "check": "check",
     "schema": "check",
     "calibrate": "calibrate",
-    "validate": "validate",
+    "validate": "calibrate",
     "models": "presets",
     "gpus": "presets",
     "dtypes": "presets",
@@ -107,16 +110,12 @@ PresetsOpt = Annotated[
 ]
 
 
-OutputOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write the output to FILE instead of stdout.",
-        metavar="FILE",
-        callback=given_path,
-    ),
-]
+def output_file(help_text: str) -> Any:
+    """--output FILE (-o) with the command's own help; an empty name refused as it is parsed."""
+    return typer.Option("--output", "-o", help=help_text, metavar="FILE", callback=given_path)
+
+
+OutputOpt = Annotated[str | None, output_file("Write the output to FILE instead of stdout.")]
 ForceOpt = Annotated[
     bool,
     typer.Option(
@@ -125,6 +124,16 @@ ForceOpt = Annotated[
         "changed since (an input of the command is never replaced).",
     ),
 ]
+
+
+def keyword_parameters(command: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A command's parameters as the keyword-only ones Typer passes, its ``**`` dropped
+    (the options a decorator adds arrive through it)."""
+    return [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(command).parameters.values()
+        if p.kind is not p.VAR_KEYWORD
+    ]
 
 
 @record
@@ -186,6 +195,62 @@ def emit(
 
 SUFFIXES = {".json": Format.json, ".csv": Format.csv, ".md": Format.markdown}
 """The format an --output file's name implies when no --format is given."""
+
+
+@record
+class Output:
+    """How and where a command writes its report: the format asked for (--format, --json)
+    and the file (--output, --force; None: stdout). Commands declared with output_options
+    receive it whole, so that every one of them reads these options the same way."""
+
+    fmt: Format = Format.table
+    as_json: bool = False
+    to: Destination = STDOUT
+
+    @property
+    def format(self) -> Format:
+        """The format written: JSON for --json, else format_for's."""
+        return Format.json if self.as_json else format_for(self.fmt, self.to.path)
+
+    @property
+    def data(self) -> bool:
+        """Whether stdout carries the answer as data (see data_on_stdout)."""
+        return data_on_stdout(self.fmt, self.as_json, self.to)
+
+    def emit(self, report: "Report", exact: bool = False) -> None:
+        emit(report, self.fmt, self.as_json, exact, self.to)
+
+
+def output_options(command: F) -> F:
+    """Declare --format, --json, --output and --force once for every command that writes a
+    report, the way sqlite-utils shares its output options: they take the place of the
+    command's ``out: Output`` parameter (there in --help too), and the command receives
+    them as that one Output. The command's first parameter is its ``ctx``."""
+    import functools
+    import inspect
+
+    names = [name for name, _, _ in _OUTPUT_OPTIONS]
+    own = inspect.signature(command)
+    kind = own.parameters["out"].kind
+    shared = [inspect.Parameter(n, kind, annotation=a, default=d) for n, a, d in _OUTPUT_OPTIONS]
+    parameters = [q for p in own.parameters.values() for q in (shared if p.name == "out" else [p])]
+
+    @functools.wraps(command)
+    def run(**given: Any) -> Any:
+        fmt, as_json, _, _ = (given.pop(name) for name in names)
+        return command(**given, out=Output(fmt, as_json, destination(given["ctx"])))
+
+    setattr(run, "__signature__", own.replace(parameters=parameters))  # noqa: B010
+    return run  # type: ignore[return-value]
+
+
+_OUTPUT_OPTIONS = (
+    ("fmt", FormatOpt, Format.table),
+    ("as_json", JsonOpt, False),
+    ("output", OutputOpt, None),
+    ("force", ForceOpt, False),
+)
+"""The parameters output_options puts in place of ``out``: name, declaration, default."""
 
 
 def data_on_stdout(fmt: Format, as_json: bool, to: Destination) -> bool:

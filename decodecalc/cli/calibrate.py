@@ -1,31 +1,19 @@
-"""The calibrate command: fit the engine step model to measured decode speeds."""
+"""The commands over measured decode speeds: calibrate fits the engine step model to them,
+validate says how well the engine profiles predict them."""
 
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from decodecalc.cli import (
-    ForceOpt,
-    Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
+    Output,
     PresetsOpt,
     app,
-    destination,
-    emit,
     given_path,
     load_catalog,
+    measured,
     note,
-)
-from decodecalc.cli.measured import (
-    GpuOpt,
-    KvOpt,
-    ModelOpt,
-    ReplicasOpt,
-    ShowPointsOpt,
-    TpOpt,
-    WeightsOpt,
+    output_options,
 )
 from decodecalc.errors import InputError
 
@@ -39,6 +27,7 @@ if TYPE_CHECKING:
 
 
 @app.command()
+@output_options
 def calibrate(
     ctx: typer.Context,
     points: Annotated[
@@ -87,17 +76,14 @@ def calibrate(
             metavar="NAME",
         ),
     ] = None,
-    model: ModelOpt = None,
-    gpu: GpuOpt = None,
-    weights: WeightsOpt = None,
-    kv_dtype: KvOpt = None,
-    tp: TpOpt = 1,
-    replicas: ReplicasOpt = 1,
-    show_points: ShowPointsOpt = False,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    model: measured.ModelOpt = None,
+    gpu: measured.GpuOpt = None,
+    weights: measured.WeightsOpt = None,
+    kv_dtype: measured.KvOpt = None,
+    tp: measured.TpOpt = 1,
+    replicas: measured.ReplicasOpt = 1,
+    show_points: measured.ShowPointsOpt = False,
+    out: Output = Output(),
     presets: PresetsOpt = None,
 ) -> None:
     """Fit the engine step model to measured decode speeds.
@@ -123,42 +109,36 @@ def calibrate(
     from decodecalc.calibration.calibrate import roofline_fit
     from decodecalc.calibration.measured_files import Given, expand
     from decodecalc.calibration.validation import prefill_share
-    from decodecalc.cli.measured import read_files
     from decodecalc.loading.saved import save_calibration
     from decodecalc.paths import expand_user
     from decodecalc.views.calibration import calibration_report
 
     catalog = load_catalog(presets)
     given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
-    measured = [r.point for r in read_files(points, catalog, given, show_points, engine_too=False)]
+    read = measured.read_files(points, catalog, given, show_points, engine_too=False)
+    found = [r.point for r in read]
     paths = expand(points)
     source = ", ".join(str(p) for p in paths)
-    unknown = _unknown_engines(catalog, measured, save_engine)
-    prefills = [prefill_share(p, catalog) for p in measured]
-    result = run_calibrate(measured, _prior(catalog, engine, measured), prefills)
+    unknown = _unknown_engines(catalog, found, save_engine)
+    prefills = [prefill_share(p, catalog) for p in found]
+    result = run_calibrate(found, _prior(catalog, engine, found), prefills)
     engine_saved = None
     if save_engine is not None:  # into a presets directory this run read: only points count
-        saved_engine = _save_engine(result, save_engine, presets, source, force, paths)
+        saved_engine = _save_engine(result, save_engine, presets, source, out.to.force, paths)
         engine_saved = str(saved_engine)
     saved, roofline = None, None
     if save or save_to:
         target = expand_user(save_to) if save_to else None
         if target is not None and not target.parent.is_dir():  # as every other output
             raise InputError(f"cannot write {save_to!r}: no directory {str(target.parent)!r}")
-        gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in measured if p.scenario.gpu))
-        roofline = roofline_fit(measured)
+        gpus = tuple(dict.fromkeys(p.scenario.gpu.id for p in found if p.scenario.gpu))
+        roofline = roofline_fit(found)
         saved = str(
             save_calibration(
-                roofline, source, target, gpus, force=force, inputs=destination(ctx).inputs
+                roofline, source, target, gpus, force=out.to.force, inputs=out.to.inputs
             )
         )
-    emit(
-        calibration_report(result, saved, roofline, engine_saved),
-        fmt,
-        as_json,
-        False,
-        destination(ctx),
-    )
+    out.emit(calibration_report(result, saved, roofline, engine_saved))
     for message in unknown:  # after the answer: a run that fails says its one line alone
         note(message)
 
@@ -233,3 +213,64 @@ def _save_engine(
     if is_file(earlier):  # a line of a profile saved before: its other lines stay
         text = with_lines_of(text, read_yaml(earlier).data)
     return save_engine_profile(dirs[0], engine_id, text, force=force, inputs=inputs)
+
+
+@app.command()
+@output_options
+def validate(
+    ctx: typer.Context,
+    points: Annotated[
+        list[str],
+        typer.Argument(
+            help="Measured points or benchmark result files, as calibrate reads them (globs "
+            "too); several files are one set.",
+            metavar="FILES...",
+            callback=given_path,
+        ),
+    ],
+    model: measured.ModelOpt = None,
+    gpu: measured.GpuOpt = None,
+    weights: measured.WeightsOpt = None,
+    kv_dtype: measured.KvOpt = None,
+    tp: measured.TpOpt = 1,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile (NAME or NAME@LINE) that measured the benchmark files' runs.",
+            metavar="ENGINE",
+        ),
+    ] = None,
+    replicas: measured.ReplicasOpt = 1,
+    show_points: measured.ShowPointsOpt = False,
+    out: Output = Output(),
+    presets: PresetsOpt = None,
+) -> None:
+    """Predict every measured point with its engine's profile; the error per engine+GPU group.
+
+    Each point is predicted with the profile its `engine` names (none: the typical band's
+    centre) for its GPU's family. Leave-one-group-out refits every profile from the same
+    points without one group (a point's `group`, else engine/family) and predicts the group
+    with what stands in for it: the same engine on that family fitted on its other points,
+    else the engine's family with the most points, else the typical of the other engines on
+    that family. Errors are |expected / measured - 1|: median (mdape) and 90th percentile
+    (p90), in percent. Points with a serving workload (input_len, output_len, concurrency)
+    are also replayed through the serving model: predicted mean TPOT and TTFT against the
+    measured (docs/serving.md). A report, not a gate: it exits 0 whatever the errors.
+
+    Example: decodecalc validate validation/points.yaml validation/points-2026.yaml
+    """
+    from decodecalc.calibration.measured_files import Given
+    from decodecalc.calibration.serving_points import validate_serving
+    from decodecalc.calibration.validation import validate as run_validate
+    from decodecalc.views.calibration import validation_report
+    from decodecalc.views.serving import with_serving_validation
+
+    catalog = load_catalog(presets)
+    given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
+    found = [r.point for r in measured.read_files(points, catalog, given, show_points)]
+    report = validation_report(run_validate(found, catalog))
+    serving = validate_serving(found, catalog)
+    if serving.checks:
+        report = with_serving_validation(report, serving)
+    out.emit(report)

@@ -28,6 +28,7 @@ from decodecalc.cli.measured import (
     TpOpt,
     WeightsOpt,
 )
+from decodecalc.cli.options import scenario_option
 from decodecalc.errors import InputError, InputErrors
 
 if TYPE_CHECKING:
@@ -40,6 +41,22 @@ if TYPE_CHECKING:
     from decodecalc.checks.run import CheckedDeployment
     from decodecalc.loading.catalog import Catalog
     from decodecalc.views.report import Report
+
+
+GpuOpt = Annotated[
+    str | None, scenario_option("gpu", "GPU for deployments that name none (vLLM configs).")
+]
+EngineOpt = Annotated[
+    str | None,
+    scenario_option(
+        "engine",
+        "Engine profile for deployments that name none ('decodecalc engines'): speed targets "
+        "are then held to its expected step; 'roofline' holds them to the roofline. Default: "
+        "'typical'.",
+    ),
+]
+"""The scenario fields check takes for the deployments that leave them out, declared as
+every scenario command declares them (scenarios/fields.py), with check's own help."""
 
 
 class CheckFormat(str, Enum):
@@ -74,12 +91,7 @@ def check(
         ),
     ] = None,
     force: ForceOpt = False,
-    gpu: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu", "-g", help="GPU for deployments that name none (vLLM configs).", metavar="GPU"
-        ),
-    ] = None,
+    gpu: GpuOpt = None,
     target: Annotated[
         list[str] | None,
         typer.Option(
@@ -89,16 +101,7 @@ def check(
             metavar="NAME=VALUE",
         ),
     ] = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            help="Engine profile for deployments that name none ('decodecalc engines'): "
-            "speed targets are then held to its expected step; 'roofline' holds them to "
-            "the roofline. Default: 'typical'.",
-            metavar="ENGINE",
-        ),
-    ] = None,
+    engine: EngineOpt = None,
     measured: Annotated[
         bool,
         typer.Option(

@@ -11,28 +11,16 @@ import typer
 from decodecalc.cli import (
     ForceOpt,
     Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
+    Output,
     app,
-    data_on_stdout,
     destination,
     draw,
-    emit,
-    format_for,
-    given_path,
     load_catalog,
     note,
+    options,
+    output_file,
+    output_options,
     output_stream,
-)
-from decodecalc.cli.options import (
-    ChartOpt,
-    ContextOpt,
-    PlotOpt,
-    ReportOpt,
-    contexts_for,
-    scenario_options,
-    specs_of,
 )
 from decodecalc.errors import InputError
 from decodecalc.record import replace
@@ -43,17 +31,15 @@ if TYPE_CHECKING:
 
 
 @app.command()
-@scenario_options(axes=True)
+@options.scenario_options(axes=True)
+@output_options
 def compare(
     ctx: typer.Context,
-    context: ContextOpt = None,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    chart: ChartOpt = False,
-    plot: PlotOpt = None,
-    page: ReportOpt = None,
+    context: options.ContextOpt = None,
+    out: Output = Output(),
+    chart: options.ChartOpt = False,
+    plot: options.PlotOpt = None,
+    page: options.ReportOpt = None,
     **scenario_flags: Any,
 ) -> None:
     """Scenarios side by side: every combination of the comma lists, at each context.
@@ -65,14 +51,16 @@ def compare(
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
     from decodecalc.answers.estimate import estimate as run_estimate
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.views.charts import series_of
     from decodecalc.views.compare import compare_report, human_compare, label
 
     catalog = load_catalog(ctx.params["presets"])
-    specs = specs_of(ctx)
+    specs = options.specs_of(ctx)
     models = {str(s.model): catalog.model(str(s.model)) for s in specs}
-    contexts = contexts_for(context, min(models.values(), key=lambda m: m.max_context_tokens))
+    contexts = options.contexts_for(
+        context, min(models.values(), key=lambda m: m.max_context_tokens)
+    )
     _check_size(len(specs), len(contexts))
     estimates = [
         run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
@@ -83,12 +71,11 @@ def compare(
 
         compare_page(ctx, page, estimates, contexts)
     report = compare_report(estimates, contexts)
-    to = destination(ctx)
-    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
+    if out.format in (Format.table, Format.markdown):
         report = human_compare(report, [e.scenario for e in estimates])
-    emit(report, fmt, as_json, False, to)
+    out.emit(report)
     series = [series_of(label(e.scenario), e) for e in estimates]
-    draw(series, chart, destination(ctx, "plot"), data=data_on_stdout(fmt, as_json, to))
+    draw(series, chart, destination(ctx, "plot"), data=out.data)
 
 
 def _check_size(scenarios: int, contexts: int) -> None:
@@ -108,7 +95,7 @@ MAX_COMPARED_ROWS = 10_000
 
 
 @app.command()
-@scenario_options(axes=True)
+@options.scenario_options(axes=True)
 def sweep(
     ctx: typer.Context,
     context: Annotated[
@@ -127,16 +114,7 @@ def sweep(
     as_json: Annotated[
         bool, typer.Option("--json", help="Shortcut for --format jsonl (a stream of rows).")
     ] = False,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write here (a progress bar shows).",
-            metavar="FILE",
-            callback=given_path,
-        ),
-    ] = None,
+    output: Annotated[str | None, output_file("Write here (a progress bar shows).")] = None,
     force: ForceOpt = False,
     **scenario_flags: Any,
 ) -> None:
@@ -153,12 +131,12 @@ def sweep(
     from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
     from decodecalc.context import parse_context
     from decodecalc.engine.select import choose_engine
-    from decodecalc.loading.resolve import check_values, price_lists
     from decodecalc.notes import many_notes
+    from decodecalc.resolving.resolve import check_values, price_lists
     from decodecalc.views.compare import CSV_FITS, label, write_sweep_csv, write_sweep_jsonl
 
     fmt = _sweep_format(fmt, as_json, output)
-    specs = specs_of(ctx)
+    specs = options.specs_of(ctx)
     if specs[0].gpu is None and specs[0].bandwidth is None:
         raise InputError("give --gpu with one or more GPU presets, or --bandwidth")
     contexts = parse_context(context)

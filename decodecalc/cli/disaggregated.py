@@ -11,9 +11,6 @@ if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import Pools
     from decodecalc.model.hardware import Link
 
-DEFAULT_KV_LINK = "ib-ndr"
-"""The network between nodes where the scenario names none (its --node-link default)."""
-
 
 def pools_of(
     ctx: typer.Context,
@@ -26,8 +23,8 @@ def pools_of(
     workers ``layout``'s (tp, ep, dp_attention: None keeps the decode worker's)."""
     from decodecalc.answers.disaggregated import Pools
     from decodecalc.cli.options import spec_of
-    from decodecalc.loading.resolve import resolve
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import resolve
 
     if prefill_workers is None or decode_workers is None:
         given = "--prefill-workers" if decode_workers is None else "--decode-workers"
@@ -52,29 +49,35 @@ def load_catalog_of(ctx: typer.Context) -> Any:
 
 def _link(ctx: typer.Context, name: str | None, spec: Any) -> "Link | None":
     """--kv-link: a link preset, 'none' (no transfer time), or by default the scenario's
-    network between nodes (InfiniBand NDR unless --node-link names another)."""
-    from decodecalc.model.hardware import Link
+    network between nodes (resolving/resolve.py resolve_kv_link)."""
+    from decodecalc.resolving.resolve import resolve_kv_link
 
-    if name is not None and name.strip().lower() == "none":
-        return None
-    if name is None and isinstance(spec.node_link, Link):
-        return spec.node_link
-    wanted = name or (spec.node_link if isinstance(spec.node_link, str) else DEFAULT_KV_LINK)
     try:
-        found: Link = load_catalog_of(ctx).link(wanted)
+        return resolve_kv_link(load_catalog_of(ctx), name, spec.node_link)
     except InputError as exc:
-        raise InputError(f"--kv-link {wanted!r}: {exc}") from None
-    return found
+        raise InputError(f"--kv-link {name!r}: {exc}") from None
 
 
 def run_disaggregated(
-    pools: "Pools", loads: list[Any], limits: Any, fmt: Any, as_json: bool, to: Any
+    ctx: typer.Context,
+    pools: "Pools",
+    loads: list[Any],
+    limits: Any,
+    output: tuple[Any, bool, Any],
+    page: str | None = None,
 ) -> None:
+    """Serve every load on the pools and emit the report (``output``: format, whether
+    JSON, where to); ``page``: write the HTML page there too (--report)."""
     from decodecalc.answers.disaggregated import serve_disaggregated
     from decodecalc.cli import Format, emit
     from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
 
+    fmt, as_json, to = output
     results = [serve_disaggregated(pools, load, limits) for load in loads]
+    if page:
+        from decodecalc.cli.report import disaggregated_page
+
+        disaggregated_page(ctx, page, results)
     report = disaggregated_report(results)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_disaggregated(report)

@@ -1,10 +1,11 @@
 """The options that describe one scenario (model, GPU, dtypes, batch, TP, efficiency...),
 shared by the commands that take them, and what turns them into core inputs."""
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 
@@ -12,6 +13,7 @@ from decodecalc.cli import (
     PresetsOpt,
     completer,
     given_path,
+    keyword_parameters,
     load_catalog,
     real_number,
     whole_number,
@@ -20,6 +22,10 @@ from decodecalc.errors import InputError
 from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.scenarios.workload import WORKLOAD_FIELD, WorkloadField
+
+if TYPE_CHECKING:
+    from decodecalc.scenarios.workload import Workload
 
 
 def _given_contexts(text: str | None) -> str | None:
@@ -115,15 +121,37 @@ CLI_TYPES: dict[str, type] = {
 """The Python type Typer parses each kind of field as (scenarios/fields.py KINDS)."""
 
 
+def _declared(
+    name: str,
+    kind: Any,
+    default: Any,
+    flags: tuple[str, ...],
+    **option: Any,
+) -> inspect.Parameter:
+    """One option as a keyword parameter (None among its values where its default is)."""
+    if default is None:
+        kind = kind | None
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Annotated[kind, typer.Option(*flags, **option)],
+        default=default,
+    )
+
+
 @functools.cache
 def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
     """One scenario option as a keyword parameter, built once for every command that
     declares it (Typer copies what it reads, plan_options copies before it edits)."""
     default = field_defaults(ScenarioSpec).get(option.name, inspect.Parameter.empty)
     listed = as_list and option.axis is not None
-    kind: Any = str if listed else CLI_TYPES[option.kind]
-    declared = typer.Option(
-        *option.flags,
+    if listed and default not in (None, inspect.Parameter.empty):
+        default = str(default)
+    return _declared(
+        option.name,
+        str if listed else CLI_TYPES[option.kind],
+        default,
+        option.flags,
         help=option.axis if listed else option.help,
         metavar=("LIST" if option.metavar == "N" else f"{option.metavar}S")
         if listed
@@ -131,16 +159,76 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
         autocompletion=None if option.complete is None else completer(option.complete),
         parser=None if listed else NUMBERS.get(option.kind),
     )
-    if listed and default not in (None, inspect.Parameter.empty):
-        default = str(default)
-    if default is None:
-        kind = kind | None
-    return inspect.Parameter(
-        option.name,
-        inspect.Parameter.KEYWORD_ONLY,
-        annotation=Annotated[kind, declared],
-        default=default,
+
+
+def scenario_option(name: str, help: str) -> Any:
+    """One scenario field's option (its flags, metavar, completion and parser), for a
+    command that takes it alone with its own help (check's --gpu: the GPU of files that
+    name none): ``Annotated[TYPE, scenario_option(...)]``."""
+    option = next(o for o in SCENARIO_FIELDS if o.name == name)
+    declared = copy.copy(get_args(_parameter(option, False).annotation)[1])
+    declared.help = help
+    return declared
+
+
+WORKLOAD_TYPES: dict[str, type] = {
+    "tokens": str,
+    "count": int,
+    "rate": float,
+    "share": float,
+    "rates": str,
+    "flag": bool,
+    "text": str,
+}
+"""The Python type Typer parses each kind of serving field as (scenarios/workload.py
+WORKLOAD_KINDS); a token count is read by parse_tokens, so 4K works as in files."""
+WORKLOAD_NUMBERS: dict[str, Callable[[str], Any]] = {
+    "count": whole_number,
+    "rate": real_number,
+    "share": real_number,
+}
+
+
+def _workload_parameter(row: WorkloadField, sweep: bool, required: bool, help: str | None) -> Any:
+    """A load (row.sweep) is a comma list's text in every command, read by workloads_of,
+    which takes one value where the command does not ``sweep``."""
+    metavar = f"{row.metavar}[,{row.metavar}...]" if sweep and row.sweep else row.metavar
+    return _declared(
+        row.name,
+        str if row.sweep else WORKLOAD_TYPES[row.kind],
+        inspect.Parameter.empty if required else row.default,
+        row.flags,
+        help=help or row.help,
+        metavar=metavar or None,
+        parser=None if row.sweep else WORKLOAD_NUMBERS.get(row.kind),
     )
+
+
+def workload_options(
+    names: tuple[str, ...],
+    *,
+    sweep: bool = False,
+    required: tuple[str, ...] = (),
+    help: dict[str, str] | None = None,
+    after: str = "ctx",
+) -> Callable[[F], F]:
+    """Give a command the serving fields ``names`` (scenarios/workload.py), right after
+    its parameter ``after``; it reads them back from ``ctx.params``. With ``sweep`` the
+    loads' help shows their comma lists (serving's curve); ``help`` words a field for this
+    command."""
+
+    def decorate(command: F) -> F:
+        own = keyword_parameters(command)
+        cut = next(i for i, p in enumerate(own) if p.name == after) + 1
+        added = [
+            _workload_parameter(WORKLOAD_FIELD[n], sweep, n in required, (help or {}).get(n))
+            for n in names
+        ]
+        parameters = [*own[:cut], *added, *own[cut:]]
+        setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
+        return command
+
+    return decorate
 
 
 def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Callable[[F], F]:
@@ -155,15 +243,11 @@ def scenario_options(*, axes: bool = False, omit: tuple[str, ...] = ()) -> Calla
     """
 
     def decorate(command: F) -> F:
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        own = [
-            p.replace(kind=keyword)
-            for p in inspect.signature(command).parameters.values()
-            if p.kind is not p.VAR_KEYWORD
-        ]
+        own = keyword_parameters(command)
         first = [p for p in own if p.name == "ctx"]
         rest = [p for p in own if p.name != "ctx"]
         shared = [_parameter(o, axes) for o in SCENARIO_FIELDS if o.name not in omit]
+        keyword = inspect.Parameter.KEYWORD_ONLY
         presets = inspect.Parameter("presets", keyword, annotation=PresetsOpt, default=None)
         parameters = [*first, *shared, *rest, presets]
         setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010
@@ -197,7 +281,7 @@ def spec_of(ctx: typer.Context) -> ScenarioSpec:
 
 def scenario_of(ctx: typer.Context) -> Any:
     """The resolved scenario a command's options describe (see scenario_options)."""
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     scenario = resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
     refuse_links_unused(ctx, [scenario.gpus])
@@ -279,3 +363,42 @@ def roofline_only(ctx: typer.Context, engine: str, command: str) -> None:
             f"{' and '.join(typed)} shape the roofline's step, and {command} prices the "
             f"{engine} engine's own: give --engine roofline to use them"
         )
+
+
+def workloads_of(params: dict[str, Any], **rest: Any) -> "list[Workload]":
+    """--input-len, --output-len and one of --concurrency (closed loop) and --request-rate
+    (open loop), each load a comma list, as one workload per load in increasing order (a
+    sweep: the curve in order); ``rest``: the other Workload fields. serving and plan take
+    a workload the same way."""
+    from decodecalc.context import parse_tokens
+    from decodecalc.scenarios.workload import Workload
+
+    concurrency, request_rate = params["concurrency"], params["request_rate"]
+    if (concurrency is None) == (request_rate is None):
+        raise InputError(
+            "give one of --concurrency N (closed loop) and --request-rate R (open loop)"
+        )
+    loads: list[tuple[int | None, float | None]]
+    if concurrency is not None:
+        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
+        loads = [(count, None) for count in sorted(counts)]
+    else:
+        loads = [(None, rate) for rate in sorted(_rates(request_rate))]
+    inputs = parse_tokens(params["input_len"], "--input-len")
+    outputs = parse_tokens(params["output_len"], "--output-len")
+    return [
+        Workload(input_len=inputs, output_len=outputs, concurrency=c, request_rate=r, **rest)
+        for c, r in loads
+    ]
+
+
+def _rates(text: str) -> list[float]:
+    """--request-rate's comma list as numbers (Workload checks each is a usable rate)."""
+    from decodecalc.units import ascii_float
+
+    try:
+        return [ascii_float(v) for v in split_list(text, "--request-rate")]
+    except ValueError:
+        raise InputError(
+            f"--request-rate {text!r}: expected numbers of requests per second separated by commas"
+        ) from None

@@ -6,16 +6,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from decodecalc.cli import (
-    ForceOpt,
     Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
+    Output,
     app,
-    destination,
-    emit,
     load_catalog,
     note,
+    output_options,
     real_number,
     whole_number,
 )
@@ -26,6 +22,8 @@ from decodecalc.cli.options import (
     spec_of,
     split_list,
     whole_numbers,
+    workload_options,
+    workloads_of,
 )
 from decodecalc.errors import InputError
 
@@ -33,9 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from decodecalc.answers.plan import Choices, Targets
-    from decodecalc.answers.serving import Workload
     from decodecalc.loading.catalog import Catalog
     from decodecalc.scenarios.spec import ScenarioSpec
+    from decodecalc.scenarios.workload import Workload
 
 PLAN_HELP = {
     "model": "The model to plan for (one).",
@@ -79,9 +77,21 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
     return command
 
 
+PLAN_WORKLOAD_HELP = {
+    "input_len": "The workload: prompt tokens per request, with --output-len and one of "
+    "--concurrency and --request-rate; plan then ranks the servers serving prices.",
+    "output_len": "The workload: output tokens per request.",
+    "concurrency": "The workload: requests kept in flight per replica (closed loop).",
+    "request_rate": "The workload: requests per second per replica, Poisson arrivals (open loop).",
+}
+"""Help that says how plan reads a workload: one load, per replica."""
+
+
 @app.command()
 @plan_options
 @scenario_options(axes=True)
+@workload_options(tuple(PLAN_WORKLOAD_HELP), help=PLAN_WORKLOAD_HELP, after="context")
+@output_options
 def plan(
     ctx: typer.Context,
     context: Annotated[
@@ -92,37 +102,6 @@ def plan(
             help="The context the targets hold at, e.g. 32K: a decode step of --batch "
             "sequences there (without a workload; required then).",
             metavar="TOKENS",
-        ),
-    ] = None,
-    input_len: Annotated[
-        str | None,
-        typer.Option(
-            "--input-len",
-            help="The workload: prompt tokens per request, with --output-len and one of "
-            "--concurrency and --request-rate; plan then ranks the servers serving prices.",
-            metavar="TOKENS",
-        ),
-    ] = None,
-    output_len: Annotated[
-        str | None,
-        typer.Option(
-            "--output-len", help="The workload: output tokens per request.", metavar="TOKENS"
-        ),
-    ] = None,
-    concurrency: Annotated[
-        str | None,
-        typer.Option(
-            "--concurrency",
-            help="The workload: requests kept in flight per replica (closed loop).",
-            metavar="N",
-        ),
-    ] = None,
-    request_rate: Annotated[
-        str | None,
-        typer.Option(
-            "--request-rate",
-            help="The workload: requests per second per replica, Poisson arrivals (open loop).",
-            metavar="RATE",
         ),
     ] = None,
     max_ms_per_token: Annotated[
@@ -198,12 +177,9 @@ def plan(
             "(default: a summary by target, with the closest of each kind).",
         ),
     ] = False,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
     page: ReportOpt = None,
-    force: ForceOpt = False,
-    **scenario_flags: Any,
+    out: Output = Output(),
+    **flags: Any,
 ) -> None:
     """Deployments that meet the targets, cheapest first, and why each other one fails.
 
@@ -230,6 +206,7 @@ def plan(
     from decodecalc.views.plan import Shown, plan_report
 
     catalog = load_catalog(ctx.params["presets"])
+    fmt, as_json = Format(out.fmt), out.as_json
     # Typer carries its own copy of Click, so the source is matched by name.
     given = {
         name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
@@ -237,8 +214,7 @@ def plan(
     }
     if top < 0:
         raise InputError("--top must be a whole number of answers, 0 for every one")
-    load = (input_len, output_len, concurrency, request_rate)
-    targets = _targets(ctx, context, load, max_ms_per_token, min_throughput, given)
+    targets = _targets(ctx, context, max_ms_per_token, min_throughput, given)
     if max_ttft_ms is not None:
         targets = _with_ttft(targets, max_ttft_ms)
     if disaggregated:
@@ -256,7 +232,7 @@ def plan(
         from decodecalc.cli.report import plan_page
 
         plan_page(ctx, page, options, targets, shown, found.notes)
-    emit(report, fmt, as_json, False, destination(ctx))
+    out.emit(report)
     if found.skipped:
         note(
             f"left out {len(found.skipped)} combinations that are no valid deployment; "
@@ -280,21 +256,20 @@ def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":
 
 def _with_pools(targets: "Targets", catalog: Any) -> "Targets":
     """--disaggregated, which only a workload has; the KV crosses InfiniBand NDR."""
-    from decodecalc.cli.disaggregated import DEFAULT_KV_LINK
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import DEFAULT_NODE_LINK
 
     if targets.workload is None:
         raise InputError(
             "--disaggregated splits a server into prefill and decode pools: give a workload "
             "(--input-len, --output-len and --concurrency or --request-rate)"
         )
-    return replace(targets, disaggregated=True, kv_link=catalog.link(DEFAULT_KV_LINK))
+    return replace(targets, disaggregated=True, kv_link=catalog.link(DEFAULT_NODE_LINK))
 
 
 def _targets(
     ctx: typer.Context,
     context: str | None,
-    load: tuple[str | None, ...],
     max_ms_per_token: float | None,
     min_throughput: float | None,
     given: dict[str, bool],
@@ -316,7 +291,7 @@ def _targets(
         "min_throughput": min_throughput,
         "max_gpus": max_gpus,
     }
-    if all(part is None for part in load):
+    if all(ctx.params[name] is None for name in PLAN_WORKLOAD_HELP):
         if context is None:
             raise InputError(
                 "give --context (a decode step at that context) or a workload "
@@ -328,7 +303,7 @@ def _targets(
         return Targets(
             parse_tokens(context, "--context"), batch=batches[0], max_batch=max_batch, **common
         )
-    workload = _workload(load, context, given)
+    workload = _workload(ctx.params, context, given)
     return Targets(
         workload.input_len + workload.output_len,
         workload=workload,
@@ -339,14 +314,9 @@ def _targets(
     )
 
 
-def _workload(
-    load: tuple[str | None, ...], context: str | None, given: dict[str, bool]
-) -> "Workload":
+def _workload(params: dict[str, Any], context: str | None, given: dict[str, bool]) -> "Workload":
     """The workload's four options as serving reads them (one load, not a sweep); a
     context or a batch beside it is refused, since the workload sets both."""
-    from decodecalc.cli.serving import workloads
-
-    input_len, output_len, concurrency, request_rate = load
     setting = [
         flag
         for flag, set_ in (
@@ -361,9 +331,9 @@ def _workload(
             f"{', '.join(setting)}: the workload sets the context and the batch (leave "
             f"{'it' if len(setting) == 1 else 'them'} out, or give no workload)"
         )
-    if input_len is None or output_len is None:
+    if params["input_len"] is None or params["output_len"] is None:
         raise InputError("a workload needs --input-len and --output-len")
-    found = workloads(input_len, output_len, concurrency, request_rate)
+    found = workloads_of(params)
     if len(found) > 1:
         raise InputError("plan takes one load: one --concurrency or one --request-rate")
     return found[0]
@@ -409,7 +379,8 @@ def _listed(value: Any, flag: str) -> list[str | None]:
 
 def _numbers(value: Any, flag: str) -> list[int]:
     """--tp or --pp: whole numbers, each in range whatever --max-gpus leaves out."""
-    from decodecalc.scenarios.scenario import MAX_TP, check_count
+    from decodecalc.scenarios.fields import MAX_TP
+    from decodecalc.scenarios.scenario import check_count
 
     numbers = whole_numbers(split_list(str(value), flag), flag)
     for number in numbers:

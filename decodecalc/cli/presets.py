@@ -7,17 +7,15 @@ import typer
 
 from decodecalc.cli import (
     ForceOpt,
-    Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
+    Output,
     PresetsOpt,
     app,
     destination,
-    emit,
     given_path,
     load_catalog,
     note,
+    output_file,
+    output_options,
     output_stream,
     whole_number,
 )
@@ -29,16 +27,14 @@ def _filter_option(help_text: str) -> Any:
 
 
 @app.command()
+@output_options
 def models(
     ctx: typer.Context,
     family: Annotated[
         str | None,
         _filter_option("Only models of this family (the config.json model_type: deepseek_v3)."),
     ] = None,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    out: Output = Output(),
     presets: PresetsOpt = None,
 ) -> None:
     """List model presets: parameters, attention shape, KV bytes per token, maximum context,
@@ -52,18 +48,24 @@ def models(
     catalog = load_catalog(presets)
     every = catalog.models()
     if family and not any(m.family == family for m in every):
-        from decodecalc.loading.families import FAMILIES, WRAPPERS
+        from decodecalc.loading.families import FAMILIES, REFUSED, WRAPPERS
 
         if family in FAMILIES or family in WRAPPERS:  # read from config.json, no preset
             raise InputError(
                 f"no preset has family {family!r}; decodecalc reads its config.json: give "
                 "-m a model folder, a config.json or a Hugging Face id"
             )
+        if family in REFUSED:
+            raise InputError(
+                f"no preset has family {family!r}, and its config.json is refused: "
+                f"{REFUSED[family]}"
+            )
     found = matching(every, family, lambda m: m.family, "family")
-    emit(models_report(found, catalog.dtype("bf16")), fmt, as_json, False, destination(ctx))
+    out.emit(models_report(found, catalog.dtype("bf16")))
 
 
 @app.command()
+@output_options
 def gpus(
     ctx: typer.Context,
     vendor: Annotated[str | None, _filter_option("Only GPUs of this vendor (NVIDIA, AMD).")] = None,
@@ -71,10 +73,7 @@ def gpus(
         str | None,
         _filter_option("Only GPUs of this engine-profile family (nvidia-datacenter, apple)."),
     ] = None,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    out: Output = Output(),
     presets: PresetsOpt = None,
 ) -> None:
     """List GPU presets: peak memory bandwidth and capacity, aliases, and which are only
@@ -89,40 +88,11 @@ def gpus(
     every = load_catalog(presets).gpus()
     families = {g.id for g in matching(every, family, gpu_family, "family")}
     found = [g for g in matching(every, vendor, lambda g: g.vendor, "vendor") if g.id in families]
-    emit(gpus_report(found), fmt, as_json, False, destination(ctx))
+    out.emit(gpus_report(found))
 
 
 @app.command()
-def dtypes(
-    ctx: typer.Context,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    presets: PresetsOpt = None,
-) -> None:
-    """List weight and KV-cache formats with their bits per value, block scales included."""
-    from decodecalc.views.listings import dtypes_report
-
-    emit(dtypes_report(load_catalog(presets).dtypes()), fmt, as_json, False, destination(ctx))
-
-
-@app.command()
-def recipes(
-    ctx: typer.Context,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    presets: PresetsOpt = None,
-) -> None:
-    """List weight recipes: how real checkpoints store each tensor group (--weights NAME)."""
-    from decodecalc.views.listings import recipes_report
-
-    emit(recipes_report(load_catalog(presets).recipes()), fmt, as_json, False, destination(ctx))
-
-
-@app.command()
+@output_options
 def show(
     ctx: typer.Context,
     model: Annotated[
@@ -139,10 +109,7 @@ def show(
             "--model", "-m", help="The model, as -m names it in other commands.", metavar="MODEL"
         ),
     ] = None,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    out: Output = Output(),
     presets: PresetsOpt = None,
 ) -> None:
     """A model's architecture, its derived vs official parameter count, its weights by tensor
@@ -150,7 +117,7 @@ def show(
 
     Example: decodecalc show llama-3.1-70b
     """
-    from decodecalc.loading.resolve import resolve_weights
+    from decodecalc.resolving.resolve import resolve_weights
     from decodecalc.views.listings import show_report
 
     if (model is None) == (named is None):
@@ -158,7 +125,7 @@ def show(
     catalog = load_catalog(presets)
     found = catalog.model(str(model or named))
     weights = resolve_weights(catalog, None, found)
-    emit(show_report(found, catalog.dtypes(), weights), fmt, as_json, False, destination(ctx))
+    out.emit(show_report(found, catalog.dtypes(), weights))
 
 
 def _given_name(name: str) -> str:
@@ -183,16 +150,7 @@ def import_config(
             "--name", help="The preset's display name.", metavar="NAME", callback=_given_name
         ),
     ],
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the preset here (default: stdout).",
-            metavar="FILE",
-            callback=given_path,
-        ),
-    ] = None,
+    output: Annotated[str | None, output_file("Write the preset here (default: stdout).")] = None,
     force: ForceOpt = False,
     source: Annotated[
         str | None,
@@ -239,32 +197,29 @@ def import_config(
         note(f"wrote {output}")
 
 
-@app.command()
-def engines(
-    ctx: typer.Context,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    presets: PresetsOpt = None,
-) -> None:
-    """List engine profiles: per GPU family, the efficiencies and fixed costs fitted on
-    published measurements, the band of their errors and how many points they rest on."""
-    from decodecalc.views.listings import engines_report
+def _listing(name: str, doc: str) -> None:
+    """Register the command ``name`` that lists one kind of preset: the catalog's
+    ``name()`` as views.listings' ``{name}_report`` shows it."""
 
-    emit(engines_report(load_catalog(presets).engines()), fmt, as_json, False, destination(ctx))
+    def listing(ctx: typer.Context, out: Output = Output(), presets: PresetsOpt = None) -> None:
+        from decodecalc.views import listings
+
+        found = getattr(load_catalog(presets), name)()
+        out.emit(getattr(listings, f"{name}_report")(found))
+
+    listing.__doc__ = doc
+    app.command(name)(output_options(listing))
 
 
-@app.command()
-def links(
-    ctx: typer.Context,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    presets: PresetsOpt = None,
-) -> None:
-    """List interconnect presets for tensor-parallel all-reduces."""
-    from decodecalc.views.listings import links_report
-
-    emit(links_report(load_catalog(presets).links()), fmt, as_json, False, destination(ctx))
+_listing(
+    "dtypes", "List weight and KV-cache formats with their bits per value, block scales included."
+)
+_listing(
+    "recipes", "List weight recipes: how real checkpoints store each tensor group (--weights NAME)."
+)
+_listing(
+    "engines",
+    "List engine profiles: per GPU family, the efficiencies and fixed costs fitted on\n"
+    "published measurements, the band of their errors and how many points they rest on.",
+)
+_listing("links", "List interconnect presets for tensor-parallel all-reduces.")

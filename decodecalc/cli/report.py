@@ -127,6 +127,23 @@ def serving_page(ctx: typer.Context, path: str, results: Sequence[ServingResult]
     _write(ctx, path, page_of(report, sources, command_line(ctx)))
 
 
+def disaggregated_page(ctx: typer.Context, path: str, results: Sequence[Any]) -> None:
+    """serving's page for two pools: each pool's section and both workers' scenarios."""
+    from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
+    from decodecalc.views.estimate import scenario_inputs
+    from decodecalc.views.page import disaggregated_page as page_of
+
+    report = human_disaggregated(disaggregated_report(results))
+    pools = results[0].pools
+    workload = report.document["workload"]
+    inputs = [
+        {**scenario_inputs(s), "label": f"{name} worker", **workload}
+        for name, s in (("prefill", pools.prefill), ("decode", pools.decode))
+    ]
+    sources = _sources(ctx, [pools.prefill, pools.decode])
+    _write(ctx, path, page_of(report, inputs, sources, command_line(ctx)))
+
+
 def plan_page(
     ctx: typer.Context,
     path: str,

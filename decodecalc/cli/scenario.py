@@ -9,16 +9,15 @@ import typer
 from decodecalc.cli import (
     ForceOpt,
     Format,
-    FormatOpt,
     JsonOpt,
+    Output,
     OutputOpt,
     app,
-    data_on_stdout,
     destination,
     draw,
     emit,
-    format_for,
     note,
+    output_options,
     output_stream,
 )
 from decodecalc.cli.options import (
@@ -36,6 +35,7 @@ from decodecalc.errors import InputError
 
 @app.command()
 @scenario_options()
+@output_options
 def estimate(
     ctx: typer.Context,
     context: ContextOpt = None,
@@ -47,10 +47,7 @@ def estimate(
             "(JSON marks it with crossover: true).",
         ),
     ] = True,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    out: Output = Output(),
     exact: Annotated[
         bool, typer.Option("--exact", help="Tables show exact bytes and more digits.")
     ] = False,
@@ -74,23 +71,23 @@ def estimate(
     contexts = contexts_for(context, scenario.model)
     result = run_estimate(scenario, contexts, crossover_row)
     report = estimate_report(result)
-    to = destination(ctx)
-    if not as_json and format_for(fmt, to.path) in (Format.table, Format.markdown):
+    if out.format in (Format.table, Format.markdown):
         report = human_view(report, scenario.batch)
     if page:
         from decodecalc.cli.report import estimate_page
 
         estimate_page(ctx, page, result)
-    emit(report, fmt, as_json, exact, to)
+    out.emit(report, exact)
     if chart or plot:
         from decodecalc.views.charts import series_of
 
-        data = data_on_stdout(fmt, as_json, to)
-        draw([series_of(scenario.model.id, result)], chart, destination(ctx, "plot"), data=data)
+        series = [series_of(scenario.model.id, result)]
+        draw(series, chart, destination(ctx, "plot"), data=out.data)
 
 
 @app.command()
 @scenario_options()
+@output_options
 def generate(
     ctx: typer.Context,
     prompt: Annotated[
@@ -99,10 +96,7 @@ def generate(
     tokens: Annotated[
         str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.", metavar="TOKENS")
     ],
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
+    out: Output = Output(),
     **scenario_flags: Any,
 ) -> None:
     """How long a whole answer takes: prefill (time to first token) and N decode steps.
@@ -135,10 +129,9 @@ def generate(
             f"the limit is {MAX_CONTEXT_TOKENS:,}"
         )
     report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
-    to = destination(ctx)
-    if format_for(fmt, to.path) is Format.csv and not as_json:
+    if out.format is Format.csv:
         report = generation_rows(report)
-    emit(report, fmt, as_json, False, to)
+    out.emit(report)
 
 
 class ExplainFormat(str, Enum):

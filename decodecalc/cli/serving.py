@@ -1,24 +1,19 @@
 """The serving command: a continuously batched server's TTFT, TPOT and throughput under a
 workload (docs/serving.md)."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from decodecalc.cli import (
-    ForceOpt,
     Format,
-    FormatOpt,
-    JsonOpt,
-    OutputOpt,
+    Output,
     app,
     data_on_stdout,
     destination,
     draw,
-    emit,
     load_catalog,
-    real_number,
-    whole_number,
+    output_options,
 )
 from decodecalc.cli.options import (
     ChartOpt,
@@ -29,178 +24,32 @@ from decodecalc.cli.options import (
     scenario_of,
     scenario_options,
     split_list,
-    whole_numbers,
+    workload_options,
+    workloads_of,
 )
 from decodecalc.errors import InputError
+from decodecalc.scenarios.workload import WORKLOAD_FIELDS
 
 if TYPE_CHECKING:
-    from decodecalc.answers.serving import Workload
-    from decodecalc.answers.speculative import Speculation
-    from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.answers.disaggregated import Pools
+    from decodecalc.scenarios.workload import Speculation
+
+
+SERVING_FIELDS = tuple(f.name for f in WORKLOAD_FIELDS if f.flags)
+"""Every serving field with an option: serving takes them all (scenarios/workload.py)."""
 
 
 @app.command()
 @scenario_options(omit=("batch",))
+@workload_options(SERVING_FIELDS, sweep=True, required=("input_len", "output_len"))
+@output_options
 def serving(
     ctx: typer.Context,
-    input_len: Annotated[
-        str,
-        typer.Option(
-            "--input-len", help="Prompt tokens per request, e.g. 1000 or 4K.", metavar="TOKENS"
-        ),
-    ],
-    output_len: Annotated[
-        str,
-        typer.Option(
-            "--output-len", help="Output tokens per request (at least 2).", metavar="TOKENS"
-        ),
-    ],
-    concurrency: Annotated[
-        str | None,
-        typer.Option(
-            "--concurrency",
-            help="Requests kept in flight (closed loop, like --max-concurrency); a comma "
-            "list sweeps it and draws the throughput-latency curve.",
-            metavar="N[,N...]",
-        ),
-    ] = None,
-    request_rate: Annotated[
-        str | None,
-        typer.Option(
-            "--request-rate",
-            help="Requests per second, Poisson arrivals (open loop); a comma list sweeps it.",
-            metavar="RATE[,RATE...]",
-        ),
-    ] = None,
-    max_num_batched_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-num-batched-tokens",
-            help="Tokens one step may carry, the chunked-prefill budget (default: the engine's).",
-            parser=whole_number,
-            metavar="N",
-        ),
-    ] = None,
-    max_num_seqs: Annotated[
-        int | None,
-        typer.Option(
-            "--max-num-seqs",
-            help="Requests one step may carry (default: the engine's).",
-            parser=whole_number,
-            metavar="N",
-        ),
-    ] = None,
-    prefix_len: Annotated[
-        str,
-        typer.Option(
-            "--prefix-len",
-            help="Prompt tokens every request shares at its start.",
-            metavar="TOKENS",
-        ),
-    ] = "0",
-    prefix_hit_rate: Annotated[
-        float,
-        typer.Option(
-            "--prefix-hit-rate",
-            help="Share of requests finding the shared prefix in the prefix cache.",
-            parser=real_number,
-            metavar="FRACTION",
-        ),
-    ] = 1.0,
-    shared_prefix_attention: Annotated[
-        bool | None,
-        typer.Option(
-            "--shared-prefix-attention/--no-shared-prefix-attention",
-            help="Read the shared prefix once per step for the whole batch (cascade "
-            "attention). Default: on for vllm, off for other engines.",
-        ),
-    ] = None,
-    speculative: Annotated[
-        str | None,
-        typer.Option(
-            "--speculative",
-            help="Speculative decoding: eagle, mtp, or a draft model preset.",
-            metavar="METHOD",
-        ),
-    ] = None,
-    num_speculative_tokens: Annotated[
-        int,
-        typer.Option(
-            "--num-speculative-tokens",
-            help="Tokens proposed per step (k).",
-            parser=whole_number,
-            metavar="K",
-        ),
-    ] = 3,
-    acceptance: Annotated[
-        str | None,
-        typer.Option(
-            "--acceptance",
-            help="Acceptance: one per-token rate in [0, 1), or k per-position rates as vLLM "
-            "logs them, e.g. 0.8 or 0.9,0.75,0.6.",
-            metavar="RATE[,RATE...]",
-        ),
-    ] = None,
-    prefill_workers: Annotated[
-        int | None,
-        typer.Option(
-            "--prefill-workers",
-            help="Disaggregated serving: prefill workers (engine instances) on their own "
-            "GPUs; needs --decode-workers.",
-            parser=whole_number,
-            metavar="P",
-        ),
-    ] = None,
-    decode_workers: Annotated[
-        int | None,
-        typer.Option(
-            "--decode-workers",
-            help="Disaggregated serving: decode workers, each with the scenario's --tp, --ep "
-            "and --dp-attention; needs --prefill-workers.",
-            parser=whole_number,
-            metavar="D",
-        ),
-    ] = None,
-    prefill_tp: Annotated[
-        int | None,
-        typer.Option(
-            "--prefill-tp",
-            help="Each prefill worker's TP (default: the decode workers' --tp).",
-            parser=whole_number,
-            metavar="N",
-        ),
-    ] = None,
-    prefill_ep: Annotated[
-        bool | None,
-        typer.Option(
-            "--prefill-ep/--no-prefill-ep",
-            help="Expert parallelism in the prefill workers (default: as --ep).",
-        ),
-    ] = None,
-    prefill_dp_attention: Annotated[
-        bool | None,
-        typer.Option(
-            "--prefill-dp-attention/--no-prefill-dp-attention",
-            help="Data-parallel attention in the prefill workers (default: as --dp-attention).",
-        ),
-    ] = None,
-    kv_link: Annotated[
-        str | None,
-        typer.Option(
-            "--kv-link",
-            help="Link the prompt's KV crosses from a prefill to a decode worker (a link "
-            "preset; 'none': no transfer time). Default: the network between nodes.",
-            metavar="LINK",
-        ),
-    ] = None,
-    fmt: FormatOpt = Format.table,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
     chart: ChartOpt = False,
     plot: PlotOpt = None,
     page: ReportOpt = None,
-    **scenario_flags: Any,
+    out: Output = Output(),
+    **flags: Any,
 ) -> None:
     """TTFT, TPOT, ITL and throughput of a continuously batched server under a workload.
 
@@ -226,50 +75,31 @@ def serving(
 
     scenario = scenario_of(ctx)
     roofline_only(ctx, scenario.engine.id, "serving")
+    params = ctx.params
+    fmt, as_json = Format(out.fmt), out.as_json
     overrides: dict[str, Any] = {
-        "max_num_batched_tokens": max_num_batched_tokens,
-        "max_num_seqs": max_num_seqs,
+        "max_num_batched_tokens": _tokens_or_none(params["max_num_batched_tokens"]),
+        "max_num_seqs": params["max_num_seqs"],
     }
     if given(ctx, "memory_utilization"):  # given, not the default
         overrides["memory_utilization"] = scenario.memory_utilization
     limits = scheduler_limits(scenario.engine, scenario.gpu, **overrides)
-    shared = parse_tokens(prefix_len, "--prefix-len")
+    shared = parse_tokens(params["prefix_len"], "--prefix-len")
     if given(ctx, "prefix_hit_rate") and not shared:
         raise InputError("--prefix-hit-rate needs --prefix-len: the prompt tokens requests share")
-    loads = workloads(
-        input_len,
-        output_len,
-        concurrency,
-        request_rate,
+    loads = workloads_of(
+        params,
         prefix_len=shared,
-        prefix_hit_rate=prefix_hit_rate,
-        speculative=_speculation(ctx, scenario, speculative, num_speculative_tokens, acceptance),
-        shared_prefix_attention=shared_prefix_attention,
+        prefix_hit_rate=params["prefix_hit_rate"],
+        speculative=_speculation(ctx),
+        shared_prefix_attention=params["shared_prefix_attention"],
     )
-    if prefill_workers is not None or decode_workers is not None:
-        from decodecalc.cli.disaggregated import pools_of, run_disaggregated
+    pools = _pools(ctx, bool(chart or plot))
+    if pools is not None:
+        from decodecalc.cli.disaggregated import run_disaggregated
 
-        if chart or plot or page:
-            raise InputError(
-                "--chart, --plot and --report draw one pool's curve: leave them out with "
-                "--prefill-workers and --decode-workers"
-            )
-        layout = {"tp": prefill_tp, "ep": prefill_ep, "dp_attention": prefill_dp_attention}
-        pools = pools_of(ctx, prefill_workers, decode_workers, layout, kv_link)
-        run_disaggregated(pools, loads, limits, fmt, as_json, destination(ctx))
+        run_disaggregated(ctx, pools, loads, limits, (fmt, as_json, out.to), page)
         return
-    pool_only = {
-        "--prefill-tp": prefill_tp,
-        "--prefill-ep": prefill_ep,
-        "--prefill-dp-attention": prefill_dp_attention,
-        "--kv-link": kv_link,
-    }
-    stray = [flag for flag, value in pool_only.items() if value is not None]
-    if stray:
-        raise InputError(
-            f"{stray[0]} describes disaggregated serving: give --prefill-workers and "
-            "--decode-workers too"
-        )
     results, saturated = serve_each(scenario, loads, limits)
     report = serving_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):
@@ -278,8 +108,8 @@ def serving(
         from decodecalc.cli.report import serving_page
 
         serving_page(ctx, page, results)
-    to = destination(ctx)
-    emit(report, fmt, as_json, False, to)
+    to = out.to
+    out.emit(report)
     if chart or plot:
         draw(
             [serving_series(scenario.model.id, results)],
@@ -290,60 +120,50 @@ def serving(
         )
 
 
-def workloads(
-    input_len: str,
-    output_len: str,
-    concurrency: str | None,
-    request_rate: str | None,
-    **rest: Any,
-) -> "list[Workload]":
-    """--input-len, --output-len and one of --concurrency (closed loop) and --request-rate
-    (open loop), each load a comma list, as one workload per load in increasing order (a
-    sweep: the curve in order); ``rest``: the other Workload fields. serving and plan take
-    a workload the same way."""
-    from decodecalc.answers.serving import Workload
+def _tokens_or_none(text: str | None) -> int | None:
+    """--max-num-batched-tokens as a token count (8192 or 8K, as files take it)."""
     from decodecalc.context import parse_tokens
 
-    if (concurrency is None) == (request_rate is None):
+    return None if text is None else parse_tokens(text, "--max-num-batched-tokens")
+
+
+def _pools(ctx: typer.Context, drawn: bool) -> "Pools | None":
+    """The disaggregated pools the --prefill-* and --decode-* options describe (None: one
+    pool, and then no option of theirs may be given)."""
+    params = ctx.params
+    if params["prefill_workers"] is None and params["decode_workers"] is None:
+        stray = [
+            f.flags[0].split("/")[0]
+            for f in WORKLOAD_FIELDS
+            if f.key is not None and f.key[0] in ("prefill", "kv_link") and f.flags
+            if params[f.name] is not None
+        ]
+        if stray:
+            raise InputError(
+                f"{stray[0]} describes disaggregated serving: give --prefill-workers and "
+                "--decode-workers too"
+            )
+        return None
+    from decodecalc.cli.disaggregated import pools_of
+
+    if drawn:
         raise InputError(
-            "give one of --concurrency N (closed loop) and --request-rate R (open loop)"
+            "--chart and --plot draw one pool's curve: leave them out with "
+            "--prefill-workers and --decode-workers (--report draws both pools)"
         )
-    loads: list[tuple[int | None, float | None]]
-    if concurrency is not None:
-        counts = whole_numbers(split_list(concurrency, "--concurrency"), "--concurrency")
-        loads = [(count, None) for count in sorted(counts)]
-    else:
-        loads = [(None, rate) for rate in sorted(_rates(request_rate or ""))]
-    inputs = parse_tokens(input_len, "--input-len")
-    outputs = parse_tokens(output_len, "--output-len")
-    return [
-        Workload(input_len=inputs, output_len=outputs, concurrency=c, request_rate=r, **rest)
-        for c, r in loads
-    ]
+    layout = {name: params[f"prefill_{name}"] for name in ("tp", "ep", "dp_attention")}
+    return pools_of(
+        ctx, params["prefill_workers"], params["decode_workers"], layout, params["kv_link"]
+    )
 
 
-def _rates(text: str) -> list[float]:
-    """--request-rate's comma list as numbers (Workload checks each is a usable rate)."""
-    from decodecalc.units import ascii_float
-
-    try:
-        return [ascii_float(v) for v in split_list(text, "--request-rate")]
-    except ValueError:
-        raise InputError(
-            f"--request-rate {text!r}: expected numbers of requests per second separated by commas"
-        ) from None
-
-
-def _speculation(
-    ctx: typer.Context,
-    scenario: "Scenario",
-    method: str | None,
-    proposed: int,
-    acceptance: str | None,
-) -> "Speculation | None":
+def _speculation(ctx: typer.Context) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
-    from decodecalc.answers.speculative import METHODS, Speculation
+    from decodecalc.scenarios.workload import METHODS, Speculation
     from decodecalc.units import ascii_float
+
+    method, proposed = ctx.params["speculative"], ctx.params["num_speculative_tokens"]
+    acceptance = ctx.params["acceptance"]
 
     if method is None:
         for name, flag in (

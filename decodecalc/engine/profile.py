@@ -24,6 +24,10 @@ GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple",
 
 KV_READS = ("once", "per-query-head")
 
+FIXED_COSTS = ("per_step", "per_layer", "per_moe_layer", "per_sequence")
+"""The fixed costs of a step, each an EngineParams field with ``_s`` added: times the
+engine's kernels and runtime spend beyond the bytes and FLOPs (step/engine_terms.py)."""
+
 MMA_EFFICIENCY = 0.6
 """e_mma where neither the points nor the GPU's kernel tables tell it: a prior, not a
 measurement. It matters only once a GEMM is compute-bound (hundreds of rows, or a grouped
@@ -85,7 +89,31 @@ class EngineParams:
     per_moe_layer_s: float = 0.0
     """c_moe: per MoE layer per step."""
     per_sequence_s: float = 0.0
-    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes)."""
+    """c_seq: per sequence in the batch and per pass through a layer (sequence_passes), as
+    profiles and saved fits from before the running costs below hold it; no longer fitted
+    (calibration/engine_fit.py fits the running costs in its place)."""
+    per_ffn_pass_s: float = 0.0
+    """c_ffn: per token feed-forward pass (a dense layer's MLP once, an MoE layer's once per
+    routed expert: the rows, gathers and scatters of one token in one GEMM group;
+    step/running.py). Fitted from an engine's own batch sweeps, in the fitted sets those
+    at concurrency up to 128-256: validation/points.yaml's dstack DeepSeek-R1 series on 8 x
+    MI300X (SGLang 0.4.2, vLLM 0.7.3), its vLLM 0.10 Llama-3.1 70B/405B series on MI300X,
+    and the fitted share of validation/points-2026-thin-regimes.yaml (ATOM and vLLM 0.19
+    on MI355X, concurrency 4-256)."""
+    per_running_s: float = 0.0
+    """c_run: per running request per step, whatever the model: the scheduler's and the
+    sampler's time for one more request (step/running.py); from the same points, where
+    models of different feed-forward pass counts are swept."""
+    per_mixer_sequence_s: float = 0.0
+    """c_mixer: per sequence per layer's token mixer, attention or recurrent (the work of
+    one more sequence beyond reading its cache or state); from the same points, where
+    models of different layer counts are swept (all of them attention: step/running.py
+    says why it is charged to recurrent layers too)."""
+    per_state_sequence_s: float = 0.0
+    """c_state: per sequence per recurrent or linear-attention layer beyond c_mixer (its
+    state updated in place); fitted only where a model with such layers is measured at
+    several batches (none of the fitted points is: hybrid models stay out of sample, so it
+    is 0 in every shipped profile)."""
     prefill_efficiency: float = 1.0
     """e_p: share of peak FLOP/s a server's prefill chunks compute at (answers/serving.py);
     1 where no time to first token was measured for the engine or its GPU family."""
@@ -115,6 +143,11 @@ class EngineParams:
     moe_factor: float = 1.0
     """Of transferred parameters: how much slower an MoE model's step runs than these
     say, which hold the vendor's factor for dense models (engine/transfer.py for_kind)."""
+    lent: tuple[str, ...] = ()
+    """The fixed costs (FIXED_COSTS' names) the parameters' own points could not identify,
+    taken from one fit over every engine's points on their GPU family
+    (calibration/validation.py family_prior, lent_sequence_cost): that family's runtime,
+    not this engine's, so they never cross to another vendor (engine/transfer.py across)."""
 
 
 @record
@@ -236,6 +269,10 @@ class EngineProfile:
     line: str | None = None
     """The line this profile's ``families`` stand for (engine/select.py: at_line); None:
     every line pooled."""
+    latest_dates: tuple[tuple[str, str], ...] | None = None
+    """(GPU family, the latest date of its lines fitted there: 'YYYY-MM-DD' or 'YYYY-MM'),
+    as a preset states them before its lines are parsed (loading/presets.py); None: not
+    stated, read the lines (engine/select.py recent_on)."""
     pending_families: PendingFamilies | None = None
     """A preset's families, each parsed when first asked for (loading/presets.py): the
     default selection needs one family of every profile, and parsing them all cost a
@@ -290,10 +327,6 @@ class PendingFamilies:
     names: tuple[str, ...]
     parse: Callable[[str], EngineParams]
 
-
-MAX_SCHEDULER_LIMIT = 10_000_000
-"""Largest chunked-prefill budget or sequence cap accepted (a profile's ``serving:``, an
-option, a deployment file): past it a figure is a typo."""
 
 CUDA_HIDDEN_BYTES = 450 * MIB
 """Memory nvidia-smi counts but CUDA never reports as the device's total, which is what

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, VLLM_DEFAULTS
+from decodecalc.engine.limits import MAX_SCHEDULER_LIMIT
+from decodecalc.engine.profile import VLLM_DEFAULTS
 from decodecalc.errors import InputError
 from decodecalc.record import field_names, record, replace
 

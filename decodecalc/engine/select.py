@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date
 from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.engine.profile import (
@@ -17,11 +18,12 @@ from decodecalc.engine.profile import (
     EngineProfile,
     FitRange,
     ReleaseLine,
+    ServingDefaults,
     gpu_family,
     release_order,
     roofline,
 )
-from decodecalc.engine.transfer import for_kind
+from decodecalc.engine.transfer import across, for_kind, vendor_of
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 
@@ -41,16 +43,72 @@ def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[st
     ]
 
 
+AS_OF = date(2026, 12, 2)
+"""The day the shipped profiles stand for: the typical band's twelve months and the
+vendor factors' (validation/fit_engines.py) end on it, fixed so that the same presets
+give the same figures whatever day they run."""
+
+RECENT_DAYS = 365
+
+
+def recent_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str, EngineParams]]:
+    """Each profile's newest release line fitted on this family's own points and dated
+    within RECENT_DAYS before AS_OF (its versions' dates; a month counts from its first
+    day), by ``NAME@LINE``: today's engines on the family. Only profiles measured on the
+    family are read (a profile's lines are parsed on first use)."""
+    out = []
+    for profile in profiles:
+        pooled = profile.family(family)
+        if pooled is None or not pooled.points:
+            continue
+        stated = profile.latest_dates
+        if stated is not None and not recent((dict(stated).get(family, ""),)):
+            continue  # (no line of it is recent there: its lines stay unparsed)
+        lines = [
+            x
+            for x in profile.release_lines()
+            if (own := dict(x.families).get(family)) is not None
+            and own.points
+            and not own.transferred
+            and recent(x.dates)
+        ]
+        if lines:
+            newest = max(lines, key=lambda x: release_order(x.release))
+            out.append((f"{profile.id}@{newest.release}", dict(newest.families)[family]))
+    return out
+
+
+def recent(dates: Sequence[str]) -> bool:
+    """Whether any of a line's dates ('YYYY-MM-DD' or 'YYYY-MM') lies within RECENT_DAYS
+    before AS_OF."""
+    for text in dates:
+        if not text:
+            continue
+        day = date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+        if 0 <= (AS_OF - day).days <= RECENT_DAYS:
+            return True
+    return False
+
+
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
-    """The band across every profile measured on this family. On a family none has
-    measured, across every family every profile was measured on: engines measured on other
-    chips are nearer than the roofline, which none of them reaches."""
-    chosen = measured_on(profiles, family) or [
-        (f"{p.id} ({measured})", params)
-        for p in profiles
-        for measured, params in p.families
-        if params.points
-    ]
+    """The band across today's engines on this family (recent_on: each profile's newest
+    line measured there in the twelve months before AS_OF; older lines stay under
+    ``NAME@LINE``), else across every profile measured on it. On a family none has
+    measured, across every family every profile was measured on, through the GPU's own
+    figures (engine/transfer.py across): engines measured on other chips are nearer than
+    the roofline, which none of them reaches. On AMD Instinct that leaves vLLM 0.19 and
+    ATOM of May 2026, where SGLang 0.4 (February 2025) and vLLM's 2025 fit ran MoE steps
+    2-3x slower and stretched the band past 5x (docs/accuracy.md)."""
+    chosen = (
+        recent_on(profiles, family)
+        or measured_on(profiles, family)
+        or [
+            (f"{p.id} ({measured})", across(params, measured, family))
+            for p in profiles
+            for measured, params in p.families
+            if params.points
+        ]
+    )
     if not chosen:  # (no profile measured anywhere)
         return roofline(family, "typical")
     names = tuple(name for name, _ in chosen)
@@ -68,13 +126,15 @@ def engine_for(
     them. Across the published points, one engine's step differs by 2x or more between GPU
     vendors (its kernels are written per vendor) while engines measured on one family
     differ by a few percent on the same model, so the family's engines say as much as the
-    engine's other chips; neither alone transfers (docs/accuracy.md). `decodecalc validate`
-    predicts each left-out group by this same rule, so its leave-one-group-out error is
-    what a user of such a fallback gets."""
+    engine's other chips; neither alone transfers (docs/accuracy.md). Parameters of another
+    vendor's family stand in through the GPU's own figures (engine/transfer.py across).
+    `decodecalc validate` predicts each left-out group by this same rule, so its
+    leave-one-group-out error is what a user of such a fallback gets."""
     own = profile.family(family)
     if own is not None:
         return Engine(profile.id, (own,), family, (profile.id,), profile.serving), None
-    params, fitted = profile.params_for(family)
+    found, fitted = profile.params_for(family)
+    params = across(found, fitted, family)
     others = [(name, p) for name, p in measured_on(profiles, family) if name != profile.id]
     return (
         Engine(
@@ -341,10 +401,15 @@ def fallback_note(name: str, family: str, fitted: str, others: int) -> Note:
         if others
         else ""
     )
+    through = (
+        " (through the GPU's own bandwidth, FLOP/s and link latency)"
+        if vendor_of(fitted) != vendor_of(family)
+        else ""
+    )
     return Note(
         "engine-fallback",
         f"{name} has no measurements on {family} GPUs: its {fitted} "
-        f"parameters stand in{joined}, so expect a wider error than its band says",
+        f"parameters stand in{through}{joined}, so expect a wider error than its band says",
     )
 
 
@@ -352,19 +417,23 @@ def newer_lines(profile: EngineProfile, line: str | None, family: str) -> tuple[
     """What --engine NAME leaves unsaid where it takes the newest line fitted on the GPU
     family and the profile holds newer lines fitted only elsewhere: the figures are those
     of the older builds (SGLang 0.4 on AMD Instinct, where 0.5.13 ran MiniMax-M2 2-3x
-    faster in points kept out of the fits, docs/accuracy.md)."""
+    faster in points kept out of the fits, docs/accuracy.md). It names the release the
+    profile's scheduler defaults cite where that is another (one answer, one release:
+    vLLM's 0.11 line on NVIDIA GPUs serves with 0.19.0's defaults)."""
     newer = [
         x.release
         for x in profile.release_lines()
         if line is not None and release_order(x.release) > release_order(line)
     ]
-    if not newer:
+    if not newer or line is None:
         return ()
+    cited = scheduler_release(profile.serving)
+    also = f"; scheduler defaults from {cited}" if cited and not same_release(line, cited) else ""
     return (
         Note(
             "engine-older-line",
-            f"{profile.id}@{line}: the newest line fitted on {family} GPUs; "
-            f"{', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not fitted there",
+            f"{profile.id}@{line}: the newest line fitted on {family} GPUs "
+            f"({', '.join(newer)} {'is' if len(newer) == 1 else 'are'} not){also}",
         ),
     )
 
@@ -398,23 +467,55 @@ def extrapolation(
     return widened_engine, (extrapolation_note(widened_engine, axes),)
 
 
-def releases_note(engine: Engine) -> tuple[Note, ...]:
+def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]:
     """One answer, one release, or a note naming each (issue 28): a named profile's step
     parameters come from its release line's points, its compute rates from the kernel
     tables of another release (loading/kernels.py), its scheduler defaults from the
-    release its ``serving:`` block cites; said wherever kernel tables enter, the release
-    this project's data of a step and of its kernels most often differ in."""
+    release its ``serving:`` block cites. Said where kernel tables enter, where other
+    lines' parameters stand in for the line asked for (``vllm@0.10`` on NVIDIA GPUs, whose
+    figures are 0.11's), where the parameters pool several lines' points (llama.cpp on
+    Apple GPUs) or where only the scheduler's release differs (``vllm@0.11`` on an H100,
+    with 0.19.0's defaults), unless a note ``said`` already names it (the note on
+    the line --engine NAME takes: newer_lines)."""
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
         return ()
-    parts = [f"step parameters from the {engine.line} line's points"]
+    fitted = engine.params[0].range
+    held = fitted.lines if fitted is not None else ()
+    standing = f" (standing in for {engine.line})" if held and engine.line not in held else ""
+    named = (
+        f"{', '.join(held)} lines'"
+        if len(held) > 1
+        else f"{held[0] if held else engine.line} line's"
+    )
+    parts = [f"step parameters from the {named} points{standing}"]
     kernels = engine.params[0].kernel_source
     if kernels:
         parts.append(f"compute rates from {kernels}")
-    if engine.serving is not None:
-        cited = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", engine.serving.source)
-        parts.append(
-            f"scheduler defaults from {cited.group(1) if cited else engine.serving.source}"
-        )
-    if not kernels:  # (the line and the scheduler: the profile's own choice, its block cites it)
+    cited = scheduler_release(engine.serving)
+    if cited:
+        parts.append(f"scheduler defaults from {cited}")
+    unsaid = (
+        cited is not None
+        and not same_release(engine.line, cited)
+        and not any(n.code == "engine-older-line" for n in said)
+    )
+    if not kernels and len(held) < 2 and not standing and not unsaid:
         return ()
     return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)
+
+
+def scheduler_release(serving: ServingDefaults | None) -> str | None:
+    """The release a profile's scheduler defaults cite ('0.19.0'), else their source."""
+    if serving is None:
+        return None
+    cited = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", serving.source)
+    return cited.group(1) if cited else serving.source
+
+
+def same_release(line: str, version: str) -> bool:
+    """Whether a version ('0.19.0') is of a release line ('0.19').
+
+    >>> same_release("0.19", "0.19.0"), same_release("0.11", "0.19.0")
+    (True, False)
+    """
+    return version == line or version.startswith(f"{line}.")

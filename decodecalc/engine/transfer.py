@@ -4,17 +4,22 @@ figures, then a vendor factor fitted on that vendor's newest points scales the s
 
 The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so they
 carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
-of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence, request)
-carry as times: no launch latency is known for GPUs without kernel tables, so none
-rescales them. What differs between vendors' kernels beyond that is a factor, the median
-of measured / transferred over the vendor's points of the last twelve months, one for
-dense models and one for MoE models, whose grouped-GEMM kernels are the vendor's own code
-(validation/fit_engines.py: vendor_factors): efficiencies divided by it, fixed costs
-multiplied by it, so the engine's step is that many times slower (faster below 1)."""
+of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence) are kernels
+and runtime of the source vendor's stack: within a vendor they carry as times, across
+vendors they scale by the two vendors' kernel fixed times, and where one is unknown
+(Apple) those the source family's pooled fit lent go (fixed_costs_across). The all-reduce
+latency a fit on the source found is the source's link and gives way to the target
+link's preset (across, which any parameters standing in on another vendor's family go
+through). What differs between vendors' kernels beyond that
+is a factor, the median of measured / transferred over the vendor's points of the last
+twelve months, one for dense models and one for MoE models, whose grouped-GEMM kernels are
+the vendor's own code (validation/fit_engines.py: vendor_factors): efficiencies divided by
+it, fixed costs multiplied by it, so the engine's step is that many times slower (faster
+below 1)."""
 
 from __future__ import annotations
 
-from decodecalc.engine.profile import EngineParams
+from decodecalc.engine.profile import FIXED_COSTS, EngineParams
 from decodecalc.record import record, replace
 
 
@@ -42,15 +47,17 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
     parameters' own and the factor's, the link's all-reduce latency, no points of their
     own and no fitted range (every scenario there is a transfer, which a note says)."""
     moe = vendor.factor * vendor.moe_factor
+    ratio = fixed_time_ratio(vendor_of(vendor.source), vendor_of(vendor.family))
+    launches = f" and its fixed costs x{ratio:.2f} (the kernels' fixed times)" if ratio else ""
     words = (
-        f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s, "
+        f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s"
+        f"{launches}, "
         f"x{vendor.factor:.2f} for {vendor.family} dense models and x{moe:.2f} for MoE "
         f"models (medians of measured / transferred over {vendor.points} of the vendor's "
         f"points of the last 12 months: {vendor.fitted_on})"
     )
     return replace(
-        scaled(params, vendor.factor),
-        allreduce_latency_s=None,
+        scaled(across(params, vendor.source, vendor.family), vendor.factor),
         band=(min(params.band[0], vendor.band[0]), max(params.band[1], vendor.band[1])),
         points=0,
         mma_fitted=False,
@@ -59,6 +66,81 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
         transferred=words,
         moe_factor=vendor.moe_factor,
     )
+
+
+def vendor_of(family: str) -> str:
+    """The vendor of a GPU family ('nvidia' for both NVIDIA families): whose kernels,
+    runtime and links the family's parameters were measured with."""
+    return family.split("-", 1)[0]
+
+
+def across(params: EngineParams, source: str, family: str) -> EngineParams:
+    """Parameters fitted on ``source`` as they stand in on another vendor's ``family``
+    with no factor (a fallback, or a vendor with no points to fit one): through that
+    vendor's hardware figures. The efficiencies are shares of the target GPU's bandwidth
+    and FLOP/s already (a fitted e_mma too); what a fit on the source measured of the
+    source's hardware and runtime goes: the fixed costs are the target's
+    (fixed_costs_across), the all-reduce latency fitted there is the source's link
+    (NVLink's 56 us a call in vLLM 0.11's H100 fit, where an MI300X's Infinity Fabric has
+    its own preset), and rates read from the source GPU's kernel tables give way to the
+    target's. Within one vendor they stay: the same kernels on the same links.
+    Measured on validation/points.yaml with each vendor left out: the NVLink latency
+    carried to MI300X made vLLM's Llama-3.1-70B at TP 8 1.7x too slow (160 calls x 56 us
+    = 9 ms of a measured 8.4 ms step); docs/accuracy.md."""
+    if vendor_of(source) == vendor_of(family):
+        return params
+    return replace(
+        params,
+        allreduce_latency_s=None,
+        grouped_mma_efficiency=None,
+        kernel_source="",
+        **fixed_costs_across(params, vendor_of(source), vendor_of(family)),
+    )
+
+
+KERNEL_FIXED_S = {"nvidia": 6.53e-6, "amd": 7.21e-6}
+"""One kernel's fixed time on a vendor's GPUs, like for like: the FP8 weight GEMM's (the one
+format both vendors' kernel tables hold), its time at no bytes and no FLOPs in the rate
+fitted to the tables. NVIDIA's from aiconfigurator's vLLM 0.24.0 tables on the H100 SXM
+(presets/kernels/h100-sxm.yaml, vllm gemm fp8 ``fixed``), AMD's from ROCm/aiter's tuned
+block-scaled FP8 GEMMs on the MI300X (presets/kernels/mi300x.yaml, gemm fp8-128x128
+``fixed``); their grouped FP8 block-128 MoE GEMMs differ alike (40.79 and 43.03 us,
+x1.05). The tables' ``launch`` figures (2.73 and 5.91 us) are not like for like: an
+H100's smallest BF16 GEMM against aiter's smallest FP8 block-scaled one; through them,
+NVIDIA's costs made vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x too slow with AMD left
+out (docs/accuracy.md). Apple's GPUs have no kernel tables."""
+
+
+def fixed_time_ratio(source: str, target: str) -> float | None:
+    """The target vendor's kernel fixed time over the source vendor's (KERNEL_FIXED_S), or
+    None where either is not known."""
+    if source not in KERNEL_FIXED_S or target not in KERNEL_FIXED_S:
+        return None
+    return KERNEL_FIXED_S[target] / KERNEL_FIXED_S[source]
+
+
+def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[str, float]:
+    """The fixed costs (FIXED_COSTS, as EngineParams fields) of parameters fitted on the
+    ``source`` vendor's GPUs as they stand on the ``target`` vendor's: each is kernels
+    and runtime of the source vendor's stack. Where both vendors' kernel fixed times are
+    known (KERNEL_FIXED_S), each cost is scaled by their ratio (the same kernels, each
+    taking the target's fixed time: x1.10 from NVIDIA to AMD). Where one is not (Apple),
+    a cost lent by the source family's pooled fit (EngineParams.lent) goes: it is the
+    source's runtime, identified on other engines' points, and no figure of the target's
+    replaces it; a cost the engine's own points identified stays, the engine's own
+    runtime with nothing to scale it by. Measured on validation/points.yaml with each
+    vendor left out (docs/accuracy.md): carried as times, AMD's lent 1.39 ms per step and
+    its 2025 MoE-layer costs slowed NVIDIA steps 1.15-3.3x."""
+    ratio = fixed_time_ratio(source, target)
+    out = {}
+    for cost in FIXED_COSTS:
+        value: float = getattr(params, f"{cost}_s")
+        if ratio is not None:
+            value *= ratio
+        elif cost in params.lent:
+            value = 0.0
+        out[f"{cost}_s"] = value
+    return out
 
 
 def for_kind(params: EngineParams, kind: str) -> EngineParams:
@@ -88,4 +170,8 @@ def scaled(params: EngineParams, factor: float) -> EngineParams:
         per_moe_layer_s=params.per_moe_layer_s * factor,
         per_sequence_s=params.per_sequence_s * factor,
         per_request_s=params.per_request_s * factor,
+        per_running_s=params.per_running_s * factor,
+        per_ffn_pass_s=params.per_ffn_pass_s * factor,
+        per_mixer_sequence_s=params.per_mixer_sequence_s * factor,
+        per_state_sequence_s=params.per_state_sequence_s * factor,
     )

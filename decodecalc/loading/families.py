@@ -176,7 +176,9 @@ def _phi3(cfg: Fields, model_type: str) -> Architecture:
 
 def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     """Mixtral, and Phi-3.5-MoE (phimoe): Mixtral's with LayerNorms that have biases (two a
-    layer and the final one) and q, k, v and o biases where ``attention_bias`` says so."""
+    layer and the final one), q, k, v and o biases where ``attention_bias`` says so, and a
+    bias on the LM head where ``lm_head_bias`` does (true in Phi-3.5-MoE-instruct: one a
+    vocabulary entry, split with the head)."""
     from decodecalc.model.moe import MoE
 
     moe = MoE(
@@ -188,12 +190,15 @@ def _mixtral(cfg: Fields, model_type: str) -> Architecture:
     if model_type != "phimoe":
         attention = _alike(cfg, _gqa(cfg, _window(cfg, False)), count)
         return _common(cfg, _over(attention, moe))
-    _same_as(cfg, "lm_head_bias", False, "a bias on the LM head")
     bias = cfg.boolean("attention_bias", default=False)
     mixers = _alike(cfg, _gqa(cfg, _window(cfg, False), qkv_bias=bias, o_bias=bias), count)
     layers = [replace(layer, norms=4) for layer in _over(mixers, moe)]
     layers[-1] = replace(layers[-1], norms=5)  # and the final LayerNorm's bias
-    return _common(cfg, layers)
+    arch = _common(cfg, layers)
+    if not cfg.boolean("lm_head_bias", default=False):
+        return arch
+    head_bias = TensorGroup("norms and biases", arch.vocab_size, True, Sharding.SPLIT)
+    return replace(arch, extra_groups=(head_bias,))
 
 
 def _qwen_moe_ffn(cfg: Fields, index: int, count: int) -> FFN:
@@ -962,6 +967,22 @@ def _layernorm_gpt(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, layers, tie_default=not neox)
 
 
+def _minicpm(cfg: Fields, model_type: str) -> Architecture:
+    """MiniCPM 1 and 2 (remote code, modeling_minicpm.py): Llama's layers, biases on q, k,
+    v and o where ``attention_bias`` says so, embeddings tied unless the file says not
+    (MiniCPMConfig's default is tied). ``scale_emb``, ``scale_depth``, ``dim_model_base``
+    and MiniCPM4's ``mup_denominator`` are scalars. MiniCPM4's ``sparse_config`` (InfLLM
+    v2: each token reads chosen blocks of the cache) is refused: not modelled."""
+    if cfg.has("sparse_config"):
+        raise cfg.error(
+            "sparse_config",
+            "MiniCPM4's InfLLM v2 sparse attention (blocks of the cache "
+            "chosen per token) is not modelled",
+        )
+    arch = _LLAMA(cfg, model_type)
+    return replace(arch, tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=True))
+
+
 def _minicpm3(cfg: Fields, model_type: str) -> Architecture:
     """MiniCPM3: DeepSeek-V2's multi-head latent attention (``q_lora_rank``,
     ``kv_lora_rank``) in every layer, each followed by a dense gated MLP; tied embeddings.
@@ -1374,6 +1395,71 @@ def _kimi_linear(cfg: Fields, model_type: str) -> Architecture:
     return Architecture(**{**fields, "layers": _interned(fields["layers"])})
 
 
+def _dbrx(cfg: Fields, model_type: str) -> Architecture:
+    """DBRX: Llama's GQA with q, k and v fused in one ``Wqkv`` (the same elements), every
+    layer a MoE of ``ffn_config.moe_num_experts`` gated experts of ``ffn_hidden_size``
+    (w1, v1, w2) with a router and no shared expert; LayerNorms without biases (two a
+    layer and the final one), an untied head. Its own names: ``d_model``, ``n_heads``,
+    ``n_layers``, ``max_seq_len``; ``attn_config.kv_n_heads`` the KV heads. ``clip_qkv``
+    clamps activations: no bytes."""
+    from decodecalc.model.moe import MoE
+
+    hidden = cfg.integer("d_model")
+    heads = cfg.integer("n_heads")
+    count = cfg.integer("n_layers", maximum=MAX_LAYERS)
+    attn, ffn = cfg.mapping("attn_config"), cfg.mapping("ffn_config")
+    ffn.optional_integer("hidden_size")  # transformers sets it to d_model, whatever it says
+    kv = attn.integer("kv_n_heads", default=1)
+    if heads % kv or hidden % heads:
+        raise attn.error("kv_n_heads", f"{kv} KV heads do not divide {heads} heads of {hidden}")
+    attention = Attention(heads, kv, hidden // heads)
+    moe = MoE(
+        num_experts=ffn.integer("moe_num_experts", default=4),
+        experts_per_token=ffn.integer("moe_top_k", default=1),
+        expert_intermediate_size=ffn.integer("ffn_hidden_size", default=3584),
+    )
+    return Architecture(
+        hidden_size=hidden,
+        vocab_size=cfg.integer("vocab_size", default=32_000),
+        tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=False),
+        layers=_interned(_over([attention] * count, moe)),
+        max_context_tokens=cfg.integer("max_seq_len", default=2_048),
+    )
+
+
+def _bailing_moe_v2(cfg: Fields, model_type: str) -> Architecture:
+    """Ling 2.0 (bailing_moe_v2, remote code modeling_bailing_moe_v2.py: Ling-mini-2.0,
+    Ling-flash-2.0, Ring-2.0): GQA with q, k and v fused in ``query_key_value`` (biased where
+    ``use_qkv_bias``), per-head QK norms where ``use_qk_norm``, the output projection biased
+    where ``use_bias``; the first ``first_k_dense_replace`` layers a dense MLP, the rest
+    ``num_experts`` gated experts of ``moe_intermediate_size`` and ``num_shared_experts`` shared
+    ones (one MLP that many times as wide), the router with a score-correction bias (a buffer
+    the checkpoint holds whatever ``moe_router_enable_expert_bias`` says). Defaults are
+    BailingMoeV2Config's. The MTP layers (``num_nextn_predict_layers``) are in the checkpoint,
+    not the decode step, as DeepSeek's."""
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    flags = {"qkv_bias": cfg.boolean("use_qkv_bias", default=False)}
+    flags["o_bias"] = cfg.boolean("use_bias", default=False)
+    flags["qk_norm"] = cfg.boolean("use_qk_norm", default=True)
+    attention = _gqa(cfg, None, **flags)
+    cfg.boolean("moe_router_enable_expert_bias", default=True)  # routing only: see above
+    expert = cfg.integer("moe_intermediate_size")
+    shared = expert * cfg.integer("num_shared_experts", default=1, minimum=0)
+    moe = _routed(cfg, "num_experts", "moe_intermediate_size", shared)
+    dense = DenseMLP(cfg.integer("intermediate_size"))
+    first = cfg.integer("first_k_dense_replace", default=1, minimum=0)
+    mixers = _alike(cfg, attention, count)
+    layers = [Layer(m, dense if i < first else moe) for i, m in enumerate(mixers)]
+    return _common(cfg, layers)
+
+
+def _nemotron_nas(cfg: Fields, model_type: str) -> Architecture:
+    from decodecalc.loading.nemotron_nas import read_nemotron_nas  # its own module
+
+    count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
+    return _common(cfg, read_nemotron_nas(cfg, cfg.integer("hidden_size"), count))
+
+
 def _gemma4(cfg: Fields, model_type: str) -> Architecture:
     from decodecalc.loading.gemma4 import read_gemma4  # its own module
 
@@ -1411,6 +1497,7 @@ FAMILIES: dict[str, Reader] = {
     "starcoder2": _layernorm_gpt,
     "phimoe": _mixtral,
     "minicpm3": _minicpm3,
+    "minicpm": _minicpm,
     "dots1": _dots1,
     # Qwen's vision-language models: the text model of each (its own model_type under
     # text_config in transformers 5, the wrapper's own fields in Qwen2-VL's published form)
@@ -1443,6 +1530,9 @@ FAMILIES: dict[str, Reader] = {
     "glm4_moe": _glm4_moe,
     "minimax_m2": _minimax_m2,
     "nemotron_h": _nemotron_h,
+    "nemotron-nas": _nemotron_nas,
+    "dbrx": _dbrx,
+    "bailing_moe_v2": _bailing_moe_v2,
     "jamba": _jamba,
     "falcon_h1": _falcon_h1,
     "llama4": _llama4,
@@ -1494,24 +1584,16 @@ from ``text_config`` alone and so does decodecalc: the top-level copies are read
 
 REFUSED: dict[str, str] = {
     # Issue 31's list, not read yet: each named for what it adds or what was not checked.
-    "nemotron-nas": "Nemotron-NAS's per-layer block_configs (attention left out or replaced "
-    "by a linear layer, a width of its own for each layer's MLP) are not modelled: every "
-    "decodecalc layer has a token mixer with its own cache or state",
-    "minicpm": "not read yet: MiniCPM's remote code (Llama's shapes, scale_emb, scale_depth "
-    "and dim_model_base scaling activations) has not been checked against a published "
-    "checkpoint, and MiniCPM4's sparse attention (sparse_config) is not modelled",
-    "deci": "DeciLM's per-layer block_configs (attention left out or replaced by a linear "
-    "layer, a width of its own for each layer's MLP) are not modelled",
+    "deci": "DeciLM-7B's per-layer KV head counts (num_key_value_heads_per_layer) are not "
+    "read yet (Nemotron-NAS's block_configs are: model_type nemotron-nas)",
     "jetmoe": "JetMoE's mixture of attention heads (experts in attention) is not modelled",
     "phi3small": "Phi-3-small's block-sparse attention (dense every "
     "dense_attention_every_n_layers) is not modelled",
     "step3": "Step3's multi-matrix factorised attention is not modelled",
-    "arctic": "Arctic's dense MLP beside every MoE (its residual MoE) has not been checked "
-    "against a published checkpoint",
-    **{
-        name: "not read yet: its layers have not been checked against a published checkpoint"
-        for name in ("bailing_moe", "bailing_moe_v2", "dbrx")
-    },
+    "arctic": "not read yet: Arctic's dense residual MLP beside each layer's MoE (remote "
+    "code) has not been checked against a published config.json",
+    "bailing_moe": "not read yet: Ling 1.x's remote code (modeling_bailing_moe.py) has not "
+    "been checked against a published config.json (Ling 2.0's bailing_moe_v2 is read)",
 }
 """Families whose config is known but whose decode-relevant novelty is not modelled: one
 line saying so, rather than the list of families decodecalc reads."""

@@ -292,10 +292,37 @@ READER_IGNORES: dict[str, dict[str, str]] = {
         "attn_implementation": "which attention kernel the remote code runs: the same bytes",
     },
     "phimoe": {"input_jitter_noise": "noise on the router's input in training only"},
+    "bailing_moe_v2": {
+        "embedding_dropout": "dropout in training only",
+        "output_dropout": "dropout in training only",
+        "mtp_loss_scaling_factor": "the MTP loss's weight in training",
+        "max_window_layers": "never read by modeling_bailing_moe_v2.py: no layer has a window",
+        "score_function": "how the router scores experts (sigmoid): which experts, not how many",
+    },
+    "dbrx": {
+        # transformers' DbrxConfig sets it from attn_config.kv_n_heads, whatever it says
+        "num_key_value_heads": "attn_config.kv_n_heads said again (transformers 5 writes it)",
+        "emb_pdrop": "dropout on the embeddings in training only",
+        "attn_pdrop": "attention dropout in training only",
+        "clip_qkv": "a clamp on the q, k and v activations",
+        "ffn_act_fn": "the experts' activation (SiLU): three matrices either way",
+        "moe_jitter_eps": "noise on the router's input in training only",
+        "moe_loss_weight": "the router's load-balancing loss in training",
+        "moe_normalize_expert_weights": "how the chosen experts' weights are normalised",
+        "uniform_expert_assignment": "a testing switch of the original code that "
+        "transformers does not read",
+        "model_type": "the sub-configs' empty model_type",
+    },
     "minicpm3": {
         "scale_emb": "a scalar on the embeddings",
         "scale_depth": "a scalar on the residual",
         "dim_model_base": "a scalar on the logits",
+    },
+    "minicpm": {
+        "scale_emb": "a scalar on the embeddings",
+        "scale_depth": "a scalar on the residual",
+        "dim_model_base": "a scalar on the logits",
+        "mup_denominator": "MiniCPM4's scalar on the logits",
     },
     "olmoe": {"clip_qkv": "a clamp on q, k and v activations: no bytes"},
     "granitemoe": {

@@ -356,7 +356,23 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
 
     if not doc.cached:
         lines()
-    return replace(profile, pending_lines=lines)
+    return replace(profile, pending_lines=lines, latest_dates=latest_dates(table.data))
+
+
+def latest_dates(lines: dict[Any, Any]) -> tuple[tuple[str, str], ...]:
+    """For each GPU family a line holds parameters of its own on (not transferred), the
+    latest date such a line carries, read from the document without parsing the lines
+    (checked when they are): engine/select.py recent_on parses a profile's lines only
+    where one may be recent."""
+    found: dict[str, str] = {}
+    for line in lines.values():
+        if not isinstance(line, dict) or not isinstance(line.get("families"), dict):
+            continue
+        days = [str(day) for day in line.get("dates") or ()]
+        for family, params in line["families"].items():
+            if days and not (isinstance(params, dict) and params.get("transferred")):
+                found[str(family)] = max([*days, found.get(str(family), "")])
+    return tuple(sorted(found.items()))
 
 
 def _line(f: Fields, release: str) -> ReleaseLine:
@@ -411,6 +427,10 @@ def _params(table: Fields, family: str) -> EngineParams:
         per_step_s=_duration(f, "per_step") or 0.0,
         per_moe_layer_s=_duration(f, "per_moe_layer") or 0.0,
         per_sequence_s=_duration(f, "per_sequence") or 0.0,
+        per_ffn_pass_s=_duration(f, "per_ffn_pass") or 0.0,
+        per_running_s=_duration(f, "per_running") or 0.0,
+        per_mixer_sequence_s=_duration(f, "per_mixer_sequence") or 0.0,
+        per_state_sequence_s=_duration(f, "per_state_sequence") or 0.0,
         allreduce_latency_s=_duration(f, "allreduce_latency"),
         kv_read=kv_read,
         band=_band(f),
@@ -427,10 +447,24 @@ def _params(table: Fields, family: str) -> EngineParams:
         range=_range(f.mapping("range")) if f.has("range") else None,
         transferred=f.text("transferred", ""),
         moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
+        lent=_lent(f),
     )
     f.text("fitted", "")
     f.finish()
     return params
+
+
+def _lent(f: Fields) -> tuple[str, ...]:
+    """The fixed costs a parameter set took from its family's pooled fit (EngineParams.lent),
+    each one of FIXED_COSTS."""
+    from decodecalc.engine.profile import FIXED_COSTS
+
+    lent = f.texts("lent")
+    for name in lent:
+        if name not in FIXED_COSTS:
+            known = ", ".join(FIXED_COSTS)
+            raise f.error("lent", f"expected some of {known}, got {fragment(name)}")
+    return lent
 
 
 def _band(f: Fields) -> tuple[float, float]:
@@ -468,7 +502,8 @@ def _range(f: Fields) -> FitRange:
 def _serving(f: Fields, engine: str) -> ServingDefaults:
     """An engine's hand-written scheduler defaults: each value a mapping of ``value`` and the
     ``source`` (engine file and version) it was read from."""
-    from decodecalc.engine.profile import MAX_SCHEDULER_LIMIT, GpuRule, ServingDefaults
+    from decodecalc.engine.limits import MAX_SCHEDULER_LIMIT
+    from decodecalc.engine.profile import GpuRule, ServingDefaults
 
     def sourced(name: str) -> Fields:
         entry = f.mapping(name)

@@ -16,6 +16,7 @@ from decodecalc.engine.profile import EngineParams
 from decodecalc.errors import InputError
 from decodecalc.paths import expand_user, xdg_dir
 from decodecalc.record import record
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.writing import write_file
 
 
@@ -177,8 +178,13 @@ def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
             "mma_efficiency": round(p.mma_efficiency, 4),
             "tile_rows": p.tile_rows,
         }
+        for cost in RUNNING_COSTS:  # (step/running.py: only those fitted or lent)
+            if getattr(p, cost.field):
+                entry[cost.key] = _microseconds(getattr(p, cost.field), 3)
         if p.mma_fitted:
             entry["mma_fitted"] = True
+        if p.lent:
+            entry["lent"] = list(p.lent)
         if p.allreduce_latency_s is not None:
             entry["allreduce_latency"] = _microseconds(p.allreduce_latency_s)
         if p.prefill_efficiency != 1 or p.per_request_s:

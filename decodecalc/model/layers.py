@@ -246,6 +246,7 @@ if TYPE_CHECKING:
     from decodecalc.model.mamba import Mamba1, Mamba2
     from decodecalc.model.mla import LatentAttention
     from decodecalc.model.moe import MoE
+    from decodecalc.model.no_mixer import NoMixer
     from decodecalc.model.short_conv import ShortConv
 
     Mixer: TypeAlias = (
@@ -258,5 +259,6 @@ if TYPE_CHECKING:
         | ShortConv
         | CompressedAttention
         | KimiDeltaAttention
+        | NoMixer
     )
     FFN: TypeAlias = DenseMLP | MoE

@@ -1,2 +1,3 @@
 """A deployment to estimate: its description as given (spec), the resolved Scenario with its
-validation, and the rates (price, power) that cost and energy are figured from."""
+validation, the workload a server carries, the two field tables every door declares them
+from, and the rates (price, power) that cost and energy are figured from."""

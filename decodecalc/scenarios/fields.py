@@ -20,7 +20,14 @@ KINDS = ("text", "rate", "time", "count", "flag", "fraction", "efficiency")
 an efficiency (a fraction, or 'sustained' or 'calibrated')."""
 
 EFFICIENCY_WORDS = ("sustained", "calibrated")
-"""The words an efficiency takes besides a fraction (loading/resolve.py reads them)."""
+"""The words an efficiency takes besides a fraction (resolving/resolve.py reads them)."""
+
+MAX_BATCH = 1_000_000
+MIN_FRACTION = 0.001
+"""Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
+MAX_TP = 1024
+MAX_PP = 1024
+"""More stages than any model has layers: past it a value is no pipeline, whatever the model."""
 
 PRESETS = ("model", "gpu", "weights", "dtype")
 """Catalog look-ups a file's value is checked by where it is read (so a misspelt name
@@ -51,6 +58,8 @@ class ScenarioField:
     """Measured points take it (as ``name``): what the measurement ran, never a figure
     fitted to it (efficiency, overhead) or one of its labels (engine)."""
     required_in_points: bool = False
+    most: int | None = None
+    """The largest count Scenario takes (kind count; None: no bound of its own)."""
 
 
 SCENARIO_FIELDS = (
@@ -131,6 +140,7 @@ SCENARIO_FIELDS = (
         "count",
         axis="One or more batch sizes, e.g. 1,8,64.",
         in_points=True,
+        most=MAX_BATCH,
     ),
     ScenarioField(
         "tp",
@@ -140,6 +150,7 @@ SCENARIO_FIELDS = (
         "count",
         axis="One or more TP sizes, e.g. 1,2,4,8.",
         in_points=True,
+        most=MAX_TP,
     ),
     ScenarioField(
         "pp",
@@ -150,6 +161,7 @@ SCENARIO_FIELDS = (
         "count",
         axis="One or more pipeline sizes, e.g. 1,2,4.",
         in_points=True,
+        most=MAX_PP,
     ),
     ScenarioField(
         "ep",
@@ -224,6 +236,7 @@ SCENARIO_FIELDS = (
         "N",
         "count",
         in_points=True,
+        most=MAX_TP,
     ),
     ScenarioField(
         "node_link",

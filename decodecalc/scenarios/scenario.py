@@ -12,14 +12,8 @@ from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.notes import Note
 from decodecalc.record import record
+from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP, MIN_FRACTION
 from decodecalc.scenarios.rates import Rates
-
-MAX_BATCH = 1_000_000
-MIN_FRACTION = 0.001
-"""Smallest efficiency or memory utilization accepted: below it, figures lose meaning."""
-MAX_TP = 1024
-MAX_PP = 1024
-"""More stages than any model has layers: past it a value is no pipeline, whatever the model."""
 
 
 def check_count(name: str, value: int, most: int) -> None:
@@ -93,7 +87,8 @@ class Scenario:
         check_count("batch", self.batch, MAX_BATCH)
         check_count("tp", self.tp, MAX_TP)
         check_count("pp", self.pp, MAX_PP)
-        if not self.model.supports_tp(self.tp):
+        # Data-parallel attention splits no heads: each rank holds whole attention.
+        if not self.dp_attention and not self.model.supports_tp(self.tp):
             valid = ", ".join(str(n) for n in self.model.valid_tp())
             raise Conflict(
                 f"tp {self.tp} does not split {self.model.id}'s attention heads evenly; "

@@ -2,7 +2,7 @@
 
 Every door into the estimator (the command line's options, compare and sweep grids, the
 Python API, deployment files, vLLM serve configs, measured points) fills in a ScenarioSpec
-and hands it to decodecalc.loading.resolve.resolve, so the same inputs give the same figures
+and hands it to decodecalc.resolving.resolve.resolve, so the same inputs give the same figures
 whichever door they came in by. This module imports nothing heavy: the CLI reads the
 defaults from here to declare its options, before a query needs the physics.
 """

@@ -10,9 +10,10 @@ by a roofline of its own:
 
 where each tensor group's GEMM streams its weights at e_w or, past its ridge (a large
 batch, or a grouped expert GEMM's rows padded to the kernel's tile), multiplies at e_mma
-of peak (step/step.py weight_ops); attention reads the KV cache at another efficiency,
-e_kv (flash-attention kernels about 0.85 of e_w, others much less); KV_read is the cache
-as the kernel reads it (a GQA-unaware kernel reads each KV head once per query head);
+of peak (step/operations.py lists and prices every operation); attention reads the KV
+cache at another efficiency, e_kv (flash-attention kernels about 0.85 of e_w, others much
+less); KV_read is the cache as the kernel reads it (a GQA-unaware kernel reads each KV
+head once per query head);
 c_layer covers launches, norms, RoPE and small GEMV tails in every layer, c_step the
 scheduler and sampler; TP all-reduces pay the engine's own latency per call. Two costs
 only some points show: c_moe per MoE layer (routing, top-k, token permutation) and c_seq
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 
 from decodecalc.engine.profile import EngineParams
 from decodecalc.record import record
+from decodecalc.step.running import RunningCounts
 
 if TYPE_CHECKING:
     from decodecalc.model.model import Model
@@ -87,20 +89,48 @@ class StepCounts:
     moe_layers: int
     passes: int
     """Sequence passes: the batch x sequence_passes."""
+    running: RunningCounts | None = None
+    """What the running costs are counted in (step/running.py); None: none counted."""
 
     @classmethod
-    def of(cls, model: Model, batch: int) -> StepCounts:
-        return cls(len(model.layers), moe_layers(model), batch * sequence_passes(model))
+    def of(cls, model: Model, batch: int, mixed: int | None = None) -> StepCounts:
+        """``mixed``: the sequences one GPU's token mixers run (RunningCounts.of)."""
+        return cls(
+            len(model.layers),
+            moe_layers(model),
+            batch * sequence_passes(model),
+            RunningCounts.of(model, batch, mixed),
+        )
 
     def fixed_seconds(self, params: EngineParams) -> float:
-        """The costs no byte count scales: per layer, per step, per MoE layer and per
-        sequence pass."""
+        """The costs no byte count scales: per layer, per step, per MoE layer, per
+        sequence pass, and those that grow with the running sequences (step/running.py):
+        fixed_parts added up."""
+        return sum(seconds for _, seconds in self.fixed_parts(params))
+
+    def fixed_parts(self, params: EngineParams) -> tuple[tuple[str, float], ...]:
+        """Each fixed cost by name with its seconds per step: what the step's operation
+        list (step/operations.py) takes its fixed operations from."""
         return (
-            self.layers * params.per_layer_s
-            + params.per_step_s
-            + self.moe_layers * params.per_moe_layer_s
-            + self.passes * params.per_sequence_s
+            ("per layer", self.layers * params.per_layer_s),
+            ("per step", params.per_step_s),
+            ("per MoE layer", self.moe_layers * params.per_moe_layer_s),
+            ("per sequence pass", self.passes * params.per_sequence_s),
+            *(() if self.running is None else self.running.parts(params)),
         )
+
+    def count(self, part: str) -> int:
+        """How many times a step pays a fixed part (fixed_parts' name): its layers, MoE
+        layers, sequence passes or a running cost's count (step/running.py); once for any
+        other."""
+        counts = {
+            "per layer": self.layers,
+            "per MoE layer": self.moe_layers,
+            "per sequence pass": self.passes,
+        }
+        if self.running is not None:
+            counts |= self.running.counts()
+        return counts.get(part, 1)
 
 
 @record

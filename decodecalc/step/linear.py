@@ -1,15 +1,25 @@
 """A step split into the terms an engine's parameters scale linearly, for fitting them to
 measured points (calibration/engine_fit.py): weights and KV at peak bandwidth (the fit
 solves for 1/e_w and 1/e_kv), the counts the fixed costs multiply, the all-reduce calls
-and what the link's bytes and the compute add. linear_seconds prices the terms with the
-engine step's one formula (engine_terms.within_band), so a fit and an estimate agree."""
+and what the link's bytes and the compute add. linear_seconds prices the terms as the
+engine's step is priced: a list of operations built by step/operations.py's constructors,
+added up by its terms_of and bounded by engine_terms.within_band, so a fit and an estimate
+agree (tests/calibration/test_engine_fit.py holds them equal)."""
 
 from __future__ import annotations
 
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.record import record
-from decodecalc.step.engine_terms import StepCounts, kv_read_factor, within_band
-from decodecalc.step.step import StepModel, WeightOp, gemm_excess_s
+from decodecalc.step.engine_terms import StepCounts, kv_read_factor, packed, within_band
+from decodecalc.step.operations import (
+    OPERATION_CLASSES,
+    Operation,
+    WeightOp,
+    fixed_operations,
+    gemm_operations,
+    terms_of,
+)
+from decodecalc.step.step import StepModel
 
 
 @record
@@ -28,7 +38,7 @@ class LinearTerms:
     """Communication less its per-call latency: the bytes on the link."""
     compute_s: float
     ops: tuple[WeightOp, ...] = ()
-    """Each GEMM, for the share of it that runs compute-bound (step.gemm_excess_s)."""
+    """Each GEMM, for the share of it that runs compute-bound (operations.gemm_operations)."""
     bandwidth: float = 0.0
     peak: int | None = None
     """The GPU's peak bandwidth and FLOP/s, the scales of ``ops``."""
@@ -57,7 +67,7 @@ def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
             (kv + row.state_bytes) / bandwidth,
             (kv * kv_read_factor(s) + row.state_bytes) / bandwidth,
         ),
-        counts=StepCounts.of(s.model, s.batch),
+        counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu),
         calls=calls,
         link_latency_s=latency,
         ring_s=max(row.comm_seconds - calls * latency, 0.0),
@@ -80,13 +90,38 @@ def streaming_seconds(t: LinearTerms, p: EngineParams) -> float:
 
 
 def gemm_seconds(t: LinearTerms, p: EngineParams) -> float:
-    """Weights at e_w, plus what compute-bound GEMMs add (step.gemm_excess_s)."""
-    return t.weight_s / p.weight_efficiency + gemm_excess_s(t.ops, t.bandwidth, t.peak, p)
+    """The GEMMs' operations added up: each the slower of its weights and its FLOPs."""
+    return sum(o.seconds for o in _gemms(t, p))
+
+
+def _gemms(t: LinearTerms, p: EngineParams) -> tuple[Operation, ...]:
+    """Each GEMM as step_operations lists it (gemm_operations); terms without them (a
+    hand-made point) stream their weights as one."""
+    if t.ops:
+        return gemm_operations(t.ops, t.bandwidth, t.peak, p)
+    weights = t.weight_s / p.weight_efficiency
+    return (Operation("GEMM", "the weights", OPERATION_CLASSES[0], 1, 0.0, 0.0, weights, 0.0),)
+
+
+def linear_operations(t: LinearTerms, p: EngineParams) -> tuple[Operation, ...]:
+    """The step's operations on these terms: the GEMMs, the cache and state as one
+    attention operation (its bytes counted as seconds at peak bandwidth, so read at
+    1 / e_kv a second), the fixed parts (StepCounts.fixed_parts) and the collectives at
+    the engine's latency per call."""
+    cache = Operation(
+        "attention", "the cache and state", OPERATION_CLASSES[2], 1, 0.0, 0.0, 0.0, 0.0,
+        per_kv_byte_s=1 / p.kv_efficiency,
+    )  # fmt: skip
+    transfers = t.calls * allreduce_latency(t, p) + t.ring_s
+    comm = Operation(
+        "all-reduce", "the collectives", OPERATION_CLASSES[4], t.calls, 0.0, 0.0, 0.0, 0.0,
+        transfers,
+    )  # fmt: skip
+    return (*_gemms(t, p), cache, *fixed_operations(t.counts, p), comm)
 
 
 def linear_seconds(t: LinearTerms, p: EngineParams) -> float:
     """The engine's step on these terms: step.step.expected_step on the same inputs."""
-    added = t.counts.fixed_seconds(p) + t.calls * allreduce_latency(t, p) + t.ring_s
+    terms = terms_of(linear_operations(t, p), (1.0, 1.0))
     kv = t.kv_s[KV_READS.index(p.kv_read)]
-    terms = ((gemm_seconds(t, p), 1 / p.kv_efficiency, added, 1.0, 1.0),)
-    return within_band(terms, kv, t.compute_s, 0.0)[0]
+    return within_band(packed([terms]), kv, t.compute_s, 0.0)[0]

@@ -268,8 +268,13 @@ def tp_allreduces(model: Model) -> int:
     mixer's and the feed-forward block's, so two a layer where both are there. A layer with
     no MLP (Nemotron-H's mixer followed by another mixer; the attention half of a Falcon-H1
     layer, read as two layers) pays one: Nemotron Nano 2's 56 blocks make 31 layers here,
-    6 of them without an MLP, so 2 x 31 - 6 = 56 all-reduces, one per block as in vLLM."""
-    return sum(1 + bool(layer.ffn.tensor_groups(model.hidden_size)) for layer in model.layers)
+    6 of them without an MLP, so 2 x 31 - 6 = 56 all-reduces, one per block as in vLLM. A
+    layer with no attention (Nemotron-NAS's no_op) pays none for it."""
+    hidden = model.hidden_size
+    return sum(
+        bool(layer.mixer.tensor_groups(hidden)) + bool(layer.ffn.tensor_groups(hidden))
+        for layer in model.layers
+    )
 
 
 def communication(s: Scenario) -> Communication | None:

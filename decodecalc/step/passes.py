@@ -14,11 +14,11 @@ from fractions import Fraction
 from statistics import median
 
 from decodecalc.model.dtypes import ceil_bytes
-from decodecalc.record import record, replace
+from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
-from decodecalc.step.engine_terms import packed, within_band
+from decodecalc.step.engine_terms import within_band
 from decodecalc.step.flops import matmul_params
-from decodecalc.step.step import StepModel, engine_terms, roofline_seconds, streamed_weight_bytes
+from decodecalc.step.step import StepModel, packed_terms, roofline_seconds, streamed_weight_bytes
 
 
 @record
@@ -102,16 +102,11 @@ def mixed_pass_seconds(
     if engine.is_roofline:
         memory = step.streaming_seconds(total)
         return roofline_seconds(memory, decode + chunk, comm, scenario.overhead_s)
-    mixed = replace(step, weight_bytes=weights)
     floor = max(total / scenario.bandwidth_bytes_per_s, decode + chunk) + comm
+    terms = packed_terms(step, engine.params, tokens, weights)
     return median(
         [
-            within_band(
-                packed([engine_terms(mixed, p, comm)]),
-                kv,
-                decode + chunk / p.prefill_efficiency,
-                floor,
-            )[0]
-            for p in engine.params
+            within_band((t,), kv, decode + chunk / p.prefill_efficiency, floor)[0]
+            for t, p in zip(terms, engine.params, strict=True)
         ]
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from decodecalc.scenarios.scenario import MAX_BATCH, Scenario
+from decodecalc.scenarios.fields import MAX_BATCH
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.flops import step_flops
 from decodecalc.step.step import StepModel
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from decodecalc.engine.profile import Engine, EngineParams
@@ -36,6 +37,20 @@ from decodecalc.step.engine_terms import (
 )
 from decodecalc.step.flops import step_flops
 from decodecalc.step.memory import MemoryFit, memory_fit
+from decodecalc.step.operations import MIN_TILE_ROWS as MIN_TILE_ROWS
+from decodecalc.step.operations import (
+    OPERATION_CLASSES,
+    MixerWork,
+    Operation,
+    StepWork,
+    WeightOp,
+    by_class,
+    step_operations,
+    terms_of,
+    weight_ops,
+)
+from decodecalc.step.operations import gemm_excess_s as gemm_excess_s
+from decodecalc.step.operations import kernel_tile as kernel_tile
 from decodecalc.step.parallelism import (
     CommSplit,
     Communication,
@@ -188,99 +203,6 @@ class GroupRead:
     read_bytes: int
 
 
-@record
-class WeightOp:
-    """One tensor group's matrix multiply in a step, on one GPU: the bytes it streams and
-    the rows it multiplies them by. Its time is the slower of the two (gemm_excess_s)."""
-
-    group: str
-    read_bytes: int
-    params: float
-    """Parameters multiplied: those the GPU holds, at the share the step reads."""
-    rows: float
-    """Rows each multiplied weight meets: the GPU's tokens for a dense GEMM; for routed
-    experts, the tokens one expert that is touched receives on average (B x k over the
-    experts touched)."""
-    grouped: bool
-    """A grouped expert GEMM, whose kernel computes each expert's rows in whole tiles."""
-
-    def flops(self, tile_rows: int) -> float:
-        """2 x parameters x rows, a grouped GEMM's rows rounded up to the tile its kernel
-        takes at that many rows (kernel_tile): an expert sent 3 tokens costs a 16-row
-        tile's compute, not 3 rows' (dense decode GEMMs run split-K or GEMV kernels that
-        do not pad a small batch)."""
-        if not self.grouped:
-            return 2 * self.params * self.rows
-        tile = kernel_tile(self.rows, tile_rows)
-        return 2 * self.params * math.ceil(self.rows / tile) * tile
-
-
-MIN_TILE_ROWS = 16
-"""The smallest block M of the grouped MoE kernels: Triton's tl.dot multiplies at least 16
-rows, and vLLM's and SGLang's fused_moe take BLOCK_SIZE_M 16 while the tokens number no
-more than the experts (get_default_config, ``M <= E``)."""
-
-
-def kernel_tile(rows: float, tile_rows: int) -> int:
-    """The block M a grouped GEMM's kernel takes for experts of ``rows`` rows each: the
-    smallest power of two from MIN_TILE_ROWS that holds them, up to ``tile_rows``, the
-    tile the engine's kernel was measured with at the batches its tables span. Grouped-MoE
-    kernels choose their block M by the tokens per expert (vLLM's tuned fused_moe configs
-    grow BLOCK_SIZE_M with M; TensorRT-LLM's autotuner picks among 16-256-row tiles), so
-    an expert's rows are never padded past max(MIN_TILE_ROWS, 2 x rows): a table fitted
-    at 256 rows does not make 2 rows cost 256 (issue 28)."""
-    fitted = max(1, tile_rows)
-    if fitted <= MIN_TILE_ROWS or rows <= 0:
-        return fitted
-    holds = 1 << max(0, math.ceil(math.log2(rows)))
-    return min(fitted, max(MIN_TILE_ROWS, holds))
-
-
-def weight_ops(scenario: Scenario) -> tuple[WeightOp, ...]:
-    """Every tensor group a step multiplies, per GPU, stages added up (a token's pass goes
-    through each). A dense group meets the GPU's own sequences (all of them under TP, its
-    share under data-parallel attention); routed experts meet every token (B x k of them
-    over the experts touched, with or without EP: a GPU holding E/N whole experts gets a
-    share N times smaller of both)."""
-    s = scenario
-    ops = []
-    for groups in stage_groups(s.model, s.pp):
-        for g in groups:
-            share = read_share(s, g, s.batch)
-            if not share:
-                continue
-            params = gpu_params(s, g) * share
-            read = weight_bytes([(g.name, params)], s.weights, s.weight_overrides)
-            if g.experts:
-                # the tokens a touched expert receives, on every GPU alike
-                rows = s.batch * g.experts_per_token / (g.experts * g.read_fraction(s.batch))
-            else:
-                rows = Fraction(s.sequences_per_gpu)
-            ops.append(WeightOp(g.name, read, float(params), float(rows), bool(g.experts)))
-    return tuple(ops)
-
-
-def gemm_excess_s(
-    ops: Sequence[WeightOp], bandwidth: float, peak: int | None, params: EngineParams
-) -> float:
-    """What the GEMMs add beyond streaming their weights at e_w: each op takes the slower
-    of bytes / (BW x e_w) and FLOPs / (peak x e_mma), so a compute-bound op adds the
-    difference. Zero where the GPU's peak is not known."""
-    if peak is None:
-        return 0.0
-    stream = bandwidth * params.weight_efficiency
-    dense = peak * params.mma_efficiency
-    grouped = peak * (params.grouped_mma_efficiency or params.mma_efficiency)
-    return sum(
-        max(
-            0.0,
-            op.flops(params.tile_rows) / (grouped if op.grouped else dense)
-            - op.read_bytes / stream,
-        )
-        for op in ops
-    )
-
-
 def may_bind(gpu: GpuSpec, weights: DType, rows: int, mma_efficiency: float) -> bool:
     """Whether a dense GEMM of ``rows`` rows in ``weights``' format could outlast its
     weights' streaming on ``gpu``: 2 x rows FLOPs per parameter at ``mma_efficiency`` of
@@ -325,7 +247,7 @@ class StepModel:
 
     @classmethod
     def of(cls, scenario: Scenario) -> StepModel:
-        model, batch = scenario.model, scenario.batch
+        model = scenario.model
         units, unit_bytes = kv_units_for(scenario)
         stages = _stages(scenario, units)
         step = cls(
@@ -344,9 +266,81 @@ class StepModel:
         engine = scenario.engine
         if engine.is_roofline:
             return step
-        comm = 0.0 if step.comm is None else step.comm.seconds(batch)
-        terms = packed([engine_terms(step, p, comm) for p in engine.params])
-        return replace(step, engine_terms=terms)
+        return replace(step, engine_terms=packed_terms(step, engine.params))
+
+    def work(
+        self, context: int | None = None, tokens: int | None = None, streamed: int | None = None
+    ) -> StepWork:
+        """What the step does on one GPU, for step_operations to price: ``context``, the
+        caches read at it (None: the constants alone); ``tokens``, a pass over that many
+        tokens (a server's mixed step): its transfers, and the experts its tokens touch
+        beyond the batch's, which it streams too (``streamed``: its weight bytes, where the
+        caller has them: streamed_weight_bytes)."""
+        base = self._work
+        if context is None and tokens is None:
+            return base
+        ops, split, mixers = base.weight_ops, base.split, base.mixers
+        if context is not None:
+            ops = weight_ops(self.scenario, count_layers=True)
+            mixers = self.mixer_work(context)
+        if tokens is not None:
+            if streamed is None:
+                streamed = streamed_weight_bytes(self.scenario, tokens)
+            if extra := streamed - self.weight_bytes:
+                ops = (*ops, WeightOp(PASS_EXPERTS, extra, 0.0, 0.0, True))
+            if self.comm is not None:
+                split = self.comm.split(tokens)
+        return replace(base, weight_ops=ops, mixers=mixers, split=split)
+
+    @cached_property
+    def _work(self) -> StepWork:
+        """The step's work at its own batch without a context, listed once per step."""
+        s = self.scenario
+        return StepWork(
+            weight_ops=self.weight_ops,
+            mixers=self.mixer_work(),
+            counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu),
+            bandwidth=s.bandwidth_bytes_per_s,
+            peak=self.peak_flops_per_s,
+            kv_read_factor=kv_read_factor(s),
+            comm=self.comm,
+            split=CommSplit() if self.comm is None else self.comm.split(s.batch),
+        )
+
+    def mixer_work(self, context: int | None = None) -> tuple[MixerWork, ...]:
+        """Each kind of layer's state and, at ``context``, its cache, the GPU's sequences
+        together; the kinds' bytes add up to the step's (the last kind holding some takes
+        the rounding of the whole)."""
+        s = self.scenario
+        kinds: dict[str, list[tuple[Mixer, int]]] = {}
+        for m, n in s.model.mixer_counts():
+            kinds.setdefault(m.describe(), []).append((m, n))
+        tp, sequences = s.attention_tp, self.sequences
+        state: list[Fraction] = []
+        for pairs in kinds.values():
+            elements = sum(n * m.state_elements(tp) for m, n in pairs)
+            state.append(s.kv_dtype.bytes_for(sequences * elements) if elements else Fraction(0))
+        kv = [Fraction(0)] * len(kinds)
+        if context is not None:
+            kv = [
+                sequences
+                * self.kv_unit_bytes
+                * kv_units_for(s, [m for m, n in pairs for _ in range(n)])[0].elements(context)
+                for pairs in kinds.values()
+            ]
+            _settle(kv, self.kv_bytes(context))
+        _settle(state, self.state_bytes)
+        return tuple(
+            MixerWork(
+                stands_for=kind,
+                layers=sum(n for _, n in pairs),
+                state_bytes=float(state_bytes),
+                kv_bytes=float(kv_bytes),
+                reads_cache=bool(pairs[0][0].kv_elements_per_token(tp))
+                or not pairs[0][0].state_elements(tp),
+            )
+            for (kind, pairs), state_bytes, kv_bytes in zip(kinds.items(), state, kv, strict=True)
+        )
 
     def group_reads(self) -> tuple[GroupRead, ...]:
         """Each tensor group's share of the weights one step reads (explain works it
@@ -476,6 +470,19 @@ class StepModel:
         return replace(row, expected=expected(self, row))
 
 
+PASS_EXPERTS = "experts only the pass's other tokens touch"
+"""A mixed step's extra weights: the experts its prompt chunk and speculative queries
+touch beyond the decode batch's, streamed at e_w (StepModel.work)."""
+
+
+def _settle(parts: list[Fraction], whole: int) -> None:
+    """Gives the last non-zero part the difference to ``whole`` (the rounding up the whole
+    was counted with), so the parts add up to it."""
+    last = max((i for i, p in enumerate(parts) if p), default=None)
+    if last is not None:
+        parts[last] += whole - sum(parts)
+
+
 def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
     """Each pipeline stage's bytes per GPU; without stages, one holding the whole model
     (``units``: the whole model's cache, reused for it)."""
@@ -502,25 +509,23 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
     return tuple(stages)
 
 
-def engine_terms(step: StepModel, params: EngineParams, comm_s: float) -> EngineTerms:
-    """One engine's step at a scenario reduced to its constants (EngineTerms)."""
-    s = step.scenario
-    bandwidth = s.bandwidth_bytes_per_s
-    factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
-    comm = comm_s
-    if step.comm is not None and params.allreduce_latency_s is not None:
-        calls = step.comm.calls
-        comm += calls * (params.allreduce_latency_s - step.comm.group_link.latency_s)
-    fixed = StepCounts.of(s.model, s.batch).fixed_seconds(params)
-    excess = gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
-    return EngineTerms(
-        constant_s=step.weight_bytes / (bandwidth * params.weight_efficiency)
-        + excess
-        + step.state_bytes / (bandwidth * params.kv_efficiency),
-        per_kv_byte_s=factor / (bandwidth * params.kv_efficiency),
-        added_s=fixed + max(comm, 0.0),
-        band=params.band,
-    )
+def engine_terms(step: StepModel, params: EngineParams, tokens: int | None = None) -> EngineTerms:
+    """One engine's step at a scenario reduced to its constants (EngineTerms): its
+    operations (step/operations.py) added up; ``tokens``: a pass over more tokens than
+    the batch (a server's mixed step), its transfers and the experts they touch."""
+    return terms_of(step_operations(step.work(tokens=tokens), params), params.band)
+
+
+def packed_terms(
+    step: StepModel,
+    params: Sequence[EngineParams],
+    tokens: int | None = None,
+    streamed: int | None = None,
+) -> Packed:
+    """engine_terms for each of an engine's profiles, packed, the step's work listed once
+    (``tokens`` and ``streamed``: StepModel.work's)."""
+    work = step.work(tokens=tokens, streamed=streamed)
+    return packed([terms_of(step_operations(work, p), p.band) for p in params])
 
 
 def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
@@ -530,56 +535,62 @@ def expected_step(step: StepModel, row: Row, params: EngineParams) -> float:
 
 @record
 class EngineStep:
-    """One engine profile's step at a context, term by term (explain works it through)."""
+    """One engine profile's step at a context, operation by operation (explain works it
+    through)."""
 
-    weights_s: float
-    """Weights at the engine's e_w."""
-    gemm_compute_s: float
-    """What compute-bound GEMMs add beyond streaming their weights (gemm_excess_s)."""
-    kv_s: float
-    """The cache as its kernel reads it, and the state, at its e_kv."""
+    operations: tuple[Operation, ...]
+    """The step's operations at the row's context (step_operations); they add up to the
+    step before the compute floor."""
     kv_read_factor: float
     counts: StepCounts
-    fixed_s: float
-    """Per layer, per step, per MoE layer and per sequence pass."""
-    comm_s: float
-    """The all-reduces at the engine's latency, and the link's bytes."""
     seconds: float
     """max(GEMMs + KV, compute) + fixed + communication: the profile's own step."""
-    operations: tuple[tuple[str, float], ...] = ()
-    """Seconds by class of operation (OPERATION_CLASSES), adding up to the step before
-    the compute floor: dense GEMMs, expert GEMMs, attention, fixed costs, communication."""
 
+    def _sum(self, *groups: str) -> float:
+        return sum(o.total_s for o in self.operations if o.group in groups)
 
-OPERATION_CLASSES = ("dense GEMMs", "expert GEMMs", "attention", "fixed costs", "communication")
+    @property
+    def weights_s(self) -> float:
+        """Weights at the engine's e_w."""
+        return sum(o.memory_s for o in self.operations if o.group in OPERATION_CLASSES[:2])
+
+    @property
+    def gemm_compute_s(self) -> float:
+        """What compute-bound GEMMs add beyond streaming their weights."""
+        return self._sum(*OPERATION_CLASSES[:2]) - self.weights_s
+
+    @property
+    def kv_s(self) -> float:
+        """The cache as its kernel reads it, and the state, at its e_kv."""
+        return self._sum(OPERATION_CLASSES[2])
+
+    @property
+    def fixed_s(self) -> float:
+        """Per layer, per step, per MoE layer and per sequence pass."""
+        return self._sum(OPERATION_CLASSES[3])
+
+    @property
+    def comm_s(self) -> float:
+        """The all-reduces at the engine's latency, and the link's bytes."""
+        return self._sum(OPERATION_CLASSES[4])
+
+    def by_class(self) -> tuple[tuple[str, float], ...]:
+        """Seconds by class of operation (OPERATION_CLASSES): dense GEMMs, expert GEMMs,
+        attention, fixed costs, communication."""
+        return by_class(self.operations)
 
 
 def engine_step(step: StepModel, row: Row, params: EngineParams) -> EngineStep:
-    """The step one engine's parameters give at a row's context, with its terms."""
-    terms = engine_terms(step, params, row.comm_seconds)
-    s = step.scenario
-    bandwidth = s.bandwidth_bytes_per_s
-    factor = kv_read_factor(s) if params.kv_read == "per-query-head" else 1.0
-    counts = StepCounts.of(s.model, s.batch)
-    fixed = counts.fixed_seconds(params)
-    weights = step.weight_bytes / (bandwidth * params.weight_efficiency)
-    gemms = weights + gemm_excess_s(step.weight_ops, bandwidth, step.peak_flops_per_s, params)
-    dense = [op for op in step.weight_ops if not op.grouped]
-    dense_s = sum(op.read_bytes for op in dense) / (bandwidth * params.weight_efficiency)
-    dense_s += gemm_excess_s(dense, bandwidth, step.peak_flops_per_s, params)
-    kv = (row.kv_bytes * factor + row.state_bytes) / (bandwidth * params.kv_efficiency)
-    comm = terms.added_s - fixed
-    classes = (dense_s, gemms - dense_s, kv, fixed, comm)
+    """The step one engine's parameters give at a row's context, with its operations."""
+    work = step.work(context=row.context_tokens)
+    operations = step_operations(work, params)
+    terms = terms_of(operations, params.band)
+    factor = work.kv_read_factor if params.kv_read == "per-query-head" else 1.0
     return EngineStep(
-        weights_s=weights,
-        gemm_compute_s=gemms - weights,
-        kv_s=kv,
+        operations=operations,
         kv_read_factor=factor,
-        counts=counts,
-        fixed_s=fixed,
-        comm_s=comm,
+        counts=work.counts,
         seconds=within_band(packed([terms]), row.kv_bytes, row.compute_seconds or 0.0, 0.0)[0],
-        operations=tuple(zip(OPERATION_CLASSES, classes, strict=True)),
     )
 
 
@@ -592,8 +603,7 @@ def expected(step: StepModel, row: Row) -> Expected:
 def expected_for(step: StepModel, row: Row, engine: Engine) -> Expected:
     """The same for an engine other than the scenario's own: a fit being judged
     (calibrate) or a profile refitted without the points it predicts (validate)."""
-    terms = packed([engine_terms(step, p, row.comm_seconds) for p in engine.params])
-    return _expected(step, row, terms)
+    return _expected(step, row, packed_terms(step, engine.params))
 
 
 def _expected(step: StepModel, row: Row, terms: Packed) -> Expected:

@@ -9,6 +9,7 @@ from decodecalc.calibration.calibrate import Calibration, CheckedPoint
 from decodecalc.calibration.validation import LeftOut, Validation
 from decodecalc.engine.profile import EngineParams
 from decodecalc.loading.saved import Fit
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_ids
 from decodecalc.views.report import Column, Report, document
@@ -52,6 +53,7 @@ def calibration_report(
         overhead_ms=p.per_step_s * 1000,
         overhead_per_moe_layer_ms=p.per_moe_layer_s * 1000,
         overhead_per_sequence_us=p.per_sequence_s * 1e6,
+        **{f"overhead_{c.name}_us": getattr(p, c.field) * 1e6 for c in RUNNING_COSTS},
         allreduce_latency_us=None if latency is None else latency * 1e6,
         mma_efficiency=p.mma_efficiency,
         tile_rows=p.tile_rows,
@@ -101,10 +103,13 @@ def calibration_report(
 
 
 def _scaled(p: EngineParams) -> str:
-    """The MoE-layer and per-sequence costs, where the fit has them."""
+    """The MoE-layer and running costs, where the fit has them."""
     text = f", {p.per_moe_layer_s * 1e6:.1f} us per MoE layer" if p.per_moe_layer_s else ""
     if p.per_sequence_s:
         text += f", {p.per_sequence_s * 1e6:.2f} us per sequence pass"
+    for cost in RUNNING_COSTS:  # (step/running.py)
+        if rate := getattr(p, cost.field):
+            text += f", {rate * 1e6:.2f} us {cost.label}"
     return text
 
 

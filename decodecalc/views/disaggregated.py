@@ -9,18 +9,12 @@ from typing import Any
 from decodecalc.answers.disaggregated import DisaggregatedResult
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.notes import unique
+from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views import humanize as h
-from decodecalc.views.estimate import (
-    cost_fields,
-    cost_inputs,
-    describe_engine,
-    kv_label,
-    parallel_label,
-    scenario_inputs,
-    weights_label,
-)
+from decodecalc.views.estimate import cost_fields, cost_inputs, parallel_label, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
+from decodecalc.views.serving import deployment_title
 
 
 def _row(r: DisaggregatedResult) -> dict[str, Any]:
@@ -56,10 +50,12 @@ def _row(r: DisaggregatedResult) -> dict[str, Any]:
     }
 
 
-def _pool(s: Scenario, workers: int) -> dict[str, Any]:
+def _pool(s: Scenario, workers: int, gpus: int) -> dict[str, Any]:
     return {
         "workers": workers,
         "gpus_per_worker": s.gpus,
+        # Added: the pool's GPUs, every worker's.
+        "gpus": gpus,
         "tp": s.tp,
         "pp": s.pp,
         "ep": s.ep,
@@ -97,8 +93,8 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
             "output_len": w.output_len,
             "request_rate_per_s": w.request_rate,
         },
-        prefill=_pool(pools.prefill, pools.prefill_workers),
-        decode=_pool(pools.decode, pools.decode_workers),
+        prefill=_pool(pools.prefill, pools.prefill_workers, pools.prefill_gpus),
+        decode=_pool(pools.decode, pools.decode_workers, pools.decode_gpus),
         gpus=pools.gpus,
         kv_link=None
         if link is None
@@ -121,12 +117,9 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
         ),
         rows=rows,
     )
-    s = pools.decode
-    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
-    p = pools.prefill
+    s, p = pools.decode, pools.prefill
     title = (
-        f"{s.model.name} on {pools.gpus} x {gpu} · weights {weights_label(s)} · KV "
-        f"{kv_label(s)}{describe_engine(s)}",
+        deployment_title(s, pools.gpus),
         f"prefill: {pools.prefill_workers} x (TP {p.tp}{parallel_label(p)}) · decode: "
         f"{pools.decode_workers} x (TP {s.tp}{parallel_label(s)}) · KV hand-over over "
         + ("nothing (free)" if link is None else link.name),
@@ -149,10 +142,4 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
 
 def human_disaggregated(report: Report) -> Report:
     """The table's columns only."""
-    return Report(
-        document=report.document,
-        columns=COLUMNS,
-        records=report.records,
-        title=report.title,
-        footer=report.footer,
-    )
+    return replace(report, columns=COLUMNS)

@@ -529,11 +529,4 @@ def human_view(report: Report, batch: int) -> Report:
     else:
         columns = _expected_first(columns)
         records = tuple({**r, "expected_band": expected_band(r)} for r in records)
-    return Report(
-        document=report.document,
-        columns=tuple(columns.values()),
-        records=records,
-        title=report.title,
-        footer=report.footer,
-        highlight=report.highlight,
-    )
+    return replace(report, columns=tuple(columns.values()), records=records)

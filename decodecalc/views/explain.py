@@ -4,7 +4,7 @@ people learning why long-context decode slows down."""
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.explain import Explanation
 from decodecalc.answers.headline import Headline
@@ -12,6 +12,10 @@ from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import StepCounts
+from decodecalc.step.running import RUNNING_COSTS
+
+if TYPE_CHECKING:
+    from decodecalc.step.operations import Operation
 from decodecalc.step.step import MIN_TILE_ROWS, EngineStep, GroupRead, Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -209,6 +213,22 @@ def explain_text(x: Explanation) -> list[str]:
     return lines
 
 
+def _operation(op: Operation) -> str:
+    """One priced operation of the step as a line: what it is, how often a step runs it,
+    what it reads and computes on the GPU, and its time (step/operations.py)."""
+    work = []
+    if op.bytes:
+        work.append(f"{op.bytes / 1e6:,.1f} MB")
+    if op.kv_bytes:
+        work.append(f"{op.kv_bytes / 1e6:,.1f} MB of cache")
+    if op.flops:
+        work.append(f"{op.flops / 1e9:,.1f} GFLOP")
+    if op.tile:
+        work.append(f"{op.rows:,.1f} rows an expert in tiles of {op.tile}")
+    done = f": {', '.join(work)}" if work else ""
+    return f"{op.name} ({op.stands_for}) x {op.times:,}{done} -> {op.total_s * 1000:.3f} ms"
+
+
 def _engine_lines(x: Explanation) -> list[str]:
     """Section 7: the same step as the engine's profile says it would measure."""
     engine, row = x.step.scenario.engine, x.row
@@ -234,8 +254,10 @@ def _engine_lines(x: Explanation) -> list[str]:
         )
         lines.append(
             f"   {name} by operation: "
-            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.operations)
+            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
         )
+        if len(x.engines) == 1:  # a typical engine's profiles keep to their classes
+            lines += [f"     {_operation(op)}" for op in t.operations if op.total_s > 0]
         if params.kernel_source:
             lines.append(
                 f"   {name} compute where GEMMs are compute-bound: e_mma "
@@ -295,7 +317,7 @@ def _gemm_compute(t: EngineStep, params: EngineParams, grouped: bool) -> str:
 
 
 def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
-    """The MoE-layer and per-sequence costs, where the profile has them."""
+    """The MoE-layer, per-sequence and running costs, where the profile has them."""
     text = ""
     if counts.moe_layers and params.per_moe_layer_s:
         text += f" + {counts.moe_layers} MoE layers x {params.per_moe_layer_s * 1e6:.0f} us"
@@ -304,4 +326,10 @@ def _scaled_costs(counts: StepCounts, params: EngineParams) -> str:
             f" + {counts.passes:,} sequence passes (batch x layers, an MoE layer once per "
             f"routed expert) x {params.per_sequence_s * 1e6:.2f} us"
         )
+    running = counts.running  # (step/running.py)
+    if running is None:
+        return text
+    for cost in RUNNING_COSTS:
+        if rate := getattr(params, cost.field):
+            text += f" + {running.count(cost):,} x {rate * 1e6:.3g} us {cost.label}"
     return text

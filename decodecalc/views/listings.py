@@ -13,6 +13,7 @@ from decodecalc.model.layer_kind import tp_cache_rule
 from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, group_dtype, mix_text
 from decodecalc.model.tensors import Sharding
+from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Column, Report, document
 
@@ -159,6 +160,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "per_step_ms": p.per_step_s * 1000,
             "per_moe_layer_us": p.per_moe_layer_s * 1e6,
             "per_sequence_us": p.per_sequence_s * 1e6,
+            **{f"{c.name}_us": getattr(p, c.field) * 1e6 for c in RUNNING_COSTS},
             "prefill_efficiency": p.prefill_efficiency,
             "per_request_ms": p.per_request_s * 1000,
             "allreduce_latency_us": None
@@ -187,7 +189,8 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         Column("per_layer_us", "us / layer", lambda v: f"{v:.0f}"),
         Column("per_step_ms", "ms / step", lambda v: f"{v:.2f}", drop=2),
         Column("per_moe_layer_us", "us / MoE layer", lambda v: f"{v:.0f}", drop=6),
-        Column("per_sequence_us", "us / seq pass", lambda v: f"{v:.2f}", drop=6),
+        Column("per_ffn_pass_us", "us / FFN pass", lambda v: f"{v:.2f}", drop=6),
+        Column("per_mixer_sequence_us", "us / mixer seq", lambda v: f"{v:.2f}", drop=6),
         Column("prefill_efficiency", "e_p", lambda v: f"{v:.2f}", drop=6),
         Column("per_request_ms", "ms / request", lambda v: f"{v:.1f}", drop=6),
         Column("allreduce_latency_us", "all-reduce us", lambda v: f"{v:.0f}", drop=4),
@@ -238,7 +241,7 @@ ENGINE_SELECTIONS = (
         "engine's costs",
     ),
 )
-"""What --engine takes besides a profile, for the listing to name (loading/resolve.py)."""
+"""What --engine takes besides a profile, for the listing to name (resolving/resolve.py)."""
 
 
 def dtype_record(d: DType) -> dict[str, Any]:

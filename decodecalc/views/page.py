@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from decodecalc.record import record
+from decodecalc.record import record, replace
 from decodecalc.views import humanize as h
 from decodecalc.views.figures import (
     Figure,
@@ -128,6 +128,67 @@ def serving_page(report: Report, sources: Sequence[Source], command: str) -> Pag
     doc = report.document
     inputs = [{**doc["inputs"], **doc["workload"]}]
     return _page("serving", report, serving_figure(doc), "Per load", inputs, sources, command)
+
+
+def disaggregated_page(
+    report: Report, inputs: Sequence[dict[str, Any]], sources: Sequence[Source], command: str
+) -> Page:
+    """serving --prefill-workers --decode-workers: the loads on serving's chart, then each
+    pool with its layout and its own figures at every load (``inputs``: the prefill and
+    the decode worker's scenarios, a column each)."""
+    doc = report.document
+    # No knee or KV-pool mark: a decode worker's KV limit is not the deployment's load.
+    plain = {**doc, "knee_concurrency": None, "max_concurrency_kv": None}
+    page = _page("serving", report, serving_figure(plain), "Per load", inputs, sources, command)
+    chart, results, *rest = page.sections
+    return replace(page, sections=(chart, results, *pool_sections(doc), *rest))
+
+
+POOL_FIGURES = {
+    "prefill": (
+        ("prefill_wait_ms", "wait ms", "{:,.2f}"),
+        ("prefill_ms", "prefill ms", "{:,.2f}"),
+        ("kv_transfer_ms", "KV hand-over ms", "{:,.2f}"),
+        ("input_tokens_per_s_per_prefill_gpu", "input tok/s per GPU", "{:,.1f}"),
+    ),
+    "decode": (
+        ("decode_batch", "requests per worker", "{:,.1f}"),
+        ("tpot_ms", "TPOT ms", "{:,.2f}"),
+        ("decode_wait_ms", "wait ms", "{:,.2f}"),
+        ("output_tokens_per_s_per_decode_gpu", "output tok/s per GPU", "{:,.1f}"),
+    ),
+}
+"""Each pool's figures in the document's rows: (key, header, format)."""
+
+
+def pool_sections(doc: dict[str, Any]) -> tuple[Section, ...]:
+    """A section per pool: its workers and layout in a line, its saturation, and its own
+    figures at every load of the document's rows."""
+    sections = []
+    for name in ("prefill", "decode"):
+        pool = doc[name]
+        layout = ", ".join(
+            f"{key} {_cell(pool[key])}"
+            for key in ("tp", "pp", "ep", "dp_attention", "eplb_redundant")
+        )
+        rate = doc[f"{name}_saturation_rate_per_s"]
+        workers = f"{pool['workers']:,} worker{'s' if pool['workers'] != 1 else ''}"
+        lines = (
+            f"{workers} x {pool['gpus_per_worker']:,} GPUs = {pool['gpus']:,} GPUs ({layout})",
+            f"saturates at {rate:,.3f} requests/s"
+            + (" (first)" if doc["saturates_first"] == name else ""),
+        )
+        figures = POOL_FIGURES[name]
+        table = Table(
+            ("concurrency", *(header for _, header, _ in figures)),
+            tuple(
+                (_cell(row["concurrency"]), *(form.format(row[k]) for k, _, form in figures))
+                for row in doc["rows"]
+            ),
+            (True,) * (len(figures) + 1),
+        )
+        sections.append(Section(f"{name.capitalize()} pool", lines, table=table))
+    return tuple(sections)
 
 
 def plan_page(report: Report, sources: Sequence[Source], command: str) -> Page:

@@ -8,7 +8,14 @@ from typing import Any
 
 from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import cost_notes, engine_choice_notes
-from decodecalc.answers.plan import Option, Shortfall, Targets, shortfalls, why_first
+from decodecalc.answers.plan import (
+    Option,
+    Shortfall,
+    Targets,
+    layout_label,
+    shortfalls,
+    why_first,
+)
 from decodecalc.notes import Note, unique
 from decodecalc.record import record
 from decodecalc.views import humanize as h
@@ -57,6 +64,9 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
         # Added: a disaggregated option's pools (null for one pool).
         "prefill_workers": None if o.pools is None else o.pools.prefill_workers,
         "decode_workers": None if o.pools is None else o.pools.decode_workers,
+        # Added: the prefill workers' own layout (null for one pool); the row's tp, pp,
+        # ep and dp_attention are the decode workers'.
+        "prefill_layout": None if o.pools is None else layout_label(o.pools.prefill),
     }
 
 
@@ -226,6 +236,7 @@ def _columns(
         Column("replicas", "Replicas", str, drop=KEPT),
         Column("prefill_workers", "Prefill", lambda v: "" if v is None else str(v), drop=KEPT),
         Column("decode_workers", "Decode", lambda v: "" if v is None else str(v), drop=KEPT),
+        Column("prefill_layout", "Prefill layout", lambda v: v or "", numeric=False, drop=3),
         Column("weights", "Weights", numeric=False),
         Column("kv_dtype", "KV", numeric=False),
         Column("batch", "Batch", lambda v: f"{v:,}", drop=1),
@@ -243,7 +254,13 @@ def _columns(
     )
     if shown is None:
         return _every_field(columns, records)
-    plain_values = (("pp", 1), ("ep", False), ("prefill_workers", None), ("decode_workers", None))
+    plain_values = (
+        ("pp", 1),
+        ("ep", False),
+        ("prefill_workers", None),
+        ("decode_workers", None),
+        ("prefill_layout", None),
+    )
     unused = {k for k, plain in plain_values if all(r[k] == plain for r in records)}
     unused |= {"max_batch", "max_context"} if served else {"ttft_ms"}
     if all(r["meets"] for r in listed):
@@ -332,7 +349,10 @@ def _describe(o: Option) -> str:
     s = o.scenario
     layout = f"TP {s.tp}" + (f" PP {s.pp}" if s.pp > 1 else "") + (" EP" if s.ep else "")
     if o.pools is not None:
-        layout = f"{o.pools.prefill_workers}P{o.pools.decode_workers}D of {layout}"
+        p = o.pools
+        own = layout_label(p.prefill) == layout_label(p.decode)
+        prefill = "" if own else f" ({layout_label(p.prefill)})"
+        layout = f"{p.prefill_workers}P{prefill}{p.decode_workers}D of {layout}"
     gpu = s.gpu.id if s.gpu else "GPU"
     return f"{gpu} {layout}, {weights_label(s)} weights, {kv_label(s)} KV"
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import Saturated, ServingResult
 from decodecalc.notes import unique
+from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
 from decodecalc.views.estimate import (
@@ -25,6 +26,7 @@ from decodecalc.views.report import Column, Report, document, with_notes
 
 if TYPE_CHECKING:
     from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
+    from decodecalc.scenarios.scenario import Scenario
 
 
 def knee(results: Sequence[ServingResult]) -> int | None:
@@ -188,13 +190,17 @@ def human_view(report: Report) -> Report:
         "joules_per_token": cost.get("price_per_gpu_hour") is not None
         or cost.get("power_source") == "given",
     }
-    return Report(
-        document=report.document,
-        columns=(*COLUMNS[:-1], *(c for c in COST_COLUMNS if shown[c.key]), COLUMNS[-1]),
-        records=report.records,
-        title=report.title,
-        footer=report.footer,
-        highlight=report.highlight,
+    columns = (*COLUMNS[:-1], *(c for c in COST_COLUMNS if shown[c.key]), COLUMNS[-1])
+    return replace(report, columns=columns)
+
+
+def deployment_title(s: Scenario, gpus: int, split: str = "") -> str:
+    """The first line of a server's title: the model on how many of which GPU (``split``:
+    how they are split), its formats and whose step the expected figures are."""
+    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    return (
+        f"{s.model.name} on {gpus} x {gpu}{split} · weights {weights_label(s)} · KV "
+        f"{kv_label(s)}{describe_engine(s)}"
     )
 
 
@@ -205,10 +211,8 @@ def _title(
 ) -> tuple[str, ...]:
     r = results[0]
     s, w, limits = r.scenario, r.workload, r.limits
-    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
     lines = [
-        f"{s.model.name} on {s.gpus} x {gpu} (TP {s.tp}{parallel_label(s)}) · weights "
-        f"{weights_label(s)} · KV {kv_label(s)}{describe_engine(s)}",
+        deployment_title(s, s.gpus, f" (TP {s.tp}{parallel_label(s)})"),
         f"workload: {w.input_len:,} input / {w.output_len:,} output tokens per request"
         + (
             f"; a {w.prefix_len:,}-token shared prefix, cached for {w.prefix_hit_rate:.0%}"

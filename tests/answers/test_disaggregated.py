@@ -232,7 +232,7 @@ def llama_pools() -> Any:
     from decodecalc.answers.disaggregated import Pools
     from decodecalc.engine.scheduler import scheduler_limits
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     catalog = Catalog()
@@ -258,7 +258,7 @@ def test_laws_hold_at_any_load(
     """TTFT falls (or stays) with more prefill workers and grows with the prompt; TPOT
     falls (or stays) with more decode workers; Little's law holds (docs/serving.md)."""
     from decodecalc.answers.disaggregated import serve_disaggregated
-    from decodecalc.answers.serving import Workload
+    from decodecalc.scenarios.workload import Workload
 
     pools, limits = llama_pools
     load = Workload(prompt, output, concurrency=concurrency)

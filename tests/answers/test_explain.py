@@ -53,3 +53,32 @@ def test_explain_text_words_the_answer_it_is_given(cli: Run) -> None:
     assert "12 layers of attention: 2 (K,V) x 2 KV heads x 256 = 1,024 elements per token" in out
     assert "36 layers of linear attention: no KV; a constant state of 548,864 elements" in out
     assert "recurrent state: 39,518,208 bytes, the same at every context" in out
+
+
+def test_explain_lists_the_step_operation_by_operation(cli: Run) -> None:
+    """One engine's step as its priced operations (step/operations.py), which add up to the
+    step explain prints. DeepSeek-R1 FP8 on 8 x H200, TP 8, batch 64 at 4K, BF16 KV:
+    - the MLA cache: 64 sequences x 4,096 tokens x 61 layers x (512 + 64) x 2 bytes
+      = 18,421,383,168 bytes, 18,421.4 MB;
+    - the routed experts one GPU reads: 58 MoE layers x 256 experts / 8 GPUs = 1,856
+      experts of 3 x 7,168 x 2,048 = 44,040,192 FP8 bytes, of which a step touches
+      1 - (1 - 8/256)^64 = 0.86891: 71,023.6 MB (the tool's unrounded share: 71,024.0);
+    - each expert touched gets 64 x 8 / (256 x 0.86891) = 2.3 rows, in 16-row tiles."""
+    out = cli(
+        "explain", "-m", "deepseek-r1", "-g", "h200", "-w", "fp8", "--tp", "8",
+        "--batch", "64", "-c", "4K", "--engine", "sglang",
+    ).out  # fmt: skip
+    listed = [
+        line.strip()
+        for line in out.splitlines()
+        if line.startswith("     ") and " -> " in line and line.endswith(" ms")
+    ]
+    assert any(
+        line.startswith("attention (MLA") and "18,421.4 MB of cache" in line for line in listed
+    )
+    experts = next(line for line in listed if line.startswith("grouped expert GEMM"))
+    assert "x 58: 71,024.0 MB" in experts and "2.3 rows an expert in tiles of 16" in experts
+    total = next(line for line in out.splitlines() if line.startswith("   sglang: weights"))
+    step_ms = float(total.rsplit("-> ", 1)[1].split()[0])
+    listed_ms = sum(float(line.rsplit("-> ", 1)[1].split()[0]) for line in listed)
+    assert abs(listed_ms - step_ms) < 0.001 * len(listed)  # each line rounded to 1 us

@@ -14,8 +14,8 @@ from decodecalc.engine.profile import ROOFLINE, VLLM_DEFAULTS
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 
 GIB = 1 << 30

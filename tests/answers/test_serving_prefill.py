@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from decodecalc.answers.serving import Workload, serve
+from decodecalc.answers.serving import serve
 from decodecalc.calibration.engine_fit import PrefillCase, fit_prefill
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
@@ -13,6 +13,7 @@ from decodecalc.engine.select import choose_engine
 from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
+from decodecalc.scenarios.workload import Workload
 from tests.conftest import preset_scenario
 
 PARAMS = EngineParams(weight_efficiency=1.0, kv_efficiency=1.0, prefill_efficiency=0.5)

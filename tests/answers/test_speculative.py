@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from decodecalc.answers.speculative import Speculation, draft_scenario
+from decodecalc.answers.speculative import draft_scenario
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.scenarios.workload import Speculation
 from decodecalc.step.step import streamed_weight_bytes
 from tests.conftest import preset_scenario
 

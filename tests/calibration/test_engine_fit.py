@@ -22,6 +22,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.step.engine_terms import StepCounts, sequence_passes
 from decodecalc.step.linear import LinearTerms
+from decodecalc.step.running import RunningCounts
 from decodecalc.step.step import StepModel, expected_step
 from tests.conftest import Run, preset_scenario
 
@@ -111,7 +112,8 @@ class TestCalibrateRecovers:
             "mma_efficiency 0.6 (no compute-bound GEMMs in decode-only figures)",
             "per_moe_layer 0 us (no MoE models)",
             "allreduce_latency the link's (no TP > 1 points)",
-            "per_sequence 0 us (no scenario at several batch sizes)",
+            "per_ffn_pass 0 us, per_running 0 us, per_mixer_sequence 0 us, "
+            "per_state_sequence 0 us (no scenario at several batch sizes)",
         ]
         assert all(abs(p["error_pct"]) < 0.01 for p in doc["points"])
 
@@ -325,16 +327,17 @@ def test_sequence_passes_count_routed_experts(catalog: Catalog) -> None:
     assert (counts.layers, counts.moe_layers, counts.passes) == (61, 58, 16 * 467)
 
 
-def test_moe_and_sequence_costs_add_to_the_engine_step(catalog: Catalog) -> None:
-    """DeepSeek-V3 at TP 8, batch 16: 400 us per MoE layer and 1.5 us per sequence pass
-    add 58 x 0.4 ms + 16 x 467 x 1.5 us = 23.2 + 11.208 = 34.408 ms to the step, and the
-    fit's terms agree with the engine's formula."""
+def test_moe_and_running_costs_add_to_the_engine_step(catalog: Catalog) -> None:
+    """DeepSeek-V3 at TP 8, batch 16: 400 us per MoE layer and 1.5 us per token
+    feed-forward pass (3 dense layers + 58 x 8 experts = 467 a token) add 58 x 0.4 ms +
+    16 x 467 x 1.5 us = 23.2 + 11.208 = 34.408 ms to the step, and the fit's terms agree
+    with the engine's formula."""
     scenario = preset_scenario(catalog, "deepseek-v3", "fp8", tp=8, batch=16)
     point = MeasuredPoint(scenario, 4_000, 0.05, "")
     step = StepModel.of(scenario)
     row = step.row(4_000)
     plain = EngineParams(0.7, 0.6, 60e-6, 200e-6, 25e-6)
-    costly = replace(plain, per_moe_layer_s=400e-6, per_sequence_s=1.5e-6)
+    costly = replace(plain, per_moe_layer_s=400e-6, per_ffn_pass_s=1.5e-6)
     added = expected_step(step, row, costly) - expected_step(step, row, plain)
     assert added == pytest.approx(0.034408, rel=1e-9)
     assert predicted_s(step_terms(point), costly) == pytest.approx(
@@ -343,22 +346,26 @@ def test_moe_and_sequence_costs_add_to_the_engine_step(catalog: Catalog) -> None
 
 
 def batch_terms(batches: tuple[int, ...]) -> list[StepTerms]:
-    """Hand-made TP 1 points of four models (layers, MoE layers, passes per sequence,
-    weight ms): dense 32 / 40 / 80 layers and a DeepSeek-like 61 layers with 58 MoE layers
-    of 8 experts (467 passes), each at the given batches, made with e_w 0.8, 100 us per
-    step, 20 us per layer, 400 us per MoE layer and 1.5 us per sequence pass."""
+    """Hand-made TP 1 points of four models (layers, MoE layers, feed-forward passes per
+    token, weight ms): dense 32 / 40 / 80 layers and a DeepSeek-like 61 layers with 58 MoE
+    layers of 8 experts (3 + 58 x 8 = 467 passes), each at the given batches, made with
+    e_w 0.8, 100 us per step, 20 us per layer, 400 us per MoE layer, and per sequence
+    1.5 us per feed-forward pass, 30 us per running request and 0.5 us per mixer layer.
+    DeepSeek-like at batch 64: 64 x (467 x 1.5 + 30 + 61 x 0.5) us = 64 x 761 us = 48.704
+    ms of running costs."""
     models = (("a", 32, 0, 32, 5.0), ("b", 40, 0, 40, 15.0), ("c", 80, 0, 80, 10.0),
               ("d", 61, 58, 467, 10.0))  # fmt: skip
     terms = []
-    for name, layers, moe, per_sequence, weight_ms in models:
+    for name, layers, moe, ffn, weight_ms in models:
         for batch in batches:
-            counts = StepCounts(layers, moe, batch * per_sequence)
+            running = RunningCounts(batch * ffn, batch, batch * layers, 0)
+            counts = StepCounts(layers, moe, batch * ffn, running)
             measured = (
                 weight_ms / 1000 / 0.8
                 + 100e-6
                 + layers * 20e-6
                 + moe * 400e-6
-                + counts.passes * 1.5e-6
+                + batch * (ffn * 1.5e-6 + 30e-6 + layers * 0.5e-6)
             )
             terms.append(
                 hand_terms(weight_ms / 1000, measured, counts, (name, batch), batch_series=(name,))
@@ -366,31 +373,58 @@ def batch_terms(batches: tuple[int, ...]) -> list[StepTerms]:
     return terms
 
 
-def test_moe_and_sequence_costs_recovered_from_batch_series() -> None:
-    fit = fit_step_model(batch_terms((1, 8, 64)))
+def test_running_costs_add_up_by_operation() -> None:
+    """The DeepSeek-like model of batch_terms at batch 64: its running parts, named, are
+    64 x 467 x 1.5 us = 44.832 ms, 64 x 30 us = 1.92 ms and 64 x 61 x 0.5 us = 1.952 ms
+    (48.704 ms together, as batch_terms' docstring works out)."""
+    running = RunningCounts(64 * 467, 64, 64 * 61, 0)
+    params = EngineParams(
+        0.8, 0.8, per_ffn_pass_s=1.5e-6, per_running_s=30e-6, per_mixer_sequence_s=0.5e-6
+    )
+    parts = dict(running.parts(params))
+    assert parts == pytest.approx(
+        {
+            "per token feed-forward pass": 44.832e-3,
+            "per running request": 1.92e-3,
+            "per sequence per mixer layer": 1.952e-3,
+        }
+    )
+    assert running.seconds(params) == pytest.approx(48.704e-3)
+
+
+def test_running_costs_recovered_from_batch_series() -> None:
+    fit = fit_step_model(batch_terms((1, 8, 64, 128)))
     p = fit.params
     assert fit.fitted == (
         "weight_efficiency",
         "per_moe_layer",
         "per_step",
         "per_layer",
-        "per_sequence",
+        "per_ffn_pass",
+        "per_running",
+        "per_mixer_sequence",
     )
     assert p.weight_efficiency == pytest.approx(0.8, rel=1e-6)
     assert p.per_step_s == pytest.approx(100e-6, rel=1e-6)
     assert p.per_layer_s == pytest.approx(20e-6, rel=1e-6)
     assert p.per_moe_layer_s == pytest.approx(400e-6, rel=1e-6)
-    assert p.per_sequence_s == pytest.approx(1.5e-6, rel=1e-6)
+    assert p.per_ffn_pass_s == pytest.approx(1.5e-6, rel=1e-6)
+    assert p.per_running_s == pytest.approx(30e-6, rel=1e-6)
+    assert p.per_mixer_sequence_s == pytest.approx(0.5e-6, rel=1e-6)
+    assert "per_state_sequence 0 us (no model measured has the operation)" in fit.held
 
 
-def test_one_batch_leaves_the_sequence_cost_at_the_prior() -> None:
-    """At batch 8 alone the per-sequence cost moves with the per-layer one (and, for the
-    MoE model, with its MoE layers): held at the prior's, with the reason."""
-    prior = EngineParams(1.0, 1.0, per_sequence_s=2e-6)
+def test_one_batch_leaves_the_running_costs_at_the_prior() -> None:
+    """At batch 8 alone the running costs move with the per-layer one (and, for the MoE
+    model, with its MoE layers): held at the prior's, with the reason, said once."""
+    prior = EngineParams(1.0, 1.0, per_ffn_pass_s=2e-6)
     fit = fit_step_model(batch_terms((8,)), prior)
-    assert "per_sequence" not in fit.fitted
-    assert fit.params.per_sequence_s == 2e-6
-    assert "per_sequence 2 us (no scenario at several batch sizes)" in fit.held
+    assert "per_ffn_pass" not in fit.fitted
+    assert fit.params.per_ffn_pass_s == 2e-6
+    assert (
+        "per_ffn_pass 2 us, per_running 0 us, per_mixer_sequence 0 us, per_state_sequence "
+        "0 us (no scenario at several batch sizes)"
+    ) in fit.held
 
 
 def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catalog) -> None:
@@ -400,10 +434,11 @@ def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catal
     Llama-3.1-8B at context 1,000 on an H100: W = 15,009,849,344 B / 3.35e12 = 4.480552 ms,
     KV = B x 1,000 x 131,072 B / 3.35e12 = B x 39.126 us, 32 passes per sequence. One
     scenario cannot tell a per-step cost from e_w, so the fit takes 1/e_w (on W + KV / 0.85)
-    and c_seq (on 32 B): fitted as decode figures, the -0.2 ms goes to 1/e_w, which falls by
-    0.2 / 4.480552, and the +0.2 ms per sequence to c_seq, which also makes up the KV that
+    and c_ffn (on 32 B feed-forward passes; one model's per-request and per-mixer-layer
+    columns move with it): fitted as decode figures, the -0.2 ms goes to 1/e_w, which falls
+    by 0.2 / 4.480552, and the +0.2 ms per sequence to c_ffn, which also makes up the KV that
     lower 1/e_w no longer covers: (0.2 ms / 32) x (1 + 39.126 / 0.85 / 4480.552) = 6.3142
-    us. With the share taken off (step_terms' prefill_s): e_w 0.8 and no c_seq."""
+    us. With the share taken off (step_terms' prefill_s): e_w 0.8 and no c_ffn."""
     params = EngineParams(0.8, 0.68)
     points, shares = [], []
     for batch in range(1, 9):
@@ -416,8 +451,8 @@ def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catal
     prior = EngineParams(1.0, 0.85)
     weights_s, kv_s = 15_009_849_344 / 3.35e12, 1000 * 131_072 / 3.35e12
     charged = fit_step_model([step_terms(p) for p in points], prior)
-    assert charged.fitted == ("weight_efficiency", "per_sequence")
-    assert charged.params.per_sequence_s == pytest.approx(
+    assert charged.fitted == ("weight_efficiency", "per_ffn_pass")
+    assert charged.params.per_ffn_pass_s == pytest.approx(
         0.2e-3 / 32 * (1 + kv_s / 0.85 / weights_s), rel=1e-6
     )
     assert charged.params.weight_efficiency == pytest.approx(
@@ -428,6 +463,6 @@ def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catal
         [p.measured_seconds - s for p, s in zip(points, shares, strict=True)]
     )
     fit = fit_step_model(terms, prior)
-    assert fit.fitted == ("weight_efficiency", "per_sequence")
-    assert fit.params.per_sequence_s == pytest.approx(0.0, abs=1e-12)
+    assert fit.fitted == ("weight_efficiency", "per_ffn_pass")
+    assert fit.params.per_ffn_pass_s == pytest.approx(0.0, abs=1e-12)
     assert fit.params.weight_efficiency == pytest.approx(0.8, rel=1e-6)

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from decodecalc.answers.serving import Workload, prefill_share_s
+from decodecalc.answers.serving import prefill_share_s
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.engine.select import choose_engine
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.scenarios.workload import Workload
 from tests.conftest import Run, preset_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from decodecalc.engine.profile import ROOFLINE, Engine, EngineKind, EngineParams
 from decodecalc.engine.select import choose_engine
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
@@ -64,3 +64,73 @@ def test_one_answer_names_each_release_it_draws_on() -> None:
     )
     roofline_spec = ScenarioSpec(model="deepseek-r1", gpu="h200", tp=8, engine="roofline")
     assert "engine-releases" not in {n.code for n in resolve(roofline_spec, Catalog()).notes}
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        # issue 28's own: SGLang 0.5 transferred to an MI355X, priced with aiter's tables
+        (
+            ScenarioSpec(
+                model="deepseek-v3", gpu="mi355x", weights="fp8", tp=8, batch=8, engine="sglang"
+            ),
+            ("sglang@0.5:", "the 0.5 line's points", "aiter e4048607a535 kernel tables"),
+        ),
+        # vLLM's newest line on NVIDIA is 0.11, its scheduler block cites 0.19.0: the note
+        # on the line taken names both
+        (
+            ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm"),
+            ("vllm@0.11:", "(0.15, 0.19 are not)", "scheduler defaults from 0.19.0"),
+        ),
+        # an older line asked for, where only 0.11 is fitted: the line that stands in
+        (
+            ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm@0.10"),
+            ("vllm@0.10:", "the 0.11 line's points (standing in for 0.10)", "0.19.0"),
+        ),
+    ],
+)
+def test_one_answer_one_release_or_a_note_naming_each(
+    spec: ScenarioSpec, named: tuple[str, ...]
+) -> None:
+    """Issue 28: where the step's parameters, the kernel tables and the scheduler defaults
+    come from different releases, one note names each."""
+    notes = {n.code: n.message for n in resolve(spec, Catalog()).notes}
+    said = notes.get("engine-releases") or notes["engine-older-line"]
+    for words in named:
+        assert words in said
+
+
+def test_an_explicit_line_names_the_schedulers_release_without_kernel_tables() -> None:
+    """``vllm@0.11`` on an H100, where the line's own fitted e_mma keeps the kernel tables
+    out (loading/kernels.py): the step from the 0.11 line, the
+    scheduler defaults from vLLM 0.19.0, said once (--engine vllm says it in the note on
+    the line it takes, so no second note)."""
+    catalog = Catalog()
+    explicit = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm@0.11"), catalog)
+    notes = {n.code: n.message for n in explicit.notes}
+    assert notes["engine-releases"] == (
+        "vllm@0.11: step parameters from the 0.11 line's points; scheduler defaults from 0.19.0"
+    )
+    named = resolve(ScenarioSpec(model="llama-3.1-8b", gpu="h100", engine="vllm"), catalog)
+    said = [n.message for n in named.notes if "0.19.0" in n.message]
+    assert len(said) == 1 and said[0].startswith("vllm@0.11: the newest line fitted")
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200", "b200", "mi300x", "mi355x", "rtx-4090"])
+def test_every_release_an_answer_draws_on_is_named(gpu: str) -> None:
+    """Over every profile on each GPU: an answer whose scheduler defaults cite another
+    release than its line, or that reads kernel tables, carries a note naming the
+    scheduler's release (engine-releases, or the note on the line taken)."""
+    catalog = Catalog()
+    for model in ("llama-3.1-8b", "qwen3-30b-a3b"):
+        for profile in catalog.engines():
+            s = resolve(ScenarioSpec(model=model, gpu=gpu, engine=profile.id), catalog)
+            e, notes = s.engine, {n.code: n.message for n in s.notes}
+            if e.line is None:
+                continue
+            cited = profile.serving.source.split()[1] if profile.serving else e.line
+            mixed = bool(e.params[0].kernel_source) or not cited.startswith(e.line)
+            said = notes.get("engine-releases") or notes.get("engine-older-line", "")
+            assert bool(said) >= mixed, (profile.id, model)
+            if mixed and profile.serving:
+                assert f"scheduler defaults from {cited}" in said

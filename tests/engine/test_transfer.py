@@ -4,10 +4,23 @@ times, and the vendor's factor makes the step that many times slower. Figures by
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
-from decodecalc.engine.profile import EngineParams
-from decodecalc.engine.transfer import VendorFactor, for_kind, scaled, transferred
+import pytest
+import yaml
+
+from decodecalc.engine.profile import FIXED_COSTS, EngineParams
+from decodecalc.engine.transfer import (
+    KERNEL_FIXED_S,
+    VendorFactor,
+    across,
+    for_kind,
+    scaled,
+    transferred,
+)
+from decodecalc.record import replace
+from tests.conftest import Run
 
 RATES = {"weight_efficiency": 0.8, "kv_efficiency": 0.6, "band": (0.8, 1.4), "points": 7}
 COSTS = {"per_layer_s": 10e-6, "per_step_s": 100e-6, "per_moe_layer_s": 20e-6}
@@ -45,7 +58,8 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     assert for_kind(moved, "dense") is moved
     moe = for_kind(moved, "moe")
     assert moe.weight_efficiency == pytest.approx(0.8 / 3)  # 0.8 / (2 x 1.5)
-    assert moe.per_moe_layer_s == pytest.approx(60e-6)  # 20 us x 2 x 1.5
+    # 20 us x 7.21 / 6.53 (AMD's FP8 GEMM fixed time over NVIDIA's) x 2 x 1.5
+    assert moe.per_moe_layer_s == pytest.approx(20e-6 * 7.21 / 6.53 * 3)
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
 
 
@@ -53,7 +67,7 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
 def test_every_transferred_prediction_says_so(gpu: str) -> None:
     """Issue 28: a transfer is never silent, whichever profile and GPU."""
     from decodecalc.loading.catalog import Catalog
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     catalog = Catalog()
@@ -67,3 +81,131 @@ def test_every_transferred_prediction_says_so(gpu: str) -> None:
             assert "engine-transferred" in codes, profile.id
     if gpu.startswith("mi"):
         assert seen >= 3  # SGLang 0.5, llama.cpp 2023-12 and LMDeploy 0.1
+
+
+def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> None:
+    """engine/transfer.py across: a fitted all-reduce latency is the source's link
+    (NVLink), so it gives way to the target's link preset across vendors; NVIDIA's two
+    families share kernels and links, so nothing moves between them."""
+    moved = across(SOURCE, "nvidia-datacenter", "amd-instinct")
+    assert moved.allreduce_latency_s is None  # the MI300X's Infinity Fabric preset prices it
+    assert moved.weight_efficiency == 0.8  # a share of the target's bandwidth
+    assert moved.per_layer_s == pytest.approx(10e-6 * 7.21 / 6.53)  # the fixed times' ratio
+    assert across(SOURCE, "nvidia-datacenter", "nvidia-consumer") is SOURCE
+    assert across(SOURCE, "amd-instinct", "apple").allreduce_latency_s is None
+    assert transferred(SOURCE, AMD, "sglang", "0.5").allreduce_latency_s is None
+
+
+def test_a_transferred_step_by_hand(cli: Run) -> None:
+    """Llama-3.1-8B in BF16 on one MI355X at 1,024 tokens, batch 1, --engine sglang: the
+    0.5 line has no AMD points, so its H100 fit transfers. The shipped profile's
+    amd-instinct block holds e_w 0.9322, e_kv 0.7924 and 89.36 us per layer: the H100
+    line's 0.9791, 0.8322 and 77.05 us, the cost through the kernels' fixed times (7.21
+    us for an MI300X's FP8 GEMM / 6.53 for an H100's = x1.1041), then all through the
+    vendor factor (0.9791 / 0.9322 = 1.0503: x1.05 in the note; 77.05 x 1.1041 x 1.0503
+    = 89.35 us). By hand: weights (8,030,261,248 params less the 525,336,576 of the
+    embedding, which a step gathers) x 2 bytes = 15,009,849,344 B / (8 TB/s x 0.9322) =
+    2.01266 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token x
+    1,024 = 134,217,728 B / (8 TB/s x 0.7924) = 0.02117 ms; 32 layers x 89.36 us =
+    2.85952 ms; step 4.8934 ms."""
+    args = "estimate -m llama-3.1-8b -g mi355x -c 1024 --engine sglang --json"
+    doc = json.loads(cli(*args.split()).out)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(4.8934, rel=1e-4)
+    assert any(n["code"] == "engine-transferred" for n in doc["notes"])
+    from decodecalc.loading.catalog import Catalog
+
+    lines = {x.release: dict(x.families) for x in Catalog().engine("sglang").release_lines()}
+    source, moved = lines["0.5"]["nvidia-datacenter"], lines["0.5"]["amd-instinct"]
+    factor = source.weight_efficiency / moved.weight_efficiency
+    # (the preset rounds each to 4 figures)
+    assert source.kv_efficiency / moved.kv_efficiency == pytest.approx(factor, rel=1e-3)
+    ratio = 7.21 / 6.53
+    assert moved.per_layer_s / source.per_layer_s == pytest.approx(ratio * factor, rel=1e-3)
+
+
+def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
+    """AMD's costs on NVIDIA GPUs: x 6.53 / 7.21 (an H100's FP8 GEMM fixed time over an
+    MI300X's), lent or not; to Apple, where no kernel's fixed time is known, a lent cost
+    goes and the engine's own stays."""
+    own_and_lent = replace(SOURCE, lent=("per_step",))
+    on_nvidia = across(own_and_lent, "amd-instinct", "nvidia-datacenter")
+    assert on_nvidia.per_step_s == pytest.approx(100e-6 * 6.53 / 7.21)  # 90.6 us
+    assert on_nvidia.per_layer_s == pytest.approx(10e-6 * 6.53 / 7.21)
+    on_apple = across(own_and_lent, "nvidia-datacenter", "apple")
+    assert on_apple.per_step_s == 0.0  # lent by the NVIDIA family's pooled fit
+    assert on_apple.per_layer_s == 10e-6 and on_apple.per_moe_layer_s == 20e-6
+
+
+def test_the_fixed_times_are_the_kernel_presets() -> None:
+    """KERNEL_FIXED_S holds the kernel tables' own FP8 GEMM ``fixed`` figures (the H100
+    SXM's vLLM block, the MI300X's aiter block, block-scaled), so they cannot drift apart."""
+    root = Path(__file__).resolve().parents[1] / "presets" / "kernels"
+    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["gemm"]
+    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["gemm"]
+    assert (h100["fp8"]["fixed"], mi300x["fp8-128x128"]["fixed"]) == ("6.53us", "7.21us")
+    assert KERNEL_FIXED_S == {"nvidia": 6.53e-6, "amd": 7.21e-6}
+
+
+def test_a_fit_records_the_costs_its_family_lent_it() -> None:
+    """Each shipped parameter set's ``lent`` names fixed costs only, and vLLM's AMD fit, on
+    TP 8 points alone, was lent its per-step cost by the family's pooled fit (every point
+    TP > 1: no per-step cost of its own), where its per-MoE-layer cost is its own."""
+    from decodecalc.loading.catalog import Catalog
+
+    catalog = Catalog()
+    for profile in catalog.engines():
+        for _, params in profile.families:
+            assert set(params.lent) <= set(FIXED_COSTS)
+    assert catalog.engine("vllm").family("amd-instinct").lent == ("per_step",)  # type: ignore[union-attr]
+
+
+PAIRS = [
+    (gpu, model)
+    for gpu in ("mi300x", "mi355x", "h200", "rtx-4090", "m4-max", "b200")
+    for model in ("llama-3.1-8b", "qwen3-30b-a3b")
+]
+
+
+@pytest.mark.parametrize(("gpu", "model"), PAIRS)
+def test_every_prediction_from_another_family_says_so(gpu: str, model: str) -> None:
+    """Issue 28: whichever profile, GPU and model kind, parameters fitted on another GPU
+    family (a line transferred with a vendor factor, or a profile's other family standing
+    in) never price a step silently: a note names the transfer or the fallback, and a
+    fallback from another vendor's family says it went through the GPU's own figures."""
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.resolving.resolve import resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    catalog = Catalog()
+    for profile in catalog.engines():
+        s = resolve(ScenarioSpec(model=model, gpu=gpu, engine=profile.id), catalog)
+        notes = {n.code: n.message for n in s.notes}
+        own = s.engine.params[0]
+        if own.transferred:
+            assert "engine-transferred" in notes, profile.id
+        elif s.engine.kind.value == "fallback":
+            fallback = notes["engine-fallback"]
+            fitted = fallback.split("its ", 1)[1].split(" ", 1)[0]
+            if fitted.split("-")[0] != s.engine.family.split("-")[0]:
+                assert "through the GPU's own bandwidth, FLOP/s and link" in fallback
+        else:
+            assert own.points or "engine-not-fitted" in notes, profile.id
+
+
+def test_a_lent_cost_that_is_none_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A user's engine preset naming a cost the step has not (``per_token``) in ``lent``:
+    one line with the file, the field and the names there are, never a traceback."""
+    from decodecalc.errors import InputError
+    from decodecalc.loading.catalog import Catalog, presets_dir
+
+    text = (presets_dir() / "engines" / "vllm.yaml").read_text()
+    assert "    lent:\n    - per_step\n" in text  # vLLM's AMD fit (above)
+    (tmp_path / "engines").mkdir()
+    bad = text.replace("    lent:\n    - per_step\n", "    lent:\n    - per_token\n", 1)
+    (tmp_path / "engines" / "vllm.yaml").write_text(bad)
+    catalog = Catalog((tmp_path, presets_dir()))
+    with pytest.raises(InputError) as caught:
+        catalog.engine("vllm").family("amd-instinct")
+    message = str(caught.value)
+    assert "\n" not in message and "lent" in message and "per_token" in message
+    assert "per_step, per_layer, per_moe_layer, per_sequence" in message

@@ -23,6 +23,7 @@ from decodecalc.loading.fields import Fields
 from decodecalc.loading.ignored_keys import ignored
 from tests.conftest import Run
 from tests.loading.test_family_readers import CONFIGS as FAMILY_CONFIGS
+from tests.loading.test_readers_minicpm import MINICPM_1B
 
 ROOT = Path(__file__).parents[2]
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
@@ -130,6 +131,7 @@ def configs() -> dict[str, dict[str, Any]]:
                 "qwen3_vl_moe",
                 "minicpm3",
                 "dots1",
+                "dbrx",
             )
         },
         **{
@@ -140,6 +142,9 @@ def configs() -> dict[str, dict[str, Any]]:
         "glm4_moe": preset("glm-4.5"),
         "minimax_m2": preset("minimax-m2"),
         "nemotron_h": fixture("nemotron-3-nano-30b-a3b"),
+        "nemotron-nas": fixture("llama-3.3-nemotron-super-49b-v1"),
+        "minicpm": MINICPM_1B,
+        "bailing_moe_v2": fixture("ling-mini-2.0-defaults"),
         "jamba": preset("jamba-mini-1.5"),
         "falcon_h1": FALCON_H1,
         "llama4": preset("llama-4-scout"),
@@ -292,13 +297,21 @@ def test_models_family_of_a_type_read_without_a_preset_says_so(cli: Run) -> None
     assert "decodecalc reads its config.json" in r.err
 
 
+def test_models_family_of_a_refused_type_says_why(cli: Run) -> None:
+    r = cli("models", "--family", "jetmoe")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "refused: JetMoE's mixture of attention heads" in r.err
+
+
 @pytest.mark.parametrize(
     ("model_type", "what"),
     [
-        ("nemotron-nas", "per-layer block_configs"),
+        ("deci", "per-layer KV head counts"),
         ("jetmoe", "mixture of attention heads"),
         ("step3", "multi-matrix factorised attention"),
-        ("minicpm", "not read yet"),
+        ("phi3small", "block-sparse attention"),
+        ("arctic", "dense residual MLP beside each layer's MoE"),
+        ("bailing_moe", "not read yet"),
     ],
 )
 def test_known_types_not_read_are_refused_naming_why(

@@ -128,6 +128,7 @@ META_COUNTS = {
     "qwen3_vl_moe": 14_052_070_640,  # the same tower
     "minicpm3": 4_073_875_968,  # MiniCPM3-4B's shape: MLA, dense MLPs, tied
     "dots1": 161_206_283_840,  # transformers' widths, dots.llm1's experts
+    "dbrx": 2_459_207_680,  # DbrxConfig's defaults: 24 layers of 4 experts of 3,584
     # Every other family at transformers' defaults (validation/transformers5_forms.py).
     "gemma3": 2_723_312_896,  # SigLIP's pooling head on (vision_use_head true)
     "llama4": 108_225_039_360,  # the vision adapter from the MLP width
@@ -392,3 +393,43 @@ def test_qwen2_vl_vision_tower_by_hand(catalog: Catalog, tmp_path: Path) -> None
         m = read(catalog, tmp_path, config)
         assert sum(g.params for g in m.extra_groups) == 675_759_104
         assert m.total_params() == META_COUNTS["qwen2_vl"]
+
+
+def test_phimoes_head_bias_is_counted(catalog: Catalog, tmp_path: Path) -> None:
+    """Phi-3.5-MoE-instruct's config says ``lm_head_bias: true``: one bias a vocabulary
+    entry, 32,064 more than the form without it; transformers 5.24.0 on the meta device
+    builds the same 41,872,825,664 from the file with the flag set."""
+    config = json.loads((T5 / "phimoe.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "lm_head_bias": True}))
+    assert catalog.model(str(path)).total_params() == 41_872_793_600 + 32_064
+
+
+def test_dbrx_at_dbrx_instructs_shape_counts_as_transformers_does(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The DBRX form with dbrx-instruct's shape (databricks/dbrx-instruct: d_model 6,144, 40
+    layers, 48 heads and 8 KV heads of 128, 16 experts of 10,752, 4 a token, vocabulary
+    100,352, untied). A layer: Wqkv 6,144 x (6,144 + 2 x 1,024) = 50,331,648, out_proj
+    6,144^2 = 37,748,736, router 16 x 6,144 = 98,304, experts 16 x 3 x 10,752 x 6,144 =
+    3,170,893,824, two norms 12,288: 3,259,084,800, x 40 = 130,363,392,000. wte and
+    lm_head 2 x 100,352 x 6,144 = 1,233,125,376, norm_f 6,144: 131,596,523,520, what
+    transformers 5.24.0 builds from the file on the meta device; the card says 132B in all,
+    36B active (here 36,469,708,800: 12 of the 16 experts unread). KV: 40 layers x 2 x 8 x
+    128 x 2 bytes = 163,840 a token."""
+    from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.step.step import StepModel
+
+    config = json.loads((T5 / "dbrx.json").read_text())
+    config.update(d_model=6144, n_heads=48, n_layers=40, vocab_size=100352, max_seq_len=32768)
+    config.update(num_key_value_heads=8)
+    config["attn_config"].update(kv_n_heads=8, clip_qkv=8)
+    config["ffn_config"].update(ffn_hidden_size=10752, moe_num_experts=16, moe_top_k=4)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    model = catalog.model(str(path))
+    assert model.total_params() == 131_596_523_520
+    assert model.active_params() == 36_469_708_800
+    bf16 = catalog.dtype("bf16")
+    step = StepModel.of(Scenario(model, bf16, bf16, 4_800_000_000_000))
+    assert step.kv_bytes(1_000) == 1_000 * 163_840

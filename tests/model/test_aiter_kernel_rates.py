@@ -13,8 +13,8 @@ import pytest
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.kernels import kernel_rates, kernels_dir
-from decodecalc.loading.resolve import kernel_rated, resolve
 from decodecalc.model.kernels import KernelRates, OpRates
+from decodecalc.resolving.resolve import kernel_rated, resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import gemm_excess_s, weight_ops
 

@@ -47,8 +47,8 @@ def test_shared_or_separate_layer_objects_give_the_same_answer(model_id: str) ->
     sums over shared objects. Split K/V formats and pipeline stages must not tell them
     apart."""
     from decodecalc.answers.estimate import estimate
-    from decodecalc.loading.resolve import resolve
     from decodecalc.record import replace
+    from decodecalc.resolving.resolve import resolve
     from decodecalc.scenarios.spec import ScenarioSpec
 
     shared = CATALOG.model(model_id)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel

@@ -57,8 +57,9 @@ def test_the_recipe_names_every_member_of_the_protocol() -> None:
 
 def test_the_union_holds_every_kind() -> None:
     # attention, MLA, Gated DeltaNet, Mamba-2, Mamba-1, lightning attention, short
-    # convolution, DeepSeek-V4's compressed attention, Kimi Delta Attention
-    assert len(layer_kinds()) == 9
+    # convolution, DeepSeek-V4's compressed attention, Kimi Delta Attention, and
+    # Nemotron-NAS's layer without attention (NoMixer)
+    assert len(layer_kinds()) == 10
 
 
 @pytest.mark.parametrize("kind", layer_kinds(), ids=lambda k: k.__name__)

@@ -19,6 +19,7 @@ CORE = [
     "decodecalc.model.model",
     "decodecalc.model.kvcache",
     "decodecalc.scenarios.scenario",
+    "decodecalc.scenarios.workload",
     "decodecalc.step.step",
     "decodecalc.answers.estimate",
     "decodecalc.answers.explain",
@@ -145,17 +146,19 @@ FLOORS = (
     ("decodecalc.scenarios",),
     ("decodecalc.step",),
     ("decodecalc.loading", "decodecalc.writing"),
+    ("decodecalc.resolving",),
     ("decodecalc.answers",),
     ("decodecalc.calibration", "decodecalc.checks"),
     ("decodecalc.views",),
     ("decodecalc.cli", "decodecalc.api", "decodecalc.__main__", "decodecalc"),
 )
 """The house from the ground up (docs/development.md draws it): what is deployed (model,
-engine, scenarios), the forward model (step), names and files to records (loading), the
-questions a user asks (answers: a sweep's grid or a plan's candidates are named deployments
-to resolve), measured points and deployment files (calibration, checks), rendering (views)
-and the glue (cli, api, and the top package that re-exports the API). A module imports
-from its own floor or below."""
+engine, scenarios), the forward model (step), names and files to records (loading), a
+spec and the catalog to a Scenario (resolving: it looks names up, so it stands above
+loading, not in scenarios), the questions a user asks (answers: a sweep's grid or a plan's
+candidates are named deployments to resolve), measured points and deployment files
+(calibration, checks), rendering (views) and the glue (cli, api, and the top package that
+re-exports the API). A module imports from its own floor or below."""
 
 
 def floor_of(module: str) -> int:

@@ -71,7 +71,7 @@ def test_points_take_their_rows_and_refuse_the_others(tmp_path: Path) -> None:
 )
 def test_an_engine_says_how_it_was_chosen(engine: str, gpu: str, kind: str) -> None:
     """Engine.kind names the choice (engine/select.py); only the roofline expects nothing."""
-    from decodecalc.loading.resolve import resolve
+    from decodecalc.resolving.resolve import resolve
 
     s = resolve(ScenarioSpec(model="llama-3.1-8b", gpu=gpu, engine=engine), Catalog())
     assert s.engine.kind.value == kind

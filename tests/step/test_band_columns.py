@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.engine_terms import Packed, within_band
 from decodecalc.step.fast import FastStep, band_columns

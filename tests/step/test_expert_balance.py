@@ -164,6 +164,19 @@ def test_redundant_experts_are_held_and_read(cli: Run) -> None:
     assert eplb["weight_bytes"] - plain["weight_bytes"] == pytest.approx(58 * 4 * expert, rel=0.01)
 
 
+def test_ep_under_tensor_parallel_attention_combines_with_the_all_reduce(cli: Run) -> None:
+    """--tp 8 --ep without DP attention: every GPU holds every token after attention, runs
+    its own experts on them and one all-reduce sums the answers, as the engines do by
+    default (vLLM: use_all2all_kernels needs data-parallel size > 1; SGLang: the MoE block
+    runs in FULL mode unless its moe-a2a-backend names a dispatcher; docs/physics.md cites
+    both): the same transfers as tensor-parallel experts, no all-to-all."""
+    tp = estimate_row(cli, "--batch", "64")
+    ep = estimate_row(cli, "--batch", "64", "--ep")
+    assert ep["all_to_all_ms"] == tp["all_to_all_ms"] == 0
+    assert ep["allreduce_ms"] == pytest.approx(tp["allreduce_ms"])
+    assert ep["comm_ms"] == pytest.approx(tp["comm_ms"])
+
+
 def test_data_parallel_attention_with_ep_pays_the_all_to_all(cli: Run) -> None:
     row = estimate_row(cli, "--batch", "64", "--ep", "--dp-attention")
     assert row["all_to_all_ms"] > 0

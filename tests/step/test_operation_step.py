@@ -13,8 +13,8 @@ import yaml
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.kernels import with_kernel_rates
-from decodecalc.loading.resolve import resolve
 from decodecalc.record import replace
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import StepModel, engine_terms, gemm_excess_s, weight_ops
 from tests.conftest import Run, preset_scenario
@@ -180,7 +180,7 @@ def test_a_dense_query_reads_the_tables_only_where_a_gemm_may_be_compute_bound(
     its 2 x B FLOPs 2B / (989.4e12 x 0.2) = B x 1.01e-14 s at the lowest table e_mma: no
     GEMM can be compute-bound below B = 59, so batch 8 leaves the profile as fitted and
     batch 512 takes the tables; a server, whose running batch varies, always does."""
-    from decodecalc.loading.resolve import kernel_rated
+    from decodecalc.resolving.resolve import kernel_rated
 
     def engine_at(batch: int) -> EngineParams:
         spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", batch=batch)

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decodecalc.loading.catalog import Catalog
-from decodecalc.loading.resolve import resolve
+from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import MIN_TILE_ROWS, StepModel, kernel_tile
 

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decodecalc.answers.serving import ServingResult, Workload, serve
+from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.engine.profile import ROOFLINE, EngineParams
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.loading.catalog import Catalog
 from decodecalc.model.tensors import Sharding, TensorGroup
+from decodecalc.scenarios.workload import Workload
 from decodecalc.step.engine_terms import StepCounts, kv_read_factor
 from decodecalc.step.parallelism import held_params
 from tests.conftest import preset_scenario

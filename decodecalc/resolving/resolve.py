@@ -18,6 +18,7 @@ from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
+from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
 from decodecalc.scenarios.rates import (
     PriceList,
     Rates,
@@ -27,9 +28,6 @@ from decodecalc.scenarios.rates import (
     parse_price,
 )
 from decodecalc.scenarios.scenario import (
-    MAX_BATCH,
-    MAX_PP,
-    MAX_TP,
     Scenario,
     check_count,
     check_efficiency,
@@ -128,6 +126,20 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
             )
         )
     return Links(link, node, per_node, tuple(notes))
+
+
+def resolve_kv_link(
+    catalog: Catalog, name: str | None, node_link: str | Link | None
+) -> Link | None:
+    """The link a disaggregated deployment's prompt KV crosses from a prefill to a decode
+    worker: the named one ('none': no transfer time), else the network between nodes
+    (``node_link``, else DEFAULT_NODE_LINK)."""
+    if name is not None and name.strip().lower() == "none":
+        return None
+    if name is None and isinstance(node_link, Link):
+        return node_link
+    fallback = node_link if isinstance(node_link, str) else DEFAULT_NODE_LINK
+    return catalog.link(name or fallback)
 
 
 def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
@@ -358,7 +370,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
     )
     rated = kernel_rated(scenario, spec.batch)
-    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine)))
+    return replace(rated, notes=(*rated.notes, *releases_note(rated.engine, rated.notes)))
 
 
 def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType | None:
