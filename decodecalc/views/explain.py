@@ -16,6 +16,7 @@ from decodecalc.step.running import RUNNING_COSTS
 
 if TYPE_CHECKING:
     from decodecalc.step.operations import Operation
+    from decodecalc.step.step import EngineStep
 from decodecalc.step.step import MIN_TILE_ROWS, EngineStep, GroupRead, Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -213,6 +214,18 @@ def explain_text(x: Explanation) -> list[str]:
     return lines
 
 
+def _operation_lines(name: str, t: EngineStep, listed: bool) -> list[str]:
+    """The step by class of operation, and with ``listed`` (one profile: a typical
+    engine's several keep to their classes) operation by operation."""
+    lines = [
+        f"   {name} by operation: "
+        + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
+    ]
+    if listed:
+        lines += [f"     {_operation(op)}" for op in t.operations if op.total_s > 0]
+    return lines
+
+
 def _operation(op: Operation) -> str:
     """One priced operation of the step as a line: what it is, how often a step runs it,
     what it reads and computes on the GPU, and its time (step/operations.py)."""
@@ -252,12 +265,7 @@ def _engine_lines(x: Explanation) -> list[str]:
             + (f" + communication {t.comm_s * 1000:.3f} ms" if t.comm_s > 1e-12 else "")
             + f" -> {t.seconds * 1000:.3f} ms"
         )
-        lines.append(
-            f"   {name} by operation: "
-            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
-        )
-        if len(x.engines) == 1:  # a typical engine's profiles keep to their classes
-            lines += [f"     {_operation(op)}" for op in t.operations if op.total_s > 0]
+        lines += _operation_lines(name, t, listed=len(x.engines) == 1)
         if params.kernel_source:
             lines.append(
                 f"   {name} compute where GEMMs are compute-bound: e_mma "

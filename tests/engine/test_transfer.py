@@ -139,7 +139,7 @@ def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
 def test_the_fixed_times_are_the_kernel_presets() -> None:
     """KERNEL_FIXED_S holds the kernel tables' own FP8 GEMM ``fixed`` figures (the H100
     SXM's vLLM block, the MI300X's aiter block, block-scaled), so they cannot drift apart."""
-    root = Path(__file__).resolve().parents[1] / "presets" / "kernels"
+    root = Path(__file__).resolve().parents[2] / "presets" / "kernels"
     h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["gemm"]
     mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["gemm"]
     assert (h100["fp8"]["fixed"], mi300x["fp8-128x128"]["fixed"]) == ("6.53us", "7.21us")
