@@ -236,6 +236,27 @@ class TestVllm:
 
 
 class TestReports:
+    def test_json_flag_prints_the_json_report(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, PASSING), "--json")
+        assert r.code == 0, r.err
+        assert json.loads(r.out)["passed"] is True
+
+    @pytest.mark.parametrize(
+        ("name", "check"),
+        [
+            ("c.json", lambda text: json.loads(text)["passed"] is True),
+            ("c.xml", lambda text: ET.fromstring(text).tag == "testsuites"),
+        ],
+    )
+    def test_the_output_suffix_picks_the_format(
+        self, cli: Run, tmp_path: Path, name: str, check: object
+    ) -> None:
+        out = tmp_path / name
+        r = cli("check", write(tmp_path, PASSING), "-o", str(out))
+        assert r.code == 0, r.err
+        assert "pass" in r.out  # the table still goes to stdout
+        assert callable(check) and check(out.read_text())
+
     def test_junit_shape(self, cli: Run, tmp_path: Path) -> None:
         failing = PASSING.replace(
             "max_ms_per_token: 25", "max_ms_per_token: 20\n  max_kv_share: 0.5"
