@@ -192,7 +192,11 @@ def _speculation(ctx: typer.Context) -> "Speculation | None":
     try:
         draft = load_catalog(ctx.params.get("presets")).model(method)
     except InputError as exc:
+        from decodecalc.loading.fields import suggest
+
+        hint = suggest(word, [m for m in METHODS if m != "draft"])  # eagel, mpt
         raise InputError(
-            f"--speculative {method!r} is not eagle, mtp or a draft model preset: {exc}"
+            f"--speculative {method!r} is not eagle, mtp or a draft model preset"
+            + (hint or f": {exc}")
         ) from None
     return Speculation("draft", proposed, rates, draft)

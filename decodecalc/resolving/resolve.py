@@ -10,6 +10,7 @@ import math
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.fields import suggest
 from decodecalc.loading.kernels import with_kernel_rates
 from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
@@ -233,6 +234,10 @@ def sustained_gpus(catalog: Catalog) -> list[str]:
     return [g.id for g in catalog.gpus() if g.sustained_bandwidth_bytes_per_s is not None]
 
 
+EFFICIENCY_WORDS = ("sustained", "calibrated")
+"""The efficiencies given by name rather than as a fraction."""
+
+
 def resolve_efficiency(
     text: str, gpu: GpuSpec | None, catalog: Catalog | None = None
 ) -> Efficiency:
@@ -274,6 +279,7 @@ def resolve_efficiency(
     except ValueError:
         raise InputError(
             f"efficiency {text!r} is not a fraction in (0, 1], 'sustained' or 'calibrated'"
+            + suggest(word, list(EFFICIENCY_WORDS))
         ) from None
 
 
@@ -294,7 +300,7 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     if isinstance(spec.overhead, str):
         parse_duration(spec.overhead, "overhead")
     check_fraction("memory utilization", spec.memory_utilization)
-    if str(spec.efficiency).strip().lower() not in ("sustained", "calibrated"):
+    if str(spec.efficiency).strip().lower() not in EFFICIENCY_WORDS:
         check_efficiency(resolve_efficiency(str(spec.efficiency), None).fraction)
     for link in (spec.link, spec.node_link):
         if isinstance(link, str) and link.strip().lower() != "none":
@@ -497,5 +503,5 @@ def price_lists(catalog: Catalog, text: str) -> tuple[float | None, list[PriceLi
         known = ", ".join(catalog.ids("prices"))
         raise InputError(
             f"price {text!r} is not dollars per GPU-hour (e.g. 2.49 or 2.49USD/h), a price list "
-            f"({known}) or 'lowest'"
+            f"({known}) or 'lowest'" + suggest(word, [*catalog.ids("prices"), "lowest"])
         ) from None
