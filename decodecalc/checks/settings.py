@@ -100,7 +100,7 @@ def flag(value: Any) -> bool:
 def tokens(value: Any) -> int:
     """A token count: a whole number of at least 0, or its text (32K)."""
     if isinstance(value, str):
-        return parse_tokens(value)
+        return parse_tokens(value, "token count")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"expected a token count such as 32768 or 32K, got {show(value)}")
     return value
