@@ -124,14 +124,23 @@ deployments:
     lines = r.err.splitlines()
     expected = [
         "deploy.yaml:12:5: deployments.1.gpu: duplicate key (first at line 11",
-        "deploy.yaml:6:13: deployments.0.contxt: unknown key; did you mean 'context'?",
+        "deploy.yaml:6:5: deployments.0.contxt: unknown key; did you mean 'context'?",
         "deploy.yaml:5:12: deployments.0.batch: expected a whole number, got 'many'",
-        "deploy.yaml:8:24: deployments.0.targets.max_ms_per_tokn: unknown key; "
+        "deploy.yaml:8:7: deployments.0.targets.max_ms_per_tokn: unknown key; "
         "did you mean 'max_ms_per_token'?",
         "deploy.yaml:14:21: deployments.1.targets.max_kv_share: a share is above 0 and at most 1",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), (fragment, lines)
+
+
+def test_a_misspelt_section_is_placed_at_its_key(cli: Run, tmp_path: Path) -> None:
+    # The section's key is on line 9, column 1; its mapping starts on line 10.
+    text = PASSING.replace("targets:", "wrkload:\n  input_len: 1000\ntargets:")
+    assert text.splitlines()[8] == "wrkload:"  # line 9
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2
+    assert "deploy.yaml:9:1: wrkload: unknown key; did you mean 'workload'?" in r.err
 
 
 def test_no_targets_is_an_error(cli: Run, tmp_path: Path) -> None:

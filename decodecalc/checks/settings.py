@@ -51,6 +51,12 @@ def locate(doc: Document, key_path: KeyPath) -> str:
     return f"{doc.where(key_path)}" + (f": {label}" if label else "")
 
 
+def locate_key(doc: Document, key_path: KeyPath) -> str:
+    """``file:line:col: key.path`` of the key itself, for a problem with the key (unknown)
+    rather than its value: a section's value starts on the line below it."""
+    return f"{doc.where_key(key_path)}: " + ".".join(str(p) for p in key_path)
+
+
 def show(value: Any) -> str:
     """A value for an error message, cut short: a YAML alias bomb must not be printed."""
     import reprlib
