@@ -448,3 +448,15 @@ def test_a_deployment_file_without_targets_is_still_an_error(cli: Run, tmp_path:
     path = write(tmp_path, "name: d\nvllm_config: serve.yaml\ngpu: h100\n")
     r = cli("check", path)
     assert r.code == 2 and "d: no targets to check" in r.err
+
+
+def test_a_deployment_under_a_workload_splits_running_requests(cli: Run, tmp_path: Path) -> None:
+    text = (
+        "model: deepseek-v3\ngpu: h200\nweights: fp8\ntp: 8\nep: true\ndp_attention: true\n"
+        "workload: {input_len: 4K, output_len: 1K, concurrency: 64}\n"
+        "targets: {max_tpot_ms: 1000}\n"
+    )
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 0, r.err
+    assert "each of the 8 ranks holds its own share of the running requests" in r.err
+    assert "1 of 1 sequences" not in r.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.estimate import Estimate, estimate
-from decodecalc.answers.notes import estimate_notes
+from decodecalc.answers.notes import estimate_notes, under_workload
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import (
     SERVING_TARGETS,
@@ -45,6 +45,8 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
+        if d.workload is not None:
+            notes = tuple(under_workload(notes, d.scenario))
         if d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS):
             assert d.limits is not None  # every read deployment has its engine's limits
             served = _served(d)

@@ -209,16 +209,24 @@ def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
             )
         )
     if spec.dp_attention:
-        notes.append(
-            Note(
-                "dp-attention",
-                f"data-parallel attention: each of the {spec.tp} ranks holds its own "
-                f"{math.ceil(spec.batch / spec.tp):,} of {spec.batch:,} sequences with their "
-                "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy "
-                "of every weight outside the routed experts",
-            )
-        )
+        notes.append(dp_attention_note(spec.tp, spec.batch))
     return tuple(notes)
+
+
+def dp_attention_note(tp: int, batch: int | None) -> Note:
+    """What data-parallel attention splits: the batch's sequences, or under a workload
+    (``batch`` None: serving and check set no batch) the running requests."""
+    share = (
+        "share of the running requests"
+        if batch is None
+        else f"{math.ceil(batch / tp):,} of {batch:,} sequences"
+    )
+    return Note(
+        "dp-attention",
+        f"data-parallel attention: each of the {tp} ranks holds its own {share} with their "
+        "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy of "
+        "every weight outside the routed experts",
+    )
 
 
 @record
