@@ -460,3 +460,30 @@ def test_a_deployment_under_a_workload_splits_running_requests(cli: Run, tmp_pat
     assert r.code == 0, r.err
     assert "each of the 8 ranks holds its own share of the running requests" in r.err
     assert "1 of 1 sequences" not in r.err
+
+
+UNDER_LOAD = """\
+model: llama-3.1-8b
+gpu: h100-sxm
+workload: {input_len: 1000, output_len: 100, concurrency: 8}
+targets: {max_ms_per_token: 5}
+"""
+"""max_ms_per_token under a workload: held to the server's TPOT, as plan holds it."""
+
+
+def test_max_ms_per_token_under_a_workload_is_the_servers_tpot(cli: Run, tmp_path: Path) -> None:
+    served = cli(
+        *"serving -m llama-3.1-8b -g h100-sxm --input-len 1000 --output-len 100".split(),
+        *"--concurrency 8 --json".split(),
+    )
+    tpot_ms = json.loads(served.out)["rows"][0]["tpot_ms"]
+    r = cli("check", write(tmp_path, UNDER_LOAD), "--json")
+    (result,) = json.loads(r.out)["results"]
+    assert result["target"] == "max_ms_per_token"
+    assert result["value"] == pytest.approx(tpot_ms, rel=1e-12)
+    assert result["context"] is None and result["basis"] is None  # no step at a context
+    assert r.code == 1 and result["passed"] is (tpot_ms <= 5)
+    assert "max_ms_per_token is held to the server's TPOT" in r.err
+    table = cli("check", write(tmp_path, UNDER_LOAD))
+    assert f"{tpot_ms:.3f} ms TPOT under the workload" in table.out
+    assert "131,072 tokens" not in table.out  # not the step at the model's longest context
