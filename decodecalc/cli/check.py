@@ -87,7 +87,8 @@ def check(
         typer.Option(
             "--output",
             "-o",
-            help="Write the report here; the table still goes to stdout.",
+            help="Write the report here (without -f, FILE.json is JSON and FILE.xml JUnit); "
+            "the table still goes to stdout.",
             metavar="FILE",
             callback=given_path,
         ),
