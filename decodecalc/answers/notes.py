@@ -53,8 +53,17 @@ def engine_choice_notes(s: Scenario) -> list[Note]:
 def serving_scenario_notes(s: Scenario) -> list[Note]:
     """scenario_notes for a server: less the engine's fitted range checked at the
     scenario's one batch, for a server runs many, and serve checks each of them
-    (answers/serving.py)."""
-    return [n for n in scenario_notes(s) if n.code != "engine-extrapolated"]
+    (answers/serving.py); said of the running requests (under_workload)."""
+    return under_workload([n for n in scenario_notes(s) if n.code != "engine-extrapolated"], s)
+
+
+def under_workload(notes: Sequence[Note], s: Scenario) -> list[Note]:
+    """A scenario's notes for a server under a workload (serving, check): data-parallel
+    attention splits the running requests, which the workload sets, not the scenario's
+    batch (serving and check set none)."""
+    from decodecalc.resolving.resolve import dp_attention_note
+
+    return [dp_attention_note(s.tp, None) if n.code == "dp-attention" else n for n in notes]
 
 
 def scenario_notes(s: Scenario) -> list[Note]:

@@ -321,7 +321,7 @@ class _Server:
         pool = self.pool
         if pool.blocks <= 0:
             used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
-            raise Refused(_no_pool(pool, limits), "fit", used, pool.budget_bytes)
+            raise Refused(_no_pool(pool, limits, scenario), "fit", used, pool.budget_bytes)
         if self.max_kv < 1:
             raise Refused(
                 f"one request of {longest:,} tokens does not fit in the KV pool of "
@@ -510,16 +510,27 @@ class _Server:
         return tuple(found)
 
 
-def _no_pool(pool: KvPool, limits: SchedulerLimits) -> str:
+def _no_pool(pool: KvPool, limits: SchedulerLimits, scenario: Scenario) -> str:
     """Why a server has no KV cache: what its memory budget went on, per GPU, and what
-    shrinks the largest part."""
+    shrinks the largest part. The budget is the utilization of the memory CUDA reports,
+    as vLLM takes it, less than estimate's (the utilization of the GPU's whole memory):
+    the message says so, so that the two figures for one GPU are not read as one."""
+    from decodecalc.engine.profile import CUDA_HIDDEN_BYTES
+    from decodecalc.units import GIB, MIB
+
+    assert scenario.gpu is not None  # kv_pool refuses a scenario without one
+    whole = scenario.gpu.memory_bytes
+    reported = (
+        f"of the memory CUDA reports ({(whole - CUDA_HIDDEN_BYTES) / GIB:,.2f} GiB: the "
+        f"GPU's {whole / GIB:,.2f} GiB less {CUDA_HIDDEN_BYTES // MIB} MiB it never reports)"
+    )
     hint = (
         "a smaller max-num-batched-tokens or max-num-seqs shrinks the activation peak"
         if pool.activation_bytes > pool.weight_bytes
         else "try a larger --tp or smaller weights"
     )
     return (
-        f"no room for a KV cache: {limits.memory_utilization:g} of the GPU's memory is "
+        f"no room for a KV cache: {limits.memory_utilization:g} {reported} is "
         f"{pool.budget_bytes / GB:,.2f} GB, and the weights take {pool.weight_bytes / GB:,.2f} "
         f"GB, the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
         f"{pool.reserve_bytes / GB:,.2f} GB per GPU ({hint})"

@@ -22,6 +22,7 @@ from decodecalc.checks.settings import (
     efficiency_setting,
     flag,
     locate,
+    locate_key,
     number,
     show,
     text,
@@ -113,7 +114,7 @@ def _settings(
         path = (*key_path, str(key))
         if key not in known:
             hint = suggest(str(key), list(known)) or "; valid: " + ", ".join(known)
-            problems.items.append(f"{locate(doc, path)}: unknown key{hint}")
+            problems.items.append(f"{locate_key(doc, path)}: unknown key{hint}")
         elif value is not None:
             found[str(key)] = Setting(value, locate(doc, path))
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.estimate import Estimate, estimate
-from decodecalc.answers.notes import estimate_notes
+from decodecalc.answers.notes import estimate_notes, under_workload
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import (
     SERVING_TARGETS,
@@ -16,7 +16,7 @@ from decodecalc.checks.targets import (
 )
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
-from decodecalc.record import record
+from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import DisaggregatedResult
@@ -39,13 +39,19 @@ class CheckedDeployment:
 def check_deployment(d: Deployment) -> CheckedDeployment:
     """One deployment against its targets (or, for a vLLM config given none, against
     vLLM's start-up check); an InputError names the file and the deployment."""
+    # Under a workload max_ms_per_token is the server's TPOT, as plan holds it there.
+    as_tpot = d.workload is not None and d.targets.max_ms_per_token is not None
     try:
         est = estimate(d.scenario, d.contexts)
-        results = check(est, d.targets)
+        results = check(est, replace(d.targets, max_ms_per_token=None) if as_tpot else d.targets)
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
-        if d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS):
+        if d.workload is not None:
+            notes = tuple(under_workload(notes, d.scenario))
+        if as_tpot:
+            notes = (*notes, TPOT_NOTE)
+        if as_tpot or (d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS)):
             assert d.limits is not None  # every read deployment has its engine's limits
             served = _served(d)
             gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
@@ -58,6 +64,14 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     except InputError as exc:
         raise InputError(f"{d.file}: {d.name}: {exc}") from None
     return CheckedDeployment(d, est, results, notes)
+
+
+TPOT_NOTE = Note(
+    "ms-per-token-as-tpot",
+    "under its workload, max_ms_per_token is held to the server's TPOT (as plan holds it), "
+    "not to a decode step at a context",
+)
+"""Said where a deployment with a workload asks for max_ms_per_token."""
 
 
 def _served(d: Deployment) -> ServingResult | DisaggregatedResult:

@@ -22,8 +22,34 @@ from decodecalc.scenarios.fields import (
 from decodecalc.scenarios.workload import WORKLOAD_FIELDS, WorkloadField, keys_under
 
 TEXT = {"type": "string", "minLength": 1}
-TOKEN_TEXT = {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?[kmgKMG]?$"}
-"""A token count as text: 32768, 32K (binary), 1.5k (decimal)."""
+DECIMAL_PLACES = {"k": 3, "m": 6, "g": 9}
+"""The decimals a decimal suffix makes whole (context.py parse_tokens: 1.5k, never 1.5K)."""
+TOKEN_FORMS = "|".join(
+    [
+        "[0-9]+[KMG]?",  # binary suffixes take a whole number
+        "[0-9]+(\\.0+)?",  # no suffix: decimals only of zeros
+        *(f"[0-9]+(\\.[0-9]{{1,{places}}}0*)?{s}" for s, places in DECIMAL_PLACES.items()),
+    ]
+)
+"""A token count as parse_tokens reads it: 32768, 32K (binary), 1.5k (decimal), whole."""
+
+
+def token_text(least: int = 0) -> dict[str, Any]:
+    """A token count as text, refused below ``least`` as the code refuses it (small
+    bounds only: 0, 1 or 2 tokens); the upper bounds of the integer form hold too, but
+    no pattern spells them, so the code states them."""
+    below = [
+        "0+(\\.0+)?[kmgKMG]?",
+        *(
+            f"0*{n}(\\.0+)?|0+\\.{'0' * (places - 1)}{n}0*{s}"
+            for n in range(1, least)
+            for s, places in DECIMAL_PLACES.items()
+        ),
+    ]
+    refused = f"(?!\\s*({'|'.join(below)})\\s*$)" if least > 0 else ""
+    return {"type": "string", "pattern": f"^{refused}\\s*({TOKEN_FORMS})\\s*$"}
+
+
 FRACTION = {"type": "number", "minimum": MIN_FRACTION, "maximum": 1}
 """An efficiency or a memory utilization (scenarios/scenario.py check_fraction)."""
 
@@ -55,7 +81,7 @@ def _number(row: WorkloadField, kind: str) -> dict[str, Any]:
 def _workload_schema(row: WorkloadField) -> dict[str, Any]:
     """A serving field by its kind (scenarios/workload.py WORKLOAD_KINDS)."""
     kinds: dict[str, Any] = {
-        "tokens": lambda: {"oneOf": [_number(row, "integer"), TOKEN_TEXT]},
+        "tokens": lambda: {"oneOf": [_number(row, "integer"), token_text(int(row.least or 0))]},
         "count": lambda: _number(row, "integer"),
         "rate": lambda: _number(row, "number"),
         "share": lambda: _number(row, "number"),
@@ -173,7 +199,7 @@ TARGETS = {
             "(needs gpu)",
         },
         "min_crossover_context": {
-            "oneOf": [{"type": "integer", "minimum": 0}, TOKEN_TEXT],
+            "oneOf": [{"type": "integer", "minimum": 0}, token_text()],
             "description": "The KV cache must not overtake the weights before this context",
         },
         "max_kv_share": _target(

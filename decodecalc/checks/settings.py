@@ -51,6 +51,12 @@ def locate(doc: Document, key_path: KeyPath) -> str:
     return f"{doc.where(key_path)}" + (f": {label}" if label else "")
 
 
+def locate_key(doc: Document, key_path: KeyPath) -> str:
+    """``file:line:col: key.path`` of the key itself, for a problem with the key (unknown)
+    rather than its value: a section's value starts on the line below it."""
+    return f"{doc.where_key(key_path)}: " + ".".join(str(p) for p in key_path)
+
+
 def show(value: Any) -> str:
     """A value for an error message, cut short: a YAML alias bomb must not be printed."""
     import reprlib
@@ -100,7 +106,7 @@ def flag(value: Any) -> bool:
 def tokens(value: Any) -> int:
     """A token count: a whole number of at least 0, or its text (32K)."""
     if isinstance(value, str):
-        return parse_tokens(value)
+        return parse_tokens(value, "token count")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"expected a token count such as 32768 or 32K, got {show(value)}")
     return value

@@ -74,6 +74,8 @@ class TargetResult:
     context: int | None
     """The context the worst value occurs at (None for context-free targets)."""
     passed: bool
+    served: bool = False
+    """Held to the server under the deployment's workload (check_serving), not to a step."""
 
 
 def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:
@@ -175,18 +177,20 @@ def check_serving(
     result: ServingResult | DisaggregatedResult, gpus: int, targets: Targets
 ) -> tuple[TargetResult, ...]:
     """The serving targets against the server's steady state under the workload (their
-    context, None: a workload has no single one); ``gpus``: all the deployment's."""
+    context, None: a workload has no single one), and max_ms_per_token there, which is
+    its TPOT, as plan holds it under a workload; ``gpus``: all the deployment's."""
     found = {
+        "max_ms_per_token": result.tpot_s * 1000,
         "max_ttft_ms": result.ttft_s * 1000,
         "max_tpot_ms": result.tpot_s * 1000,
         "min_output_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
         "min_output_throughput_per_gpu": result.output_throughput_tokens_per_s / gpus,
     }
     results = []
-    for name in SERVING_TARGETS:
+    for name in ("max_ms_per_token", *SERVING_TARGETS):
         limit = getattr(targets, name)
         if limit is not None:
             value = found[name]
             passed = value >= limit if name.startswith("min_") else value <= limit
-            results.append(TargetResult(name, limit, value, None, passed))
+            results.append(TargetResult(name, limit, value, None, passed, served=True))
     return tuple(results)

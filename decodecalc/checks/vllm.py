@@ -26,6 +26,7 @@ from decodecalc.checks.settings import (
     Settings,
     flag,
     locate,
+    locate_key,
     show,
     text,
     tokens,
@@ -453,7 +454,8 @@ def _given(doc: Document, problems: Problems) -> Given:
         if name not in _KNOWN:
             hint = suggest(name, list(VLLM_SERVE_ARGS)) or "; 'vllm serve --help' lists them"
             problems.items.append(
-                f"{at}: unknown key, not a vllm serve argument (vLLM {VLLM_VERSION}){hint}"
+                f"{locate_key(doc, (key,))}: unknown key, not a vllm serve argument "
+                f"(vLLM {VLLM_VERSION}){hint}"
             )
             continue
         if same in written:

@@ -23,6 +23,7 @@ from decodecalc.checks.settings import (
     Settings,
     flag,
     locate,
+    locate_key,
     number,
     show,
     tokens,
@@ -93,7 +94,7 @@ def mapping_settings(
         at = locate(doc, (*path, str(key)))
         if key not in known:
             hint = suggest(str(key), list(known)) or "; valid: " + ", ".join(known)
-            problems.items.append(f"{at}: unknown key{hint}")
+            problems.items.append(f"{locate_key(doc, (*path, str(key)))}: unknown key{hint}")
         elif value is not None:
             found[str(key)] = Setting(value, at)
     return found

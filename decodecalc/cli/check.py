@@ -10,6 +10,7 @@ from decodecalc.cli import (
     EXIT_VIOLATION,
     ForceOpt,
     Format,
+    JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
@@ -80,12 +81,14 @@ def check(
         CheckFormat,
         typer.Option("--format", "-f", help="A table, a JSON report, or JUnit XML for CI."),
     ] = CheckFormat.table,
+    as_json: JsonOpt = False,
     output: Annotated[
         str | None,
         typer.Option(
             "--output",
             "-o",
-            help="Write the report here; the table still goes to stdout.",
+            help="Write the report here (without -f, FILE.json is JSON and FILE.xml JUnit); "
+            "the table still goes to stdout.",
             metavar="FILE",
             callback=given_path,
         ),
@@ -148,6 +151,7 @@ def check(
     from decodecalc.checks.deployments import DeploymentReader
     from decodecalc.engine.select import choose_engine
 
+    fmt = check_format(fmt, as_json, output)
     catalog = load_catalog(presets)
     _measured_only(measured, model, weights, kv_dtype, tp, replicas, show_points)
     if measured and target:
@@ -183,6 +187,23 @@ def check(
         raise InputErrors(problems)  # the JUnit report holds them too; the run still failed
     if not all(c.passed for c in checked):
         raise typer.Exit(EXIT_VIOLATION)
+
+
+CHECK_SUFFIXES = {".json": CheckFormat.json, ".xml": CheckFormat.junit}
+"""The format an --output file's name implies when no --format is given (as format_for
+does for the other commands, with JUnit's .xml)."""
+
+
+def check_format(fmt: CheckFormat, as_json: bool, output: str | None) -> CheckFormat:
+    """The format written: JSON for --json; a table (the default) written to FILE.json
+    or FILE.xml takes the format of the name, as every other report command does."""
+    if as_json:
+        return CheckFormat.json
+    if fmt is not CheckFormat.table or output is None:
+        return fmt
+    import pathlib
+
+    return CHECK_SUFFIXES.get(pathlib.PurePath(output).suffix.lower(), fmt)
 
 
 def _measured_only(

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 PLAN_HELP = {
     "model": "The model to plan for (one).",
+    "engine": "The engine profile to expect (one; 'decodecalc engines' lists them). Default: "
+    "'typical'.",
     "gpu": "GPU presets to choose from, comma-separated. Default: every GPU a price list "
     "(presets/prices: hyperstack, lambda, vultr) prices.",
     "weights": "Weight formats to try. Default: the model's own, and FP8 and INT4 (group "
@@ -71,6 +73,8 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
             if p.name == "gpu":  # (under Annotated, Typer keeps the first flag as default)
                 declared.default, declared.param_decls = "--gpus", ("--gpu",)
                 declared.metavar = "GPUS"
+            if p.name == "engine":
+                declared.metavar = "ENGINE"
             p = p.replace(annotation=Annotated[kind, declared])
         parameters.append(p)
     setattr(command, "__signature__", signature.replace(parameters=parameters))  # noqa: B010
@@ -108,7 +112,8 @@ def plan(
         float | None,
         typer.Option(
             "--max-ms-per-token",
-            help="Latency target: the expected ms per output token per sequence at the context.",
+            help="Latency target: the expected ms per output token per sequence: the step at "
+            "--context, or under a workload its TPOT.",
             parser=real_number,
             metavar="MS",
         ),

@@ -1,7 +1,7 @@
 """The serving command: a continuously batched server's TTFT, TPOT and throughput under a
 workload (docs/serving.md)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,7 +16,6 @@ from decodecalc.cli import (
     output_options,
 )
 from decodecalc.cli.options import (
-    ChartOpt,
     PlotOpt,
     ReportOpt,
     given,
@@ -45,7 +44,10 @@ SERVING_FIELDS = tuple(f.name for f in WORKLOAD_FIELDS if f.flags)
 @output_options
 def serving(
     ctx: typer.Context,
-    chart: ChartOpt = False,
+    chart: Annotated[
+        bool,
+        typer.Option("--chart", help="Draw TPOT against output throughput in the terminal."),
+    ] = False,
     plot: PlotOpt = None,
     page: ReportOpt = None,
     out: Output = Output(),
@@ -190,7 +192,11 @@ def _speculation(ctx: typer.Context) -> "Speculation | None":
     try:
         draft = load_catalog(ctx.params.get("presets")).model(method)
     except InputError as exc:
+        from decodecalc.loading.fields import suggest
+
+        hint = suggest(word, [m for m in METHODS if m != "draft"])  # eagel, mpt
         raise InputError(
-            f"--speculative {method!r} is not eagle, mtp or a draft model preset: {exc}"
+            f"--speculative {method!r} is not eagle, mtp or a draft model preset"
+            + (hint or f": {exc}")
         ) from None
     return Speculation("draft", proposed, rates, draft)

@@ -62,6 +62,9 @@ class Document:
     when it was stored, and no line:column marks: a check that builds nothing (a
     config.json field no reader knows) need not run again, and what a loader leaves for
     first use may be left."""
+    key_marks: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    """Where each key itself is written: ``marks`` holds where its value starts, which for
+    a block mapping or list is the line below the key."""
 
     def where(self, key_path: KeyPath) -> str:
         """``file:line:col`` of the deepest known prefix of ``key_path``."""
@@ -71,21 +74,28 @@ class Document:
                 return f"{self.path}:{mark[0]}:{mark[1]}"
         return self.path
 
+    def where_key(self, key_path: KeyPath) -> str:
+        """``file:line:col`` of the key itself (an unknown key is there, not at its value),
+        else where() of its value."""
+        mark = self.key_marks.get(key_path)
+        return f"{self.path}:{mark[0]}:{mark[1]}" if mark else self.where(key_path)
+
 
 def _walk(
     node: yaml.Node,
     key_path: KeyPath,
-    marks: dict[KeyPath, tuple[int, int]],
+    marks: tuple[dict[KeyPath, tuple[int, int]], dict[KeyPath, tuple[int, int]]],
     path: str,
     duplicates: list[str],
     seen_nodes: set[int],
 ) -> None:
     """Record where every key path starts, and every duplicate key. Each node is visited
     once: an alias is the same node again, and following every alias of a YAML "billion
-    laughs" file would take forever."""
+    laughs" file would take forever. ``marks``: where each value starts, where each key is."""
     import yaml
 
-    marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
+    values, keys = marks
+    values.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
     if id(node) in seen_nodes:
         return
     seen_nodes.add(id(node))
@@ -107,6 +117,7 @@ def _walk(
                     f"(first at line {seen[key]}; YAML would silently keep the last)"
                 )
             seen[key] = line
+            keys.setdefault((*key_path, str(key)), (line, key_node.start_mark.column + 1))
             _walk(value_node, (*key_path, str(key)), marks, path, duplicates, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
@@ -145,8 +156,9 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
         if node is None:
             raise InputError(f"{path}: the file is empty")
         marks: dict[KeyPath, tuple[int, int]] = {}
+        key_marks: dict[KeyPath, tuple[int, int]] = {}
         duplicates: list[str] = []
-        _walk(node, (), marks, path, duplicates, set())
+        _walk(node, (), (marks, key_marks), path, duplicates, set())
         if duplicates and not keep_duplicates:
             raise InputErrors(duplicates)
         data = loader.construct_document(node)
@@ -160,7 +172,7 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
         raise InputError(f"{path}: nested too deeply to be a decodecalc file") from None
     finally:
         loader.dispose()
-    return Document(path, data, marks, tuple(duplicates))
+    return Document(path, data, marks, tuple(duplicates), key_marks=key_marks)
 
 
 def is_file(path: Path) -> bool:

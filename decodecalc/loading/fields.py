@@ -53,12 +53,14 @@ class Fields:
         self.read: set[str] = set()
         self.children: dict[str, Fields] = {}
 
-    def error(self, name: str | None, problem: str) -> InputError:
-        """An error at this mapping (``name`` None) or at one of its fields."""
+    def error(self, name: str | None, problem: str, at_key: bool = False) -> InputError:
+        """An error at this mapping (``name`` None) or at one of its fields: at its value,
+        or with ``at_key`` at the key itself (an unknown field)."""
         path = self.key_path if name is None else (*self.key_path, name)
         label = ".".join(key_label(p) for p in path)
         field = f" {label}:" if label else ""
-        return InputError(f"{self.doc.where(path)}:{field} {problem}")
+        where = self.doc.where_key(path) if at_key else self.doc.where(path)
+        return InputError(f"{where}:{field} {problem}")
 
     def _get(self, name: str, required: bool) -> Any:
         self.read.add(name)
@@ -201,7 +203,7 @@ class Fields:
             if key not in self.read:
                 known = sorted(self.read)
                 hint = suggest(str(key), known) or "; valid: " + ", ".join(known)
-                raise self.error(str(key), f"unknown field{hint}")
+                raise self.error(str(key), f"unknown field{hint}", at_key=True)
 
 
 def _kind(value: Any) -> str:

@@ -10,6 +10,7 @@ import math
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.fields import suggest
 from decodecalc.loading.kernels import with_kernel_rates
 from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
@@ -208,16 +209,24 @@ def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
             )
         )
     if spec.dp_attention:
-        notes.append(
-            Note(
-                "dp-attention",
-                f"data-parallel attention: each of the {spec.tp} ranks holds its own "
-                f"{math.ceil(spec.batch / spec.tp):,} of {spec.batch:,} sequences with their "
-                "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy "
-                "of every weight outside the routed experts",
-            )
-        )
+        notes.append(dp_attention_note(spec.tp, spec.batch))
     return tuple(notes)
+
+
+def dp_attention_note(tp: int, batch: int | None) -> Note:
+    """What data-parallel attention splits: the batch's sequences, or under a workload
+    (``batch`` None: serving and check set no batch) the running requests."""
+    share = (
+        "share of the running requests"
+        if batch is None
+        else f"{math.ceil(batch / tp):,} of {batch:,} sequences"
+    )
+    return Note(
+        "dp-attention",
+        f"data-parallel attention: each of the {tp} ranks holds its own {share} with their "
+        "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy of "
+        "every weight outside the routed experts",
+    )
 
 
 @record
@@ -231,6 +240,10 @@ class Efficiency:
 def sustained_gpus(catalog: Catalog) -> list[str]:
     """The GPU presets that cite a measured (sustained) bandwidth."""
     return [g.id for g in catalog.gpus() if g.sustained_bandwidth_bytes_per_s is not None]
+
+
+EFFICIENCY_WORDS = ("sustained", "calibrated")
+"""The efficiencies given by name rather than as a fraction."""
 
 
 def resolve_efficiency(
@@ -274,6 +287,7 @@ def resolve_efficiency(
     except ValueError:
         raise InputError(
             f"efficiency {text!r} is not a fraction in (0, 1], 'sustained' or 'calibrated'"
+            + suggest(word, list(EFFICIENCY_WORDS))
         ) from None
 
 
@@ -294,7 +308,7 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     if isinstance(spec.overhead, str):
         parse_duration(spec.overhead, "overhead")
     check_fraction("memory utilization", spec.memory_utilization)
-    if str(spec.efficiency).strip().lower() not in ("sustained", "calibrated"):
+    if str(spec.efficiency).strip().lower() not in EFFICIENCY_WORDS:
         check_efficiency(resolve_efficiency(str(spec.efficiency), None).fraction)
     for link in (spec.link, spec.node_link):
         if isinstance(link, str) and link.strip().lower() != "none":
@@ -497,5 +511,5 @@ def price_lists(catalog: Catalog, text: str) -> tuple[float | None, list[PriceLi
         known = ", ".join(catalog.ids("prices"))
         raise InputError(
             f"price {text!r} is not dollars per GPU-hour (e.g. 2.49 or 2.49USD/h), a price list "
-            f"({known}) or 'lowest'"
+            f"({known}) or 'lowest'" + suggest(word, [*catalog.ids("prices"), "lowest"])
         ) from None

@@ -127,14 +127,23 @@ deployments:
     lines = r.err.splitlines()
     expected = [
         "deploy.yaml:12:5: deployments.1.gpu: duplicate key (first at line 11",
-        "deploy.yaml:6:13: deployments.0.contxt: unknown key; did you mean 'context'?",
+        "deploy.yaml:6:5: deployments.0.contxt: unknown key; did you mean 'context'?",
         "deploy.yaml:5:12: deployments.0.batch: expected a whole number, got 'many'",
-        "deploy.yaml:8:24: deployments.0.targets.max_ms_per_tokn: unknown key; "
+        "deploy.yaml:8:7: deployments.0.targets.max_ms_per_tokn: unknown key; "
         "did you mean 'max_ms_per_token'?",
         "deploy.yaml:14:21: deployments.1.targets.max_kv_share: a share is above 0 and at most 1",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), (fragment, lines)
+
+
+def test_a_misspelt_section_is_placed_at_its_key(cli: Run, tmp_path: Path) -> None:
+    # The section's key is on line 9, column 1; its mapping starts on line 10.
+    text = PASSING.replace("targets:", "wrkload:\n  input_len: 1000\ntargets:")
+    assert text.splitlines()[8] == "wrkload:"  # line 9
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2
+    assert "deploy.yaml:9:1: wrkload: unknown key; did you mean 'workload'?" in r.err
 
 
 def test_no_targets_is_an_error(cli: Run, tmp_path: Path) -> None:
@@ -239,6 +248,27 @@ class TestVllm:
 
 
 class TestReports:
+    def test_json_flag_prints_the_json_report(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, PASSING), "--json")
+        assert r.code == 0, r.err
+        assert json.loads(r.out)["passed"] is True
+
+    @pytest.mark.parametrize(
+        ("name", "check"),
+        [
+            ("c.json", lambda text: json.loads(text)["passed"] is True),
+            ("c.xml", lambda text: ET.fromstring(text).tag == "testsuites"),
+        ],
+    )
+    def test_the_output_suffix_picks_the_format(
+        self, cli: Run, tmp_path: Path, name: str, check: object
+    ) -> None:
+        out = tmp_path / name
+        r = cli("check", write(tmp_path, PASSING), "-o", str(out))
+        assert r.code == 0, r.err
+        assert "pass" in r.out  # the table still goes to stdout
+        assert callable(check) and check(out.read_text())
+
     def test_junit_shape(self, cli: Run, tmp_path: Path) -> None:
         failing = PASSING.replace(
             "max_ms_per_token: 25", "max_ms_per_token: 20\n  max_kv_share: 0.5"
@@ -421,3 +451,42 @@ def test_a_deployment_file_without_targets_is_still_an_error(cli: Run, tmp_path:
     path = write(tmp_path, "name: d\nvllm_config: serve.yaml\ngpu: h100\n")
     r = cli("check", path)
     assert r.code == 2 and "d: no targets to check" in r.err
+
+
+def test_a_deployment_under_a_workload_splits_running_requests(cli: Run, tmp_path: Path) -> None:
+    text = (
+        "model: deepseek-v3\ngpu: h200\nweights: fp8\ntp: 8\nep: true\ndp_attention: true\n"
+        "workload: {input_len: 4K, output_len: 1K, concurrency: 64}\n"
+        "targets: {max_tpot_ms: 1000}\n"
+    )
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 0, r.err
+    assert "each of the 8 ranks holds its own share of the running requests" in r.err
+    assert "1 of 1 sequences" not in r.err
+
+
+UNDER_LOAD = """\
+model: llama-3.1-8b
+gpu: h100-sxm
+workload: {input_len: 1000, output_len: 100, concurrency: 8}
+targets: {max_ms_per_token: 5}
+"""
+"""max_ms_per_token under a workload: held to the server's TPOT, as plan holds it."""
+
+
+def test_max_ms_per_token_under_a_workload_is_the_servers_tpot(cli: Run, tmp_path: Path) -> None:
+    served = cli(
+        *"serving -m llama-3.1-8b -g h100-sxm --input-len 1000 --output-len 100".split(),
+        *"--concurrency 8 --json".split(),
+    )
+    tpot_ms = json.loads(served.out)["rows"][0]["tpot_ms"]
+    r = cli("check", write(tmp_path, UNDER_LOAD), "--json")
+    (result,) = json.loads(r.out)["results"]
+    assert result["target"] == "max_ms_per_token"
+    assert result["value"] == pytest.approx(tpot_ms, rel=1e-12)
+    assert result["context"] is None and result["basis"] is None  # no step at a context
+    assert r.code == 1 and result["passed"] is (tpot_ms <= 5)
+    assert "max_ms_per_token is held to the server's TPOT" in r.err
+    table = cli("check", write(tmp_path, UNDER_LOAD))
+    assert f"{tpot_ms:.3f} ms TPOT under the workload" in table.out
+    assert "131,072 tokens" not in table.out  # not the step at the model's longest context

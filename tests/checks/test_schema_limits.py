@@ -175,3 +175,48 @@ def test_memory_utilization_below_a_thousandth_is_refused_by_both() -> None:
         jsonschema.validate(doc, deployment_schema())
     with pytest.raises(InputError, match=r"memory utilization 0\.0009 must be from 0\.001 to 1"):
         DeploymentReader(Catalog()).read_text(yaml.safe_dump(doc), "probe")
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "inside"),
+    [
+        ("input_len", "1.5k", True),  # 1,500
+        ("input_len", "4K", True),  # 4,096
+        ("input_len", " 4K ", True),  # parse_tokens strips the text
+        ("input_len", "1.0", True),  # 1 token: its decimals are zeros
+        ("input_len", "0.001k", True),  # 1 token
+        ("input_len", "1.5K", False),  # binary suffixes need a whole number
+        ("input_len", "1.5", False),  # half a token
+        ("input_len", "1.0005k", False),  # 1,000.5 tokens
+        ("input_len", "0", False),  # at least 1 prompt token
+        ("input_len", "0.0k", False),
+        ("output_len", "1", False),  # at least 2 output tokens
+        ("output_len", "0.001k", False),  # 1 token
+        ("output_len", "0.002k", True),  # 2 tokens
+        ("output_len", "2", True),
+    ],
+)
+def test_a_token_text_is_read_by_both_or_by_neither(key: str, text: str, inside: bool) -> None:
+    doc = json.loads(json.dumps(BASE))
+    doc["workload"][key] = text
+    try:
+        jsonschema.validate(doc, deployment_schema())
+        schema_reads = True
+    except jsonschema.ValidationError:
+        schema_reads = False
+    try:
+        DeploymentReader(Catalog()).read_text(yaml.safe_dump(doc), "probe.yaml")
+        code_reads, why = True, ""
+    except InputError as exc:
+        code_reads, why = False, str(exc)
+    assert schema_reads is inside
+    assert code_reads is inside, why
+
+
+def test_a_refused_token_text_is_labelled_as_a_token_count() -> None:
+    doc = json.loads(json.dumps(BASE))
+    doc["workload"]["input_len"] = "1.5K"
+    with pytest.raises(InputError) as caught:
+        DeploymentReader(Catalog()).read_text(yaml.safe_dump(doc), "probe.yaml")
+    assert "workload.input_len: token count '1.5K': decimals work only" in str(caught.value)
+    assert "context" not in str(caught.value)

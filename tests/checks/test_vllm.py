@@ -90,11 +90,11 @@ class TestUnknownKeys:
         assert r.code == 2 and r.out == ""
         lines = r.err.splitlines()
         expected = [
-            "serve.yaml:2:14: max-num-seq: unknown key, not a vllm serve argument "
+            "serve.yaml:2:1: max-num-seq: unknown key, not a vllm serve argument "
             "(vLLM 0.19.1); did you mean 'max-num-seqs'",
-            "serve.yaml:3:16: kv-cach-dtype: unknown key, not a vllm serve argument "
+            "serve.yaml:3:1: kv-cach-dtype: unknown key, not a vllm serve argument "
             "(vLLM 0.19.1); did you mean 'kv-cache-dtype'",
-            "serve.yaml:4:15: max_num_seqz: unknown key",
+            "serve.yaml:4:1: max_num_seqz: unknown key",
         ]
         for fragment in expected:  # every problem at once, each at its line and column
             assert any(fragment in line for line in lines), (fragment, lines)

@@ -223,3 +223,19 @@ def test_a_presets_directory_name_longer_than_a_file_system_allows(
     long_name = str(tmp_path / ("a" * 300))
     r = cli(command, *NEEDS.get(command, []), "--presets", long_name)
     refused(r, "presets directory")
+
+
+SERVING = "serving -m llama-3.1-8b -g h100-sxm --input-len 1K --output-len 100 --concurrency 8"
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("--speculative eagel --acceptance 0.7", "did you mean 'eagle'?"),
+        ("--speculative mpt --acceptance 0.7", "did you mean 'mtp'?"),
+        ("--price lambd", "did you mean 'lambda'?"),
+        ("-e sustaind", "did you mean 'sustained'?"),
+    ],
+)
+def test_a_misspelt_word_gets_a_did_you_mean(cli: Run, given: str, hint: str) -> None:
+    refused(cli(*shlex.split(f"{SERVING} {given}")), hint)

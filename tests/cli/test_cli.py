@@ -272,6 +272,23 @@ def test_every_command_has_help_and_a_readme_entry(cli: Run, command: str) -> No
     assert f"decodecalc {command}" in readme
 
 
+@pytest.mark.parametrize(
+    ("command", "said", "not_said"),
+    [
+        # plan refuses a list: "plan takes one --model and one --engine"
+        ("plan", "The engine profile to expect (one;", "One or more engine profiles"),
+        # under a workload plan holds the target to TPOT (answers/plan.py)
+        ("plan", "the step at --context, or under a workload its TPOT.", "per sequence at the"),
+        # serving's chart is views/charts.py's TPOT-against-throughput axes
+        ("serving", "Draw TPOT against output throughput", "Draw latency against context"),
+    ],
+)
+def test_help_says_what_the_option_does(cli: Run, command: str, said: str, not_said: str) -> None:
+    r = cli(command, "--help")
+    text = " ".join(r.out.split())
+    assert said in text and not_said not in text
+
+
 def test_no_arguments_prints_help(cli: Run) -> None:
     r = cli()
     assert "estimate" in r.out

@@ -96,7 +96,7 @@ def test_yaml_boolean_trap_in_aliases(tmp_path: Path) -> None:
 
 def test_unknown_field_is_refused(tmp_path: Path) -> None:
     error = load_error(tmp_path, GOOD_MODEL + "colour: blue\n")
-    assert re.search(r"mine.yaml:\d+:9: colour: unknown field; valid: ", error), error
+    assert re.search(r"mine.yaml:\d+:1: colour: unknown field; valid: ", error), error
 
 
 def test_empty_and_binary_files(tmp_path: Path) -> None:

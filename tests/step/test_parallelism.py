@@ -386,3 +386,22 @@ def test_the_table_header_names_the_link_a_spanning_group_runs_at(cli: Run) -> N
     assert r.code == 0, r.err
     (line,) = [x for x in r.out.splitlines() if x.startswith("TP communication")]
     assert "InfiniBand NDR" in line and "50 GB/s, 20 us each" in line
+
+
+DP_SERVER = "-m deepseek-v3 -g h200 -w fp8 --tp 8 --ep --dp-attention"
+
+
+def test_the_dp_attention_note_names_the_batch_it_splits(cli: Run) -> None:
+    # batch 16 over 8 ranks: ceil(16 / 8) = 2 sequences each
+    r = cli(*f"estimate {DP_SERVER} -c 4K --batch 16".split())
+    assert "each of the 8 ranks holds its own 2 of 16 sequences" in r.err
+
+
+def test_under_a_workload_the_dp_attention_note_names_no_batch(cli: Run) -> None:
+    """serving sets no batch (its running requests come from the workload): the note must
+    not speak of the default batch of 1."""
+    load = "--input-len 4K --output-len 1K --concurrency 64"
+    r = cli(*f"serving {DP_SERVER} {load}".split())
+    assert r.code == 0, r.err
+    assert "each of the 8 ranks holds its own share of the running requests" in r.err
+    assert "1 of 1 sequences" not in r.err
