@@ -475,8 +475,9 @@ def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]
     lines' parameters stand in for the line asked for (``vllm@0.10`` on NVIDIA GPUs, whose
     figures are 0.11's), where the parameters pool several lines' points (llama.cpp on
     Apple GPUs) or where only the scheduler's release differs (``vllm@0.11`` on an H100,
-    with 0.19.0's defaults), unless a note ``said`` already names it (the note on
-    the line --engine NAME takes: newer_lines)."""
+    with 0.19.0's defaults). Each part's release is named once: where a note ``said``
+    (the note on the line --engine NAME takes: newer_lines) names the scheduler's, this
+    note leaves it out."""
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK) or engine.line is None:
         return ()
     fitted = engine.params[0].range
@@ -492,13 +493,12 @@ def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]
     if kernels:
         parts.append(f"compute rates from {kernels}")
     cited = scheduler_release(engine.serving)
+    scheduler = f"scheduler defaults from {cited}"
+    if any(n.code == "engine-older-line" and scheduler in n.message for n in said):
+        cited = None  # (named once, in the note on the line taken)
     if cited:
-        parts.append(f"scheduler defaults from {cited}")
-    unsaid = (
-        cited is not None
-        and not same_release(engine.line, cited)
-        and not any(n.code == "engine-older-line" for n in said)
-    )
+        parts.append(scheduler)
+    unsaid = cited is not None and not same_release(engine.line, cited)
     if not kernels and len(held) < 2 and not standing and not unsaid:
         return ()
     return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from decodecalc.answers.explain import Explanation
+from decodecalc.answers.explain import EngineWorking, Explanation
 from decodecalc.answers.headline import Headline
 from decodecalc.engine.profile import EngineKind, EngineParams
 from decodecalc.record import replace
@@ -16,7 +16,6 @@ from decodecalc.step.running import RUNNING_COSTS
 
 if TYPE_CHECKING:
     from decodecalc.step.operations import Operation
-    from decodecalc.step.step import EngineStep
 from decodecalc.step.step import MIN_TILE_ROWS, EngineStep, GroupRead, Row
 from decodecalc.views import humanize as h
 from decodecalc.views.report import Report
@@ -214,18 +213,6 @@ def explain_text(x: Explanation) -> list[str]:
     return lines
 
 
-def _operation_lines(name: str, t: EngineStep, listed: bool) -> list[str]:
-    """The step by class of operation, and with ``listed`` (one profile: a typical
-    engine's several keep to their classes) operation by operation."""
-    lines = [
-        f"   {name} by operation: "
-        + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
-    ]
-    if listed:
-        lines += [f"     {_operation(op)}" for op in t.operations if op.total_s > 0]
-    return lines
-
-
 def _operation(op: Operation) -> str:
     """One priced operation of the step as a line: what it is, how often a step runs it,
     what it reads and computes on the GPU, and its time (step/operations.py)."""
@@ -265,7 +252,12 @@ def _engine_lines(x: Explanation) -> list[str]:
             + (f" + communication {t.comm_s * 1000:.3f} ms" if t.comm_s > 1e-12 else "")
             + f" -> {t.seconds * 1000:.3f} ms"
         )
-        lines += _operation_lines(name, t, listed=len(x.engines) == 1)
+        lines.append(
+            f"   {name} by operation: "
+            + ", ".join(f"{label} {seconds * 1000:.3f} ms" for label, seconds in t.by_class())
+        )
+        if len(x.engines) == 1:  # a typical engine's profiles keep to their classes
+            lines += _operation_lines(working)
         if params.kernel_source:
             lines.append(
                 f"   {name} compute where GEMMs are compute-bound: e_mma "
@@ -300,6 +292,26 @@ def _engine_lines(x: Explanation) -> list[str]:
             "fixed costs keep the step above the roofline of section 3"
         )
     return lines
+
+
+def _operation_lines(working: EngineWorking) -> list[str]:
+    """Section 7's step operation by operation, the collectives with the engine's own
+    all-reduce latency where it has one."""
+    params, name = working.params, working.name
+    return [
+        f"     {_operation(op)}{_own_latency(op, params, name)}"
+        for op in working.step.operations
+        if op.total_s > 0
+    ]
+
+
+def _own_latency(op: Operation, params: EngineParams, name: str) -> str:
+    """Where the engine's own all-reduce latency prices the collectives instead of the
+    link's: the calls times it, so a fitted latency is seen beside the step it adds to."""
+    latency = params.allreduce_latency_s
+    if op.name not in ("all-reduce", "all-to-all") or latency is None:
+        return ""
+    return f" ({op.times:,} x {latency * 1e6:.0f} us, {name}'s own latency, + the bytes)"
 
 
 def _grouped_rates(params: EngineParams) -> str:

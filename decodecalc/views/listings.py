@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from decodecalc.engine.profile import EngineProfile, ReleaseLine, gpu_family
-from decodecalc.engine.select import newest_line
+from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine, gpu_family
+from decodecalc.engine.select import at_line, newest_line
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
@@ -146,29 +146,53 @@ def _line(line: ReleaseLine, family: str) -> dict[str, object]:
     }
 
 
+def _engine_params(p: EngineParams) -> dict[str, object]:
+    """One parameter set's figures, as the engines listing shows them."""
+    return {
+        "weight_efficiency": p.weight_efficiency,
+        "kv_efficiency": p.kv_efficiency,
+        "kv_read": p.kv_read,
+        "per_layer_us": p.per_layer_s * 1e6,
+        "per_step_ms": p.per_step_s * 1000,
+        "per_moe_layer_us": p.per_moe_layer_s * 1e6,
+        "per_sequence_us": p.per_sequence_s * 1e6,
+        **{f"{c.name}_us": getattr(p, c.field) * 1e6 for c in RUNNING_COSTS},
+        "prefill_efficiency": p.prefill_efficiency,
+        "per_request_ms": p.per_request_s * 1000,
+        "allreduce_latency_us": None
+        if p.allreduce_latency_s is None
+        else p.allreduce_latency_s * 1e6,
+        "band_low": p.band[0],
+        "band_high": p.band[1],
+        "points": p.points,
+    }
+
+
+def _taken(profile: EngineProfile, family: str) -> dict[str, object] | None:
+    """What --engine NAME takes on the family (engine/select.py: at_line, the newest line
+    there), with that line's name; None for a profile without release lines (its row is
+    what it takes)."""
+    if not profile.release_lines():
+        return None
+    at = at_line(profile, None, family)
+    params = at.family(family)
+    return None if params is None else {"line": at.line, **_engine_params(params)}
+
+
+def _as_dict(taken: object) -> dict[str, object]:
+    return taken if isinstance(taken, dict) else {}
+
+
 def engines_report(profiles: list[EngineProfile]) -> Report:
-    """One row per engine and GPU family it has parameters for: what each was fitted on."""
+    """One row per engine and GPU family it has parameters for: what each was fitted on.
+    The JSON record holds the fit over every line's points and, as ``taken``, what
+    --engine NAME takes there; the table shows the latter, with its line."""
     records = tuple(
         {
             "id": profile.id,
             "name": profile.name,
             "family": family,
-            "weight_efficiency": p.weight_efficiency,
-            "kv_efficiency": p.kv_efficiency,
-            "kv_read": p.kv_read,
-            "per_layer_us": p.per_layer_s * 1e6,
-            "per_step_ms": p.per_step_s * 1000,
-            "per_moe_layer_us": p.per_moe_layer_s * 1e6,
-            "per_sequence_us": p.per_sequence_s * 1e6,
-            **{f"{c.name}_us": getattr(p, c.field) * 1e6 for c in RUNNING_COSTS},
-            "prefill_efficiency": p.prefill_efficiency,
-            "per_request_ms": p.per_request_s * 1000,
-            "allreduce_latency_us": None
-            if p.allreduce_latency_s is None
-            else p.allreduce_latency_s * 1e6,
-            "band_low": p.band[0],
-            "band_high": p.band[1],
-            "points": p.points,
+            **_engine_params(p),
             "versions": list(profile.versions),
             "source": profile.source,
             "lines": [_line(x, family) for x in profile.release_lines()],
@@ -176,13 +200,16 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "lines_shown": ", ".join(
                 x.release + "*" * (family in dict(x.families)) for x in profile.release_lines()
             ),
+            "taken": _taken(profile, family),
         }
         for profile in profiles
         for family, p in profile.families
     )
+    rows = tuple({**r, "line": "-", **_as_dict(r["taken"])} for r in records)
     columns = (
         Column("id", "Engine", numeric=False),
         Column("family", "GPU family", numeric=False),
+        Column("line", "Line", numeric=False, drop=3),
         Column("weight_efficiency", "e_w", lambda v: f"{v:.2f}"),
         Column("kv_efficiency", "e_kv", lambda v: f"{v:.2f}"),
         Column("kv_read", "KV read", numeric=False, drop=3),
@@ -204,14 +231,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
         Column("points", "Points", str, drop=1),
         Column("lines_shown", "Lines (* fitted here)", numeric=False, drop=7),
     )
-    bound = sorted(
-        {
-            profile.id
-            for profile in profiles
-            for _, p in profile.families
-            if p.weight_efficiency >= 1
-        }
-    )
+    bound = sorted({str(r["id"]) for r in rows if r["weight_efficiency"] == 1.0})
     footer = (
         (
             f"e_w 1.00 ({', '.join(bound)}): the fit stopped at the bound, as an efficiency "
@@ -224,8 +244,14 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
     )
     selections = [{"id": name, "meaning": meaning} for name, meaning in ENGINE_SELECTIONS]
     footer = (*footer, *(f"--engine {name}: {meaning}" for name, meaning in ENGINE_SELECTIONS))
+    footer = (
+        "each row: what --engine NAME takes on the family, the newest release line fitted "
+        "there (Line; NAME@LINE takes another); --format json also holds the fit over every "
+        "line's points",
+        *footer,
+    )
     return Report(
-        document(engines=list(records), selections=selections), columns, records, footer=footer
+        document(engines=list(records), selections=selections), columns, rows, footer=footer
     )
 
 

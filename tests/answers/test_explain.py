@@ -82,3 +82,15 @@ def test_explain_lists_the_step_operation_by_operation(cli: Run) -> None:
     step_ms = float(total.rsplit("-> ", 1)[1].split()[0])
     listed_ms = sum(float(line.rsplit("-> ", 1)[1].split()[0]) for line in listed)
     assert abs(listed_ms - step_ms) < 0.001 * len(listed)  # each line rounded to 1 us
+
+
+def test_explain_prices_the_all_reduces_at_the_engines_own_latency(cli: Run) -> None:
+    """Llama-3.1-70B at TP 4: 80 layers x 2 all-reduces = 160 calls. gpt-fast's H100-class
+    fit has its own latency (presets/engines/gpt-fast.yaml: 3.00 us), so section 7 says
+    160 x 3 us; vLLM's 0.11 line there keeps the link's (no such figure: its points held
+    no model at two TP sizes), so its line says nothing more."""
+    args = ("explain", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "4", "-c", "8K")
+    own = [x for x in cli(*args, "--engine", "gpt-fast").out.splitlines() if "all-reduce (" in x]
+    assert len(own) == 1 and own[0].endswith("(160 x 3 us, gpt-fast's own latency, + the bytes)")
+    link = [x for x in cli(*args, "--engine", "vllm").out.splitlines() if "all-reduce (" in x]
+    assert len(link) == 1 and "own latency" not in link[0] and " x 160 -> " in link[0]

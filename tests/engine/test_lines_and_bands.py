@@ -112,7 +112,8 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
     and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency
     and its fixed costs through the kernels' fixed times, x1.10 (engine/transfer.py
-    across): x1.05."""
+    across): x0.91 (x1.05 while vLLM 0.19's AMD fit took a 26 us all-reduce latency from
+    points of one TP size per model; it now keeps the link's, calibration/engine_fit.py)."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -123,7 +124,7 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         (moved,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-transferred"]
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
         assert "fixed costs x1.10 (the kernels' fixed times)" in moved
-        assert "x1.05 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
+        assert "x0.91 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"
@@ -257,3 +258,34 @@ def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
         band, wide = table[family]
         assert band == pytest.approx((0.7, 1.3))
         assert wide == pytest.approx((0.5, 1.5))
+
+
+def test_engines_shows_what_engine_name_takes(cli: Run) -> None:
+    """vLLM on H100-class GPUs: --engine vllm takes the 0.11 line (the newest fitted there),
+    so the listing's row shows that line's figures as presets/engines/vllm.yaml writes them
+    under ``lines: '0.11': families: nvidia-datacenter`` (7 points, the link's all-reduce
+    latency: no ``allreduce_latency`` key), not the fit pooled over the 0.10 and 0.11 lines
+    (9 points), which the JSON record keeps beside it."""
+    import yaml
+
+    from decodecalc.loading.catalog import presets_dir
+
+    doc = yaml.safe_load((presets_dir() / "engines" / "vllm.yaml").read_text())
+    line = doc["lines"]["0.11"]["families"]["nvidia-datacenter"]
+    pooled = doc["families"]["nvidia-datacenter"]
+    rows = {
+        r["family"]: r
+        for r in json.loads(cli("engines", "--json").out)["engines"]
+        if r["id"] == "vllm"
+    }
+    row = rows["nvidia-datacenter"]
+    assert row["points"] == pooled["points"] == 9
+    taken = row["taken"]
+    assert taken["line"] == row["newest_line"] == "0.11"
+    assert taken["weight_efficiency"] == line["weight_efficiency"]
+    assert taken["points"] == line["points"] == 7
+    assert taken["allreduce_latency_us"] is None and "allreduce_latency" not in line
+    estimate = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "vllm", "--json")
+    assert json.loads(estimate.out)["inputs"]["engine_line"] == "0.11"
+    table = [x.split("│") for x in cli("engines").out.splitlines() if x.startswith(" vllm ")]
+    assert [c.strip() for c in table[0][:4]] == ["vllm", "nvidia-datacenter", "0.11", "1.00"]
