@@ -26,8 +26,7 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
 - e_w always; e_kv only where one scenario is measured at several contexts, else at the
   ratio to e_w that the same engine shows on another family, else 0.85 (flash attention);
   then the per-MoE-layer cost (where there are two MoE points or more), the all-reduce
-  latency (where some model is measured at two TP sizes or more: at one TP size a big
-  MoE's routing, EP or DP costs would pass for it), the per-step cost, the per-layer cost (where
+  latency (where there are TP > 1 points), the per-step cost, the per-layer cost (where
   layer counts mix), the running costs (decodecalc/step/running.py: per feed-forward pass,
   per running request, per mixer layer, per recurrent layer; where one scenario is measured
   at several batch sizes, each next one where models' counts differ), each only where the

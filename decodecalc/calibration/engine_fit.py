@@ -18,8 +18,7 @@ costs); each is fitted when its column is not (nearly) a combination of those al
 and the points number at least twice the unknowns; e_kv only when the points hold several
 contexts of one scenario (otherwise its bytes move with the weights'). An unknown that is
 not fitted keeps the prior's value: e_kv at the prior's ratio to e_w, a cost at the prior's
-figure, the all-reduce latency at the link's (a latency the points did not identify is not
-one, whatever fit lent it). So a single model at
+figure, the all-reduce latency at the prior's or else the link's. So a single model at
 several contexts fits e_w and e_kv and folds its fixed costs into e_w; models of one layer
 count put the whole fixed cost per step (as the roofline's overhead does), and a per-layer
 cost needs several layer counts.
@@ -28,11 +27,7 @@ The per-MoE-layer cost needs two MoE points at least, and comes before the other
 costs: where the points are of one MoE model, what it costs beyond the prior's dense costs
 is charged to its MoE layers (routing, token permutation, grouped GEMMs), not to the
 all-reduces or the step, so it does not follow the engine onto dense models. The
-all-reduce latency is fitted only where some model is measured at two TP sizes or more:
-a model measured at one TP size (DeepSeek-R1 at TP 8) tells its all-reduces from its
-expert routing, EP or DP traffic only through other models' kernels, and a latency that
-absorbed those would make every TP 2 deployment of a dense model slower than TP 1. It
-comes before the per-step and per-layer costs, and where it is fitted and every point is
+all-reduce latency comes before the per-step and per-layer costs, and where every point is
 TP > 1 the per-step cost is not fitted at all: such points tell a constant per step from a
 latency per call only through the layer counts of different models, which differ in
 kernels per layer too, so the fixed cost is charged to the all-reduces (2 per layer),
@@ -267,8 +262,6 @@ def _fit_once(terms: Sequence[StepTerms], prior: EngineParams, bound: Sequence[B
     held += _mma_chosen(terms, columns, prior, chosen)
     held += _costs_chosen(terms, columns, prior, chosen)
     costs = [n for n in PARAMETERS[2:] if n not in chosen]
-    if "allreduce_latency" not in chosen:
-        prior = replace(prior, allreduce_latency_s=None)
     target = [
         math.sqrt(t.weight)
         - k * (f["known"] + sum(f[n] * _prior_value(n, prior, t) for n in costs))
@@ -323,12 +316,6 @@ def _costs_chosen(
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
     for name in COST_PARAMETERS:
         why = _not_identified(name, terms)
-        if (
-            name == "per_step"
-            and "allreduce_latency" in chosen
-            and all(t.linear.calls for t in terms)
-        ):
-            why = "every point is TP > 1: charged to the costs before it"
         if why is None and not _independent(columns[name], [columns[c] for c in chosen]):
             why = ""
         if why is None and distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
@@ -360,8 +347,8 @@ def _joined(held: list[str]) -> list[str]:
 
 def _not_identified(name: str, terms: Sequence[StepTerms]) -> str | None:
     """Why the points cannot identify a cost whatever its column, or None."""
-    if name == "allreduce_latency" and any(t.linear.calls for t in terms) and not _tp_varies(terms):
-        return "no model measured at two TP sizes: MoE, EP or DP costs would pass for it"
+    if name == "per_step" and all(t.linear.calls for t in terms):
+        return "every point is TP > 1: charged to the costs before it"
     if name == "per_moe_layer" and (moe := _moe_points(terms)) < MIN_POINTS_PER_UNKNOWN:
         return f"only {moe} distinct MoE point(s)"
     if name in RUNNING and (why := _running_unidentified(name, terms)) is not None:
@@ -465,17 +452,6 @@ def _moe_points(terms: Sequence[StepTerms]) -> int:
     return len({(t.scenario_key, t.context_tokens) for t in terms if t.linear.counts.moe_layers})
 
 
-def _tp_varies(terms: Sequence[StepTerms]) -> bool:
-    """Whether some model (on one GPU, at one weight and KV type) is measured at several
-    TP sizes: only then does the step's count of all-reduces vary apart from the model, so
-    that their latency is told from what else a model's step pays at that TP (the expert
-    routing and the EP or DP traffic of a big MoE measured at TP 8 alone)."""
-    sizes: dict[tuple[object, ...], set[object]] = {}
-    for t in terms:
-        sizes.setdefault(t.batch_series[:-1], set()).add(t.batch_series[-1])
-    return any(len(s) > 1 for s in sizes.values())
-
-
 def _batch_varies(terms: Sequence[StepTerms]) -> bool:
     """Whether some scenario (less its batch and context) is measured at several batches."""
     batches: dict[tuple[object, ...], set[int]] = {}
@@ -514,7 +490,8 @@ def _held(name: str, prior: EngineParams, terms: Sequence[StepTerms], why: str =
     """Why a cost was not fitted, and the prior's value it keeps: ``why`` when given (too
     few points), else what in the points makes it inseparable."""
     if name == "allreduce_latency":
-        value = "the link's"
+        latency = prior.allreduce_latency_s
+        value = "the link's" if latency is None else _us(latency)
         if not any(t.linear.calls for t in terms):
             why = "no TP > 1 points"
     else:

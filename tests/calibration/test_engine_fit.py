@@ -241,11 +241,7 @@ def tp_terms(tps: tuple[int, ...]) -> list[StepTerms]:
             weight_s = weight_bytes / tp / H100
             measured = weight_s / 0.8 + calls * 30e-6 + 100e-6 + layers * 20e-6
             counts = StepCounts(layers, 0, layers)
-            terms.append(
-                hand_terms(
-                    weight_s, measured, counts, (layers, tp), calls, batch_series=(layers, tp)
-                )
-            )
+            terms.append(hand_terms(weight_s, measured, counts, (layers, tp), calls))
     return terms
 
 
@@ -470,22 +466,3 @@ def test_other_requests_prefills_are_not_charged_to_the_sequences(catalog: Catal
     assert fit.fitted == ("weight_efficiency", "per_ffn_pass")
     assert fit.params.per_ffn_pass_s == pytest.approx(0.0, abs=1e-12)
     assert fit.params.weight_efficiency == pytest.approx(0.8, rel=1e-6)
-
-
-def test_one_tp_size_per_model_leaves_the_all_reduce_at_the_links() -> None:
-    """Each model measured at one TP size only (32 layers at TP 2, 80 at TP 8): the
-    all-reduces' count then moves with the model, so what else a model pays at that TP (a
-    big MoE's routing and EP traffic) would pass for their latency. It is not fitted, and
-    stays the link's even where the prior (a pooled fit) lent one; the fixed cost goes to
-    the costs after it where the points identify them."""
-    terms = [t for t in tp_terms((2, 8)) if t.batch_series in ((32, 2), (80, 8))]
-    prior = replace(
-        EngineParams(weight_efficiency=1.0, kv_efficiency=1.0), allreduce_latency_s=56e-6
-    )
-    fit = fit_step_model(terms, prior)
-    assert "allreduce_latency" not in fit.fitted
-    assert fit.params.allreduce_latency_s is None
-    assert any(
-        h.startswith("allreduce_latency the link's (no model measured at two TP sizes")
-        for h in fit.held
-    )

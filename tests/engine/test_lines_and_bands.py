@@ -112,8 +112,7 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
     and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency
     and its fixed costs through the kernels' fixed times, x1.10 (engine/transfer.py
-    across): x0.91 (x1.05 while vLLM 0.19's AMD fit took a 26 us all-reduce latency from
-    points of one TP size per model; it now keeps the link's, calibration/engine_fit.py)."""
+    across): x1.05."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -124,7 +123,7 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         (moved,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-transferred"]
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
         assert "fixed costs x1.10 (the kernels' fixed times)" in moved
-        assert "x0.91 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
+        assert "x1.05 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"
