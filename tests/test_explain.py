@@ -82,3 +82,21 @@ def test_explain_lists_the_step_operation_by_operation(cli: Run) -> None:
     step_ms = float(total.rsplit("-> ", 1)[1].split()[0])
     listed_ms = sum(float(line.rsplit("-> ", 1)[1].split()[0]) for line in listed)
     assert abs(listed_ms - step_ms) < 0.001 * len(listed)  # each line rounded to 1 us
+
+
+def test_the_ep_experts_line_names_the_busiest_gpus_share(cli: Run) -> None:
+    """DeepSeek-V3 (E = 256, k = 8) on 8 H200s at batch 64: under TP every GPU reads the
+    share of experts touched, 1 - (1 - 8/256)^64 = 1 - (31/32)^64 = 0.8689; under --ep the
+    busiest of the 8 GPUs expects 30.30 of its 32 experts (docs/physics.md, "Expert
+    parallelism"), 30.30 / 32 = 0.947, which the TP formula does not give."""
+    base = ("explain", "-m", "deepseek-v3", "-g", "h200", "-w", "fp8", "--tp", "8")
+    rest = ("-c", "4K", "--batch", "64")
+    tp_line = next(ln for ln in cli(*base, *rest).out.splitlines() if "routed experts" in ln)
+    ep_line = next(ln for ln in cli(*base, "--ep", *rest).out.splitlines() if "routed" in ln)
+    tp_share = float(tp_line.split(" x ")[1].split()[0])
+    ep_share = float(ep_line.split(" x ")[1].split()[0])
+    assert abs(tp_share - (1 - (31 / 32) ** 64)) < 1e-4
+    assert "E(1-(1-k/E)^B) / E" in tp_line
+    assert abs(ep_share - 30.30 / 32) < 1e-3
+    assert "E(1-(1-k/E)^B)" not in ep_line
+    assert "busiest of 8 GPUs" in ep_line and "docs/physics.md" in ep_line
