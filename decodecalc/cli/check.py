@@ -115,7 +115,7 @@ def check(
     weights: WeightsOpt = None,
     kv_dtype: KvOpt = None,
     tp: TpOpt = 1,
-    replicas: ReplicasOpt = 1,
+    replicas: ReplicasOpt = None,
     show_points: ShowPointsOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
@@ -191,7 +191,7 @@ def _measured_only(
     weights: str | None,
     kv_dtype: str | None,
     tp: int,
-    replicas: int,
+    replicas: int | None,
     show: bool,
 ) -> None:
     """The options that describe benchmark runs, refused without --measured: a deployment
@@ -203,7 +203,7 @@ def _measured_only(
             ("-w", weights),
             ("-k", kv_dtype),
             ("--tp", tp != 1 or None),
-            ("--replicas", replicas != 1 or None),
+            ("--replicas", replicas),
             ("--show-points", show or None),
         )
         if value is not None
