@@ -120,3 +120,12 @@ class TestFirstTokenAndSteps:
         g = generate(h100(catalog, "llama-3.1-8b"), 1000, 1)
         assert g.decode_seconds == 0.0
         assert g.total_seconds == g.prefill_seconds
+
+
+def test_a_prompt_past_what_serving_prices_is_one_line(cli: Run) -> None:
+    """16,777,216 (2^24) prompt tokens is the most a serving request holds."""
+    r = cli("generate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "vllm",
+            "--prompt", "20M", "--tokens", "10")  # fmt: skip
+    assert r.code == 2 and "16,777,216 prompt tokens" in r.err and "Traceback" not in r.err
+    assert cli("generate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "roofline",
+               "--prompt", "20M", "--tokens", "10").code == 0  # fmt: skip

@@ -233,8 +233,14 @@ def _engine_prefill(
         return prompt.seconds, 0.0
     from decodecalc.answers.serving import lone_ttft_s, per_request_seconds
     from decodecalc.engine.scheduler import scheduler_limits
-    from decodecalc.scenarios.workload import Workload
+    from decodecalc.scenarios.workload import MAX_TOKENS, Workload
 
+    if prompt_tokens > MAX_TOKENS:
+        raise InputError(
+            f"a prompt of {prompt_tokens:,} tokens: {engine.id}'s prefill is priced as serving "
+            f"prices a request, of at most {MAX_TOKENS:,} prompt tokens (--engine roofline "
+            "times a longer one)"
+        )
     lone = Workload(input_len=prompt_tokens, output_len=max(2, new_tokens), concurrency=1)
     limits = scheduler_limits(engine, scenario.gpu)
     ttft = lone_ttft_s(scenario, lone, limits, prompts=scenario.batch)
