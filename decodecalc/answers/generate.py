@@ -5,10 +5,16 @@ weight once and pays its TP all-reduces; unlike one, it multiplies B x P tokens 
 so a long prompt is compute-bound and a short one is not: its time is
 max(compute, memory) + communication (+ the per-step overhead, once).
 
-Decode step i (i = 0..N-1) reads a cache of P + i tokens. Its time is a piecewise-linear
+The prefill yields the first token, so N tokens take the prefill and N - 1 decode steps
+(as serving counts a request's life: docs/serving.md); decode step i (i = 1..N-1) reads a
+cache of P + i tokens. Its time is a piecewise-linear
 function of the context (breaks at sliding windows, and where the step turns from memory- to
 compute-bound), so the N steps are summed exactly, segment by segment, with the
-arithmetic-series closed form: N x (t(first) + t(last)) / 2 on each straight piece.
+arithmetic-series closed form: n x (t(first) + t(last)) / 2 on each straight piece.
+
+The roofline total is the roofline prefill and steps; the expected total is the engine's
+prefill as serving prices TTFT at concurrency 1 (answers/serving.py lone_ttft_s: the
+prompt at the engine's prefill efficiency plus its per-request cost) and its expected steps.
 """
 
 from __future__ import annotations
@@ -54,15 +60,31 @@ class Generation:
     expected_first_step_seconds: float = 0.0
     expected_last_step_seconds: float = 0.0
     """The first and last decode steps at the headline step (answers/headline.py): the
-    engine's expected step, the roofline's under --engine roofline."""
+    engine's expected step, the roofline's under --engine roofline. With one new token
+    (no decode step) both are the step that would come next, at context P + 1."""
+    expected_prefill_seconds: float = 0.0
+    """Time to first token as the engine takes it: serving's TTFT at concurrency 1 (the
+    prompt at the engine's prefill efficiency, plus its per-request cost); the roofline
+    prefill under --engine roofline."""
+    per_request_seconds: float = 0.0
+    """The engine's per-request cost in expected_prefill_seconds (0 for the roofline)."""
+
+    @property
+    def decode_steps(self) -> int:
+        """The first token comes from the prefill: N - 1 decode steps."""
+        return self.new_tokens - 1
 
     @property
     def mean_step_seconds(self) -> float:
-        return self.decode_seconds / self.new_tokens
+        if not self.decode_steps:
+            return self.first_step_seconds
+        return self.decode_seconds / self.decode_steps
 
     @property
     def expected_mean_step_seconds(self) -> float:
-        return self.expected_decode_seconds[0] / self.new_tokens
+        if not self.decode_steps:
+            return self.expected_first_step_seconds
+        return self.expected_decode_seconds[0] / self.decode_steps
 
     @property
     def prefill_flops(self) -> int:
@@ -79,14 +101,14 @@ class Generation:
 
     @property
     def expected_tokens_per_s(self) -> float:
-        """New tokens per second of the decode at the engine's expected steps (the
-        roofline's where the engine is 'roofline'): the headline rate."""
-        return self.new_tokens / self.expected_decode_seconds[0]
+        """Tokens per second of the decode at the engine's expected steps (the roofline's
+        where the engine is 'roofline'): the headline rate, one token a mean step."""
+        return 1 / self.expected_mean_step_seconds
 
     @property
     def expected_total_seconds(self) -> float:
-        """The prefill (as total_seconds counts it) and the expected decode."""
-        return self.prefill.seconds + self.expected_decode_seconds[0]
+        """The engine's prefill and its expected decode: serving's e2e at concurrency 1."""
+        return self.expected_prefill_seconds + self.expected_decode_seconds[0]
 
 
 def _breakpoints(step: StepModel, low: int, high: int) -> list[int]:
@@ -117,6 +139,8 @@ def decode_seconds(
     the band's ends change hands between profiles, so a piece whose middle step is off its
     straight line is halved until each part is straight (a bend costs a few dozen rows)."""
     time_of = pick or _roofline_step
+    if steps == 0:
+        return 0.0
     low, high = first_context, first_context + steps - 1
     points = _breakpoints(step, low, high)
     total = 0.0
@@ -177,20 +201,50 @@ def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generat
         raise InputError(f"tokens {new_tokens} must be from 1 to {MAX_GENERATED_TOKENS:,}")
     step = StepModel.of(scenario)
     prompt = prefill(step, prompt_tokens)
-    first, last = (step.row(c) for c in (prompt_tokens, prompt_tokens + new_tokens - 1))
+    steps = new_tokens - 1
+    start, end = prompt_tokens + 1, max(prompt_tokens + 1, prompt_tokens + steps)
+    first, last = step.row(start), step.row(end)
+    engine_prefill, per_request = _engine_prefill(scenario, prompt, prompt_tokens, new_tokens)
     return Generation(
         scenario=scenario,
         prompt_tokens=prompt_tokens,
         new_tokens=new_tokens,
-        decode_seconds=decode_seconds(step, prompt_tokens, new_tokens),
+        decode_seconds=decode_seconds(step, start, steps),
         first_step_seconds=first.seconds_per_token,
         last_step_seconds=last.seconds_per_token,
         prefill=prompt,
         notes=_notes(scenario, prompt, prompt_tokens + new_tokens - 1),
-        expected_decode_seconds=expected_decode(step, prompt_tokens, new_tokens),
+        expected_decode_seconds=expected_decode(step, start, steps),
         expected_first_step_seconds=headline(first, scenario).seconds,
         expected_last_step_seconds=headline(last, scenario).seconds,
+        expected_prefill_seconds=engine_prefill,
+        per_request_seconds=per_request,
     )
+
+
+def _engine_prefill(
+    scenario: Scenario, prompt: Prefill, prompt_tokens: int, new_tokens: int
+) -> tuple[float, float]:
+    """The engine's time to first token and its per-request cost in it: serving's TTFT at
+    concurrency 1 for the batch's prompts sent together; the roofline prefill (and no
+    per-request cost) under --engine roofline, or with no prompt."""
+    engine = scenario.engine
+    if engine.is_roofline or not prompt.tokens:
+        return prompt.seconds, 0.0
+    from decodecalc.answers.serving import lone_ttft_s, per_request_seconds
+    from decodecalc.engine.scheduler import scheduler_limits
+    from decodecalc.scenarios.workload import MAX_TOKENS, Workload
+
+    if prompt_tokens > MAX_TOKENS:
+        raise InputError(
+            f"a prompt of {prompt_tokens:,} tokens: {engine.id}'s prefill is priced as serving "
+            f"prices a request, of at most {MAX_TOKENS:,} prompt tokens (--engine roofline "
+            "times a longer one)"
+        )
+    lone = Workload(input_len=prompt_tokens, output_len=max(2, new_tokens), concurrency=1)
+    limits = scheduler_limits(engine, scenario.gpu)
+    ttft = lone_ttft_s(scenario, lone, limits, prompts=scenario.batch)
+    return ttft, per_request_seconds(engine)
 
 
 def _notes(scenario: Scenario, prompt: Prefill, last_context: int) -> tuple[Note, ...]:

@@ -26,7 +26,7 @@ from statistics import median
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import draft_scenario
-from decodecalc.engine.profile import roofline
+from decodecalc.engine.profile import Engine, roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
 from decodecalc.errors import InputError
@@ -310,10 +310,7 @@ class _Server:
                 f"input + output = {longest:,} tokens is past {scenario.model.id}'s maximum "
                 f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
             )
-        self.per_request_s = (
-            0.0 if engine.is_roofline else median([p.per_request_s for p in engine.params])
-        )
-        """c_req: the profiles' median; outside the steps, so in TTFT and e2e only."""
+        self.per_request_s = per_request_seconds(engine)
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         self.queries = 1 if spec is None else spec.queries
         self.pool = kv_pool(scenario, limits)
@@ -353,9 +350,7 @@ class _Server:
         budget = self.limits.max_num_batched_tokens - running * self.queries
         # A prompt's chunk shares its step with the other running requests' decode tokens,
         # never its own (it is not decoding yet): alone, a prompt of M tokens is one chunk.
-        room = budget + self.queries
-        chunks = math.ceil(w.new_tokens / min(w.new_tokens, room))
-        per_prompt = w.new_tokens / chunks
+        chunks, per_prompt = prompt_chunks(w.new_tokens, budget + self.queries)
         decode_steps = (w.output_len - 1) / self.tau
         life = chunks + decode_steps
         effective: float = float(running)
@@ -508,6 +503,34 @@ class _Server:
                 )
             )
         return tuple(found)
+
+
+def per_request_seconds(engine: Engine) -> float:
+    """c_req: the engine's per-request cost outside the steps (the profiles' median; 0 for
+    the roofline), so in TTFT and e2e only."""
+    return 0.0 if engine.is_roofline else median([p.per_request_s for p in engine.params])
+
+
+def prompt_chunks(tokens: int, room: int) -> tuple[int, float]:
+    """A prompt of ``tokens`` computed tokens spread over steps of at most ``room`` prompt
+    tokens each: how many steps, and the mean chunk."""
+    chunks = math.ceil(tokens / min(tokens, room))
+    return chunks, tokens / chunks
+
+
+def lone_ttft_s(
+    scenario: Scenario, workload: Workload, limits: SchedulerLimits, prompts: int = 1
+) -> float:
+    """Time to first token of ``prompts`` requests sent together to an idle server: their
+    prompts in chunks of max-num-batched-tokens, each a step beside a batch of one decode
+    sequence, at the engine's prefill efficiency, plus c_req. What serve() gives as TTFT
+    at concurrency 1 (prompts 1), without the KV pool's limits: generate's expected
+    prefill."""
+    rated = kernel_rated(scenario, None)
+    steps = step_prices(rated, workload)
+    tokens = prompts * workload.new_tokens
+    chunks, per_prompt = prompt_chunks(tokens, limits.max_num_batched_tokens)
+    return chunks * steps.seconds(1.0, math.ceil(per_prompt)) + per_request_seconds(rated.engine)
 
 
 def _no_pool(pool: KvPool, limits: SchedulerLimits, scenario: Scenario) -> str:

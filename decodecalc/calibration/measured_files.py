@@ -15,6 +15,7 @@ from decodecalc.calibration.points import MeasuredPoint, ServingLoad, read_point
 from decodecalc.errors import InputError, PresetError
 from decodecalc.loading.benchmarks import KNOWN, BenchRun, read_benchmark
 from decodecalc.loading.catalog import Catalog
+from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
@@ -35,8 +36,9 @@ class Given:
     tp: int = 1
     engine: str | None = None
     """The engine profile a point is labelled with (NAME or NAME@LINE)."""
-    replicas: int = 1
-    """Data-parallel replicas a serving run's requests were spread over."""
+    replicas: int | None = None
+    """Data-parallel replicas a serving run's requests were spread over (--replicas); None:
+    what the benchmark file says, else 1."""
 
 
 @record
@@ -48,6 +50,8 @@ class ReadPoint:
     where: str
     """``file:line`` or ``file[row]`` of a benchmark result, ``file #N`` of a YAML point."""
     run: BenchRun | None = None
+    notes: tuple[Note, ...] = ()
+    """How it was read where the reader should know: replicas taken from the file."""
 
 
 def expand(files: Sequence[str]) -> list[Path]:
@@ -99,7 +103,28 @@ def _runs_read(
 ) -> list[ReadPoint]:
     if not runs:
         raise InputError(f"{path}: no decode measurement in it (prompt tests only?)")
-    return [ReadPoint(point_of(run, catalog, given), run.where, run) for run in runs]
+    return [
+        ReadPoint(point_of(run, catalog, given), run.where, run, _replica_notes(run, given))
+        for run in runs
+    ]
+
+
+def replicas_of(run: BenchRun, given: Given) -> int:
+    """--replicas (or a side file's) where given, else the file's, else 1."""
+    return given.replicas if given.replicas is not None else run.replicas or 1
+
+
+def _replica_notes(run: BenchRun, given: Given) -> tuple[Note, ...]:
+    """Say when the file's replica count divides the requests in flight."""
+    if given.replicas is not None or run.replicas is None or run.replicas == 1:
+        return ()
+    return (
+        Note(
+            "replicas-from-file",
+            f"{run.where}: the file says {run.replicas_said}: its {run.batch} requests in "
+            f"flight are spread over {run.replicas} replicas (give --replicas to say otherwise)",
+        ),
+    )
 
 
 SIDE_FIELDS = ("model", "gpu", "weights", "kv_dtype", "engine")
@@ -155,7 +180,8 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
         if value is None:
             raise InputError(f"{run.where}: the file does not say the {what}: give {option}")
     assert model is not None and weights is not None and kv is not None
-    batch = max(1, round(run.batch / given.replicas))
+    replicas = replicas_of(run, given)
+    batch = max(1, round(run.batch / replicas))
     # Measured at efficiency 1 with no overhead, as every point (calibration/points.py).
     spec = ScenarioSpec(
         model=model,
@@ -177,9 +203,7 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
     if run.input_len is not None and run.output_len is not None:
         ttft = None if run.ttft_ms is None else run.ttft_ms / 1000
         serving = ServingLoad(run.input_len, run.output_len, batch, ttft)
-    split = (
-        f"; {run.batch} / {given.replicas} replicas = batch {batch}" if given.replicas > 1 else ""
-    )
+    split = f"; {run.batch} / {replicas} replicas = batch {batch}" if replicas > 1 else ""
     return MeasuredPoint(
         scenario,
         run.context,

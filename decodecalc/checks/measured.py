@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from decodecalc.calibration.below_roofline import below_roofline
 from decodecalc.calibration.measured_files import ReadPoint
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import prefill_share
@@ -36,7 +37,8 @@ class MeasuredCheck:
     prefill_s: float = 0.0
     """Other requests' prefills in a serving figure, inside expected, low and high."""
     notes: tuple[Note, ...] = ()
-    """What stands in for the engine on this GPU, where its profile has no data for it."""
+    """What stands in for the engine on this GPU, where its profile has no data for it;
+    the replicas read from the benchmark file; a point measured below its roofline."""
 
     @property
     def ratio(self) -> float:
@@ -61,6 +63,8 @@ def check_measured(
         step = StepModel.of(p.scenario)
         expected = expected_for(step, step.row(p.context_tokens), chosen)
         share = prefill_share(p, catalog)
+        impossible = below_roofline(p, r.where)
+        said = (*notes, *r.notes, *(() if impossible is None else (impossible,)))
         checks.append(
             MeasuredCheck(
                 p,
@@ -70,7 +74,7 @@ def check_measured(
                 expected.low_seconds + share,
                 expected.high_seconds + share,
                 share,
-                notes,
+                said,
             )
         )
     return checks

@@ -81,7 +81,7 @@ def calibrate(
     weights: measured.WeightsOpt = None,
     kv_dtype: measured.KvOpt = None,
     tp: measured.TpOpt = 1,
-    replicas: measured.ReplicasOpt = 1,
+    replicas: measured.ReplicasOpt = None,
     show_points: measured.ShowPointsOpt = False,
     out: Output = Output(),
     presets: PresetsOpt = None,
@@ -138,7 +138,8 @@ def calibrate(
                 roofline, source, target, gpus, force=out.to.force, inputs=out.to.inputs
             )
         )
-    out.emit(calibration_report(result, saved, roofline, engine_saved))
+    report = calibration_report(result, saved, roofline, engine_saved)
+    out.emit(measured.with_read_notes(report, read))
     for message in unknown:  # after the answer: a run that fails says its one line alone
         note(message)
 
@@ -241,7 +242,7 @@ def validate(
             metavar="ENGINE",
         ),
     ] = None,
-    replicas: measured.ReplicasOpt = 1,
+    replicas: measured.ReplicasOpt = None,
     show_points: measured.ShowPointsOpt = False,
     out: Output = Output(),
     presets: PresetsOpt = None,
@@ -268,9 +269,10 @@ def validate(
 
     catalog = load_catalog(presets)
     given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
-    found = [r.point for r in measured.read_files(points, catalog, given, show_points)]
+    read = measured.read_files(points, catalog, given, show_points)
+    found = [r.point for r in read]
     report = validation_report(run_validate(found, catalog))
     serving = validate_serving(found, catalog)
     if serving.checks:
         report = with_serving_validation(report, serving)
-    out.emit(report)
+    out.emit(measured.with_read_notes(report, read))

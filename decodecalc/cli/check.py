@@ -118,7 +118,7 @@ def check(
     weights: WeightsOpt = None,
     kv_dtype: KvOpt = None,
     tp: TpOpt = 1,
-    replicas: ReplicasOpt = 1,
+    replicas: ReplicasOpt = None,
     show_points: ShowPointsOpt = False,
     presets: PresetsOpt = None,
 ) -> None:
@@ -212,7 +212,7 @@ def _measured_only(
     weights: str | None,
     kv_dtype: str | None,
     tp: int,
-    replicas: int,
+    replicas: int | None,
     show: bool,
 ) -> None:
     """The options that describe benchmark runs, refused without --measured: a deployment
@@ -224,7 +224,7 @@ def _measured_only(
             ("-w", weights),
             ("-k", kv_dtype),
             ("--tp", tp != 1 or None),
-            ("--replicas", replicas != 1 or None),
+            ("--replicas", replicas),
             ("--show-points", show or None),
         )
         if value is not None

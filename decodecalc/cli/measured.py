@@ -10,6 +10,7 @@ from decodecalc.cli import whole_number
 if TYPE_CHECKING:
     from decodecalc.calibration.measured_files import Given, ReadPoint
     from decodecalc.loading.catalog import Catalog
+    from decodecalc.views.report import Report
 
 ModelOpt = Annotated[
     str | None,
@@ -47,12 +48,12 @@ TpOpt = Annotated[
     typer.Option("--tp", parser=whole_number, help="Tensor parallelism of the benchmark runs."),
 ]
 ReplicasOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--replicas",
         parser=whole_number,
         help="Data-parallel replicas a serving benchmark's requests were spread over (its "
-        "requests in flight are divided among them).",
+        "requests in flight are divided among them); default: what the file says, else 1.",
     ),
 ]
 ShowPointsOpt = Annotated[
@@ -74,7 +75,7 @@ def read_files(
     from decodecalc.errors import InputError
     from decodecalc.views.measured import points_yaml
 
-    if given.tp < 1 or given.replicas < 1:
+    if given.tp < 1 or (given.replicas is not None and given.replicas < 1):
         raise InputError("--tp and --replicas must be at least 1")
     read = read_measured(files, catalog, given)
     described = [
@@ -85,7 +86,7 @@ def read_files(
             ("-w", given.weights),
             ("-k", given.kv_dtype),
             ("--tp", given.tp != 1 or None),
-            ("--replicas", given.replicas != 1 or None),
+            ("--replicas", given.replicas),
             ("--engine", given.engine if engine_too else None),
         )
         if value is not None
@@ -98,3 +99,25 @@ def read_files(
     if show:
         sys.stderr.write(points_yaml(read))
     return read
+
+
+def with_read_notes(report: "Report", read: "list[ReadPoint]") -> "Report":
+    """The report with what a reader of its points must know, in its JSON notes and so on
+    stderr: replicas taken from a benchmark file, and each point measured below its
+    roofline (calibration/below_roofline.py), which calibrate would fit and validate
+    score as it stands."""
+    from decodecalc.calibration.below_roofline import below_roofline_notes
+    from decodecalc.notes import unique
+    from decodecalc.record import replace
+
+    found = unique(
+        [
+            *(n for r in read for n in r.notes),
+            *below_roofline_notes([(r.point, r.where) for r in read]),
+        ]
+    )
+    if not found:
+        return report
+    doc = report.document
+    notes = [*doc.get("notes", []), *(n.as_dict() for n in found)]
+    return replace(report, document={**doc, "notes": notes})

@@ -99,10 +99,12 @@ def generate(
     out: Output = Output(),
     **scenario_flags: Any,
 ) -> None:
-    """How long a whole answer takes: prefill (time to first token) and N decode steps.
+    """How long a whole answer takes: prefill (time to first token) and N - 1 decode steps.
 
-    Step i reads a cache of P + i tokens; the steps are summed exactly. Prefill is
-    max(compute, memory) plus communication.
+    The prefill yields the first token; decode step i (1 .. N-1) reads a cache of P + i
+    tokens, the steps summed exactly. The roofline prefill is max(compute, memory) plus
+    communication; an engine's is serving's TTFT at concurrency 1 (its prefill efficiency
+    and per-request cost).
 
     Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
     """

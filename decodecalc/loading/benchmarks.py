@@ -78,6 +78,11 @@ class BenchRun:
     engine_version: str | None = None
     hardware: str | None = None
     """The GPU as the file names it (llama-bench's gpu_info), for notes only."""
+    replicas: int | None = None
+    """Data-parallel replicas the file says its requests were spread over, where it says
+    (REPLICA_KEYS), for --replicas to default to."""
+    replicas_said: str = ""
+    """Where the file says it, in words, for the note that uses it."""
 
 
 def read_benchmark(path: Path) -> list[BenchRun] | None:
@@ -254,6 +259,25 @@ def _figure(o: _Obj) -> tuple[float, str, str]:
     raise o.missing("mean_tpot_ms", " (nor median_itl_ms, mean_itl_ms)")
 
 
+REPLICA_KEYS = ("decode_replicas", "replicas", "num_replicas", "data_parallel_size")
+"""Keys a serving result file may carry naming the replicas its requests were spread over
+(llm-d's benchmark harness writes decode_replicas beside vLLM bench serve's results)."""
+
+
+def _replicas(o: _Obj) -> tuple[int | None, str]:
+    """The replicas the file names, and the key (with its GPU field, where it has one); a
+    value that is no whole count of 1 or more is passed over (the figures stand without it)."""
+    for key in REPLICA_KEYS:
+        try:
+            found = o.number(key, required=False, positive=False)
+        except InputError:
+            continue
+        if found is not None and found >= 1 and found == int(found):
+            gpus = o.text("gpu")
+            return int(found), f'"{key}": {int(found)}' + (f', "gpu": "{gpus}"' if gpus else "")
+    return None, ""
+
+
 def _serving(o: _Obj, in_flight: Callable[[_Obj, int], tuple[int, str]]) -> list[BenchRun]:
     """A serving result: the mean lengths from the totals over completed requests, the
     decode at input + output / 2, the per-token figure of FIGURES, the batch as
@@ -268,6 +292,7 @@ def _serving(o: _Obj, in_flight: Callable[[_Obj, int], tuple[int, str]]) -> list
     ms, kind, words = _figure(o)
     batch, said = in_flight(o, output_len)
     context = input_len + output_len // 2
+    replicas, replicas_said = _replicas(o)
     how = (
         f"{words} {ms:.3f} ms at context {input_len:,} + {output_len:,} / 2 = {context:,} "
         f"(mean lengths: totals over {completed:,} requests), batch {batch} ({said})"
@@ -285,6 +310,8 @@ def _serving(o: _Obj, in_flight: Callable[[_Obj, int], tuple[int, str]]) -> list
             input_len=input_len,
             output_len=output_len,
             ttft_ms=o.number("mean_ttft_ms", required=False),
+            replicas=replicas,
+            replicas_said=replicas_said,
         )
     ]
 

@@ -58,13 +58,25 @@ def _weight_lines(x: Explanation) -> list[str]:
             continue
         note = ""
         if g["experts"]:
-            note = f"  x {g['read_share']:.4f} (experts touched: E(1-(1-k/E)^B) / E)"
+            note = f"  x {g['read_share']:.4f} ({_experts_share(s)})"
         lines.append(
             f"   {name:28s} {per_gpu:>17,} params{note} x {h_bits(g['bits_per_value'])} bits"
             f" ({g['dtype']}) -> {g['read_bytes']:,} bytes"
         )
     lines.append(f"   total: {step.weight_bytes:,} bytes ({h.size(step.weight_bytes)})")
     return lines
+
+
+def _experts_share(s: Scenario) -> str:
+    """What the routed experts' read share is: under --ep over several GPUs the busiest
+    GPU's expected share of the experts it holds (step/expert_balance.py), not the mean
+    share of experts touched that every GPU reads under TP."""
+    if s.ep and s.tp > 1:
+        return (
+            f"busiest of {s.tp} GPUs: its expected experts touched / experts it holds, "
+            'E[max] / ((E+R)/N), docs/physics.md "Expert parallelism"'
+        )
+    return "experts touched: E(1-(1-k/E)^B) / E"
 
 
 def h_bits(bits: Fraction | float) -> str:

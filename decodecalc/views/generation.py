@@ -38,6 +38,8 @@ def generation_report(g: Generation) -> Report:
         expected_high_decode_s=g.expected_decode_seconds[2],
         expected_tokens_per_s=g.expected_tokens_per_s,
         expected_total_s=g.expected_total_seconds,
+        expected_prefill_s=g.expected_prefill_seconds,
+        per_request_ms=g.per_request_seconds * 1000,
         roofline_decode_s=g.decode_seconds,
         roofline_mean_ms_per_token=g.mean_step_seconds * 1000,
         roofline_first_ms_per_token=g.first_step_seconds * 1000,
@@ -46,7 +48,12 @@ def generation_report(g: Generation) -> Report:
     )
     rows: list[tuple[str, str]] = [
         ("prompt / new tokens", f"{g.prompt_tokens:,} / {g.new_tokens:,}"),
-        ("prefill (time to first token)", f"{p.seconds * 1000:,.1f} ms  ({_prefill_terms(p)})"),
+        (
+            "prefill (time to first token)"
+            if g.scenario.engine.is_roofline
+            else "prefill, roofline (bound)",
+            f"{p.seconds * 1000:,.1f} ms  ({_prefill_terms(p)})",
+        ),
         *_decode_rows(g),
     ]
     records = tuple({"quantity": q, "value": v} for q, v in rows)
@@ -79,6 +86,12 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
     middle, low, high = g.expected_decode_seconds
     who = "typical engine" if engine.kind is EngineKind.TYPICAL else engine.id
     return [
+        (
+            f"prefill, {who} (time to first token)",
+            f"{g.expected_prefill_seconds * 1000:,.1f} ms  (serving's TTFT at concurrency 1: "
+            f"the prompt at the engine's prefill efficiency, + "
+            f"{g.per_request_seconds * 1000:,.1f} ms per request)",
+        ),
         (f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})"),
         ("decode, roofline (bound)", f"{g.decode_seconds:,.3f} s"),
         (f"decode rate, {who}", f"{g.expected_tokens_per_s:,.1f} tok/s"),

@@ -87,10 +87,25 @@ def test_explain_lists_the_step_operation_by_operation(cli: Run) -> None:
 def test_explain_prices_the_all_reduces_at_the_engines_own_latency(cli: Run) -> None:
     """Llama-3.1-70B at TP 4: 80 layers x 2 all-reduces = 160 calls. gpt-fast's H100-class
     fit has its own latency (presets/engines/gpt-fast.yaml: 3.00 us), so section 7 says
-    160 x 3 us; vLLM's 0.11 line there keeps the link's (no such figure: its points held
-    no model at two TP sizes), so its line says nothing more."""
+    160 x 3 us."""
     args = ("explain", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "4", "-c", "8K")
     own = [x for x in cli(*args, "--engine", "gpt-fast").out.splitlines() if "all-reduce (" in x]
     assert len(own) == 1 and own[0].endswith("(160 x 3 us, gpt-fast's own latency, + the bytes)")
-    link = [x for x in cli(*args, "--engine", "vllm").out.splitlines() if "all-reduce (" in x]
-    assert len(link) == 1 and "own latency" not in link[0] and " x 160 -> " in link[0]
+
+
+def test_the_ep_experts_line_names_the_busiest_gpus_share(cli: Run) -> None:
+    """DeepSeek-V3 (E = 256, k = 8) on 8 H200s at batch 64: under TP every GPU reads the
+    share of experts touched, 1 - (1 - 8/256)^64 = 1 - (31/32)^64 = 0.8689; under --ep the
+    busiest of the 8 GPUs expects 30.30 of its 32 experts (docs/physics.md, "Expert
+    parallelism"), 30.30 / 32 = 0.947, which the TP formula does not give."""
+    base = ("explain", "-m", "deepseek-v3", "-g", "h200", "-w", "fp8", "--tp", "8")
+    rest = ("-c", "4K", "--batch", "64")
+    tp_line = next(ln for ln in cli(*base, *rest).out.splitlines() if "routed experts" in ln)
+    ep_line = next(ln for ln in cli(*base, "--ep", *rest).out.splitlines() if "routed" in ln)
+    tp_share = float(tp_line.split(" x ")[1].split()[0])
+    ep_share = float(ep_line.split(" x ")[1].split()[0])
+    assert abs(tp_share - (1 - (31 / 32) ** 64)) < 1e-4
+    assert "E(1-(1-k/E)^B) / E" in tp_line
+    assert abs(ep_share - 30.30 / 32) < 1e-3
+    assert "E(1-(1-k/E)^B)" not in ep_line
+    assert "busiest of 8 GPUs" in ep_line and "docs/physics.md" in ep_line

@@ -19,11 +19,11 @@ DATA = Path(__file__).parents[1] / "data" / "measured-decode.yaml"
 class TestGeneration:
     def test_linear_curve_closed_form(self, catalog: Catalog) -> None:
         # Llama-3.1-8B BF16, B=1, memory-bound: t(T) = (15,009,849,344 + 131,072 T) / 3.35e12.
-        # Sum over T = P .. P+N-1: N x 15,009,849,344 + 131,072 x (N P + N(N-1)/2), / 3.35e12.
+        # The prefill yields token 1; steps at T = P+1 .. P+N-1, n = N - 1 of them:
+        # n x 15,009,849,344 + 131,072 x (n P + n(n+1)/2), / 3.35e12.
         prompt, tokens = 8192, 1024
-        closed = (
-            tokens * 15_009_849_344 + 131_072 * (tokens * prompt + tokens * (tokens - 1) // 2)
-        ) / 3.35e12
+        n = tokens - 1
+        closed = (n * 15_009_849_344 + 131_072 * (n * prompt + n * (n + 1) // 2)) / 3.35e12
         g = generate(h100(catalog, "llama-3.1-8b"), prompt, tokens)
         assert g.decode_seconds == pytest.approx(closed, rel=1e-12)
         assert g.last_step_seconds == pytest.approx((15_009_849_344 + 131_072 * 9215) / 3.35e12)
@@ -67,4 +67,64 @@ class TestGeneration:
             ).out
         )
         assert set(doc) >= {"decode_s", "mean_ms_per_token", "last_ms_per_token", "prefill_s"}
-        assert doc["mean_ms_per_token"] == pytest.approx(doc["decode_s"] * 1000 / 1024)
+        assert doc["mean_ms_per_token"] == pytest.approx(doc["decode_s"] * 1000 / 1023)
+
+
+class TestFirstTokenAndSteps:
+    """N tokens take one prefill (it yields token 1) and N - 1 decode steps; the expected
+    total prices the prefill as serving prices TTFT at concurrency 1."""
+
+    ARGS = ("-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "vllm")
+
+    def test_generate_and_serving_agree_at_concurrency_1(self, cli: Run) -> None:
+        gen = json.loads(
+            cli("generate", *self.ARGS, "--prompt", "1000", "--tokens", "500", "--json").out
+        )
+        served = json.loads(
+            cli(
+                "serving", *self.ARGS, "--input-len", "1000", "--output-len", "500",
+                "--concurrency", "1", "--json",
+            ).out
+        )  # fmt: skip
+        (row,) = served["rows"]
+        assert gen["expected_prefill_s"] * 1000 == pytest.approx(row["ttft_ms"], rel=1e-9)
+        # serving's decode step sits at the mean context, generate's are summed: 1e-5
+        assert gen["expected_total_s"] == pytest.approx(row["e2e_latency_s"], rel=1e-5)
+        assert gen["expected_decode_s"] == pytest.approx(499 * row["tpot_ms"] / 1000, rel=1e-5)
+
+    def test_the_engines_prefill_by_hand(self, cli: Run) -> None:
+        """Llama-3.1-8B, 1,000 prompt tokens on an H100 SXM (989.4 TFLOP/s BF16):
+        2 x 7,504,924,672 x 1,000 + 32 layers x 4 x 32 heads x 128 x (1,000 x 999 / 2)
+        = 15,009,849,344,000 + 261,881,856,000 = 15,271,731,200,000 FLOPs: 15.4353 ms at peak
+        (the roofline prefill). vLLM's nvidia-datacenter profile computes it at e_p 0.4742,
+        32.551 ms, pays its per_layer 77.05 us x 32 layers = 2.466 ms for the step and
+        per_request 29.627 ms: 64.644 ms, plus the one decode token beside the chunk
+        (about 2 x 7.5e9 FLOPs at peak, 0.015 ms): 64.66 ms."""
+        doc = json.loads(
+            cli("generate", *self.ARGS, "--prompt", "1000", "--tokens", "500", "--json").out
+        )
+        roofline_ms = 15_271_731_200_000 / 989.4e12 * 1000
+        assert doc["prefill_s"] * 1000 == pytest.approx(roofline_ms, rel=1e-6)
+        engine_ms = roofline_ms / 0.4742 + 32 * 0.07705 + 29.62736 + 0.015
+        assert doc["expected_prefill_s"] * 1000 == pytest.approx(engine_ms, rel=1e-3)
+        assert doc["per_request_ms"] == pytest.approx(29.62736, rel=1e-6)
+        assert doc["expected_total_s"] == pytest.approx(
+            doc["expected_prefill_s"] + doc["expected_decode_s"], rel=1e-12
+        )
+        assert doc["roofline_total_s"] == pytest.approx(
+            doc["prefill_s"] + doc["roofline_decode_s"], rel=1e-12
+        )
+
+    def test_one_token_is_the_prefill_alone(self, catalog: Catalog) -> None:
+        g = generate(h100(catalog, "llama-3.1-8b"), 1000, 1)
+        assert g.decode_seconds == 0.0
+        assert g.total_seconds == g.prefill_seconds
+
+
+def test_a_prompt_past_what_serving_prices_is_one_line(cli: Run) -> None:
+    """16,777,216 (2^24) prompt tokens is the most a serving request holds."""
+    r = cli("generate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "vllm",
+            "--prompt", "20M", "--tokens", "10")  # fmt: skip
+    assert r.code == 2 and "16,777,216 prompt tokens" in r.err and "Traceback" not in r.err
+    assert cli("generate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "roofline",
+               "--prompt", "20M", "--tokens", "10").code == 0  # fmt: skip

@@ -424,3 +424,54 @@ class TestBadFiles:
     def test_no_such_file(self, cli: Run, tmp_path: Path) -> None:
         r = cli("calibrate", str(tmp_path / "runs-*.json"))
         assert r.code == 2 and "does not exist" in r.err
+
+
+class TestReadAsImpossible:
+    """A point faster than its roofline is said to be impossible as read, and the replicas a
+    vLLM result file names divide its requests in flight unless --replicas says otherwise.
+
+    The fixture's run: Llama-3.2-3B BF16 on L40S, mean TPOT 25.75 ms, 153.8 requests in
+    flight (TestReaders), the file saying "gpu": "4xNVIDIA_L40S", "decode_replicas": "4".
+    Read as one replica, batch 154 at context 1,132: the roofline step streams the weights,
+    3,212,749,824 params x 2 B = 6,425,499,648 B, and 154 x 1,132 = 174,328 tokens of KV at
+    28 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 114,688 B = 19,993,329,664 B;
+    26,418,829,312 B / 864 GB/s = 30.58 ms, above the 25.75 ms measured."""
+
+    SETUP = ("-g", "l40s", "-m", "llama-3.2-3b", "-w", "bf16", "--engine", "vllm")
+
+    def test_the_files_replicas_are_used_with_a_note(self, cli: Run) -> None:
+        r = cli("check", "--measured", str(VLLM), *self.SETUP, "-f", "json")
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        codes = [n["code"] for n in doc["notes"]]
+        assert "replicas-from-file" in codes and "below-roofline" not in codes
+        assert '"decode_replicas": 4' in r.err and "4 replicas" in r.err
+        # 153.8 in flight over 4 replicas: batch round(38.45) = 38
+        assert "batch 38" in doc["measured"][0]["deployment"]
+
+    def test_one_replica_is_below_the_roofline(self, cli: Run) -> None:
+        r = cli("check", "--measured", str(VLLM), *self.SETUP, "--replicas", "1", "-f", "json")
+        assert r.code == 1, r.err
+        doc = json.loads(r.out)
+        (below,) = [n for n in doc["notes"] if n["code"] == "below-roofline"]
+        roofline_ms = (3_212_749_824 * 2 + 154 * 1_132 * 28 * 8 * 128 * 2 * 2) / 864e9 * 1000
+        assert f"{roofline_ms:.2f}" == "30.58"
+        assert (
+            "measured 25.75 ms is below the roofline 30.58 ms at batch 154: as read the point "
+            "is impossible (replicas, batch or GPU count?)"
+        ) in below["message"]
+        assert "below the roofline 30.58 ms" in r.err
+        assert not [n for n in doc["notes"] if n["code"] == "replicas-from-file"]
+
+    @pytest.mark.parametrize("command", ["calibrate", "validate"])
+    def test_calibrate_and_validate_say_so_too(
+        self, cli: Run, tmp_path: Path, command: str
+    ) -> None:
+        copies = [tmp_path / f"run-{i}.json" for i in (1, 2)]  # calibrate fits two or more
+        for copy in copies:
+            copy.write_text(VLLM.read_text())
+        r = cli(command, *map(str, copies), *self.SETUP, "--replicas", "1", "--json")
+        assert r.code == 0, r.err
+        codes = [n["code"] for n in json.loads(r.out)["notes"]]
+        assert "below-roofline" in codes
+        assert "below the roofline 30.58 ms at batch 154" in r.err

@@ -137,25 +137,27 @@ class TestGenerate:
     PROMPT, NEW = 4096, 100
 
     def roofline_decode_s(self) -> float:
-        """The 100 steps read contexts 4,096 .. 4,195: 100 x weights + KV per token x
-        (100 x 4,096 + 0 + 1 + ... + 99 = 414,550) tokens, over the bandwidth."""
-        tokens = self.NEW * self.PROMPT + self.NEW * (self.NEW - 1) // 2
-        assert tokens == 414_550
-        return (self.NEW * WEIGHT_BYTES + KV_BYTES_PER_TOKEN * tokens) / H100_SXM
+        """The prefill yields token 1; the other 99 steps read contexts 4,097 .. 4,195:
+        99 x weights + KV per token x (99 x 4,096 + 1 + 2 + ... + 99 = 410,454) tokens,
+        over the bandwidth."""
+        steps = self.NEW - 1
+        tokens = steps * self.PROMPT + steps * (steps + 1) // 2
+        assert tokens == 410_454
+        return (steps * WEIGHT_BYTES + KV_BYTES_PER_TOKEN * tokens) / H100_SXM
 
     def test_decode_is_the_expected_one_and_the_roofline_moved(self, cli: Run) -> None:
         doc = json_of(
             cli, "generate", *LLAMA_8B, "-p", str(self.PROMPT), "-n", str(self.NEW), "--json"
         )
         assert doc["roofline_decode_s"] == pytest.approx(self.roofline_decode_s(), rel=1e-9)
-        assert doc["roofline_first_ms_per_token"] == pytest.approx(bound_ms(4096), rel=1e-12)
+        assert doc["roofline_first_ms_per_token"] == pytest.approx(bound_ms(4097), rel=1e-12)
         assert doc["roofline_last_ms_per_token"] == pytest.approx(bound_ms(4195), rel=1e-12)
         assert doc["decode_s"] == doc["expected_decode_s"] > doc["roofline_decode_s"]
         assert doc["total_s"] == doc["expected_total_s"]
         assert doc["roofline_total_s"] == pytest.approx(
             doc["prefill_s"] + doc["roofline_decode_s"], rel=1e-12
         )
-        assert doc["mean_ms_per_token"] == pytest.approx(doc["decode_s"] * 1000 / self.NEW)
+        assert doc["mean_ms_per_token"] == pytest.approx(doc["decode_s"] * 1000 / (self.NEW - 1))
         assert doc["first_ms_per_token"] <= doc["mean_ms_per_token"] <= doc["last_ms_per_token"]
 
     def test_under_the_roofline_engine_both_are_the_bound(self, cli: Run) -> None:
@@ -164,7 +166,7 @@ class TestGenerate:
         )
         for key in ("decode_s", "roofline_decode_s"):
             assert doc[key] == pytest.approx(self.roofline_decode_s(), rel=1e-9), key
-        assert doc["first_ms_per_token"] == pytest.approx(bound_ms(4096), rel=1e-12)
+        assert doc["first_ms_per_token"] == pytest.approx(bound_ms(4097), rel=1e-12)
 
 
 def docs_pipeline() -> tuple[list[str], str]:
