@@ -253,7 +253,8 @@ class TestTheRooflineAlone:
         )
         assert doc["expected_decode_s"] == doc["decode_s"]
         assert doc["expected_total_s"] == doc["total_s"]
-        assert doc["expected_tokens_per_s"] == pytest.approx(100 / doc["decode_s"], rel=1e-12)
+        # the prefill gives the first token: 99 decode steps for 100 new tokens
+        assert doc["expected_tokens_per_s"] == pytest.approx(99 / doc["decode_s"], rel=1e-12)
 
     @pytest.mark.parametrize(
         "args",
@@ -282,11 +283,14 @@ class TestTheRooflineAlone:
 
 
 def test_generate_leads_with_the_expected_decode(cli: Run) -> None:
-    """The expected decode first, the roofline's beside it as the bound; the rate is
-    new tokens over the expected decode."""
+    """The expected decode first, the roofline's beside it as the bound; the rate is the
+    decoded tokens (the prefill gives the first of the 100) over the expected decode, and
+    the expected total the engine's prefill and that decode."""
     doc = json_of(cli, "generate", *LLAMA_8B, "-p", "1K", "-n", "100", "--json")
-    assert doc["expected_tokens_per_s"] == pytest.approx(100 / doc["expected_decode_s"])
-    assert doc["expected_total_s"] == pytest.approx(doc["prefill_s"] + doc["expected_decode_s"])
+    assert doc["expected_tokens_per_s"] == pytest.approx(99 / doc["expected_decode_s"])
+    assert doc["expected_total_s"] == pytest.approx(
+        doc["expected_prefill_s"] + doc["expected_decode_s"]
+    )
     out = cli("generate", *LLAMA_8B, "-p", "1K", "-n", "100").out
     lines = [line.split("│")[0].strip() for line in out.splitlines() if "│" in line]
     assert lines.index("decode, typical engine (band)") < lines.index("decode, roofline (bound)")

@@ -262,9 +262,9 @@ def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
 def test_engines_shows_what_engine_name_takes(cli: Run) -> None:
     """vLLM on H100-class GPUs: --engine vllm takes the 0.11 line (the newest fitted there),
     so the listing's row shows that line's figures as presets/engines/vllm.yaml writes them
-    under ``lines: '0.11': families: nvidia-datacenter`` (7 points, the link's all-reduce
-    latency: no ``allreduce_latency`` key), not the fit pooled over the 0.10 and 0.11 lines
-    (9 points), which the JSON record keeps beside it."""
+    under ``lines: '0.11': families: nvidia-datacenter`` (7 points, its own fitted
+    all-reduce latency), not the fit pooled over the 0.10 and 0.11 lines (9 points), which
+    the JSON record keeps beside it."""
     import yaml
 
     from decodecalc.loading.catalog import presets_dir
@@ -283,8 +283,9 @@ def test_engines_shows_what_engine_name_takes(cli: Run) -> None:
     assert taken["line"] == row["newest_line"] == "0.11"
     assert taken["weight_efficiency"] == line["weight_efficiency"]
     assert taken["points"] == line["points"] == 7
-    assert taken["allreduce_latency_us"] is None and "allreduce_latency" not in line
+    assert f"{taken['allreduce_latency_us']:.2f}us" == line["allreduce_latency"]
     estimate = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "vllm", "--json")
     assert json.loads(estimate.out)["inputs"]["engine_line"] == "0.11"
     table = [x.split("│") for x in cli("engines").out.splitlines() if x.startswith(" vllm ")]
-    assert [c.strip() for c in table[0][:4]] == ["vllm", "nvidia-datacenter", "0.11", "1.00"]
+    e_w = f"{line['weight_efficiency']:.2f}"
+    assert [c.strip() for c in table[0][:4]] == ["vllm", "nvidia-datacenter", "0.11", e_w]
