@@ -20,18 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from decodecalc.checks.settings import (
-    Problems,
-    Setting,
-    Settings,
-    flag,
-    locate,
-    locate_key,
-    show,
-    text,
-    tokens,
-    whole,
-)
+from decodecalc.checks import settings as read
+from decodecalc.checks.settings import Problems, Setting, Settings
 from decodecalc.checks.workloads import vllm_speculative
 from decodecalc.engine.profile import ROOFLINE
 from decodecalc.errors import InputError
@@ -443,7 +433,7 @@ def _given(doc: Document, problems: Problems) -> Given:
     written: dict[str, str] = {}
     for raw, value in doc.data.items():
         key = str(raw)
-        at = locate(doc, (key,))
+        at = read.locate(doc, (key,))
         name = _name(key)
         negated = name.startswith("no-") and name[3:] in _KNOWN  # --no-X of a boolean flag
         name = name[3:] if negated else name
@@ -454,7 +444,7 @@ def _given(doc: Document, problems: Problems) -> Given:
         if name not in _KNOWN:
             hint = suggest(name, list(VLLM_SERVE_ARGS)) or "; 'vllm serve --help' lists them"
             problems.items.append(
-                f"{locate_key(doc, (key,))}: unknown key, not a vllm serve argument "
+                f"{read.locate_key(doc, (key,))}: unknown key, not a vllm serve argument "
                 f"(vLLM {VLLM_VERSION}){hint}"
             )
             continue
@@ -473,7 +463,7 @@ def _given(doc: Document, problems: Problems) -> Given:
 
 
 def _shown(value: Any) -> str:
-    return "null" if value is None else show(value)
+    return "null" if value is None else read.show(value)
 
 
 def _is_switch(name: str) -> bool:
@@ -491,7 +481,7 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
     def take(name: str, field: str, convert: Callable[[Any], Any] = lambda v: v) -> None:
         if name in given:
             key, value = given[name]
-            at = locate(doc, (key,))
+            at = read.locate(doc, (key,))
             if value is None:  # vLLM passes the text 'None', which no setting read here takes
                 problems.items.append(f"{at}: null: give a value, or leave the key out")
                 return
@@ -502,12 +492,12 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
     take("model", "model", partial(_model, Path(doc.path).parent))
     take("tensor-parallel-size", "tp")
     take("pipeline-parallel-size", "pp")
-    take("enable-expert-parallel", "ep", flag)
+    take("enable-expert-parallel", "ep", read.flag)
     take("data-parallel-size", "data_parallel_size")  # checked in _decoding; see deployments
-    take("max-num-seqs", "batch", whole)
+    take("max-num-seqs", "batch", read.whole)
     if "batch" in settings:  # the serving targets' scheduler limit too
         settings["max_num_seqs"] = settings["batch"]
-    take("max-num-batched-tokens", "max_num_batched_tokens", lambda v: whole(tokens(v)))
+    take("max-num-batched-tokens", "max_num_batched_tokens", lambda v: read.whole(read.tokens(v)))
     speculative = vllm_speculative(doc, problems)
     if speculative is not None:
         settings["speculative"] = speculative
@@ -517,7 +507,7 @@ def _settings(doc: Document, given: Given, problems: Problems) -> Settings:
     if "quantization" in given:  # the weights' format; dtype is then the activations'
         take("quantization", "weights", _quantization)
     else:
-        take("dtype", "weights", lambda v: _DTYPE.get(text(v).lower(), v))
+        take("dtype", "weights", lambda v: _DTYPE.get(read.text(v).lower(), v))
     return settings
 
 
@@ -525,9 +515,9 @@ def _decoding(doc: Document, given: Given, problems: Problems) -> tuple[Note, ..
     """Refuse what decodecalc does not model; note what changes how to read its figures."""
     counts: dict[str, int] = {}
     for name, (key, value) in given.items():
-        at = locate(doc, (key,))
+        at = read.locate(doc, (key,))
         if name in _COUNTS:
-            count = problems.attempt(at, partial(whole, value))
+            count = problems.attempt(at, partial(read.whole, value))
             if count is None:
                 continue
             counts[name] = count
@@ -564,8 +554,8 @@ def _batched_tokens(doc: Document, given: Given, problems: Problems) -> None:
     cap never shrinks the decode batch. It is the chunked-prefill budget the serving
     targets are held under and the batch vLLM profiles its KV pool with (_settings)."""
     key, value = given["max-num-batched-tokens"]
-    at = locate(doc, (key,))
-    cap = problems.attempt(at, lambda: whole(tokens(value)))
+    at = read.locate(doc, (key,))
+    cap = problems.attempt(at, lambda: read.whole(read.tokens(value)))
     seqs = given.get("max-num-seqs", ("", None))[1]
     if cap is not None and isinstance(seqs, int) and not isinstance(seqs, bool) and cap < seqs:
         problems.items.append(
@@ -590,17 +580,17 @@ def _max_model_len(value: Any) -> int:
             "'auto' lets vLLM pick the longest context that fits when it starts; give the "
             "length in tokens to check"
         )
-    return whole(tokens(value))
+    return read.whole(read.tokens(value))
 
 
 def _kv_dtype(value: Any) -> str | None:
     """None for 'auto', which is decodecalc's default too: the weights' format."""
-    name = text(value).lower()
+    name = read.text(value).lower()
     return None if name == "auto" else _KV.get(name, value)
 
 
 def _quantization(value: Any) -> str:
-    mapped = _QUANTIZATION.get(text(value).lower())
+    mapped = _QUANTIZATION.get(read.text(value).lower())
     if mapped is None:
         raise InputError(
             f"vLLM quantization {value!r} has no decodecalc dtype; set weights: in a "
