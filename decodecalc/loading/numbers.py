@@ -231,13 +231,16 @@ def model_from_numbers(text: str) -> Model:
     hidden = given.whole("hidden")
     mixer = _latent(given) if mla else _attention(given, hidden)
     ffns = _ffns(given, count) if moe else [DenseMLP(given.whole("intermediate"))] * count
+    # One Layer object per kind of block: Model sums over its distinct layers (two here),
+    # not over each of up to MAX_LAYERS.
+    kinds = {id(ffn): Layer(mixer, ffn) for ffn in ffns}
     model = _model(
         given,
         "numbers",
         hidden=hidden,
         vocab_size=given.whole("vocab"),
         tie_word_embeddings=given.flag("tied"),
-        layers=tuple(Layer(mixer, ffn) for ffn in ffns),
+        layers=tuple(kinds[id(ffn)] for ffn in ffns),
     )
     given.finish(_WHY_UNUSED)
     return model

@@ -144,7 +144,7 @@ class Model:
 
     def moe(self) -> MoE | None:
         """The first MoE block, for reporting experts per token (None for dense models)."""
-        for layer in self.layers:
+        for layer, _ in self._layer_counts:
             if layer.ffn.routed:
                 return cast("MoE", layer.ffn)
         return None

@@ -272,8 +272,8 @@ def tp_allreduces(model: Model) -> int:
     layer with no attention (Nemotron-NAS's no_op) pays none for it."""
     hidden = model.hidden_size
     return sum(
-        bool(layer.mixer.tensor_groups(hidden)) + bool(layer.ffn.tensor_groups(hidden))
-        for layer in model.layers
+        n * (bool(layer.mixer.tensor_groups(hidden)) + bool(layer.ffn.tensor_groups(hidden)))
+        for layer, n in model.layer_counts()
     )
 
 
@@ -291,7 +291,7 @@ def communication(s: Scenario) -> Communication | None:
     if s.link is None:
         return None
     model, n = s.model, s.tp
-    moe_layers = sum(1 for layer in model.layers if layer.ffn.routed)
+    moe_layers = sum(n for layer, n in model.layer_counts() if layer.ffn.routed)
     moe = model.moe()
     allreduce = gather = all_to_all = 0
     if not s.dp_attention:
