@@ -44,28 +44,38 @@ def field(*, default_factory: Callable[[], T]) -> T:
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     cls = type(self)
     names: tuple[str, ...] = cls.__record_fields__
-    defaults: dict[str, Any] = cls.__record_defaults__
-    if len(args) > len(names):
-        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(args)} positional")
-    values = dict(zip(names, args, strict=False))
-    for key, value in kwargs.items():
-        if key not in defaults and key not in names:
-            raise TypeError(f"{cls.__name__} has no field {key!r}")
-        if key in values:
-            raise TypeError(f"{cls.__name__} got {key!r} twice")
-        values[key] = value
     setter = object.__setattr__
-    for name in names:
-        if name in values:
-            setter(self, name, values[name])
-            continue
-        default = defaults.get(name, _MISSING)
-        if default is _MISSING:
-            raise TypeError(f"{cls.__name__} is missing field {name!r}")
-        setter(self, name, default.make() if isinstance(default, _Factory) else default)
+    given = len(args)
+    if given > len(names):
+        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {given} positional")
+    for name, value in zip(names, args, strict=False):
+        setter(self, name, value)
+    if kwargs or given < len(names):
+        _init_named(self, cls, names[given:], kwargs)
     post_init = getattr(self, "__post_init__", None)
     if post_init is not None:
         post_init()
+
+
+def _init_named(self: Any, cls: type[Any], rest: tuple[str, ...], kwargs: dict[str, Any]) -> None:
+    """The fields after the positional ones: from keywords, else their defaults (records
+    are built in every loop of an answer, so the all-positional case above stays short)."""
+    defaults: dict[str, Any] = cls.__record_defaults__
+    for key in kwargs:
+        if key not in rest:
+            if key in cls.__record_fields__:
+                raise TypeError(f"{cls.__name__} got {key!r} twice")
+            raise TypeError(f"{cls.__name__} has no field {key!r}")
+    setter = object.__setattr__
+    for name in rest:
+        value = kwargs.get(name, _MISSING)
+        if value is _MISSING:
+            value = defaults.get(name, _MISSING)
+            if value is _MISSING:
+                raise TypeError(f"{cls.__name__} is missing field {name!r}")
+            if isinstance(value, _Factory):
+                value = value.make()
+        setter(self, name, value)
 
 
 def _values(self: Any) -> tuple[Any, ...]:

@@ -308,12 +308,13 @@ def _covered_share(
 
 
 def _layers_having(group: str, layers: Sequence[Layer], hidden_size: int) -> list[int]:
-    """The layers holding a group (DeepSeek's dense MLPs are in its first three only)."""
-    return [
-        i
-        for i, layer in enumerate(layers)
-        if any(g.name == group for g in layer.tensor_groups(hidden_size))
-    ]
+    """The layers holding a group (DeepSeek's dense MLPs are in its first three only).
+    Each distinct layer object is asked once: a stack repeats a few (model.counted)."""
+    holds: dict[int, bool] = {}
+    for layer in layers:
+        if id(layer) not in holds:
+            holds[id(layer)] = any(g.name == group for g in layer.tensor_groups(hidden_size))
+    return [i for i, layer in enumerate(layers) if holds[id(layer)]]
 
 
 def _module_mix(

@@ -144,6 +144,11 @@ class Model:
 
     def moe(self) -> MoE | None:
         """The first MoE block, for reporting experts per token (None for dense models)."""
+        return self._moe
+
+    @cached_property
+    def _moe(self) -> MoE | None:
+        # Found once per model: every step of a search asks (step/parallelism.py).
         for layer, _ in self._layer_counts:
             if layer.ffn.routed:
                 return cast("MoE", layer.ffn)
