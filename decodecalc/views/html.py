@@ -8,6 +8,7 @@ It computes nothing: views/page.py said what the page holds.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from html import escape
@@ -98,9 +99,11 @@ whatever its tables hold): the page unpacks it with the browser's own Decompress
 runs it, then draws every figure."""
 
 
+@functools.cache
 def plotly_script() -> str:
     """plotly.min.js from the installed plotly package, gzipped and in base64, read without
-    importing plotly (its Python side is never needed: the page draws in the browser)."""
+    importing plotly (its Python side is never needed: the page draws in the browser).
+    Packed once per process (a quarter of a second): every page written carries the same."""
     import base64
     import gzip
     from importlib.util import find_spec

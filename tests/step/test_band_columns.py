@@ -84,14 +84,29 @@ def test_within_band_is_the_definition(terms: Packed, kv: int, compute: float, f
     assert within_band(terms, kv, compute, floor) == definition(terms, kv, compute, floor)
 
 
-@settings(max_examples=150, deadline=None)  # blocks of up to 300 rows: 8 CPU-s at 500
-@given(engines(), blocks())
-def test_columns_are_within_band_at_every_row(
+def columns_are_within_band(
     terms: Packed, rows: tuple[list[int], list[float], list[float]]
 ) -> None:
     kv, compute, floor = rows
     got = list(zip(*band_columns(terms, kv, compute, floor), strict=True))
     assert got == [within_band(terms, *r) for r in zip(kv, compute, floor, strict=True)]
+
+
+@settings(max_examples=40, deadline=None)  # blocks of up to 300 rows: a CPU-second
+@given(engines(), blocks())
+def test_columns_are_within_band_at_every_row(
+    terms: Packed, rows: tuple[list[int], list[float], list[float]]
+) -> None:
+    columns_are_within_band(terms, rows)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)  # the long search: 8 CPU-s
+@given(engines(), blocks())
+def test_columns_are_within_band_at_every_row_in_a_long_search(
+    terms: Packed, rows: tuple[list[int], list[float], list[float]]
+) -> None:
+    columns_are_within_band(terms, rows)
 
 
 @pytest.mark.parametrize(
