@@ -160,7 +160,7 @@ class Model:
         return tuple(n for n in range(1, limit + 1) if self.supports_tp(n))
 
     def supports_tp(self, tp: int) -> bool:
-        return tp >= 1 and all(m.tp_ok(tp) for m in self.mixers())
+        return tp >= 1 and all(m.tp_ok(tp) for m, _ in self._mixer_counts)
 
     def layer_summary(self) -> tuple[tuple[int, str], ...]:
         """Each distinct kind of layer with how many layers are of it, in first-seen order."""
