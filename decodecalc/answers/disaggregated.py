@@ -38,6 +38,7 @@ from decodecalc.step.passes import mixed_pass_seconds
 from decodecalc.step.step import StepModel
 
 if TYPE_CHECKING:
+    from decodecalc.answers.serving import _Steps
     from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.model.hardware import Link
     from decodecalc.scenarios.scenario import Scenario
@@ -208,7 +209,13 @@ def prefill_seconds(prefill: Scenario, workload: Workload, budget: int) -> float
 class _Deployment:
     """The pools under one workload: prices their parts once, then any load."""
 
-    def __init__(self, pools: Pools, workload: Workload, limits: SchedulerLimits) -> None:
+    def __init__(
+        self,
+        pools: Pools,
+        workload: Workload,
+        limits: SchedulerLimits,
+        steps: _Steps | None = None,
+    ) -> None:
         self.pools, self.workload, self.limits = pools, workload, limits
         d = pools.decode
         longest = workload.input_len + workload.output_len
@@ -245,7 +252,7 @@ class _Deployment:
         )
         self.closed_within = workload.concurrency
         """A closed loop's requests (None: an open loop)."""
-        self.steps = step_prices(d, workload)
+        self.steps = step_prices(d, workload) if steps is None else steps
         self._priced: dict[int, float] = {}
         self.prefill_s = prefill_seconds(p, workload, limits.max_num_batched_tokens)
         self.kv_bytes, self.kv_per_gpu = prompt_kv_bytes(d, workload.input_len)
@@ -406,10 +413,12 @@ def _gpu(s: Scenario) -> str:
 
 
 def serve_disaggregated(
-    pools: Pools, workload: Workload, limits: SchedulerLimits
+    pools: Pools, workload: Workload, limits: SchedulerLimits, steps: _Steps | None = None
 ) -> DisaggregatedResult:
-    """The steady state of the two pools under a closed loop or an open loop."""
-    deployment = _Deployment(pools, workload, limits)
+    """The steady state of the two pools under a closed loop or an open loop. ``steps``:
+    the decode workers' step prices (step_prices of pools.decode under the workload), where
+    the caller tries several splits of the same decode layout and prices its steps once."""
+    deployment = _Deployment(pools, workload, limits, steps)
     top = deployment.saturation
     if workload.request_rate is not None:
         rate = workload.request_rate

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, ServingResult, serve
+from decodecalc.answers.serving import Refused, ServingResult, serve, step_prices
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import kernel_rated
@@ -36,6 +36,7 @@ from decodecalc.step.step import StepModel
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import DisaggregatedResult, Pools
+    from decodecalc.answers.serving import _Steps
     from decodecalc.loading.catalog import Catalog
     from decodecalc.model.hardware import Link
     from decodecalc.model.model import Model
@@ -375,15 +376,18 @@ def _disaggregated(options: Sequence[Option], targets: Targets) -> list[Option]:
     """Each of the best aggregated layouts as the decode workers' (``bases``), with prefill
     workers of that layout and of the one, among every layout that fits (same GPU and
     formats), that prefills the most prompt tokens per GPU; each split within --max-gpus."""
+    workload = targets.workload
+    assert workload is not None
     fitting = [o.scenario for o in options if o.fits and o.pools is None]
     fastest = _fastest_prefill(fitting, targets)
     found = []
     for decode in fitting[:DISAGGREGATED_BASES]:
         best = fastest[_kind(decode)]
         layouts = (decode,) if _layout_of(best) == _layout_of(decode) else (decode, best)
+        steps = step_prices(decode, workload)  # every split of this decode layout steps alike
         for prefill in layouts:
             found += [
-                _evaluate_pools(prefill, decode, p, d, targets)
+                _evaluate_pools(prefill, decode, p, d, targets, steps)
                 for p, d in DISAGGREGATED_SPLITS
                 if p * prefill.gpus + d * decode.gpus <= targets.max_gpus
             ]
@@ -430,7 +434,12 @@ def prefill_rate(scenario: Scenario, targets: Targets) -> float:
 
 
 def _evaluate_pools(
-    prefill_layout: Scenario, scenario: Scenario, prefill: int, decode: int, targets: Targets
+    prefill_layout: Scenario,
+    scenario: Scenario,
+    prefill: int,
+    decode: int,
+    targets: Targets,
+    steps: _Steps,
 ) -> Option:
     """``prefill`` workers of ``prefill_layout`` and ``decode`` workers of the scenario's
     layout as the disaggregated server prices them under the workload
@@ -444,7 +453,7 @@ def _evaluate_pools(
         scenario,
         targets,
         pools.gpus,
-        lambda limits: serve_disaggregated(pools, workload, limits),
+        lambda limits: serve_disaggregated(pools, workload, limits, steps),
         pools,
     )
 
