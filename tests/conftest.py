@@ -43,9 +43,17 @@ def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+@functools.cache
+def shared_catalog() -> Catalog:
+    """One catalog of the shipped presets for every test that only looks names up: the
+    session fixture and the modules that list presets at import share it (loading every
+    model takes a third of a CPU-second, and each worker collects every module)."""
+    return Catalog()
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return Catalog()
+    return shared_catalog()
 
 
 @pytest.fixture

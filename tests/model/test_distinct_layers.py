@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from decodecalc.loading.catalog import Catalog
 from decodecalc.model.kvcache import KVCurve
 from decodecalc.model.model import counted
 from decodecalc.step.flops import matmul_params, step_flops
+from tests.conftest import shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 MODELS = [m.id for m in CATALOG.models()]
 
 

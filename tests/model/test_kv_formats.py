@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from decodecalc.loading.catalog import Catalog
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel
-from tests.conftest import Run
+from tests.conftest import Run, shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 
 # bits per element, scales included, from each format's source:
 KV_FORMATS = {

@@ -20,10 +20,10 @@ import decodecalc
 from decodecalc.answers.estimate import estimate
 from decodecalc.calibration.points import read_points
 from decodecalc.cli import main
-from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
+from tests.conftest import shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 MODELS = ("llama-3.1-8b", "gemma-2-9b", "qwen3-30b-a3b", "deepseek-v3", "qwen3-next-80b-a3b")
 GPUS = ("h100", "h200", "mi300x", "l40s", "m2-ultra")
 WEIGHTS = ("bf16", "fp8", "fp32", "int4-g128", "q4_k_m")

@@ -9,14 +9,14 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.step import StepModel, engine_step, gemm_excess_s
+from tests.conftest import shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 MODELS = [m.id for m in CATALOG.models()]
 GPUS = [g.id for g in CATALOG.gpus() if not g.announced]
 ENGINES = ["typical", *(e.id for e in CATALOG.engines())]

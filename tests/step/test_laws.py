@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from decodecalc.answers.estimate import estimate
 from decodecalc.answers.generate import generate
 from decodecalc.engine.profile import Engine, EngineParams
-from decodecalc.loading.catalog import Catalog
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec
 from decodecalc.model.layers import Attention, DenseMLP, Layer
@@ -31,8 +30,9 @@ from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.fast import ROW_FIELDS, FastStep
 from decodecalc.step.step import StepModel, streamed_weight_bytes
+from tests.conftest import shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 THIRD = DType(
     "third",
     "10/3 bits",

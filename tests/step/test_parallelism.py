@@ -24,11 +24,10 @@ import yaml
 
 import decodecalc
 from decodecalc.answers.estimate import estimate
-from decodecalc.loading.catalog import Catalog
 from decodecalc.step.parallelism import stage_groups, stage_layer_counts
-from tests.conftest import Run
+from tests.conftest import Run, shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 NVLINK4 = (450e9, 10e-6)
 IB_NDR = (50e9, 20e-6)
 LAYER_70B = 855_654_400

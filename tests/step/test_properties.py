@@ -7,12 +7,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from decodecalc.answers.estimate import estimate
-from decodecalc.loading.catalog import Catalog
 from decodecalc.model.layers import Attention, DenseMLP
 from decodecalc.model.model import Model
 from decodecalc.scenarios.scenario import Scenario
+from tests.conftest import shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 KV_DTYPES = [d for d in CATALOG.dtypes() if d.kv_cache]
 
 

@@ -25,9 +25,9 @@ from decodecalc.step.operations import (
     terms_of,
 )
 from decodecalc.step.step import StepModel, engine_step
-from tests.conftest import Run, preset_scenario
+from tests.conftest import Run, preset_scenario, shared_catalog
 
-CATALOG = Catalog()
+CATALOG = shared_catalog()
 """For Hypothesis, which cannot take a fixture per example."""
 
 PHYSICS = Path(__file__).resolve().parents[2] / "docs" / "physics.md"
