@@ -92,7 +92,7 @@ def columns_are_within_band(
     assert got == [within_band(terms, *r) for r in zip(kv, compute, floor, strict=True)]
 
 
-@settings(max_examples=40, deadline=None)  # blocks of up to 300 rows: a CPU-second
+@settings(max_examples=20, deadline=None)  # blocks of up to 300 rows: half a CPU-second
 @given(engines(), blocks())
 def test_columns_are_within_band_at_every_row(
     terms: Packed, rows: tuple[list[int], list[float], list[float]]
