@@ -255,10 +255,20 @@ class Catalog:
 
     @staticmethod
     def _read(kind: str, path: Path) -> tuple[object, Any]:
-        """A preset and the data it holds: from the JSON cache when fresh, else from the
-        YAML (then cached)."""
-        load = LOADERS[kind]
+        """A preset and the data it holds: a shipped one built already in this process,
+        else from the JSON cache when fresh, else from the YAML (then cached)."""
         entry = cache.entry(path)
+        key = _shipped_key(kind, entry, (path,))
+        if key is not None and key in _SHIPPED:
+            return _SHIPPED[key]  # type: ignore[no-any-return]
+        read = Catalog._read_entry(kind, path, entry)
+        if key is not None:
+            _SHIPPED[key] = read
+        return read
+
+    @staticmethod
+    def _read_entry(kind: str, path: Path, entry: cache.Entry | None) -> tuple[object, Any]:
+        load = LOADERS[kind]
         cached = cache.load(entry)
         if cached is not None:
             try:
@@ -287,8 +297,19 @@ class Catalog:
         already are kept."""
         if len(paths) < 2:
             return
-        load = LOADERS[kind]
         entry = cache.set_entry(kind, paths)
+        key = _shipped_key(kind, entry, paths)
+        known = _SHIPPED.get(key) if key is not None else None
+        if known is not None:
+            for path, preset in known.items():
+                self._cache.setdefault(path, preset)
+            return
+        self._read_listing(kind, paths, entry)
+        if key is not None:
+            _SHIPPED[key] = {p: self._cache[p] for p in paths}
+
+    def _read_listing(self, kind: str, paths: tuple[Path, ...], entry: cache.Entry | None) -> None:
+        load = LOADERS[kind]
         found = cache.load(entry)
         if isinstance(found, list) and len(found) == len(paths):
             pairs = zip(paths, found, strict=True)
@@ -344,6 +365,24 @@ class Catalog:
                 return item, {}
             names.update((s.lower(), item.id) for s in spellings)
         return None, names
+
+
+_SHIPPED: dict[tuple[str, str, str], Any] = {}
+"""The shipped presets built in this process, by kind, cache file and the key that keeps a
+cache entry fresh (each file's stamps, the cache format, the version): a new Catalog (every
+API call that makes one, every query run in-process) takes them as built, not from their
+JSON again. Presets from user folders are read as before."""
+
+
+def _shipped_key(
+    kind: str, entry: cache.Entry | None, paths: Sequence[Path]
+) -> tuple[str, str, str] | None:
+    """Where _SHIPPED keeps these files' presets; None for a user folder's, or without a
+    cache entry (the cache off, a file that cannot be stat'ed)."""
+    root = presets_dir()
+    if entry is None or not all(p.is_relative_to(root) for p in paths):
+        return None
+    return kind, str(entry[0]), repr(entry[1])
 
 
 def matching(items: Sequence[T], value: str | None, key: Callable[[T], str], what: str) -> list[T]:
