@@ -10,6 +10,7 @@ option declarations themselves take time to create, so a query pays for its own 
 """
 
 import contextlib
+import functools
 import importlib
 import inspect
 import os
@@ -430,6 +431,13 @@ def _command(argv: list[str]) -> Any:
     wanted = argv[0] if argv else None
     if wanted not in COMMANDS and argv != ["--version"]:
         return full_command()
+    return _lean(wanted if wanted in COMMANDS else None)
+
+
+@functools.cache
+def _lean(wanted: str | None) -> Any:
+    """One command's Click group (none: --version's), built once per process: a process
+    that runs several queries (the API's callers, the tests) parses each with it."""
     lean = typer.Typer(
         name=app.info.name,
         add_completion=False,
@@ -437,7 +445,7 @@ def _command(argv: list[str]) -> Any:
         context_settings=app.info.context_settings,
     )
     lean.registered_callback = app.registered_callback
-    lean.registered_commands = _registered([wanted]) if wanted in COMMANDS else []
+    lean.registered_commands = _registered([wanted]) if wanted is not None else []
     return typer.main.get_command(lean)
 
 
