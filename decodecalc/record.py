@@ -42,34 +42,46 @@ def field(*, default_factory: Callable[[], T]) -> T:
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    """A record's __init__: the values given (keywords, the usual way, are taken as they
+    come), its defaults for the rest, stored in field order. A query builds hundreds of
+    records, so the common case is a few dictionary operations, not a loop per field."""
     cls = type(self)
     names: tuple[str, ...] = cls.__record_fields__
-    defaults: dict[str, Any] = cls.__record_defaults__
-    if len(args) > len(names):
-        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(args)} positional")
-    values = dict(zip(names, args, strict=False))
-    for key, value in kwargs.items():
-        if key not in defaults and key not in names:
-            raise TypeError(f"{cls.__name__} has no field {key!r}")
-        if key in values:
-            raise TypeError(f"{cls.__name__} got {key!r} twice")
-        values[key] = value
-    setter = object.__setattr__
-    for name in names:
-        if name in values:
-            setter(self, name, values[name])
-            continue
-        default = defaults.get(name, _MISSING)
-        if default is _MISSING:
-            raise TypeError(f"{cls.__name__} is missing field {name!r}")
-        setter(self, name, default.make() if isinstance(default, _Factory) else default)
+    if args or not cls.__record_names__.issuperset(kwargs):
+        kwargs = _given(cls, args, kwargs)
+    values = cls.__record_template__.copy()  # field order; the plain defaults in place
+    values.update(kwargs)
+    if len(kwargs) != len(names):
+        for name in cls.__record_unfilled__:
+            if name not in kwargs:
+                default = values[name]
+                if default is _MISSING:
+                    raise TypeError(f"{cls.__name__} is missing field {name!r}")
+                values[name] = default.make()
+    self.__dict__.update(values)
     post_init = getattr(self, "__post_init__", None)
     if post_init is not None:
         post_init()
 
 
+def _given(cls: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The values of positional and keyword arguments by field, each checked."""
+    names: tuple[str, ...] = cls.__record_fields__
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(args)} positional")
+    values = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in cls.__record_names__:
+            raise TypeError(f"{cls.__name__} has no field {key!r}")
+        if key in values:
+            raise TypeError(f"{cls.__name__} got {key!r} twice")
+        values[key] = value
+    return values
+
+
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in type(self).__record_fields__)
+    values: tuple[Any, ...] = type(self).__record_values__(self)
+    return values
 
 
 def _eq(self: Any, other: object) -> Any:
@@ -107,6 +119,14 @@ def record(cls: type[T]) -> type[T]:
     methods = {
         "__record_fields__": names,
         "__record_defaults__": defaults,
+        "__record_names__": frozenset(names),
+        # What _init starts from: each field's plain default, _MISSING or a _Factory for
+        # the rest (__record_unfilled__ names those).
+        "__record_template__": {n: defaults.get(n, _MISSING) for n in names},
+        "__record_unfilled__": tuple(
+            n for n in names if n not in defaults or isinstance(defaults[n], _Factory)
+        ),
+        "__record_values__": _getter(names),
         "__init__": _init,
         "__eq__": _eq,
         "__hash__": _hash,
@@ -119,9 +139,19 @@ def record(cls: type[T]) -> type[T]:
     return cls
 
 
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The fields' values as a tuple, read in C (operator.attrgetter gives a tuple for two
+    names or more, the value itself for one)."""
+    import operator
+
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda obj: tuple(getattr(obj, name) for name in names)
+
+
 def replace(obj: T, **changes: Any) -> T:
     """A copy of a record with some fields changed (validated again, like a new one)."""
-    values = {name: getattr(obj, name) for name in type(obj).__record_fields__}  # type: ignore[attr-defined]
+    values = dict(zip(type(obj).__record_fields__, _values(obj), strict=True))  # type: ignore[attr-defined]
     values.update(changes)
     return type(obj)(**values)
 

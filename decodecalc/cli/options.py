@@ -22,10 +22,9 @@ from decodecalc.errors import InputError
 from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.scenarios.workload import WORKLOAD_FIELD, WorkloadField
 
 if TYPE_CHECKING:
-    from decodecalc.scenarios.workload import Workload
+    from decodecalc.scenarios.workload import Workload, WorkloadField
 
 
 def _given_contexts(text: str | None) -> str | None:
@@ -189,7 +188,7 @@ WORKLOAD_NUMBERS: dict[str, Callable[[str], Any]] = {
 }
 
 
-def _workload_parameter(row: WorkloadField, sweep: bool, required: bool, help: str | None) -> Any:
+def _workload_parameter(row: "WorkloadField", sweep: bool, required: bool, help: str | None) -> Any:
     """A load (row.sweep) is a comma list's text in every command, read by workloads_of,
     which takes one value where the command does not ``sweep``."""
     metavar = f"{row.metavar}[,{row.metavar}...]" if sweep and row.sweep else row.metavar
@@ -218,6 +217,10 @@ def workload_options(
     command."""
 
     def decorate(command: F) -> F:
+        # Here, not at the top: estimate, compare and explain take no workload, and their
+        # start-up need not import it (serving's does, with the answer).
+        from decodecalc.scenarios.workload import WORKLOAD_FIELD
+
         own = keyword_parameters(command)
         cut = next(i for i, p in enumerate(own) if p.name == after) + 1
         added = [
