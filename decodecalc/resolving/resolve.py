@@ -332,8 +332,6 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         raise InputError(
             "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
         )
-    from decodecalc.loading.quantization import export_name_note
-
     weights, overrides, recipe = resolve_weights(catalog, spec.weights, model)
     kv = (
         default_kv_dtype(catalog, weights)
@@ -378,7 +376,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
-            *export_name_note(model, weights.id, spec.weights is not None),
+            *_export_name_note(model, weights.id, spec.weights is not None),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
@@ -394,6 +392,16 @@ def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType |
         if group.experts:
             return group_dtype(group.name, default, overrides)
     return None
+
+
+def _export_name_note(model: Model, weights: str, given: bool) -> tuple[Note, ...]:
+    """loading/quantization.py's export_name_note, imported only where it can say something:
+    given weights name their format, and a query that gives them need not load the module."""
+    if given:
+        return ()
+    from decodecalc.loading.quantization import export_name_note
+
+    return export_name_note(model, weights, given)
 
 
 def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
