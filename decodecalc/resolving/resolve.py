@@ -19,7 +19,7 @@ from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
-from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
+from decodecalc.scenarios.fields import MAX_TP, SCENARIO_FIELDS
 from decodecalc.scenarios.rates import (
     PriceList,
     Rates,
@@ -73,7 +73,7 @@ def resolve_link(
         )
     found = chosen if isinstance(chosen, Link) else catalog.link(chosen)
     if bandwidth is not None:
-        found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth))
+        found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth, "link bandwidth"))
     return found
 
 
@@ -297,14 +297,13 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     that a value no scenario uses (a link at TP 1) is still refused, a count too large for
     a float never reaches one, and a grid refuses a bad value instead of skipping the
     combinations it is in (those raise Conflict)."""
-    check_count("batch", spec.batch, MAX_BATCH)
-    check_count("tp", spec.tp, MAX_TP)
-    check_count("pp", spec.pp, MAX_PP)
-    if spec.gpus_per_node is not None:
-        check_count("gpus per node", spec.gpus_per_node, MAX_TP)
-    for rate in (spec.bandwidth, spec.link_bandwidth):
+    for field in SCENARIO_FIELDS:
+        count = getattr(spec, field.name)
+        if field.most is not None and count is not None:
+            check_count(field.name.replace("_", " "), count, field.most, field.least)
+    for rate, what in ((spec.bandwidth, "bandwidth"), (spec.link_bandwidth, "link bandwidth")):
         if rate is not None:
-            _rate(rate)
+            _rate(rate, what)
     if isinstance(spec.overhead, str):
         parse_duration(spec.overhead, "overhead")
     check_fraction("memory utilization", spec.memory_utilization)
@@ -429,8 +428,12 @@ def _dtype(catalog: Catalog, value: str | DType) -> DType:
     return catalog.dtype(value) if isinstance(value, str) else value
 
 
-def _rate(value: str | int) -> int:
-    return parse_bandwidth(value) if isinstance(value, str) else value
+def _rate(value: str | int, what: str = "bandwidth") -> int:
+    """Bytes per second from a text or a number, at least 1: every transfer divides by it."""
+    rate = parse_bandwidth(value, what) if isinstance(value, str) else value
+    if rate < 1:
+        raise InputError(f"{what} {value!r} must be at least 1 byte/s")
+    return rate
 
 
 def resolve_rates(
