@@ -281,3 +281,15 @@ def test_no_redundant_experts_is_a_choice_at_every_door(cli: Run, tmp_path: Path
         "targets: {max_ms_per_token: 1000}\n"
     )
     assert cli("check", str(deployment)).code == 0
+
+
+def test_a_broken_json_file_is_called_json_by_every_command(cli: Run, tmp_path: Path) -> None:
+    """check reads deployments with the YAML parser (JSON is YAML), estimate reads a
+    config.json with JSON's: a cut-short .json file is "not valid JSON" to both, at JSON's
+    position (review item 15). `{"a":` ends after 5 characters: column 6 of line 1."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a":')
+    for command in (("check", str(bad)), ("estimate", "-m", str(bad), "-g", "h100")):
+        refused(cli(*command), f"{bad}:1:6: not valid JSON: Expecting value")
+    (tmp_path / "bad.yaml").write_text("a: [1\n")
+    refused(cli("check", str(tmp_path / "bad.yaml")), "not valid YAML")
