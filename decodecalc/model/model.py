@@ -123,6 +123,17 @@ class Model:
         """Each distinct mixer object with how many layers use it (counted)."""
         return self._mixer_counts
 
+    def caches_values(self) -> bool:
+        """Whether any layer caches V apart from K (attention's K and V): the only cache a
+        V format of its own (--v-dtype) prices. MLA's latent is one tensor per token,
+        shared by K and V, and a constant state holds no V."""
+        from decodecalc.model.layers import Attention
+
+        return any(
+            isinstance(m, Attention) and m.kv_elements_per_token(1) > 0
+            for m, _ in self._mixer_counts
+        )
+
     def has_latent_attention(self) -> bool:
         """Whether any layer caches MLA's latent: the only cache FlashMLA's layouts
         (DType.mla_only) can hold."""

@@ -154,20 +154,36 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
-    """A cache format that cannot exist for this model is refused; weights in a format the
-    GPU has no tensor cores for are said to run at the class it falls back to."""
+    """A cache format that cannot exist for this model is refused; a V format the model has
+    no V to store in is said to price nothing; weights in a format the GPU has no tensor
+    cores for are said to run at the class it falls back to."""
     latent = next((c for c in caches if c is not None and c.mla_only), None)
     if latent is not None and not model.has_latent_attention():
         raise InputError(
             f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
             f"{model.id} has no MLA layers; try fp8"
         )
+    kv, values = caches[0], caches[-1]
+    notes = []
+    if values is not None and kv is not None and values != kv and not model.caches_values():
+        why = (
+            f"{model.id}'s MLA caches one latent per token, shared by K and V, all"
+            if model.has_latent_attention()
+            else f"no layer of {model.id} caches a V of its own; its cache is all"
+        )
+        notes.append(
+            Note(
+                "v-dtype-unused",
+                f"--v-dtype {values.id} prices nothing here: {why} in the KV dtype ({kv.id})",
+            )
+        )
     if gpu is None or weights.matmul == "bf16":
-        return ()
+        return tuple(notes)
     peak = gpu.peak_flops(weights.matmul)
     if peak is None or peak[0] == weights.matmul:
-        return ()
+        return tuple(notes)
     return (
+        *notes,
         Note(
             "matmul-fallback",
             f"{gpu.id} has no {weights.matmul.upper()} tensor cores: {weights.id} weights are "
