@@ -317,9 +317,8 @@ class StepModel:
             kinds.setdefault(m.describe(), []).append((m, n))
         tp, sequences = s.attention_tp, self.sequences
         state: list[Fraction] = []
-        for pairs in kinds.values():
-            elements = sum(n * m.state_elements(tp) for m, n in pairs)
-            state.append(s.kv_dtype.bytes_for(sequences * elements) if elements else Fraction(0))
+        for pairs in kinds.values():  # a state in its own format, never the KV dtype's
+            state.append(sequences * sum((n * m.state_bytes(tp) for m, n in pairs), Fraction(0)))
         kv = [Fraction(0)] * len(kinds)
         if context is not None:
             kv = [
@@ -495,7 +494,7 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
         start += count
         pairs = model.mixer_counts() if scenario.pp == 1 else counted(mixers)
         state = scenario.sequences_per_gpu * sum(
-            n * m.state_elements(scenario.attention_tp) for m, n in pairs
+            (n * m.state_bytes(scenario.attention_tp) for m, n in pairs), Fraction(0)
         )
         stages.append(
             Stage(
@@ -503,7 +502,7 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
                 weight_bytes=_group_bytes(scenario, groups, batch),
                 stored_weight_bytes=_group_bytes(scenario, groups, None),
                 kv_units=units if scenario.pp == 1 else kv_units_for(scenario, mixers)[0],
-                state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+                state_bytes=ceil_bytes(state),
             )
         )
     return tuple(stages)
