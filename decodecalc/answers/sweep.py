@@ -61,6 +61,8 @@ class Misfits:
         if not found:
             return
         self.misfits += found
+        if self.smallest is not None and scenario.batch > self.smallest[0]:
+            return  # (no row of a larger batch is the smallest: a sweep's rows stay fast)
         least = min(int(c) for c, f in zip(contexts, fits, strict=True) if f == no)
         if self.smallest is None or (scenario.batch, least) < self.smallest[:2]:
             self.smallest = (scenario.batch, least, scenario)
