@@ -53,11 +53,13 @@ def as_named(profile: EngineProfile, family: str) -> tuple[str, EngineParams] | 
     profile without lines), so that a vote of the typical band is the figure the same
     engine named gives (issue 28: one answer, one release); None where it has none there
     and ``--engine NAME`` falls back on another family (engine_for)."""
-    view = at_line(profile, None, family)
-    params = view.family(family)
-    if params is None:
-        return None
-    return (profile.id if view.line is None else f"{profile.id}@{view.line}"), params
+    lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
+    if not lines:
+        params = profile.family(family)
+        return None if params is None else (profile.id, params)
+    line = newest_line(profile, family)  # (at_line on this family alone: none other parsed)
+    params = line_params(profile, lines, family, release_order(line))
+    return None if params is None else (f"{profile.id}@{line}", params)
 
 
 AS_OF = date(2026, 12, 2)
@@ -189,15 +191,23 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     families: list[tuple[str, EngineParams]] = []
     moved = [k for x in lines for k, _ in x.families if k not in profile.family_names]
     for kind in (*profile.family_names, *dict.fromkeys(moved)):
-        fitted = [x for x in lines if kind in dict(x.families)]
-        older = [x for x in fitted if release_order(x.release) <= here]
-        newer = [x for x in fitted if stands_in(profile, kind, x)] if not older else []
-        nearest = older[-1] if older else (newer[0] if newer else None)
-        # (the pooled fit is parsed only where it stands in)
-        params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
+        params = line_params(profile, lines, kind, here)
         if params is not None:  # (none: a family only a newer line was transferred to)
             families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
+
+
+def line_params(
+    profile: EngineProfile, lines: Sequence[ReleaseLine], family: str, here: tuple[int, ...]
+) -> EngineParams | None:
+    """at_line's parameters on one family for the line at ``here`` (release_order), from
+    the profile's ``lines`` oldest first: that line's own, else the nearest line's, else
+    the pooled fit's (parsed only where it stands in)."""
+    fitted = [x for x in lines if family in dict(x.families)]
+    older = [x for x in fitted if release_order(x.release) <= here]
+    newer = [x for x in fitted if stands_in(profile, family, x)] if not older else []
+    nearest = older[-1] if older else (newer[0] if newer else None)
+    return profile.family(family) if nearest is None else dict(nearest.families)[family]
 
 
 def stands_in(profile: EngineProfile, family: str, newer: ReleaseLine) -> bool:
