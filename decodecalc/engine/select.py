@@ -337,8 +337,7 @@ def typical_outside(engine: Engine, facts: Facts) -> tuple[str, ...]:
     name, words = next((n, w) for n, axes in out for axis, w in axes if axis == main)
     return (
         f"{len(out)} of its {len(found)} engines {'is' if len(out) == 1 else 'are'} outside "
-        f"their fitted range, most on "
-        f"{main} ({counts[main]} of them; {name}: {words})",
+        f"their fitted range, most on {main} ({counts[main]}; {name}: {words})",
     )
 
 
@@ -354,12 +353,8 @@ def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
     """What a scenario extrapolates (extrapolated's words), with the widened band of the
     engine's own parameters; of the typical band, typical_outside's one phrase (its band
     spans the votes' own bands, not widened)."""
-    if engine.kind is EngineKind.TYPICAL:
-        return Note(
-            "engine-extrapolated",
-            f"{engine.id} extrapolated: {'; '.join(axes)}; the band spans their fitted "
-            "bands, not widened as --engine NAME widens each",
-        )
+    if engine.kind is EngineKind.TYPICAL:  # (its band is the votes' own, not widened)
+        return Note("engine-extrapolated", f"{engine.id} extrapolated: {'; '.join(axes)}")
     low, high = engine.params[0].band
     return Note(
         "engine-extrapolated",

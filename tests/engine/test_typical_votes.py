@@ -125,7 +125,7 @@ def test_one_note_says_how_many_votes_extrapolate_and_mostly_why() -> None:
     fitted, axes = beyond(engine, facts)
     assert fitted.params == engine.params  # not widened
     assert axes == (
-        "2 of its 3 engines are outside their fitted range, most on batch (1 of them; "
+        "2 of its 3 engines are outside their fitted range, most on batch (1; "
         "e1@0.5: batch above the fitted 1-4)",
     )
     note = extrapolation_note(fitted, axes)
@@ -135,7 +135,7 @@ def test_one_note_says_how_many_votes_extrapolate_and_mostly_why() -> None:
     old = replace(RANGE, lines=("0.4",))
     _, axes = beyond(voted(RANGE, old), facts)
     assert axes == (
-        "1 of its 2 engines is outside their fitted range, most on release line (1 of them; "
+        "1 of its 2 engines is outside their fitted range, most on release line (1; "
         "e1@0.5: line 0.5 (fitted 0.4))",
     )
     # inside every vote's range (or none recorded): no note
@@ -153,7 +153,7 @@ def test_the_shipped_typical_notes_an_extrapolation_and_only_then(cli: Run) -> N
     doc = json.loads(cli(*args, "--json").out)
     (note,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-extrapolated"]
     assert note.startswith("typical extrapolated: 7 of its 7 engines are outside their fitted")
-    assert "most on batch (7 of them;" in note
+    assert "most on batch (7;" in note
     assert f"decodecalc: note: {note}" in cli(*args).err
     quiet = ("estimate", "-m", "gpt-oss-120b", "-g", "mi355x", "--batch", "16", "-c", "4K")
     doc = json.loads(cli(*quiet, "--json").out)
