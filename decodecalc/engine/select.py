@@ -141,11 +141,12 @@ def engine_for(
     when it has none for this one (None when it has).
 
     Without data for the family, the profile's best-measured family is one vote among the
-    profiles measured on this one: the median of them all is the centre and the band spans
-    them. Across the published points, one engine's step differs by 2x or more between GPU
-    vendors (its kernels are written per vendor) while engines measured on one family
-    differ by a few percent on the same model, so the family's engines say as much as the
-    engine's other chips; neither alone transfers (docs/accuracy.md). Parameters of another
+    profiles measured on this one, each as ``--engine NAME`` takes it there (measured_on):
+    the median of them all is the centre and the band spans them. Across the published
+    points, one engine's step differs by 2x or more between GPU vendors (its kernels are
+    written per vendor) while engines measured on one family differ by a few percent on
+    the same model, so the family's engines say as much as the engine's other chips;
+    neither alone transfers (docs/accuracy.md). Parameters of another
     vendor's family stand in through the GPU's own figures (engine/transfer.py across).
     `decodecalc validate` predicts each left-out group by this same rule, so its
     leave-one-group-out error is what a user of such a fallback gets."""
