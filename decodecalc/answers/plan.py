@@ -530,7 +530,7 @@ def step_seconds(step: StepModel, context: int) -> float:
 
 
 def _fits(step: StepModel, memory: MemoryFit | None, context: int) -> bool:
-    return memory is None or memory.fits(step.kv_bytes(context), step.state_bytes)
+    return memory is None or step.fits(context, memory)
 
 
 def largest(low: int, high: int, value: Callable[[int], float], limit: float) -> int:
@@ -568,7 +568,7 @@ def largest(low: int, high: int, value: Callable[[int], float], limit: float) ->
 
 
 def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
-    need = memory.stored_weight_bytes + step.kv_bytes(context) + step.state_bytes
+    need = step.held_bytes(context)
     batch = step.scenario.batch
     return Miss(
         "fit",
