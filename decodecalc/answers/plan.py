@@ -623,6 +623,7 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
     same deployment (FP8 KV where the default already is FP8) are one."""
     import itertools
 
+    from decodecalc.answers.notes import assumed_step
     from decodecalc.errors import Conflict
     from decodecalc.resolving.resolve import resolve
 
@@ -663,6 +664,8 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
             skipped.append(f"{_describe(spec)}: {exc}")
             continue
         scenarios.setdefault((gpu, tp, pp, ep, *_formats(scenario)), scenario)
+    if scenarios:  # every candidate shares the engine, efficiency and overhead
+        notes.extend(assumed_step(next(iter(scenarios.values()))))
     return Candidates(tuple(scenarios.values()), tuple(skipped), tuple(notes))
 
 
