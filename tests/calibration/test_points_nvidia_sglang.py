@@ -1,6 +1,7 @@
 """validation/points-nvidia-sglang.yaml: published SGLang 0.4 and 0.5 decode measurements on NVIDIA
 datacenter GPUs (H100, H200, B200), each traced to its source and mapped by the rules
-validation/README.md states ("SGLang on NVIDIA datacenter GPUs"); not fitted: out of sample."""
+validation/README.md states ("SGLang on NVIDIA datacenter GPUs"); validation/fit_engines.py fits
+SGLang 0.4's nine Llama points (FITTED_SHARES) and the ten 0.5 points stay out of sample."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import yaml
 
 from decodecalc.calibration.points import MEASURED_KINDS, read_points
 from decodecalc.engine.profile import gpu_family, release_order
-from decodecalc.loading.catalog import Catalog
+from decodecalc.loading.catalog import Catalog, presets_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 POINTS = ROOT / "validation" / "points-nvidia-sglang.yaml"
@@ -70,3 +71,12 @@ def test_request_rate_runs_take_the_mean_in_flight_as_batch() -> None:
         if p["measured"] == "itl_median":
             found = re.search(r"duration = ([\d.]+) \(", p["notes"])
             assert found and p["batch"] == p["concurrency"] == round(float(found.group(1)))
+
+
+def test_the_shipped_0_4_line_on_nvidia_is_fitted_on_the_llama_share_alone() -> None:
+    # validation/fit_engines.py FITTED_SHARES: the nine SGLang 0.4 Llama points; 0.5 held out
+    fitted = [p for p in _points() if p["release"] == "0.4"]
+    assert {p["model"] for p in fitted} == {"llama-3.1-70b", "llama-3.1-405b"} and len(fitted) == 9
+    path = presets_dir() / "engines" / "sglang.yaml"
+    profile = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert profile["lines"]["0.4"]["families"]["nvidia-datacenter"]["points"] == len(fitted)
