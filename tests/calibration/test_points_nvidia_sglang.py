@@ -1,7 +1,7 @@
 """validation/points-nvidia-sglang.yaml: published SGLang 0.4 and 0.5 decode measurements on NVIDIA
-datacenter GPUs (H100, H200, B200), each traced to its source and mapped by the rules
+datacenter GPUs (H100, H200, H20, B200), each traced to its source and mapped by the rules
 validation/README.md states ("SGLang on NVIDIA datacenter GPUs"); validation/fit_engines.py fits
-SGLang 0.4's nine Llama points (FITTED_SHARES) and the ten 0.5 points stay out of sample."""
+SGLang 0.4's nine Llama points (FITTED_SHARES) and the other 34 stay out of sample."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POINTS = ROOT / "validation" / "points-nvidia-sglang.yaml"
 RESERVED = ("inferencex", "inferencemax", "semianalysis", "sgl-cookbook", "kyuz0", "rapid-mlx")
 """Sources kept as independent checks: never a source or a note here."""
-COUNT = 19
+COUNT = 43
 
 
 @cache
@@ -74,9 +74,19 @@ def test_request_rate_runs_take_the_mean_in_flight_as_batch() -> None:
 
 
 def test_the_shipped_0_4_line_on_nvidia_is_fitted_on_the_llama_share_alone() -> None:
-    # validation/fit_engines.py FITTED_SHARES: the nine SGLang 0.4 Llama points; 0.5 held out
-    fitted = [p for p in _points() if p["release"] == "0.4"]
-    assert {p["model"] for p in fitted} == {"llama-3.1-70b", "llama-3.1-405b"} and len(fitted) == 9
+    # validation/fit_engines.py FITTED_SHARES: the nine SGLang 0.4 Llama points; the rest held out
+    fitted = [p for p in _points() if p["model"] in ("llama-3.1-70b", "llama-3.1-405b")]
+    assert {p["release"] for p in fitted} == {"0.4"} and len(fitted) == 9
     path = presets_dir() / "engines" / "sglang.yaml"
     profile = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert profile["lines"]["0.4"]["families"]["nvidia-datacenter"]["points"] == len(fitted)
+
+
+def test_a_whole_call_rate_counts_the_prompt_too() -> None:
+    # Qwen's speed benchmark: (prompt + 2,048 generated) / time. Qwen3-8B BF16, a 6,144-token
+    # prompt, 296.25 tok/s: (6,144 + 2,048) / 296.25 = 27.652 s; / 2,048 = 13.502 ms per
+    # generated token (one prefill inside); context 6,144 + 2,048 / 2 = 7,168
+    rows = [p for p in _points() if p["gpu"] == "h20" and p["model"] == "qwen3-8b"]
+    six = next(p for p in rows if p["context"] == 7168 and p["weights"] == "bf16")
+    assert six["ms_per_token"] == pytest.approx(13.502, abs=1e-3)
+    assert six["measured"] == "e2e_over_tokens" and len(rows) == 6
