@@ -16,6 +16,7 @@ import yaml
 from decodecalc.calibration.points import MEASURED_KINDS, read_points
 from decodecalc.engine.profile import gpu_family, release_order
 from decodecalc.loading.catalog import Catalog, presets_dir
+from tests.calibration.test_validate import fitting_script
 
 ROOT = Path(__file__).resolve().parents[2]
 POINTS = ROOT / "validation" / "points-nvidia-sglang.yaml"
@@ -90,3 +91,15 @@ def test_a_whole_call_rate_counts_the_prompt_too() -> None:
     six = next(p for p in rows if p["context"] == 7168 and p["weights"] == "bf16")
     assert six["ms_per_token"] == pytest.approx(13.502, abs=1e-3)
     assert six["measured"] == "e2e_over_tokens" and len(rows) == 6
+
+
+@pytest.mark.slow  # reads and labels the file through the fitting script
+def test_the_fitting_script_shares_the_nine_llama_points_alone(catalog: Catalog) -> None:
+    # FITTED_SHARES: SGLang 0.4's Llama-3.3-70B (5) and Llama-3.1-405B (4) points on H200;
+    # Qwen's 24 SGLang 0.4.6 points on H20 share the line but not the fit
+    script = fitting_script()
+    shares = script.shared_points(POINTS, catalog)
+    assert sorted((p.release, p.scenario.model.id, p.scenario.gpu.id) for p in shares) == [
+        *[("0.4", "llama-3.1-405b", "h200")] * 4,
+        *[("0.4", "llama-3.1-70b", "h200")] * 5,
+    ]
