@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from decodecalc.engine.profile import Engine
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
@@ -307,6 +308,24 @@ def resolve_efficiency(
         ) from None
 
 
+def roofline_only(engine: Engine, efficiency: float, overhead_s: float) -> None:
+    """An efficiency below 1 and a per-step overhead are an assumption about one's own
+    engine, and only the roofline's step takes them: a measured engine's (a profile's, or
+    the default typical band's) has its own efficiencies and costs, which they would not
+    move. So every command refuses them there, rather than moving the roofline alone past
+    the figure it bounds."""
+    given = [f"efficiency {efficiency:g}"] if efficiency != 1 else []
+    if overhead_s:
+        given.append(f"overhead {overhead_s * 1000:g} ms")
+    if given and not engine.is_roofline:
+        raise InputError(
+            f"{' and '.join(given)} {'shape' if len(given) > 1 else 'shapes'} only the "
+            f"roofline's step, and the figures are the "
+            f"{engine.id} engine's measured step: give --engine roofline to take them as "
+            "your own engine's"
+        )
+
+
 def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     """Every value of a spec that is wrong whatever the others hold: a count out of range,
     a text that is no rate, time, fraction or wattage, an unknown link. Checked first, so
@@ -364,6 +383,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         overhead_s = parse_duration(spec.overhead, "overhead")
     else:
         overhead_s = fit.overhead_s or 0.0 if spec.overhead is None else float(spec.overhead)
+    roofline_only(engine, fit.fraction, overhead_s)
     scenario = Scenario(
         model=model,
         weights=weights,

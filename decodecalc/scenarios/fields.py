@@ -203,7 +203,8 @@ SCENARIO_FIELDS = (
         "efficiency",
         ("--efficiency", "-e"),
         "Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
-        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
+        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save'). "
+        "Below 1, only with --engine roofline: your own engine's step.",
         "EFF",
         kind="efficiency",
     ),
@@ -217,7 +218,8 @@ SCENARIO_FIELDS = (
     ScenarioField(
         "overhead",
         ("--overhead",),
-        "Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated).",
+        "Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated); above 0, "
+        "only with --engine roofline.",
         "TIME",
         kind="time",
     ),

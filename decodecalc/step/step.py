@@ -425,13 +425,16 @@ class StepModel:
 
     def fits(self, context_tokens: int, memory: MemoryFit) -> bool:
         """Every stage's GPUs hold their weights, the cache they keep and their state."""
-        if len(self.stages) == 1:
-            return memory.fits(self.kv_bytes(context_tokens, held=True), self.state_bytes)
-        return all(
+        return self.held_bytes(context_tokens) <= memory.budget_bytes
+
+    def held_bytes(self, context_tokens: int) -> int:
+        """What the fullest GPU holds: its stage's stored weights, the cache its layers
+        keep for the batch and their state. One batch is held, not the sum over stages a
+        step streams: a stage's GPUs keep only their own layers' cache."""
+        return max(
             stage.stored_weight_bytes
             + self._cache_bytes(stage.kv_units, context_tokens, held=True)
             + stage.state_bytes
-            <= memory.budget_bytes
             for stage in self.stages
         )
 
