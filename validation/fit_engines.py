@@ -422,6 +422,7 @@ POINTS = (
     ROOT / "validation" / "points.yaml",
     ROOT / "validation" / "points-2026-thin-regimes.yaml",
     ROOT / "validation" / "points-apple.yaml",  # MLX on Apple: FITTED_SHARES
+    ROOT / "validation" / "points-nvidia-sglang.yaml",  # SGLang on NVIDIA: FITTED_SHARES
 )
 """The points the shipped profiles are fitted on: the 232 of ../shared/validation, and of
 the 2026 set where it is thin the share FITTED_SHARES names. The datacenter set and the
@@ -449,6 +450,8 @@ FITTED_SHARES = {
         Share("vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")),
         Share("atom", "2026-05", ("deepseek-v3", "gpt-oss-120b", "minimax-m2", "llama-3.1-70b")),
     ),
+    # --- SGLang on NVIDIA datacenter GPUs (validation/points-nvidia-sglang.yaml) ---
+    "points-nvidia-sglang.yaml": (Share("sglang", "0.4", ("llama-3.1-70b", "llama-3.1-405b")),),
     # --- MLX on Apple ---
     "points-apple.yaml": (
         Share(
@@ -472,7 +475,12 @@ MLX on Apple (points-apple.yaml): mlx-lm 0.31.1's ten points on an M4 Max 128 GB
 models, each at a short and a 22K-token prompt) make the `mlx` profile, a new engine on its
 own points, its band from each model left out in turn; the file's 22 other MLX points (mlx-lm
 0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
-and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample."""
+and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample.
+
+SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml): SGLang 0.4's nine points of
+Llama-3.3-70B (TP 4) and Llama-3.1-405B (TP 8) served on H200 at 8-224 requests in flight
+make the 0.4 line on nvidia-datacenter; its ten SGLang 0.5 points (gpt-oss-120b at batch 1
+on B200 and H100, five MoE models at concurrency 1 on B200) stay out of sample."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:

@@ -144,7 +144,6 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
     blocks = 0
     if slot_bytes and available > 0:
         blocks = math.floor(available / (slot_bytes * limits.block_size))
-    state = sum(m.state_elements(scenario.tp) for m in model.mixers())
     return KvPool(
         tokens=blocks * limits.block_size,
         blocks=blocks,
@@ -157,7 +156,7 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
         kv_bytes_per_token=per_token,
         kinds=kinds,
         max_num_batched_tokens=limits.max_num_batched_tokens,
-        state_bytes_per_sequence=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+        state_bytes_per_sequence=model.state_bytes_per_sequence(scenario.tp),
     )
 
 

@@ -349,25 +349,6 @@ def contexts_for(spec: str | None, model: Any) -> tuple[int, ...]:
     return parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")
 
 
-def roofline_only(ctx: typer.Context, engine: str, command: str) -> None:
-    """--efficiency and --overhead shape the roofline's step; a command that prices an
-    engine's own step (serving, plan: the typical engine unless --engine roofline) has no
-    use for them, so they are refused rather than ignored. ``engine``: whose step it prices
-    ('roofline' for physics alone)."""
-    if engine == "roofline":
-        return
-    typed = [
-        flag
-        for name, flag in (("efficiency", "--efficiency"), ("overhead", "--overhead"))
-        if given(ctx, name)
-    ]
-    if typed:
-        raise InputError(
-            f"{' and '.join(typed)} shape the roofline's step, and {command} prices the "
-            f"{engine} engine's own: give --engine roofline to use them"
-        )
-
-
 def workloads_of(params: dict[str, Any], **rest: Any) -> "list[Workload]":
     """--input-len, --output-len and one of --concurrency (closed loop) and --request-rate
     (open loop), each load a comma list, as one workload per load in increasing order (a

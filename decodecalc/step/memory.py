@@ -37,9 +37,6 @@ class MemoryFit:
     """Longest context that fits at the scenario's batch (0: the weights alone do not fit;
     None: memory never limits it, because every layer is windowed or keeps a constant state)."""
 
-    def fits(self, kv_bytes: int, state_bytes: int) -> bool:
-        return self.stored_weight_bytes + kv_bytes + state_bytes <= self.budget_bytes
-
 
 def memory_fit(
     budget_bytes: int,

@@ -178,7 +178,7 @@ class TestServingPrices:
 
 def test_estimate_csv_has_one_overhead_column(cli: Run) -> None:
     result = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--overhead", "0.5ms",
-                 "-f", "csv")  # fmt: skip
+                 "--engine", "roofline", "-f", "csv")  # fmt: skip
     assert result.code == 0
     header, first, *_ = csv.reader(io.StringIO(result.out))
     assert header.count("overhead_ms") == 1
