@@ -8,18 +8,22 @@ within the share of capacity the runtime leaves to them (vLLM's gpu_memory_utili
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 from decodecalc.model.dtypes import DType
 from decodecalc.model.kvcache import KVCurve
-from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, weight_bytes
+from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record
 
 
-def stored_weight_bytes(model: Model, weights: DType, tp: int, overrides: Overrides = ()) -> int:
-    """Every parameter one GPU holds, read each step or not, each group in its format."""
-    parts = ((g.name, g.params_per_gpu(tp)) for g in model.tensor_groups())
+def stored_weight_bytes(
+    groups: Iterable[TensorGroup], weights: DType, tp: int, overrides: Overrides = ()
+) -> int:
+    """Every parameter of ``groups`` (a model's, or one pipeline stage's) one GPU holds,
+    read each step or not, each group in its format."""
+    parts = ((g.name, g.params_per_gpu(tp)) for g in groups)
     return weight_bytes(parts, weights, overrides)
 
 
