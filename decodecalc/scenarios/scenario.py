@@ -152,6 +152,13 @@ class Scenario:
         return 1 if self.dp_attention else self.tp
 
     @property
+    def expert_ranks(self) -> int:
+        """GPUs a layer's routed experts are spread over: the TP group under expert
+        parallelism, where each holds whole experts and runs only the tokens routed to
+        them; 1 otherwise, where each holds a slice of every expert and sees every token."""
+        return self.tp if self.ep else 1
+
+    @property
     def sequences_per_gpu(self) -> int:
         """Sequences whose cache one GPU holds and reads: all of them, or under data-parallel
         attention its share, the busiest rank's when tp does not divide the batch."""

@@ -299,7 +299,7 @@ class StepModel:
         return StepWork(
             weight_ops=self.weight_ops,
             mixers=self.mixer_work(),
-            counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu),
+            counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu, s.expert_ranks),
             bandwidth=s.bandwidth_bytes_per_s,
             peak=self.peak_flops_per_s,
             kv_read_factor=kv_read_factor(s),
