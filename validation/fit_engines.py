@@ -422,7 +422,6 @@ POINTS = (
     ROOT / "validation" / "points.yaml",
     ROOT / "validation" / "points-2026-thin-regimes.yaml",
     ROOT / "validation" / "points-apple.yaml",  # MLX on Apple: FITTED_SHARES
-    ROOT / "validation" / "points-nvidia-sglang.yaml",  # SGLang on NVIDIA: FITTED_SHARES
 )
 """The points the shipped profiles are fitted on: the 232 of ../shared/validation, and of
 the 2026 set where it is thin the share FITTED_SHARES names. The datacenter set and the
@@ -450,8 +449,6 @@ FITTED_SHARES = {
         Share("vllm", "0.19", ("gpt-oss-120b", "minimax-m2.5", "glm-4.7")),
         Share("atom", "2026-05", ("deepseek-v3", "gpt-oss-120b", "minimax-m2", "llama-3.1-70b")),
     ),
-    # --- SGLang on NVIDIA datacenter GPUs (validation/points-nvidia-sglang.yaml) ---
-    "points-nvidia-sglang.yaml": (Share("sglang", "0.4", ("llama-3.1-70b", "llama-3.1-405b")),),
     # --- MLX on Apple ---
     "points-apple.yaml": (
         Share(
@@ -477,10 +474,10 @@ own points, its band from each model left out in turn; the file's 22 other MLX p
 0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
 and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample.
 
-SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml): SGLang 0.4's nine points of
-Llama-3.3-70B (TP 4) and Llama-3.1-405B (TP 8) served on H200 at 8-224 requests in flight
-make the 0.4 line on nvidia-datacenter; its ten SGLang 0.5 points (gpt-oss-120b at batch 1
-on B200 and H100, five MoE models at concurrency 1 on B200) stay out of sample."""
+SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml) stays out of sample: its nine
+SGLang 0.4 Llama points fitted as a 0.4 line on nvidia-datacenter priced an expert's token
+pass at a dense layer's (the line had no MoE point), 3x over the LMSYS EP72 decode pool
+(validation/README.md)."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:

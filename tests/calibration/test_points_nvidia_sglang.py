@@ -1,7 +1,7 @@
 """validation/points-nvidia-sglang.yaml: published SGLang 0.4 and 0.5 decode measurements on NVIDIA
 datacenter GPUs (H100, H200, H20, B200), each traced to its source and mapped by the rules
 validation/README.md states ("SGLang on NVIDIA datacenter GPUs"); validation/fit_engines.py fits
-SGLang 0.4's nine Llama points (FITTED_SHARES) and the other 34 stay out of sample."""
+All 43 stay out of sample: no share of the file is fitted (FITTED_SHARES)."""
 
 from __future__ import annotations
 
@@ -74,13 +74,11 @@ def test_request_rate_runs_take_the_mean_in_flight_as_batch() -> None:
             assert found and p["batch"] == p["concurrency"] == round(float(found.group(1)))
 
 
-def test_the_shipped_0_4_line_on_nvidia_is_fitted_on_the_llama_share_alone() -> None:
-    # validation/fit_engines.py FITTED_SHARES: the nine SGLang 0.4 Llama points; the rest held out
-    fitted = [p for p in _points() if p["model"] in ("llama-3.1-70b", "llama-3.1-405b")]
-    assert {p["release"] for p in fitted} == {"0.4"} and len(fitted) == 9
+def test_the_shipped_0_4_line_has_no_nvidia_fit_of_its_own() -> None:
+    # The file is out of sample: SGLang's 0.4 line keeps its AMD fit alone
     path = presets_dir() / "engines" / "sglang.yaml"
     profile = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert profile["lines"]["0.4"]["families"]["nvidia-datacenter"]["points"] == len(fitted)
+    assert set(profile["lines"]["0.4"]["families"]) == {"amd-instinct"}
 
 
 def test_a_whole_call_rate_counts_the_prompt_too() -> None:
@@ -94,12 +92,6 @@ def test_a_whole_call_rate_counts_the_prompt_too() -> None:
 
 
 @pytest.mark.slow  # reads and labels the file through the fitting script
-def test_the_fitting_script_shares_the_nine_llama_points_alone(catalog: Catalog) -> None:
-    # FITTED_SHARES: SGLang 0.4's Llama-3.3-70B (5) and Llama-3.1-405B (4) points on H200;
-    # Qwen's 24 SGLang 0.4.6 points on H20 share the line but not the fit
+def test_the_fitting_script_shares_none_of_the_file(catalog: Catalog) -> None:
     script = fitting_script()
-    shares = script.shared_points(POINTS, catalog)
-    assert sorted((p.release, p.scenario.model.id, p.scenario.gpu.id) for p in shares) == [
-        *[("0.4", "llama-3.1-405b", "h200")] * 4,
-        *[("0.4", "llama-3.1-70b", "h200")] * 5,
-    ]
+    assert script.shared_points(POINTS, catalog) == []
