@@ -7,9 +7,13 @@ importable from here without loading the CLI, Rich or YAML until they are used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from decodecalc.version import __version__
+
+TYPE_CHECKING = False
+"""typing.TYPE_CHECKING without importing typing: the console script imports this package
+before decodecalc/__main__.py turns the garbage collector off, and typing is the biggest
+import of that stretch (Typer imports it again, collector off). Type checkers read any
+name TYPE_CHECKING as true."""
 
 __all__ = [
     "Catalog",
@@ -29,6 +33,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from decodecalc.answers.estimate import Estimate
     from decodecalc.api import (
         estimate,

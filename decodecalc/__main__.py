@@ -16,11 +16,15 @@ SIGTERM), and
 EXIT_CLOSED_PIPE (141) when the reader of the output went away first.
 """
 
+from __future__ import annotations
+
 import gc
 import os
-import signal
 import sys
-from typing import Any, NoReturn, TextIO, cast
+
+TYPE_CHECKING = False  # typing itself is imported once the collector is off (see run)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn, TextIO
 
 EXIT_CLOSED_PIPE = 141
 """The reader of stdout closed it before the output ended (``decodecalc sweep ... | head``):
@@ -61,7 +65,7 @@ def _guarded(stream: TextIO | None) -> TextIO:
     leaves None) writes nowhere, so that the exit status still tells what happened."""
     if stream is None:
         stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (open until exit)
-    return cast(TextIO, _PipeGuard(stream))
+    return _PipeGuard(stream)  # type: ignore[return-value]  # (a TextIO by delegation)
 
 
 EXIT_TERMINATED = 143
@@ -77,6 +81,8 @@ def _terminated(signum: int, frame: object) -> None:
 def run() -> None:
     """Console-script entry point."""
     gc.disable()
+    import signal
+
     from decodecalc.cli import main
 
     signal.signal(signal.SIGTERM, _terminated)

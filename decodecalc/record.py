@@ -42,44 +42,46 @@ def field(*, default_factory: Callable[[], T]) -> T:
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    """A record's __init__: the values given (keywords, the usual way, are taken as they
+    come), its defaults for the rest, stored in field order. A query builds hundreds of
+    records, so the common case is a few dictionary operations, not a loop per field."""
     cls = type(self)
     names: tuple[str, ...] = cls.__record_fields__
-    setter = object.__setattr__
-    given = len(args)
-    if given > len(names):
-        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {given} positional")
-    for name, value in zip(names, args, strict=False):
-        setter(self, name, value)
-    if kwargs or given < len(names):
-        _init_named(self, cls, names[given:], kwargs)
+    if args or not cls.__record_names__.issuperset(kwargs):
+        kwargs = _given(cls, args, kwargs)
+    values = cls.__record_template__.copy()  # field order; the plain defaults in place
+    values.update(kwargs)
+    if len(kwargs) != len(names):
+        for name in cls.__record_unfilled__:
+            if name not in kwargs:
+                default = values[name]
+                if default is _MISSING:
+                    raise TypeError(f"{cls.__name__} is missing field {name!r}")
+                values[name] = default.make()
+    self.__dict__.update(values)
     post_init = getattr(self, "__post_init__", None)
     if post_init is not None:
         post_init()
 
 
-def _init_named(self: Any, cls: type[Any], rest: tuple[str, ...], kwargs: dict[str, Any]) -> None:
-    """The fields after the positional ones: from keywords, else their defaults (records
-    are built in every loop of an answer, so the all-positional case above stays short)."""
-    defaults: dict[str, Any] = cls.__record_defaults__
-    for key in kwargs:
-        if key not in rest:
-            if key in cls.__record_fields__:
-                raise TypeError(f"{cls.__name__} got {key!r} twice")
+def _given(cls: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The values of positional and keyword arguments by field, each checked."""
+    names: tuple[str, ...] = cls.__record_fields__
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(args)} positional")
+    values = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in cls.__record_names__:
             raise TypeError(f"{cls.__name__} has no field {key!r}")
-    setter = object.__setattr__
-    for name in rest:
-        value = kwargs.get(name, _MISSING)
-        if value is _MISSING:
-            value = defaults.get(name, _MISSING)
-            if value is _MISSING:
-                raise TypeError(f"{cls.__name__} is missing field {name!r}")
-            if isinstance(value, _Factory):
-                value = value.make()
-        setter(self, name, value)
+        if key in values:
+            raise TypeError(f"{cls.__name__} got {key!r} twice")
+        values[key] = value
+    return values
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in type(self).__record_fields__)
+    values: tuple[Any, ...] = type(self).__record_values__(self)
+    return values
 
 
 def _eq(self: Any, other: object) -> Any:
@@ -117,6 +119,14 @@ def record(cls: type[T]) -> type[T]:
     methods = {
         "__record_fields__": names,
         "__record_defaults__": defaults,
+        "__record_names__": frozenset(names),
+        # What _init starts from: each field's plain default, _MISSING or a _Factory for
+        # the rest (__record_unfilled__ names those).
+        "__record_template__": {n: defaults.get(n, _MISSING) for n in names},
+        "__record_unfilled__": tuple(
+            n for n in names if n not in defaults or isinstance(defaults[n], _Factory)
+        ),
+        "__record_values__": _getter(names),
         "__init__": _init,
         "__eq__": _eq,
         "__hash__": _hash,
@@ -129,9 +139,19 @@ def record(cls: type[T]) -> type[T]:
     return cls
 
 
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The fields' values as a tuple, read in C (operator.attrgetter gives a tuple for two
+    names or more, the value itself for one)."""
+    import operator
+
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda obj: tuple(getattr(obj, name) for name in names)
+
+
 def replace(obj: T, **changes: Any) -> T:
     """A copy of a record with some fields changed (validated again, like a new one)."""
-    values = {name: getattr(obj, name) for name in type(obj).__record_fields__}  # type: ignore[attr-defined]
+    values = dict(zip(type(obj).__record_fields__, _values(obj), strict=True))  # type: ignore[attr-defined]
     values.update(changes)
     return type(obj)(**values)
 

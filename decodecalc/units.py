@@ -139,10 +139,12 @@ def _to_positive_int(value: Fraction, text: str, what: str, limit: int, unit: st
         raise InputError(f"{what} {text!r} must be greater than zero")
     if value > limit:
         raise InputError(f"{what} {text!r} is implausibly large (at most {limit:.0e} {unit})")
+    if round(value) < 1:  # what divides by it must not meet a rounded zero
+        raise InputError(f"{what} {text!r} rounds to 0 {unit}; it must be at least 1")
     return round(value)
 
 
-def parse_bandwidth(text: str) -> int:
+def parse_bandwidth(text: str, what: str = "bandwidth") -> int:
     """Parse a memory bandwidth such as ``3.35TB/s`` into integer bytes per second.
 
     >>> parse_bandwidth("3.35TB/s")
@@ -150,7 +152,6 @@ def parse_bandwidth(text: str) -> int:
     >>> parse_bandwidth("1.5 TiB/s")
     1649267441664
     """
-    what = "bandwidth"
     value, unit = _split(text, what, BANDWIDTH_EXAMPLES)
     per_second = unit.endswith(("/s", "ps"))
     parts = _byte_prefix(unit[:-2]) if per_second else None

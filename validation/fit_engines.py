@@ -472,7 +472,12 @@ MLX on Apple (points-apple.yaml): mlx-lm 0.31.1's ten points on an M4 Max 128 GB
 models, each at a short and a 22K-token prompt) make the `mlx` profile, a new engine on its
 own points, its band from each model left out in turn; the file's 22 other MLX points (mlx-lm
 0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
-and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample."""
+and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample.
+
+SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml) stays out of sample: its nine
+SGLang 0.4 Llama points fitted as a 0.4 line on nvidia-datacenter priced an expert's token
+pass at a dense layer's (the line had no MoE point), 3x over the LMSYS EP72 decode pool
+(validation/README.md)."""
 
 
 def shared_points(path: Path, catalog: Catalog) -> list[MeasuredPoint]:

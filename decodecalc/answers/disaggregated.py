@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from statistics import median
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
-from decodecalc.answers.serving import Refused, erlang_c, step_prices
+from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
@@ -258,9 +257,7 @@ class _Deployment:
         self.kv_bytes, self.kv_per_gpu = prompt_kv_bytes(d, workload.input_len)
         self.transfer_s = handover_seconds(pools.kv_link, self.kv_per_gpu)
         engine = d.engine
-        self.per_request_s = (
-            0.0 if engine.is_roofline else median([q.per_request_s for q in engine.params])
-        )
+        self.per_request_s = per_request_seconds(engine)
         self.decode_steps = 1 + (workload.output_len - 1) / self.tau
         """Steps a request spends on a decode worker: the first token's, then the rest."""
 

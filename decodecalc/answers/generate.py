@@ -75,15 +75,17 @@ class Generation:
         return self.new_tokens - 1
 
     @property
-    def mean_step_seconds(self) -> float:
+    def mean_step_seconds(self) -> float | None:
+        """The roofline's mean decode step (None: one new token, no decode step)."""
         if not self.decode_steps:
-            return self.first_step_seconds
+            return None
         return self.decode_seconds / self.decode_steps
 
     @property
-    def expected_mean_step_seconds(self) -> float:
+    def expected_mean_step_seconds(self) -> float | None:
+        """The headline's mean decode step (None: one new token, no decode step)."""
         if not self.decode_steps:
-            return self.expected_first_step_seconds
+            return None
         return self.expected_decode_seconds[0] / self.decode_steps
 
     @property
@@ -100,10 +102,12 @@ class Generation:
         return self.prefill.seconds + self.decode_seconds
 
     @property
-    def expected_tokens_per_s(self) -> float:
+    def expected_tokens_per_s(self) -> float | None:
         """Tokens per second of the decode at the engine's expected steps (the roofline's
-        where the engine is 'roofline'): the headline rate, one token a mean step."""
-        return 1 / self.expected_mean_step_seconds
+        where the engine is 'roofline'): the headline rate, one token a mean step (None:
+        no decode step, the prefill gives the only token)."""
+        mean = self.expected_mean_step_seconds
+        return None if mean is None else 1 / mean
 
     @property
     def expected_total_seconds(self) -> float:
@@ -197,8 +201,15 @@ def expected_decode(step: StepModel, first_context: int, steps: int) -> tuple[fl
 
 
 def generate(scenario: Scenario, prompt_tokens: int, new_tokens: int) -> Generation:
+    """A whole answer: a prompt of at least one token (its prefill yields the first new
+    token, so an empty prompt would have no pass to come from) and 1 to 2^30 new tokens."""
     if not 1 <= new_tokens <= MAX_GENERATED_TOKENS:
         raise InputError(f"tokens {new_tokens} must be from 1 to {MAX_GENERATED_TOKENS:,}")
+    if prompt_tokens < 1:
+        raise InputError(
+            f"prompt {prompt_tokens}: a prompt needs at least one token (its prefill yields "
+            "the first new token)"
+        )
     step = StepModel.of(scenario)
     prompt = prefill(step, prompt_tokens)
     steps = new_tokens - 1
@@ -227,9 +238,9 @@ def _engine_prefill(
 ) -> tuple[float, float]:
     """The engine's time to first token and its per-request cost in it: serving's TTFT at
     concurrency 1 for the batch's prompts sent together; the roofline prefill (and no
-    per-request cost) under --engine roofline, or with no prompt."""
+    per-request cost) under --engine roofline."""
     engine = scenario.engine
-    if engine.is_roofline or not prompt.tokens:
+    if engine.is_roofline:
         return prompt.seconds, 0.0
     from decodecalc.answers.serving import lone_ttft_s, per_request_seconds
     from decodecalc.engine.scheduler import scheduler_limits
@@ -241,7 +252,10 @@ def _engine_prefill(
             f"prices a request, of at most {MAX_TOKENS:,} prompt tokens (--engine roofline "
             "times a longer one)"
         )
-    lone = Workload(input_len=prompt_tokens, output_len=max(2, new_tokens), concurrency=1)
+    # A request's output is at most MAX_TOKENS: a longer answer's first token comes as
+    # that request's would (before, a -n past it was refused as a serving workload)
+    output = min(max(2, new_tokens), MAX_TOKENS)
+    lone = Workload(input_len=prompt_tokens, output_len=output, concurrency=1)
     limits = scheduler_limits(engine, scenario.gpu)
     ttft = lone_ttft_s(scenario, lone, limits, prompts=scenario.batch)
     return ttft, per_request_seconds(engine)

@@ -14,15 +14,25 @@ the utilization leaves (vLLM 0.19.0 only warns that this changes in a later vers
     tokens    = blocks x block_size
 
 The pool is per GPU, but every GPU of a tensor-parallel group holds its own heads of the
-same tokens, so ``tokens`` is the replica's. A model mixing layer kinds (sliding-window and
-global attention) shares one block pool between groups of equally many layers, the group
-size being the smallest kind's count (or the largest, when every kind has under 1.5 times
-the smallest): kinds that do not fill their last group are padded with empty layer slots
-(v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``). A request of T
-tokens holds ceil(T / block) blocks in each global layer and, in a windowed layer, the
-blocks of its window plus one chunk and one more block, as the window need not start at
-a block's edge (``SlidingWindowSpec.max_memory_usage_bytes``), so the
-"maximum concurrency" vLLM logs is blocks / blocks per request. DeepSeek-V4's pooled
+same tokens, so ``tokens`` is the replica's. Under pipeline parallelism a stage's GPUs
+hold only its layers' weights (the first stage the embedding, the last the LM head) and
+its layers' cache, for every token the replica runs: each stage's pool is sized alone, on
+its own weights and bytes per token, and the stage with the fewest blocks (the one with
+the most weights or layers) decides, as vLLM gives every rank the smallest rank's block
+count (v1/core/kv_cache_utils.py ``get_kv_cache_configs``): the split that
+``StepModel.held_bytes`` checks estimate and plan against (step/step.py).
+
+A model mixing layer kinds (sliding-window and global attention) shares one block pool
+between groups of equally many layers, the group size being the smallest kind's count (or
+the largest, when every kind has under 1.5 times the smallest): kinds that do not fill
+their last group are padded with empty layer slots (v1/core/kv_cache_utils.py
+``_get_kv_cache_groups_uniform_page_size``). Under pipeline stages each stage's layers
+are grouped alone: exact for a model of one kind, an approximation for a mixed one (vLLM
+forms the groups over the whole model and gives each rank its members of them). A
+request of T tokens holds ceil(T / block) blocks in each global layer and, in a windowed
+layer, the blocks of its window plus one chunk and one more block, as the window need not
+start at a block's edge (``SlidingWindowSpec.max_memory_usage_bytes``), so the "maximum
+concurrency" vLLM logs is blocks / blocks per request. DeepSeek-V4's pooled
 entries (one per 4 or 128 tokens, model/compressed_attention.py) are kinds of their own
 that keep every token, beside its layers' windows.
 """
@@ -30,6 +40,7 @@ that keep every token, beside its layers' windows.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -39,10 +50,12 @@ from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.record import record
 from decodecalc.step.memory import stored_weight_bytes
+from decodecalc.step.parallelism import stage_groups, stage_layer_counts
 
 if TYPE_CHECKING:
     from decodecalc.model.layers import FFN, Mixer
     from decodecalc.model.model import Model
+    from decodecalc.model.tensors import TensorGroup
     from decodecalc.scenarios.scenario import Scenario
 
 ACTIVATION_BYTES = 2
@@ -72,7 +85,8 @@ class LayerKind:
 
 @record
 class KvPool:
-    """A server's KV cache pool, per GPU and in tokens per replica."""
+    """A server's KV cache pool, per GPU and in tokens per replica. Under pipeline
+    parallelism the per-GPU figures are those of the stage that decides (fewest blocks)."""
 
     tokens: int
     """KV cache tokens the pool holds (per replica = the TP group, after block rounding)."""
@@ -81,7 +95,8 @@ class KvPool:
     budget_bytes: int
     """Per GPU: memory as CUDA reports it x utilization."""
     weight_bytes: int
-    """Per GPU: every weight as stored, each tensor group in its own format."""
+    """Per GPU: every weight its stage holds as stored, each tensor group in its own
+    format."""
     activation_bytes: int
     """Per GPU: the profile's peak, the larger of its forward and sampler passes."""
     reserve_bytes: int
@@ -89,7 +104,8 @@ class KvPool:
     available_bytes: int
     """Per GPU: what is left for the cache (negative: the weights alone do not fit)."""
     kv_bytes_per_token: int
-    """Per GPU, summed over every layer slot a block spans (padding slots included)."""
+    """Per GPU, summed over every layer slot of its stage a block spans (padding slots
+    included)."""
     kinds: tuple[LayerKind, ...]
     max_num_batched_tokens: int
     state_bytes_per_sequence: int = 0
@@ -126,25 +142,45 @@ class KvPool:
 
 
 def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
-    """The pool the engine allocates for a scenario on its GPU (the scenario's weights,
-    overrides, KV formats and TP; the limits' utilization, budget and reserve)."""
+    """The pool the engine allocates for a scenario on its GPUs (the scenario's weights,
+    overrides, KV formats, TP and PP; the limits' utilization, budget and reserve): each
+    pipeline stage's, and of those the one with the fewest blocks (then the least room).
+    Every stage is charged the whole activation peak and reserve."""
     gpu = scenario.gpu
     if gpu is None:
         raise InputError("the KV pool needs a GPU preset (its memory): give --gpu")
-    model = scenario.model
-    kinds = layer_kinds(scenario)
-    slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
-    per_token = ceil_bytes(slot_bytes)
     visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
     budget = math.floor(visible * Fraction(str(limits.memory_utilization)))
-    weights = stored_weight_bytes(model, scenario.weights, scenario.tp, scenario.weight_overrides)
-    activations = activation_peak_bytes(model, scenario.tp, limits)
+    activations = activation_peak_bytes(scenario.model, scenario.tp, limits)
     reserve = limits.reserve_bytes + (limits.tp_reserve_bytes if scenario.tp > 1 else 0)
+    mixers = scenario.model.mixers()
+    counts = stage_layer_counts(len(mixers), scenario.pp)
+    pools = []
+    start = 0
+    for count, groups in zip(counts, stage_groups(scenario.model, scenario.pp), strict=True):
+        stage = mixers[start : start + count]
+        start += count
+        pools.append(_stage_pool(scenario, limits, stage, groups, (budget, activations, reserve)))
+    return min(pools, key=lambda pool: (pool.blocks, pool.available_bytes))
+
+
+def _stage_pool(
+    scenario: Scenario,
+    limits: SchedulerLimits,
+    mixers: Sequence[Mixer],
+    groups: Sequence[TensorGroup],
+    spent: tuple[int, int, int],
+) -> KvPool:
+    """One stage's pool: the budget less the activation peak, the reserve (``spent``:
+    the three, per GPU) and the stage's weights, in blocks over its layers' slots."""
+    budget, activations, reserve = spent
+    kinds = layer_kinds(scenario, mixers)
+    slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
+    weights = stored_weight_bytes(groups, scenario.weights, scenario.tp, scenario.weight_overrides)
     available = budget - weights - activations - reserve
     blocks = 0
     if slot_bytes and available > 0:
         blocks = math.floor(available / (slot_bytes * limits.block_size))
-    state = sum(m.state_elements(scenario.tp) for m in model.mixers())
     return KvPool(
         tokens=blocks * limits.block_size,
         blocks=blocks,
@@ -154,19 +190,22 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
         activation_bytes=activations,
         reserve_bytes=reserve,
         available_bytes=available,
-        kv_bytes_per_token=per_token,
+        kv_bytes_per_token=ceil_bytes(slot_bytes),
         kinds=kinds,
         max_num_batched_tokens=limits.max_num_batched_tokens,
-        state_bytes_per_sequence=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+        state_bytes_per_sequence=ceil_bytes(
+            sum((m.state_bytes(scenario.tp) for m in mixers), start=Fraction(0))
+        ),
     )
 
 
-def layer_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
-    """The model's caching layers by kind, each with the slots vLLM's grouping gives it:
-    one kind fills its own group; with several, every kind is padded to a multiple of the
-    group size (the smallest kind's count, or the largest's when all are close)."""
+def layer_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKind, ...]:
+    """The caching layers (``mixers``: the model's, or a pipeline stage's) by kind, each
+    with the slots vLLM's grouping gives it: one kind fills its own group; with several,
+    every kind is padded to a multiple of the group size (the smallest kind's count, or
+    the largest's when all are close)."""
     counts: dict[tuple[int | None, Fraction], int] = {}
-    for mixer in scenario.model.mixers():
+    for mixer in mixers:
         per_token = _layer_bytes_per_token(scenario, mixer)
         if per_token:
             key = (mixer.sliding_window, per_token)
@@ -180,16 +219,16 @@ def layer_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
         LayerKind(window, n, -(-n // group) * group, per_token)
         for (window, per_token), n in ordered
     )
-    return regular + _pooled_kinds(scenario)
+    return regular + _pooled_kinds(scenario, mixers)
 
 
-def _pooled_kinds(scenario: Scenario) -> tuple[LayerKind, ...]:
+def _pooled_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKind, ...]:
     """DeepSeek-V4's pooled entries (and a CSA layer's index keys) as kinds of their own
     that every token of a request keeps: per layer, d / r elements a token in the KV dtype,
     plus the index keys' fixed bytes. Each ratio is a pool of its own in the engines, so
     no group pads them."""
     counts: dict[Fraction, int] = {}
-    for mixer in scenario.model.mixers():
+    for mixer in mixers:
         for _, elements, _ in mixer.compressed_kv:
             per_token = scenario.kv_dtype.bytes_for(elements) + mixer.fixed_kv_bytes_per_token
             counts[per_token] = counts.get(per_token, 0) + 1

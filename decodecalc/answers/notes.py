@@ -66,6 +66,23 @@ def under_workload(notes: Sequence[Note], s: Scenario) -> list[Note]:
     return [dp_attention_note(s.tp, None) if n.code == "dp-attention" else n for n in notes]
 
 
+def assumed_step(s: Scenario) -> list[Note]:
+    """Under --engine roofline, --efficiency below 1 or an --overhead make the figures the
+    user's own engine's step: no longer the bound the roofline is at efficiency 1 (every
+    other engine refuses them: resolving/resolve.py roofline_only)."""
+    if not s.engine.is_roofline or (s.efficiency == 1 and not s.overhead_s):
+        return []
+    overhead = f" plus {s.overhead_s * 1000:g} ms a step" if s.overhead_s else ""
+    return [
+        Note(
+            "assumed-step",
+            f"these figures are the roofline at efficiency {s.efficiency:g}{overhead}: your "
+            "assumption of your engine's step, not a bound (at efficiency 1 and no overhead "
+            "the roofline is one)",
+        )
+    ]
+
+
 def scenario_notes(s: Scenario) -> list[Note]:
     """What holds for a scenario at any context."""
     notes = list(s.notes)
@@ -78,6 +95,7 @@ def scenario_notes(s: Scenario) -> list[Note]:
                 "fit them with 'decodecalc calibrate'",
             )
         )
+    notes.extend(assumed_step(s))
     if s.gpu is not None and s.peak_flops() is None:
         notes.append(
             Note(

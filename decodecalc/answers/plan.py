@@ -539,7 +539,7 @@ def step_seconds(step: StepModel, context: int) -> float:
 
 
 def _fits(step: StepModel, memory: MemoryFit | None, context: int) -> bool:
-    return memory is None or memory.fits(step.kv_bytes(context), step.state_bytes)
+    return memory is None or step.fits(context, memory)
 
 
 def largest(low: int, high: int, value: Callable[[int], float], limit: float) -> int:
@@ -577,7 +577,7 @@ def largest(low: int, high: int, value: Callable[[int], float], limit: float) ->
 
 
 def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
-    need = memory.stored_weight_bytes + step.kv_bytes(context) + step.state_bytes
+    need = step.held_bytes(context)
     batch = step.scenario.batch
     return Miss(
         "fit",
@@ -632,6 +632,7 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
     same deployment (FP8 KV where the default already is FP8) are one."""
     import itertools
 
+    from decodecalc.answers.notes import assumed_step
     from decodecalc.errors import Conflict
     from decodecalc.resolving.resolve import resolve
 
@@ -672,6 +673,8 @@ def candidates(catalog: Catalog, base: ScenarioSpec, choices: Choices) -> Candid
             skipped.append(f"{_describe(spec)}: {exc}")
             continue
         scenarios.setdefault((gpu, tp, pp, ep, *_formats(scenario)), scenario)
+    if scenarios:  # every candidate shares the engine, efficiency and overhead
+        notes.extend(assumed_step(next(iter(scenarios.values()))))
     return Candidates(tuple(scenarios.values()), tuple(skipped), tuple(notes))
 
 

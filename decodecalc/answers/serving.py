@@ -21,7 +21,6 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
-from statistics import median
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.kv_pool import KvPool, kv_pool
@@ -36,7 +35,7 @@ from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.workload import Workload
 from decodecalc.step.flops import matmul_params, step_flops
-from decodecalc.step.passes import mixed_pass_seconds
+from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
 

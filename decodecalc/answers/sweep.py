@@ -3,7 +3,7 @@ as its rows (step/fast.py), so a grid of millions keeps memory flat."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.answers.notes import context_notes, scenario_notes
@@ -39,6 +39,48 @@ def rate_columns(columns: Columns, s: Scenario) -> tuple[Sequence[float], Sequen
     return [1000 / ms for ms in expected], [sequences / ms for ms in expected]
 
 
+_FITS = ROW_FIELDS.index("fits")
+
+
+class Misfits:
+    """The rows of a sweep that do not fit, tallied as they stream past: how many of how
+    many, and the smallest (batch, context) among them with its scenario. A sweep's rows
+    are millions, so one note says it for all (estimate's does-not-fit note, per
+    scenario, would be millions of lines)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.misfits = 0
+        self.smallest: tuple[int, int, Scenario] | None = None
+
+    def tally(self, scenario: Scenario, columns: Columns, no: object) -> None:
+        """Count a chunk whose fits column labels a row that does not fit ``no``."""
+        contexts, fits = columns[0], columns[_FITS]
+        self.rows += len(contexts)
+        found = fits.count(no)
+        if not found:
+            return
+        self.misfits += found
+        if self.smallest is not None and scenario.batch > self.smallest[0]:
+            return  # (no row of a larger batch is the smallest: a sweep's rows stay fast)
+        least = min(int(c) for c, f in zip(contexts, fits, strict=True) if f == no)
+        if self.smallest is None or (scenario.batch, least) < self.smallest[:2]:
+            self.smallest = (scenario.batch, least, scenario)
+
+    def note(self, label: Callable[[Scenario], str]) -> Note | None:
+        """One does-not-fit note for the whole sweep (None: every row fits), the smallest
+        misfit's scenario named by ``label``."""
+        if self.smallest is None:
+            return None
+        batch, context, scenario = self.smallest
+        return Note(
+            "does-not-fit",
+            f"does not fit: {self.misfits:,} of {self.rows:,} rows (fits false) need more "
+            "memory than the GPU leaves for weights, KV and state; the smallest: batch "
+            f"{batch:,} at {context:,} tokens ({label(scenario)})",
+        )
+
+
 def sweep_scenarios(
     specs: Sequence[ScenarioSpec],
     contexts: tuple[int, ...],
@@ -46,11 +88,12 @@ def sweep_scenarios(
     skipped: list[str],
     notes: list[tuple[Scenario, Sequence[Note]]],
     labels: dict[bool | None, object] | None = None,
+    misfits: Misfits | None = None,
 ) -> Iterator[tuple[Scenario, float | None, Chunks]]:
     """Each valid scenario with its crossover and the stream of its rows (in chunks of
-    columns), its notes added to ``notes`` (the rows' fits column says what does not fit);
-    combinations that are no valid deployment (a TP that does not split the heads, a
-    weight-only KV format) are listed in ``skipped`` instead."""
+    columns), its notes added to ``notes`` and the rows that do not fit tallied in
+    ``misfits``; combinations that are no valid deployment (a TP that does not split the
+    heads, a weight-only KV format) are listed in ``skipped`` instead."""
     for spec in specs:
         try:
             scenario = resolve(spec, catalog)
@@ -62,4 +105,13 @@ def sweep_scenarios(
             skipped.append(f"{shown}: {exc}")
             continue
         notes.append((scenario, [*scenario_notes(scenario), *context_notes(scenario, contexts)]))
-        yield scenario, fast.crossover, fast.chunks(contexts, labels)
+        chunks = fast.chunks(contexts, labels)
+        if misfits is not None:
+            chunks = _tallied(scenario, chunks, misfits, False if labels is None else labels[False])
+        yield scenario, fast.crossover, chunks
+
+
+def _tallied(scenario: Scenario, chunks: Chunks, misfits: Misfits, no: object) -> Chunks:
+    for columns in chunks:
+        misfits.tally(scenario, columns, no)
+        yield columns

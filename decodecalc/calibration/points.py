@@ -22,7 +22,7 @@ from decodecalc.loading.datafile import read_yaml
 from decodecalc.loading.fields import Fields, suggest
 from decodecalc.record import record
 from decodecalc.resolving.resolve import resolve
-from decodecalc.scenarios.fields import SCENARIO_FIELDS
+from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
@@ -155,13 +155,13 @@ def _point(f: Fields, catalog: Catalog) -> MeasuredPoint | None:
 def point_spec(f: Fields) -> ScenarioSpec:
     """The deployment a point measured: every scenario field points take
     (scenarios/fields.py), read by its kind; measured at efficiency 1 with no overhead."""
-    readers: dict[str, Callable[[str], object]] = {
-        "text": f.text,
-        "count": f.integer,
-        "flag": lambda name: f.boolean(name, False),
+    readers: dict[str, Callable[[ScenarioField], object]] = {
+        "text": lambda field: f.text(field.name),
+        "count": lambda field: f.integer(field.name, minimum=field.least),
+        "flag": lambda field: f.boolean(field.name, False),
     }
     given = {
-        field.name: readers[field.kind](field.name)
+        field.name: readers[field.kind](field)
         for field in SCENARIO_FIELDS
         if field.in_points and (field.required_in_points or f.has(field.name))
     }

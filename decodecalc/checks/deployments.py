@@ -148,7 +148,6 @@ KIND_READERS: dict[str, Callable[..., Any]] = {
     "text": lambda v, what: text(v),
     "rate": lambda v, what: parse_bandwidth(text(v)),
     "time": lambda v, what: parse_duration(text(v), what),
-    "count": lambda v, what: whole(v),
     "flag": lambda v, what: flag(v),
     "fraction": lambda v, what: number(v),
     "efficiency": lambda v, what: efficiency_setting(v),
@@ -454,6 +453,8 @@ class DeploymentReader:
         lookup = lookups.get(field.preset)
         if lookup is not None:
             return lambda v: lookup(text(v))
+        if field.kind == "count":
+            return partial(whole, least=field.least)
         return partial(KIND_READERS[field.kind], what=field.name)
 
     def _getter(self, settings: Settings, problems: Problems) -> Getter:

@@ -9,6 +9,7 @@ from decodecalc.answers.notes import estimate_notes, under_workload
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import (
     SERVING_TARGETS,
+    TPOT_TARGETS,
     TargetResult,
     check,
     check_serving,
@@ -39,11 +40,13 @@ class CheckedDeployment:
 def check_deployment(d: Deployment) -> CheckedDeployment:
     """One deployment against its targets (or, for a vLLM config given none, against
     vLLM's start-up check); an InputError names the file and the deployment."""
-    # Under a workload max_ms_per_token is the server's TPOT, as plan holds it there.
-    as_tpot = d.workload is not None and d.targets.max_ms_per_token is not None
+    # Under a workload max_ms_per_token is the server's TPOT, as plan holds it there, and
+    # min_tokens_per_s its inverse: a decode step at a context is not what a user then sees.
+    as_tpot = d.workload is not None and bool(set(d.targets.asked()) & set(TPOT_TARGETS))
     try:
         est = estimate(d.scenario, d.contexts)
-        results = check(est, replace(d.targets, max_ms_per_token=None) if as_tpot else d.targets)
+        held = replace(d.targets, max_ms_per_token=None, min_tokens_per_s=None)
+        results = check(est, held if d.workload is not None else d.targets)
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
         notes = (*d.notes, *found)
@@ -68,10 +71,10 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
 
 TPOT_NOTE = Note(
     "ms-per-token-as-tpot",
-    "under its workload, max_ms_per_token is held to the server's TPOT (as plan holds it), "
-    "not to a decode step at a context",
+    "under its workload, max_ms_per_token is held to the server's TPOT (as plan holds it) "
+    "and min_tokens_per_s to 1000 / TPOT ms per sequence, not to a decode step at a context",
 )
-"""Said where a deployment with a workload asks for max_ms_per_token."""
+"""Said where a deployment with a workload asks for max_ms_per_token or min_tokens_per_s."""
 
 
 def _served(d: Deployment) -> ServingResult | DisaggregatedResult:

@@ -63,6 +63,8 @@ def _scenario_schema(field: ScenarioField) -> dict[str, Any]:
         "efficiency": {"oneOf": [FRACTION, {"enum": list(EFFICIENCY_WORDS)}]},
     }
     found = dict(kinds.get(field.kind, TEXT))
+    if field.kind == "count":
+        found["minimum"] = field.least
     if field.most is not None:
         found["maximum"] = field.most
     return {**found, "description": field.help}

@@ -87,12 +87,13 @@ def efficiency_setting(value: Any) -> float | str:
         ) from None
 
 
-def whole(value: Any) -> int:
-    """A count of sequences or GPUs: 0 is refused here, never read as "not given"."""
+def whole(value: Any, least: int = 1) -> int:
+    """A count of sequences or GPUs: below ``least`` (0 too, where 1 is the least) it is
+    refused here, never read as "not given"."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"expected a whole number, got {show(value)}")
-    if value < 1:
-        raise InputError(f"must be at least 1, got {value}")
+    if value < least:
+        raise InputError(f"must be at least {least}, got {value}")
     return value
 
 

@@ -28,6 +28,8 @@ SERVING_TARGETS = (
     "min_output_throughput_per_gpu",
 )
 """The targets held to a server under the deployment's workload (answers/serving.py)."""
+TPOT_TARGETS = ("max_ms_per_token", "min_tokens_per_s")
+"""The per-sequence speed targets that, under a workload, are held to the server's TPOT."""
 STARTUP_FIT = "vllm_startup_fit"
 """The check a vLLM config gets when it is given no targets: not a target one can ask for."""
 
@@ -178,16 +180,18 @@ def check_serving(
 ) -> tuple[TargetResult, ...]:
     """The serving targets against the server's steady state under the workload (their
     context, None: a workload has no single one), and max_ms_per_token there, which is
-    its TPOT, as plan holds it under a workload; ``gpus``: all the deployment's."""
+    its TPOT, as plan holds it under a workload, and min_tokens_per_s, a sequence's
+    tokens per second at that TPOT (1 / TPOT); ``gpus``: all the deployment's."""
     found = {
         "max_ms_per_token": result.tpot_s * 1000,
+        "min_tokens_per_s": 1 / result.tpot_s,
         "max_ttft_ms": result.ttft_s * 1000,
         "max_tpot_ms": result.tpot_s * 1000,
         "min_output_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
         "min_output_throughput_per_gpu": result.output_throughput_tokens_per_s / gpus,
     }
     results = []
-    for name in ("max_ms_per_token", *SERVING_TARGETS):
+    for name in (*TPOT_TARGETS, *SERVING_TARGETS):
         limit = getattr(targets, name)
         if limit is not None:
             value = found[name]

@@ -128,7 +128,7 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
-    from decodecalc.answers.sweep import MAX_SWEEP_ROWS, sweep_scenarios
+    from decodecalc.answers.sweep import MAX_SWEEP_ROWS, Misfits, sweep_scenarios
     from decodecalc.context import parse_context
     from decodecalc.engine.select import choose_engine
     from decodecalc.notes import many_notes
@@ -169,7 +169,8 @@ def sweep(
     skipped: list[str] = []
     notes: list[tuple[Scenario, Sequence[Note]]] = []
     labels = CSV_FITS if fmt == "csv" else None
-    scenarios = sweep_scenarios(specs, contexts, catalog, skipped, notes, labels)
+    misfits = Misfits()
+    scenarios = sweep_scenarios(specs, contexts, catalog, skipped, notes, labels, misfits)
     head = next(scenarios, None)  # before the header: a grid of no deployment is an error
     if head is None:
         raise InputError(f"no combination is a valid deployment; the first: {skipped[0]}")
@@ -182,6 +183,8 @@ def sweep(
             write(scenarios, out, bar)
     for item in many_notes((label(scenario), found) for scenario, found in notes):
         note(item.message)
+    if (misfit := misfits.note(label)) is not None:
+        note(misfit.message)
     if skipped:
         first = skipped[0]
         note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")

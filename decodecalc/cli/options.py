@@ -22,10 +22,9 @@ from decodecalc.errors import InputError
 from decodecalc.record import field_defaults
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
-from decodecalc.scenarios.workload import WORKLOAD_FIELD, WorkloadField
 
 if TYPE_CHECKING:
-    from decodecalc.scenarios.workload import Workload
+    from decodecalc.scenarios.workload import Workload, WorkloadField
 
 
 def _given_contexts(text: str | None) -> str | None:
@@ -189,7 +188,7 @@ WORKLOAD_NUMBERS: dict[str, Callable[[str], Any]] = {
 }
 
 
-def _workload_parameter(row: WorkloadField, sweep: bool, required: bool, help: str | None) -> Any:
+def _workload_parameter(row: "WorkloadField", sweep: bool, required: bool, help: str | None) -> Any:
     """A load (row.sweep) is a comma list's text in every command, read by workloads_of,
     which takes one value where the command does not ``sweep``."""
     metavar = f"{row.metavar}[,{row.metavar}...]" if sweep and row.sweep else row.metavar
@@ -218,6 +217,10 @@ def workload_options(
     command."""
 
     def decorate(command: F) -> F:
+        # Here, not at the top: estimate, compare and explain take no workload, and their
+        # start-up need not import it (serving's does, with the answer).
+        from decodecalc.scenarios.workload import WORKLOAD_FIELD
+
         own = keyword_parameters(command)
         cut = next(i for i, p in enumerate(own) if p.name == after) + 1
         added = [
@@ -344,25 +347,6 @@ def contexts_for(spec: str | None, model: Any) -> tuple[int, ...]:
     from decodecalc.context import parse_context
 
     return parse_context(spec) if spec else parse_context(f"1K..{model.max_context_tokens}")
-
-
-def roofline_only(ctx: typer.Context, engine: str, command: str) -> None:
-    """--efficiency and --overhead shape the roofline's step; a command that prices an
-    engine's own step (serving, plan: the typical engine unless --engine roofline) has no
-    use for them, so they are refused rather than ignored. ``engine``: whose step it prices
-    ('roofline' for physics alone)."""
-    if engine == "roofline":
-        return
-    typed = [
-        flag
-        for name, flag in (("efficiency", "--efficiency"), ("overhead", "--overhead"))
-        if given(ctx, name)
-    ]
-    if typed:
-        raise InputError(
-            f"{' and '.join(typed)} shape the roofline's step, and {command} prices the "
-            f"{engine} engine's own: give --engine roofline to use them"
-        )
 
 
 def workloads_of(params: dict[str, Any], **rest: Any) -> "list[Workload]":

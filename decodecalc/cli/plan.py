@@ -17,7 +17,6 @@ from decodecalc.cli import (
 )
 from decodecalc.cli.options import (
     ReportOpt,
-    roofline_only,
     scenario_options,
     spec_of,
     split_list,
@@ -358,7 +357,6 @@ def _choices(
     engines = _listed(base.engine, "--engine") or [None]
     if len(models) > 1 or len(engines) > 1:
         raise InputError("plan takes one --model and one --engine")
-    roofline_only(ctx, str(engines[0] or "typical").strip().lower(), "plan")
     choices = Choices(
         gpus=_tuple(base.gpu, "--gpus"),
         tps=tuple(_numbers(base.tp, "--tp")) if given["tp"] else None,

@@ -19,7 +19,6 @@ from decodecalc.cli.options import (
     PlotOpt,
     ReportOpt,
     given,
-    roofline_only,
     scenario_of,
     scenario_options,
     split_list,
@@ -76,7 +75,6 @@ def serving(
     from decodecalc.views.serving import SERVING_AXES, human_view, serving_report, serving_series
 
     scenario = scenario_of(ctx)
-    roofline_only(ctx, scenario.engine.id, "serving")
     params = ctx.params
     fmt, as_json = Format(out.fmt), out.as_json
     overrides: dict[str, Any] = {

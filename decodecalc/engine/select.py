@@ -34,13 +34,32 @@ from decodecalc.record import record, replace
 
 
 def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str, EngineParams]]:
-    """Each profile fitted on this family's own measurements, by id (a profile carried over
-    from another engine, with no points of its own, would count that engine twice)."""
-    return [
-        (p.id, found)
-        for p in profiles
-        if (found := p.family(family)) is not None and found.points > 0
-    ]
+    """Each profile fitted on this family's own measurements (a profile carried over from
+    another engine, with no points of its own, would count that engine twice), with the
+    parameters ``--engine NAME`` takes there (as_named), by its name."""
+    return [found for p in profiles if measured(p, family) and (found := as_named(p, family))]
+
+
+def measured(profile: EngineProfile, family: str) -> bool:
+    """Whether a profile's fit over every line holds points of this family's own (read
+    without parsing its lines)."""
+    found = profile.family(family)
+    return found is not None and found.points > 0
+
+
+def as_named(profile: EngineProfile, family: str) -> tuple[str, EngineParams] | None:
+    """What ``--engine NAME`` takes on a GPU family (choose_engine: at_line at the newest
+    line, its own parameters there or a transfer's), named ``NAME@LINE`` (``NAME`` for a
+    profile without lines), so that a vote of the typical band is the figure the same
+    engine named gives (issue 28: one answer, one release); None where it has none there
+    and ``--engine NAME`` falls back on another family (engine_for)."""
+    lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
+    if not lines:
+        params = profile.family(family)
+        return None if params is None else (profile.id, params)
+    line = newest_line(profile, family)  # (at_line on this family alone: none other parsed)
+    params = line_params(profile, lines, family, release_order(line))
+    return None if params is None else (f"{profile.id}@{line}", params)
 
 
 AS_OF = date(2026, 12, 2)
@@ -52,29 +71,27 @@ RECENT_DAYS = 365
 
 
 def recent_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str, EngineParams]]:
-    """Each profile's newest release line fitted on this family's own points and dated
+    """Each profile with a release line fitted on this family's own points and dated
     within RECENT_DAYS before AS_OF (its versions' dates; a month counts from its first
-    day), by ``NAME@LINE``: today's engines on the family. Only profiles measured on the
-    family are read (a profile's lines are parsed on first use)."""
+    day): today's engines on the family, each with what ``--engine NAME`` takes there
+    (as_named: its newest line there, a transfer's where its newest is transferred), by
+    ``NAME@LINE``. Only profiles measured on the family are read (a profile's lines are
+    parsed on first use)."""
     out = []
     for profile in profiles:
-        pooled = profile.family(family)
-        if pooled is None or not pooled.points:
+        if not measured(profile, family):
             continue
         stated = profile.latest_dates
         if stated is not None and not recent((dict(stated).get(family, ""),)):
             continue  # (no line of it is recent there: its lines stay unparsed)
-        lines = [
-            x
-            for x in profile.release_lines()
-            if (own := dict(x.families).get(family)) is not None
+        if any(
+            (own := dict(x.families).get(family)) is not None
             and own.points
             and not own.transferred
             and recent(x.dates)
-        ]
-        if lines:
-            newest = max(lines, key=lambda x: release_order(x.release))
-            out.append((f"{profile.id}@{newest.release}", dict(newest.families)[family]))
+            for x in profile.release_lines()
+        ) and (found := as_named(profile, family)):
+            out.append(found)
     return out
 
 
@@ -91,21 +108,23 @@ def recent(dates: Sequence[str]) -> bool:
 
 
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
-    """The band across today's engines on this family (recent_on: each profile's newest
-    line measured there in the twelve months before AS_OF; older lines stay under
-    ``NAME@LINE``), else across every profile measured on it. On a family none has
-    measured, across every family every profile was measured on, through the GPU's own
-    figures (engine/transfer.py across): engines measured on other chips are nearer than
-    the roofline, which none of them reaches. On AMD Instinct that leaves vLLM 0.19 and
-    ATOM of May 2026, where SGLang 0.4 (February 2025) and vLLM's 2025 fit ran MoE steps
-    2-3x slower and stretched the band past 5x (docs/accuracy.md)."""
+    """The band across today's engines on this family (recent_on: each profile measured
+    there in the twelve months before AS_OF), else across every profile measured on it
+    (measured_on), each voting with what ``--engine NAME`` takes on the family (as_named:
+    its newest line, a transfer's where that line has no points there; older lines stay
+    under ``NAME@LINE``). On a family none has measured, across every family every
+    profile was measured on, through the GPU's own figures (engine/transfer.py across):
+    engines measured on other chips are nearer than the roofline, which none of them
+    reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM of May 2026, where SGLang 0.4
+    (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x slower and stretched the band
+    past 5x (docs/accuracy.md)."""
     chosen = (
         recent_on(profiles, family)
         or measured_on(profiles, family)
         or [
-            (f"{p.id} ({measured})", across(params, measured, family))
+            (f"{p.id} ({fitted})", across(params, fitted, family))
             for p in profiles
-            for measured, params in p.families
+            for fitted, params in p.families
             if params.points
         ]
     )
@@ -122,11 +141,12 @@ def engine_for(
     when it has none for this one (None when it has).
 
     Without data for the family, the profile's best-measured family is one vote among the
-    profiles measured on this one: the median of them all is the centre and the band spans
-    them. Across the published points, one engine's step differs by 2x or more between GPU
-    vendors (its kernels are written per vendor) while engines measured on one family
-    differ by a few percent on the same model, so the family's engines say as much as the
-    engine's other chips; neither alone transfers (docs/accuracy.md). Parameters of another
+    profiles measured on this one, each as ``--engine NAME`` takes it there (measured_on):
+    the median of them all is the centre and the band spans them. Across the published
+    points, one engine's step differs by 2x or more between GPU vendors (its kernels are
+    written per vendor) while engines measured on one family differ by a few percent on
+    the same model, so the family's engines say as much as the engine's other chips;
+    neither alone transfers (docs/accuracy.md). Parameters of another
     vendor's family stand in through the GPU's own figures (engine/transfer.py across).
     `decodecalc validate` predicts each left-out group by this same rule, so its
     leave-one-group-out error is what a user of such a fallback gets."""
@@ -135,7 +155,11 @@ def engine_for(
         return Engine(profile.id, (own,), family, (profile.id,), profile.serving), None
     found, fitted = profile.params_for(family)
     params = across(found, fitted, family)
-    others = [(name, p) for name, p in measured_on(profiles, family) if name != profile.id]
+    others = [
+        (name, p)
+        for name, p in measured_on(profiles, family)
+        if name.partition("@")[0] != profile.id
+    ]
     return (
         Engine(
             profile.id,
@@ -168,15 +192,23 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     families: list[tuple[str, EngineParams]] = []
     moved = [k for x in lines for k, _ in x.families if k not in profile.family_names]
     for kind in (*profile.family_names, *dict.fromkeys(moved)):
-        fitted = [x for x in lines if kind in dict(x.families)]
-        older = [x for x in fitted if release_order(x.release) <= here]
-        newer = [x for x in fitted if stands_in(profile, kind, x)] if not older else []
-        nearest = older[-1] if older else (newer[0] if newer else None)
-        # (the pooled fit is parsed only where it stands in)
-        params = profile.family(kind) if nearest is None else dict(nearest.families)[kind]
+        params = line_params(profile, lines, kind, here)
         if params is not None:  # (none: a family only a newer line was transferred to)
             families.append((kind, params))
     return replace(profile, params_by_family=tuple(families), line=name)
+
+
+def line_params(
+    profile: EngineProfile, lines: Sequence[ReleaseLine], family: str, here: tuple[int, ...]
+) -> EngineParams | None:
+    """at_line's parameters on one family for the line at ``here`` (release_order), from
+    the profile's ``lines`` oldest first: that line's own, else the nearest line's, else
+    the pooled fit's (parsed only where it stands in)."""
+    fitted = [x for x in lines if family in dict(x.families)]
+    older = [x for x in fitted if release_order(x.release) <= here]
+    newer = [x for x in fitted if stands_in(profile, family, x)] if not older else []
+    nearest = older[-1] if older else (newer[0] if newer else None)
+    return profile.family(family) if nearest is None else dict(nearest.families)[family]
 
 
 def stands_in(profile: EngineProfile, family: str, newer: ReleaseLine) -> bool:
@@ -226,25 +258,34 @@ from 7.6B to 8.2B parameters, and such a step streams like the fitted ones."""
 def extrapolated(found: FitRange | None, facts: Facts) -> tuple[str, ...]:
     """What of a scenario lies outside the setups its parameters were fitted on, in words
     (empty: inside, or no range recorded)."""
+    return tuple(words for _, words in outside(found, facts))
+
+
+def outside(found: FitRange | None, facts: Facts) -> tuple[tuple[str, str], ...]:
+    """extrapolated's words, each after the axis it lies outside on ('batch', 'GPU'):
+    what the typical band's note counts its engines by (typical_outside)."""
     if found is None:
         return ()
     out = []
     if not found.params_min / SIZE_SLACK <= facts.params <= found.params_max * SIZE_SLACK:
         low, high = _billions(found.params_min), _billions(found.params_max)
-        out.append(f"{_billions(facts.params)} params (fitted {low}-{high})")
+        out.append(("model size", f"{_billions(facts.params)} params (fitted {low}-{high})"))
     if facts.kind not in found.kinds:
-        out.append(f"a {facts.kind} model (fitted {'+'.join(found.kinds)})")
+        out.append(("model kind", f"a {facts.kind} model (fitted {'+'.join(found.kinds)})"))
     if not found.batch_min <= facts.batch <= found.batch_max:
         side = "above" if facts.batch > found.batch_max else "below"
-        out.append(f"batch {side} the fitted {found.batch_min}-{found.batch_max}")
+        out.append(("batch", f"batch {side} the fitted {found.batch_min}-{found.batch_max}"))
     if facts.context is not None and not found.context_min <= facts.context <= found.context_max:
         out.append(
-            f"context {facts.context:,} (fitted {found.context_min:,}-{found.context_max:,})"
+            (
+                "context",
+                f"context {facts.context:,} (fitted {found.context_min:,}-{found.context_max:,})",
+            )
         )
     if facts.gpu is not None and facts.gpu not in found.gpus:
-        out.append(f"{facts.gpu} (fitted {', '.join(found.gpus)})")
+        out.append(("GPU", f"{facts.gpu} (fitted {', '.join(found.gpus)})"))
     if facts.line is not None and found.lines and facts.line not in found.lines:
-        out.append(f"line {facts.line} (fitted {', '.join(found.lines)})")
+        out.append(("release line", f"line {facts.line} (fitted {', '.join(found.lines)})"))
     return tuple(out)
 
 
@@ -263,12 +304,42 @@ def _billions(count: int) -> str:
 
 def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
     """An engine with each parameter set fitted to the scenario (fitted_to), and what
-    its own parameters (the first) extrapolate, in words. The typical band is left as it
-    is: it spans every profile measured on the family already."""
+    its own parameters (the first) extrapolate, in words. The typical band's votes are
+    each fitted to the model's kind (a transfer's MoE factor, as ``--engine NAME`` prices
+    it) but not widened: the band spans every vote already, and widening each would
+    stretch it past use (docs/accuracy.md); what they extrapolate is said in one phrase
+    (typical_outside)."""
+    if engine.kind is EngineKind.TYPICAL:
+        params = tuple(for_kind(p, facts.kind) for p in engine.params)
+        return replace(engine, params=params), typical_outside(engine, facts)
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
     params = tuple(fitted_to(p, facts) for p in engine.params)
     return replace(engine, params=params), extrapolated(engine.params[0].range, facts)
+
+
+def typical_outside(engine: Engine, facts: Facts) -> tuple[str, ...]:
+    """How many of the typical band's engines a scenario lies outside the fitted range
+    of, and the axis most of them it lies outside on, with one engine's words for it
+    (empty: inside every vote's range). Each vote is checked at its own line (the
+    ``NAME@LINE`` it is named by), as ``--engine NAME`` checks it."""
+    found = [
+        (name, outside(p.range, replace(facts, line=name.partition("@")[2] or None)))
+        for name, p in zip(engine.names, engine.params, strict=True)
+    ]
+    out = [(name, axes) for name, axes in found if axes]
+    if not out:
+        return ()
+    counts: dict[str, int] = {}
+    for _, axes in out:
+        for axis, _ in axes:
+            counts[axis] = counts.get(axis, 0) + 1
+    main = max(counts, key=lambda axis: counts[axis])  # (a tie: the first in outside's order)
+    name, words = next((n, w) for n, axes in out for axis, w in axes if axis == main)
+    return (
+        f"{len(out)} of its {len(found)} engines {'is' if len(out) == 1 else 'are'} outside "
+        f"their fitted range, most on {main} ({counts[main]}; {name}: {words})",
+    )
 
 
 def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
@@ -281,7 +352,10 @@ def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
 
 def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
     """What a scenario extrapolates (extrapolated's words), with the widened band of the
-    engine's own parameters."""
+    engine's own parameters; of the typical band, typical_outside's one phrase (its band
+    spans the votes' own bands, not widened)."""
+    if engine.kind is EngineKind.TYPICAL:  # (its band is the votes' own, not widened)
+        return Note("engine-extrapolated", f"{engine.id} extrapolated: {'; '.join(axes)}")
     low, high = engine.params[0].band
     return Note(
         "engine-extrapolated",
@@ -356,6 +430,7 @@ def choose_engine(
         )
     if fitted is not None:
         notes.append(fallback_note(profile.name, family, fitted, len(engine.params) - 1))
+        notes.extend(transferred_votes(engine))
     return engine, tuple(notes)
 
 
@@ -376,8 +451,8 @@ def typical_engine(
     """The typical band on a family (typical), with a note where no profile was measured
     on it."""
     engine = typical(profiles, family)
-    if measured_on(profiles, family):
-        return engine, ()
+    if any(measured(p, family) for p in profiles):
+        return engine, transferred_votes(engine)
     shown = (
         "are the roofline"
         if engine.is_roofline
@@ -388,6 +463,25 @@ def typical_engine(
             "no-engine-data",
             f"no engine profile has data for {family} GPUs: the expected figures {shown} "
             "('decodecalc engines' lists what each profile was fitted on)",
+        ),
+    )
+
+
+def transferred_votes(engine: Engine) -> tuple[Note, ...]:
+    """A note where profiles voting in a band of several (typical, or beside a fallback:
+    engine_for) have no points on its family and vote with their newest line's rates
+    transferred from another, as ``--engine NAME`` takes them there (its note
+    engine-transferred): one line naming how many and which."""
+    names = [n for n, p in zip(engine.names, engine.params, strict=True) if p.transferred]
+    if not names:
+        return ()
+    return (
+        Note(
+            "engine-transferred",
+            f"{len(names)} of the {len(engine.params)} profiles voting on {engine.family} GPUs "
+            f"({', '.join(names)}) {'has' if len(names) == 1 else 'have'} no points there: "
+            "each votes with its newest line's rates transferred from another family, as "
+            "--engine NAME takes it",
         ),
     )
 

@@ -3,9 +3,12 @@ today's release by default): its operation rates transfer through the hardware's
 figures, then a vendor factor fitted on that vendor's newest points scales the step.
 
 The efficiencies are shares of the GPU's own bandwidth and FLOP/s per format, so they
-carry over as they are: a kernel streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8
-of an MI355X's 8 TB/s. The fixed costs (per step, layer, MoE layer, sequence) are kernels
-and runtime of the source vendor's stack: within a vendor they carry as times, across
+carry over as shares: within a vendor as they are, across vendors the streaming ones at
+the share of bandwidth each vendor's kernel tables show its GEMMs reaching (a kernel
+streaming at 0.8 of an H100's 3.35 TB/s is priced at 0.8 x 0.68 / 0.80 = 0.68 of an
+MI355X's 8 TB/s: KERNEL_STREAM_SHARE). The fixed costs (per step, layer, MoE layer,
+sequence) are kernels and runtime of the source vendor's stack: within a vendor they
+carry as times, across
 vendors they scale by the two vendors' kernel fixed times, and where one is unknown
 (Apple) those the source family's pooled fit lent go (fixed_costs_across). The all-reduce
 latency a fit on the source found is the source's link and gives way to the target
@@ -47,11 +50,14 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
     parameters' own and the factor's, the link's all-reduce latency, no points of their
     own and no fitted range (every scenario there is a transfer, which a note says)."""
     moe = vendor.factor * vendor.moe_factor
-    ratio = fixed_time_ratio(vendor_of(vendor.source), vendor_of(vendor.family))
+    source, target = vendor_of(vendor.source), vendor_of(vendor.family)
+    ratio = fixed_time_ratio(source, target)
+    stream = stream_share_ratio(source, target)
+    kernels = f", its streaming x{stream:.2f} (the kernels' share of bandwidth)" if stream else ""
     launches = f" and its fixed costs x{ratio:.2f} (the kernels' fixed times)" if ratio else ""
     words = (
         f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s"
-        f"{launches}, "
+        f"{kernels}{launches}, "
         f"x{vendor.factor:.2f} for {vendor.family} dense models and x{moe:.2f} for MoE "
         f"models (medians of measured / transferred over {vendor.points} of the vendor's "
         f"points of the last 12 months: {vendor.fitted_on})"
@@ -78,7 +84,9 @@ def across(params: EngineParams, source: str, family: str) -> EngineParams:
     """Parameters fitted on ``source`` as they stand in on another vendor's ``family``
     with no factor (a fallback, or a vendor with no points to fit one): through that
     vendor's hardware figures. The efficiencies are shares of the target GPU's bandwidth
-    and FLOP/s already (a fitted e_mma too); what a fit on the source measured of the
+    and FLOP/s (a fitted e_mma too), the streaming ones (e_w, e_kv) at the share of its
+    bandwidth the target vendor's GEMMs reach against the source's (stream_share_ratio:
+    x0.85 from NVIDIA to AMD); what a fit on the source measured of the
     source's hardware and runtime goes: the fixed costs are the target's
     (fixed_costs_across), the all-reduce latency fitted there is the source's link
     (NVLink's 56 us a call in vLLM 0.11's H100 fit, where an MI300X's Infinity Fabric has
@@ -89,8 +97,11 @@ def across(params: EngineParams, source: str, family: str) -> EngineParams:
     = 9 ms of a measured 8.4 ms step); docs/accuracy.md."""
     if vendor_of(source) == vendor_of(family):
         return params
+    stream = stream_share_ratio(vendor_of(source), vendor_of(family)) or 1.0
     return replace(
         params,
+        weight_efficiency=min(1.0, params.weight_efficiency * stream),
+        kv_efficiency=min(1.0, params.kv_efficiency * stream),
         allreduce_latency_s=None,
         grouped_mma_efficiency=None,
         kernel_source="",
@@ -109,6 +120,25 @@ x1.05). The tables' ``launch`` figures (2.73 and 5.91 us) are not like for like:
 H100's smallest BF16 GEMM against aiter's smallest FP8 block-scaled one; through them,
 NVIDIA's costs made vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x too slow with AMD left
 out (docs/accuracy.md). Apple's GPUs have no kernel tables."""
+
+
+KERNEL_STREAM_SHARE = {"nvidia": 0.800, "amd": 0.680}
+"""The share of a vendor's datasheet bandwidth its weight GEMMs stream at in decode, like for
+like: the ``memory_efficiency`` of the same FP8 GEMM rows as KERNEL_FIXED_S (the H100 SXM's
+vLLM block of aiconfigurator's tables: 0.800 of 3.35 TB/s; the MI300X's aiter block-scaled
+FP8 GEMMs: 0.680 of 5.3 TB/s). An efficiency fitted on one vendor is a share of that
+vendor's bandwidth its kernels reach; on the other vendor's GPUs the same engine's kernels
+reach that vendor's share instead: x0.85 from NVIDIA to AMD, x1.18 back. Measured on
+validation/points.yaml with each vendor left out (docs/accuracy.md): AMD's efficiencies
+carried to NVIDIA GPUs as they were made small dense models 1.12-1.32x too slow there."""
+
+
+def stream_share_ratio(source: str, target: str) -> float | None:
+    """The target vendor's streaming share over the source vendor's (KERNEL_STREAM_SHARE),
+    or None where either is not known."""
+    if source not in KERNEL_STREAM_SHARE or target not in KERNEL_STREAM_SHARE:
+        return None
+    return KERNEL_STREAM_SHARE[target] / KERNEL_STREAM_SHARE[source]
 
 
 def fixed_time_ratio(source: str, target: str) -> float | None:

@@ -29,7 +29,7 @@ from decodecalc.version import __version__
 Entry = tuple[Path, list[Any]]
 """Where an entry is kept, and the key it must hold to be fresh."""
 
-FORMAT = 2
+FORMAT = 3
 """What a stored preset was checked against. Bump it when a loader's rules tighten (a
 bound, a field refused, a key taken out of loading/ignored_keys.py) or a loader leaves more
 to be checked on first use: entries checked under the old rules are then read from their

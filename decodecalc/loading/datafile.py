@@ -16,6 +16,8 @@ from decodecalc.record import field, record
 from decodecalc.units import UNDERSCORES
 
 if TYPE_CHECKING:
+    import json
+
     import yaml
 
 MAX_FILE_BYTES = 1_000_000
@@ -163,16 +165,37 @@ def parse_yaml(text: str, path: str, keep_duplicates: bool = False) -> Document:
             raise InputErrors(duplicates)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
+        _if_not_json(text, path)
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
         raise InputError(f"{where}: not valid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
+        _if_not_json(text, path)
         raise InputError(f"{path}: not valid YAML: {exc}") from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply to be a decodecalc file") from None
     finally:
         loader.dispose()
     return Document(path, data, marks, tuple(duplicates), key_marks=key_marks)
+
+
+def _if_not_json(text: str, path: str) -> None:
+    """A .json file the YAML parser refused is told what JSON's parser finds, as every
+    other read of a JSON file (read_json) tells it: one wording for a file, by its format."""
+    if not path.lower().endswith(".json"):
+        return
+    import json
+
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _not_json(path, exc) from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply") from None
+
+
+def _not_json(path: object, exc: json.JSONDecodeError) -> InputError:
+    return InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}")
 
 
 def is_file(path: Path) -> bool:
@@ -243,7 +266,7 @@ def read_json(path: Path) -> Document:
     try:
         data = json.loads(_read_text(path), object_pairs_hook=unique, parse_int=whole)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        raise _not_json(path, exc) from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply") from None
     if not isinstance(data, dict):

@@ -22,6 +22,7 @@ from decodecalc.record import field_names, record, replace
 
 if TYPE_CHECKING:
     from decodecalc.model.layers import FFN, Mixer
+    from decodecalc.model.linear_attention import StateFormat
     from decodecalc.model.mla import LatentAttention
     from decodecalc.model.moe import MoE
     from decodecalc.model.precision import WeightRecipe
@@ -242,6 +243,25 @@ def _qwen3_moe(cfg: Fields, model_type: str) -> Architecture:
     return _common(cfg, [Layer(m, _qwen_moe_ffn(cfg, i, count)) for i, m in enumerate(mixers)])
 
 
+STATE_DTYPES = {"float32": 32, "bfloat16": 16, "float16": 16}
+"""A recurrent state's formats a config may ask for, in bits (vLLM's MambaDType)."""
+
+
+def _state_format(cfg: Fields, recurrent_bits: int = 16) -> StateFormat:
+    """How engines store a constant state (model/linear_attention.py StateFormat): the
+    convolution inputs in the model's 16-bit dtype, the recurrent state as the config asks
+    (``mamba_ssm_cache_dtype``, Nemotron's; ``mamba_ssm_dtype``, Qwen3.5's), else in
+    ``recurrent_bits``, vLLM's default for the family."""
+    from decodecalc.model.linear_attention import StateFormat
+
+    for key in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+        name = cfg.text(key, "auto")
+        if name != "auto" and name not in STATE_DTYPES:
+            raise cfg.error(key, f"is {name!r}; decodecalc reads {', '.join(STATE_DTYPES)}")
+        recurrent_bits = STATE_DTYPES.get(name, recurrent_bits)
+    return StateFormat(recurrent_bits=recurrent_bits)
+
+
 def _gated_deltanet(cfg: Fields, model_type: str) -> Architecture:
     """Qwen3-Next and Qwen3.5: Gated DeltaNet linear attention, with full attention (its
     output gated, ``attn_output_gate``) every ``full_attention_interval`` layers (or as
@@ -265,6 +285,7 @@ def _gated_deltanet(cfg: Fields, model_type: str) -> Architecture:
         key_head_dim=cfg.integer("linear_key_head_dim"),
         value_head_dim=cfg.integer("linear_value_head_dim"),
         conv_kernel=cfg.integer("linear_conv_kernel_dim"),
+        state_format=_state_format(cfg),
     )
     mixers: dict[str, Mixer] = {"full_attention": full, "linear_attention": linear}
     if model_type in DENSE_QWEN3_5:
@@ -593,6 +614,8 @@ def _nemotron_h(cfg: Fields, model_type: str) -> Architecture:
             conv_kernel=_first_integer(cfg, "mamba_d_conv", "conv_kernel"),
             proj_bias=cfg.boolean("use_bias", default=False),
             conv_bias=cfg.boolean("use_conv_bias", default=True),
+            # vLLM's NemotronHForCausalLMConfig: FP32 unless the config says otherwise
+            state_format=_state_format(cfg, recurrent_bits=32),
         ),
         "*": attention,
     }
@@ -647,6 +670,7 @@ def _falcon_h1(cfg: Fields, model_type: str) -> Architecture:
         proj_bias=cfg.boolean("mamba_proj_bias", default=False),
         conv_bias=cfg.boolean("mamba_conv_bias", default=True),
         gated_norm=cfg.boolean("mamba_rms_norm", default=False),
+        state_format=_state_format(cfg),
     )
     mlp = DenseMLP(cfg.integer("intermediate_size"))
     pair = [Layer(attention, DenseMLP(0), norms=1), Layer(mamba, mlp, norms=1)]
@@ -669,6 +693,7 @@ def _jamba(cfg: Fields, model_type: str) -> Architecture:
         dt_rank=cfg.integer("mamba_dt_rank") if cfg.has("mamba_dt_rank") else -(-hidden // 16),
         proj_bias=cfg.boolean("mamba_proj_bias", default=False),
         conv_bias=cfg.boolean("mamba_conv_bias", default=True),
+        state_format=_state_format(cfg),
     )
     attention = _gqa(cfg, None)
     from decodecalc.model.moe import MoE
@@ -1130,6 +1155,7 @@ def _granite_hybrid(cfg: Fields, model_type: str) -> Architecture:
             d_inner=cfg.integer("mamba_expand", default=2) * cfg.integer("hidden_size"),
             proj_bias=cfg.boolean("mamba_proj_bias", default=False),
             conv_bias=cfg.boolean("mamba_conv_bias", default=True),
+            state_format=_state_format(cfg),
         )
     shared = cfg.integer("shared_intermediate_size", default=0, minimum=0)
     experts = cfg.integer("num_local_experts", default=0, minimum=0)

@@ -147,10 +147,9 @@ COMMON = frozenset(
 
 MAMBA = frozenset(
     {
-        # The scan's numerics and kernels. The recurrent state is priced in the scenario's
-        # KV dtype: a config asking for an FP32 state (mamba_ssm_dtype in Qwen3.5,
-        # mamba_ssm_cache_dtype in Nemotron 3) doubles it where an engine honours that,
-        # which decodecalc does not model (a per-sequence constant, not per token).
+        # The scan's numerics and kernels. (The recurrent state's format, which a config
+        # may ask for in mamba_ssm_cache_dtype or mamba_ssm_dtype, is read: families.py
+        # _state_format.)
         "chunk_size",
         "time_step_min",
         "time_step_max",
@@ -158,8 +157,6 @@ MAMBA = frozenset(
         "time_step_floor",
         "time_step_rank",
         "mamba_hidden_act",
-        "mamba_ssm_cache_dtype",
-        "mamba_ssm_dtype",
         "use_mamba_kernels",
         "use_associative_scan",  # Jamba's scan algorithm in transformers 5
         "use_mambapy",  # the pure-PyTorch scan fallback

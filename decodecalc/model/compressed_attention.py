@@ -19,6 +19,8 @@ checkpoints.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from decodecalc.model.causal import causal_pairs
 from decodecalc.model.layer_kind import CacheTerms, TpRule
 from decodecalc.model.mla import INDEXER_SCALE_BLOCK
@@ -183,6 +185,9 @@ class CompressedAttention:
         """The compressors' partial windows (a few hundred KB a layer, FP32 in SGLang's
         state pools) are not counted: a constant, small beside the pooled entries."""
         return 0
+
+    def state_bytes(self, tp: int) -> Fraction:
+        return Fraction(0)
 
     def cache_terms(self, tp: int) -> CacheTerms:
         """The window's entries, and the pooled ones per token with how many are read."""

@@ -3,7 +3,7 @@ rather than per head, a constant state per sequence."""
 
 from __future__ import annotations
 
-from decodecalc.model.linear_attention import ConstantState
+from decodecalc.model.linear_attention import FP32_RECURRENT, ConstantState, StateFormat
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -24,6 +24,8 @@ class KimiDeltaAttention(ConstantState):
     num_heads: int
     head_dim: int
     conv_kernel: int
+    state_format: StateFormat = FP32_RECURRENT
+    """vLLM keeps the recurrent state in FP32 whatever it is told (kda_state_dtype)."""
 
     kind = "kimi delta attention"
     split_rule = "Kimi Delta Attention state split by head"
@@ -56,9 +58,8 @@ class KimiDeltaAttention(ConstantState):
         """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
         return 4 * self.num_heads * self.head_dim * self.head_dim
 
-    def state_elements(self, tp: int) -> int:
-        """Per sequence on one GPU: heads/N x dk x dv, plus 3 x width/N x (kernel - 1)
-        convolution inputs. Engines keep the recurrent state in FP32 (vLLM's KDA state);
-        decodecalc prices it in the KV dtype, as every recurrent state."""
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: 3 x width/N x (kernel - 1) convolution inputs (in the
+        model's dtype) and heads/N x dk x dv of recurrent state (FP32 in vLLM)."""
         recurrent = self.num_heads * self.head_dim * self.head_dim
-        return (recurrent + 3 * self._width * (self.conv_kernel - 1)) // tp
+        return 3 * self._width * (self.conv_kernel - 1) // tp, recurrent // tp

@@ -9,6 +9,7 @@ views only format what these members return.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.record import record
@@ -99,6 +100,11 @@ class LayerKind(Protocol):
 
     def state_elements(self, tp: int) -> int:
         """A constant per-sequence state on one GPU, in elements."""
+        ...
+
+    def state_bytes(self, tp: int) -> Fraction:
+        """That state in bytes, each part in the format engines keep it in: its own, never
+        the KV dtype (model/linear_attention.py StateFormat)."""
         ...
 
     def attention_flops(self, context_tokens: int) -> int:

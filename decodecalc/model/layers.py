@@ -165,6 +165,9 @@ class Attention:
     def state_elements(self, tp: int) -> int:
         return 0
 
+    def state_bytes(self, tp: int) -> Fraction:
+        return Fraction(0)
+
     def cache_terms(self, tp: int) -> CacheTerms:
         """K and V per KV head on this GPU, capped by a window or cut to a chunk; a layer
         that reads an earlier layer's cache says so (it holds nothing of its own)."""

@@ -3,6 +3,7 @@ DeltaNet here, Mamba in mamba.py."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import ClassVar
 
 from decodecalc.model.layer_kind import CacheTerms, TpRule
@@ -13,9 +14,30 @@ from decodecalc.record import record
 SPLIT, REPLICATED = Sharding.SPLIT, Sharding.REPLICATED
 
 
+@record
+class StateFormat:
+    """Bits per value of a constant state's two parts, which engines keep apart from the
+    KV cache (--kv-dtype never touches them). vLLM (vllm/config/cache.py,
+    model_executor/layers/mamba/mamba_utils.py): the convolution inputs in
+    ``mamba_cache_dtype``, "auto" the model's dtype (BF16); the recurrent (SSM) state in
+    ``mamba_ssm_cache_dtype``, "auto" the same, but FP32 where a model's config asks
+    (``mamba_ssm_cache_dtype``, Qwen3.5's ``mamba_ssm_dtype``), FP32 for Nemotron-H by
+    default, and always FP32 for Kimi Delta Attention's recurrent state. SGLang keeps the
+    SSM state in FP32 unless told otherwise (--mamba-ssm-dtype)."""
+
+    conv_bits: int = 16
+    recurrent_bits: int = 16
+
+
+BF16_STATE = StateFormat()
+FP32_RECURRENT = StateFormat(recurrent_bits=32)
+
+
 class ConstantState:
     """What a constant-state mixer says of the KV cache: nothing cached per token, nothing
-    that grows or is windowed; its per-step arithmetic is the same at every context."""
+    that grows or is windowed; its per-step arithmetic is the same at every context. Its
+    state is two parts (convolution inputs, a recurrent state), each priced in its own
+    format (``state_format``), whatever the KV dtype."""
 
     sliding_window = None
     attention_chunk = None
@@ -43,8 +65,20 @@ class ConstantState:
     def prefill_attention_flops(self, prompt_tokens: int) -> int:
         return prompt_tokens * self.attention_flops(0)
 
-    def state_elements(self, tp: int) -> int:
+    state_format: StateFormat
+
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: (convolution inputs, recurrent state) elements."""
         raise NotImplementedError
+
+    def state_elements(self, tp: int) -> int:
+        return sum(self.state_parts(tp))
+
+    def state_bytes(self, tp: int) -> Fraction:
+        """Each part at its own format's bits (StateFormat), not the KV dtype's."""
+        conv, recurrent = self.state_parts(tp)
+        f = self.state_format
+        return Fraction(conv * f.conv_bits + recurrent * f.recurrent_bits, 8)
 
     def cache_terms(self, tp: int) -> CacheTerms:
         state = f"no KV; a constant state of {self.state_elements(tp):,} elements"
@@ -65,6 +99,7 @@ class LinearAttention(ConstantState):
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    state_format: StateFormat = BF16_STATE
 
     kind = "linear"
     cache_name = "linear attention"
@@ -100,11 +135,10 @@ class LinearAttention(ConstantState):
         """The delta-rule state update and read: constant, about 4 x heads x dk x dv."""
         return 4 * self.num_value_heads * self.key_head_dim * self.value_head_dim
 
-    def state_elements(self, tp: int) -> int:
-        """Per sequence on one GPU: recurrent state plus convolution state."""
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: convolution inputs and the recurrent state."""
         recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim
-        conv = self._conv_dim * (self.conv_kernel - 1)
-        return (recurrent + conv) // tp
+        return self._conv_dim * (self.conv_kernel - 1) // tp, recurrent // tp
 
 
 @record
@@ -117,6 +151,7 @@ class LightningAttention(ConstantState):
 
     num_heads: int
     head_dim: int
+    state_format: StateFormat = BF16_STATE
 
     kind = "lightning attention"
 
@@ -138,6 +173,6 @@ class LightningAttention(ConstantState):
         """The decayed state update and its read: about 4 x heads x head_dim^2."""
         return 4 * self.num_heads * self.head_dim * self.head_dim
 
-    def state_elements(self, tp: int) -> int:
-        """Per sequence on one GPU: heads/N x head_dim x head_dim."""
-        return self.num_heads // tp * self.head_dim * self.head_dim
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: no convolution; heads/N x head_dim x head_dim."""
+        return 0, self.num_heads // tp * self.head_dim * self.head_dim

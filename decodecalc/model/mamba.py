@@ -8,7 +8,7 @@ conv inputs and a d_inner x d_state SSM state. Neither grows with the context.
 
 from __future__ import annotations
 
-from decodecalc.model.linear_attention import ConstantState
+from decodecalc.model.linear_attention import BF16_STATE, ConstantState, StateFormat
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -34,6 +34,7 @@ class Mamba2(ConstantState):
     proj_bias: bool = False
     conv_bias: bool = True
     gated_norm: bool = True
+    state_format: StateFormat = BF16_STATE
 
     kind = "mamba2"
     split_rule = MAMBA_SPLIT
@@ -70,12 +71,13 @@ class Mamba2(ConstantState):
         scan = 4 * self.num_heads * self.head_dim * self.state_size
         return scan + 2 * self._conv_dim(self.n_groups) * self.conv_kernel
 
-    def state_elements(self, tp: int) -> int:
+    def state_parts(self, tp: int) -> tuple[int, int]:
         """Per sequence on one GPU: (d_inner/N + 2 x groups x d_state) x (conv_kernel - 1)
-        conv inputs, groups split when N divides them, plus heads/N x head_dim x d_state."""
+        conv inputs, groups split when N divides them; heads/N x head_dim x d_state of SSM
+        state."""
         groups = self.n_groups // tp if self.n_groups % tp == 0 else self.n_groups
         conv = self._conv_dim(groups, tp) * (self.conv_kernel - 1)
-        return conv + self.num_heads // tp * self.head_dim * self.state_size
+        return conv, self.num_heads // tp * self.head_dim * self.state_size
 
 
 @record
@@ -92,6 +94,7 @@ class Mamba1(ConstantState):
     proj_bias: bool = False
     conv_bias: bool = True
     inner_norms: bool = True
+    state_format: StateFormat = BF16_STATE
 
     kind = "mamba"
     split_rule = MAMBA_SPLIT
@@ -114,6 +117,8 @@ class Mamba1(ConstantState):
     def attention_flops(self, context_tokens: int) -> int:
         return 4 * self.d_inner * self.state_size + 2 * self.d_inner * self.conv_kernel
 
-    def state_elements(self, tp: int) -> int:
-        """Per sequence on one GPU: d_inner/N x ((conv_kernel - 1) + d_state)."""
-        return self.d_inner // tp * (self.conv_kernel - 1 + self.state_size)
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: d_inner/N x (conv_kernel - 1) conv inputs, d_inner/N x
+        d_state of SSM state."""
+        channels = self.d_inner // tp
+        return channels * (self.conv_kernel - 1), channels * self.state_size

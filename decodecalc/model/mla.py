@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from decodecalc.model.causal import causal_pairs
 from decodecalc.model.layer_kind import CacheTerms, TpRule
 from decodecalc.model.pooled import NO_POOLED
@@ -121,6 +123,9 @@ class LatentAttention:
 
     def state_elements(self, tp: int) -> int:
         return 0
+
+    def state_bytes(self, tp: int) -> Fraction:
+        return Fraction(0)
 
     def cache_terms(self, tp: int) -> CacheTerms:
         """The latent and the RoPE key, whole on every GPU; a sparse layer's top k."""

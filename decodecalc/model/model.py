@@ -123,6 +123,25 @@ class Model:
         """Each distinct mixer object with how many layers use it (counted)."""
         return self._mixer_counts
 
+    def state_bytes_per_sequence(self, tp: int = 1) -> int:
+        """Every layer's constant state for one sequence on one GPU, each part in its own
+        format (never the KV dtype's), rounded up once."""
+        from decodecalc.model.dtypes import ceil_bytes
+
+        state = sum((n * m.state_bytes(tp) for m, n in self._mixer_counts), Fraction(0))
+        return ceil_bytes(state)
+
+    def caches_values(self) -> bool:
+        """Whether any layer caches V apart from K (attention's K and V): the only cache a
+        V format of its own (--v-dtype) prices. MLA's latent is one tensor per token,
+        shared by K and V, and a constant state holds no V."""
+        from decodecalc.model.layers import Attention
+
+        return any(
+            isinstance(m, Attention) and m.kv_elements_per_token(1) > 0
+            for m, _ in self._mixer_counts
+        )
+
     def has_latent_attention(self) -> bool:
         """Whether any layer caches MLA's latent: the only cache FlashMLA's layouts
         (DType.mla_only) can hold."""

@@ -6,7 +6,7 @@ has one, still runs every step."""
 from __future__ import annotations
 
 from decodecalc.model.layer_kind import CacheTerms
-from decodecalc.model.linear_attention import ConstantState
+from decodecalc.model.linear_attention import BF16_STATE, ConstantState
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -36,8 +36,10 @@ class NoMixer(ConstantState):
         """Nothing attends: the linear map's FLOPs are a weight's, counted with the weights."""
         return 0
 
-    def state_elements(self, tp: int) -> int:
-        return 0
+    state_format = BF16_STATE  # (no state to price)
+
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        return 0, 0
 
     def cache_terms(self, tp: int) -> CacheTerms:
         return CacheTerms(self.kind, "no KV and no state")

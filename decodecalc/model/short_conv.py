@@ -3,7 +3,7 @@ few inputs of a depthwise convolution."""
 
 from __future__ import annotations
 
-from decodecalc.model.linear_attention import ConstantState
+from decodecalc.model.linear_attention import BF16_STATE, ConstantState, StateFormat
 from decodecalc.model.tensors import Sharding, TensorGroup
 from decodecalc.record import record
 
@@ -18,6 +18,7 @@ class ShortConv(ConstantState):
     width: int
     kernel: int
     bias: bool = False
+    state_format: StateFormat = BF16_STATE
 
     kind = "short convolution"
 
@@ -38,6 +39,6 @@ class ShortConv(ConstantState):
         """The gates and the convolution: 2 x channels x kernel, plus the two products."""
         return 2 * self.width * self.kernel + 2 * self.width
 
-    def state_elements(self, tp: int) -> int:
-        """Per sequence on one GPU: channels/N x (kernel - 1) inputs."""
-        return self.width // tp * (self.kernel - 1)
+    def state_parts(self, tp: int) -> tuple[int, int]:
+        """Per sequence on one GPU: channels/N x (kernel - 1) inputs, no recurrent state."""
+        return self.width // tp * (self.kernel - 1), 0

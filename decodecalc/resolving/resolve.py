@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from decodecalc.engine.profile import Engine
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
 from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
@@ -19,7 +20,7 @@ from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
-from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP
+from decodecalc.scenarios.fields import MAX_TP, SCENARIO_FIELDS
 from decodecalc.scenarios.rates import (
     PriceList,
     Rates,
@@ -73,7 +74,7 @@ def resolve_link(
         )
     found = chosen if isinstance(chosen, Link) else catalog.link(chosen)
     if bandwidth is not None:
-        found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth))
+        found = replace(found, bandwidth_bytes_per_s=_rate(bandwidth, "link bandwidth"))
     return found
 
 
@@ -154,20 +155,36 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
-    """A cache format that cannot exist for this model is refused; weights in a format the
-    GPU has no tensor cores for are said to run at the class it falls back to."""
+    """A cache format that cannot exist for this model is refused; a V format the model has
+    no V to store in is said to price nothing; weights in a format the GPU has no tensor
+    cores for are said to run at the class it falls back to."""
     latent = next((c for c in caches if c is not None and c.mla_only), None)
     if latent is not None and not model.has_latent_attention():
         raise InputError(
             f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
             f"{model.id} has no MLA layers; try fp8"
         )
+    kv, values = caches[0], caches[-1]
+    notes = []
+    if values is not None and kv is not None and values != kv and not model.caches_values():
+        why = (
+            f"{model.id}'s MLA caches one latent per token, shared by K and V, all"
+            if model.has_latent_attention()
+            else f"no layer of {model.id} caches a V of its own; its cache is all"
+        )
+        notes.append(
+            Note(
+                "v-dtype-unused",
+                f"--v-dtype {values.id} prices nothing here: {why} in the KV dtype ({kv.id})",
+            )
+        )
     if gpu is None or weights.matmul == "bf16":
-        return ()
+        return tuple(notes)
     peak = gpu.peak_flops(weights.matmul)
     if peak is None or peak[0] == weights.matmul:
-        return ()
+        return tuple(notes)
     return (
+        *notes,
         Note(
             "matmul-fallback",
             f"{gpu.id} has no {weights.matmul.upper()} tensor cores: {weights.id} weights are "
@@ -291,20 +308,37 @@ def resolve_efficiency(
         ) from None
 
 
+def roofline_only(engine: Engine, efficiency: float, overhead_s: float) -> None:
+    """An efficiency below 1 and a per-step overhead are an assumption about one's own
+    engine, and only the roofline's step takes them: a measured engine's (a profile's, or
+    the default typical band's) has its own efficiencies and costs, which they would not
+    move. So every command refuses them there, rather than moving the roofline alone past
+    the figure it bounds."""
+    given = [f"efficiency {efficiency:g}"] if efficiency != 1 else []
+    if overhead_s:
+        given.append(f"overhead {overhead_s * 1000:g} ms")
+    if given and not engine.is_roofline:
+        raise InputError(
+            f"{' and '.join(given)} {'shape' if len(given) > 1 else 'shapes'} only the "
+            f"roofline's step, and the figures are the "
+            f"{engine.id} engine's measured step: give --engine roofline to take them as "
+            "your own engine's"
+        )
+
+
 def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     """Every value of a spec that is wrong whatever the others hold: a count out of range,
     a text that is no rate, time, fraction or wattage, an unknown link. Checked first, so
     that a value no scenario uses (a link at TP 1) is still refused, a count too large for
     a float never reaches one, and a grid refuses a bad value instead of skipping the
     combinations it is in (those raise Conflict)."""
-    check_count("batch", spec.batch, MAX_BATCH)
-    check_count("tp", spec.tp, MAX_TP)
-    check_count("pp", spec.pp, MAX_PP)
-    if spec.gpus_per_node is not None:
-        check_count("gpus per node", spec.gpus_per_node, MAX_TP)
-    for rate in (spec.bandwidth, spec.link_bandwidth):
+    for field in SCENARIO_FIELDS:
+        count = getattr(spec, field.name)
+        if field.most is not None and count is not None:
+            check_count(field.name.replace("_", " "), count, field.most, field.least)
+    for rate, what in ((spec.bandwidth, "bandwidth"), (spec.link_bandwidth, "link bandwidth")):
         if rate is not None:
-            _rate(rate)
+            _rate(rate, what)
     if isinstance(spec.overhead, str):
         parse_duration(spec.overhead, "overhead")
     check_fraction("memory utilization", spec.memory_utilization)
@@ -332,8 +366,6 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         raise InputError(
             "give --gpu NAME or --bandwidth VALUE (e.g. --gpu h100-sxm, --bandwidth 3.35TB/s)"
         )
-    from decodecalc.loading.quantization import export_name_note
-
     weights, overrides, recipe = resolve_weights(catalog, spec.weights, model)
     kv = (
         default_kv_dtype(catalog, weights)
@@ -349,6 +381,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         overhead_s = parse_duration(spec.overhead, "overhead")
     else:
         overhead_s = fit.overhead_s or 0.0 if spec.overhead is None else float(spec.overhead)
+    roofline_only(engine, fit.fraction, overhead_s)
     scenario = Scenario(
         model=model,
         weights=weights,
@@ -378,7 +411,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
-            *export_name_note(model, weights.id, spec.weights is not None),
+            *_export_name_note(model, weights.id, spec.weights is not None),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
@@ -394,6 +427,16 @@ def experts_dtype(model: Model, default: DType, overrides: Overrides) -> DType |
         if group.experts:
             return group_dtype(group.name, default, overrides)
     return None
+
+
+def _export_name_note(model: Model, weights: str, given: bool) -> tuple[Note, ...]:
+    """loading/quantization.py's export_name_note, imported only where it can say something:
+    given weights name their format, and a query that gives them need not load the module."""
+    if given:
+        return ()
+    from decodecalc.loading.quantization import export_name_note
+
+    return export_name_note(model, weights, given)
 
 
 def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
@@ -429,8 +472,12 @@ def _dtype(catalog: Catalog, value: str | DType) -> DType:
     return catalog.dtype(value) if isinstance(value, str) else value
 
 
-def _rate(value: str | int) -> int:
-    return parse_bandwidth(value) if isinstance(value, str) else value
+def _rate(value: str | int, what: str = "bandwidth") -> int:
+    """Bytes per second from a text or a number, at least 1: every transfer divides by it."""
+    rate = parse_bandwidth(value, what) if isinstance(value, str) else value
+    if rate < 1:
+        raise InputError(f"{what} {value!r} must be at least 1 byte/s")
+    return rate
 
 
 def resolve_rates(

@@ -16,8 +16,9 @@ from decodecalc.record import record
 
 KINDS = ("text", "rate", "time", "count", "flag", "fraction", "efficiency")
 """What a field's value is: a text (a preset name), a bandwidth (3.35TB/s), a duration
-(0.3ms), a whole number of at least 1, true or false, a number above 0 and at most 1, or
-an efficiency (a fraction, or 'sustained' or 'calibrated')."""
+(0.3ms), a whole number (of at least the field's ``least``, 1 unless it says), true or
+false, a number above 0 and at most 1, or an efficiency (a fraction, or 'sustained' or
+'calibrated')."""
 
 EFFICIENCY_WORDS = ("sustained", "calibrated")
 """The words an efficiency takes besides a fraction (resolving/resolve.py reads them)."""
@@ -28,6 +29,9 @@ MIN_FRACTION = 0.001
 MAX_TP = 1024
 MAX_PP = 1024
 """More stages than any model has layers: past it a value is no pipeline, whatever the model."""
+MAX_REDUNDANT_EXPERTS = 1024
+"""More expert replicas than any model has experts: past it a count is a typo, and far past
+it no float holds the share of tokens it spreads."""
 
 PRESETS = ("model", "gpu", "weights", "dtype")
 """Catalog look-ups a file's value is checked by where it is read (so a misspelt name
@@ -60,6 +64,8 @@ class ScenarioField:
     required_in_points: bool = False
     most: int | None = None
     """The largest count Scenario takes (kind count; None: no bound of its own)."""
+    least: int = 1
+    """The smallest count Scenario takes (kind count): 0 where none is a choice."""
 
 
 SCENARIO_FIELDS = (
@@ -181,6 +187,8 @@ SCENARIO_FIELDS = (
         "N",
         "count",
         in_points=True,
+        most=MAX_REDUNDANT_EXPERTS,
+        least=0,
     ),
     ScenarioField(
         "dp_attention",
@@ -195,7 +203,8 @@ SCENARIO_FIELDS = (
         "efficiency",
         ("--efficiency", "-e"),
         "Fraction of peak bandwidth reached, in (0, 1] (1 is the roofline); 'sustained' "
-        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save').",
+        "(the GPU's measured bandwidth) or 'calibrated' (from 'decodecalc calibrate --save'). "
+        "Below 1, only with --engine roofline: your own engine's step.",
         "EFF",
         kind="efficiency",
     ),
@@ -209,7 +218,8 @@ SCENARIO_FIELDS = (
     ScenarioField(
         "overhead",
         ("--overhead",),
-        "Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated).",
+        "Fixed time added to every step, e.g. 0.3ms (default 0, or calibrated); above 0, "
+        "only with --engine roofline.",
         "TIME",
         kind="time",
     ),

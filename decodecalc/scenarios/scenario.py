@@ -16,12 +16,12 @@ from decodecalc.scenarios.fields import MAX_BATCH, MAX_PP, MAX_TP, MIN_FRACTION
 from decodecalc.scenarios.rates import Rates
 
 
-def check_count(name: str, value: int, most: int) -> None:
-    """A whole number from 1 to ``most``, checked before anything divides by it (a TP of
-    400 digits overflows a float) and before it meets a model (a bad value is no
+def check_count(name: str, value: int, most: int, least: int = 1) -> None:
+    """A whole number from ``least`` to ``most``, checked before anything divides by it (a
+    TP of 400 digits overflows a float) and before it meets a model (a bad value is no
     Conflict)."""
-    if not 1 <= value <= most:
-        raise InputError(f"{name} {value} must be a whole number from 1 to {most:,}")
+    if not least <= value <= most:
+        raise InputError(f"{name} {value} must be a whole number from {least} to {most:,}")
 
 
 def check_efficiency(value: float) -> None:
@@ -150,6 +150,13 @@ class Scenario:
         """How many ways a sequence's cache and attention are split: 1 under data-parallel
         attention, where a rank holds whole sequences."""
         return 1 if self.dp_attention else self.tp
+
+    @property
+    def expert_ranks(self) -> int:
+        """GPUs a layer's routed experts are spread over: the TP group under expert
+        parallelism, where each holds whole experts and runs only the tokens routed to
+        them; 1 otherwise, where each holds a slice of every expert and sees every token."""
+        return self.tp if self.ep else 1
 
     @property
     def sequences_per_gpu(self) -> int:

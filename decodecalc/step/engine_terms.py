@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from decodecalc.engine.profile import EngineParams
 from decodecalc.record import record
-from decodecalc.step.running import RunningCounts
+from decodecalc.step.running import RunningCounts, feed_forward_passes
 
 if TYPE_CHECKING:
     from decodecalc.model.model import Model
-    from decodecalc.model.moe import MoE
     from decodecalc.scenarios.scenario import Scenario
 
 
@@ -74,11 +73,9 @@ def sequence_passes(model: Model) -> int:
     scattered per token). Counted so, the published batch sweeps on 8 x MI300X grow, past
     their weight and KV bytes at peak bandwidth, by a similar time per pass: vLLM on
     Llama-3.1-70B 1.3 us, 405B 2.0 us, DeepSeek-V3 0.8 us, SGLang on DeepSeek-V3 1.5 us;
-    counting each layer once, DeepSeek-V3's would be 6 and 11 us (docs/accuracy.md)."""
-    return sum(
-        n * (cast("MoE", layer.ffn).experts_per_token if layer.ffn.routed else 1)
-        for layer, n in model.layer_counts()
-    )
+    counting each layer once, DeepSeek-V3's would be 6 and 11 us (docs/accuracy.md). A
+    step's count is the busiest GPU's (step/running.py feed_forward_passes)."""
+    return feed_forward_passes(model, 1)
 
 
 @record
@@ -88,18 +85,21 @@ class StepCounts:
     layers: int
     moe_layers: int
     passes: int
-    """Sequence passes: the batch x sequence_passes."""
+    """Sequence passes: the busiest GPU's feed-forward passes (feed_forward_passes)."""
     running: RunningCounts | None = None
     """What the running costs are counted in (step/running.py); None: none counted."""
 
     @classmethod
-    def of(cls, model: Model, batch: int, mixed: int | None = None) -> StepCounts:
-        """``mixed``: the sequences one GPU's token mixers run (RunningCounts.of)."""
+    def of(
+        cls, model: Model, batch: int, mixed: int | None = None, expert_ranks: int = 1
+    ) -> StepCounts:
+        """``mixed``: the sequences one GPU's token mixers run; ``expert_ranks``: the GPUs
+        the routed experts are spread over (RunningCounts.of)."""
         return cls(
             len(model.layers),
             moe_layers(model),
-            batch * sequence_passes(model),
-            RunningCounts.of(model, batch, mixed),
+            feed_forward_passes(model, batch, mixed, expert_ranks),
+            RunningCounts.of(model, batch, mixed, expert_ranks),
         )
 
     def fixed_seconds(self, params: EngineParams) -> float:

@@ -67,7 +67,7 @@ def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
             (kv + row.state_bytes) / bandwidth,
             (kv * kv_read_factor(s) + row.state_bytes) / bandwidth,
         ),
-        counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu),
+        counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu, s.expert_ranks),
         calls=calls,
         link_latency_s=latency,
         ring_s=max(row.comm_seconds - calls * latency, 0.0),

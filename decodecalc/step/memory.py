@@ -8,18 +8,22 @@ within the share of capacity the runtime leaves to them (vLLM's gpu_memory_utili
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 from decodecalc.model.dtypes import DType
 from decodecalc.model.kvcache import KVCurve
-from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, weight_bytes
+from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record
 
 
-def stored_weight_bytes(model: Model, weights: DType, tp: int, overrides: Overrides = ()) -> int:
-    """Every parameter one GPU holds, read each step or not, each group in its format."""
-    parts = ((g.name, g.params_per_gpu(tp)) for g in model.tensor_groups())
+def stored_weight_bytes(
+    groups: Iterable[TensorGroup], weights: DType, tp: int, overrides: Overrides = ()
+) -> int:
+    """Every parameter of ``groups`` (a model's, or one pipeline stage's) one GPU holds,
+    read each step or not, each group in its format."""
+    parts = ((g.name, g.params_per_gpu(tp)) for g in groups)
     return weight_bytes(parts, weights, overrides)
 
 
@@ -36,9 +40,6 @@ class MemoryFit:
     max_context: int | None
     """Longest context that fits at the scenario's batch (0: the weights alone do not fit;
     None: memory never limits it, because every layer is windowed or keeps a constant state)."""
-
-    def fits(self, kv_bytes: int, state_bytes: int) -> bool:
-        return self.stored_weight_bytes + kv_bytes + state_bytes <= self.budget_bytes
 
 
 def memory_fit(

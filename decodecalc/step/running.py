@@ -101,17 +101,22 @@ class RunningCounts:
     """The batch x layers whose mixer keeps a constant recurrent or linear state."""
 
     @classmethod
-    def of(cls, model: Model, batch: int, mixed: int | None = None) -> RunningCounts:
-        """The counts of ``batch`` sequences through ``model``'s layers, ``mixed`` of them
-        through one GPU's token mixers (None: all; under data-parallel attention a GPU's
-        attention runs its own share, Scenario.sequences_per_gpu)."""
-        state = ffn = 0
-        for layer, n in model.layer_counts():
-            if layer.mixer.state_elements(1) > 0:
-                state += n
-            ffn += n * (cast("MoE", layer.ffn).experts_per_token if layer.ffn.routed else 1)
+    def of(
+        cls, model: Model, batch: int, mixed: int | None = None, expert_ranks: int = 1
+    ) -> RunningCounts:
+        """The counts of ``batch`` sequences through ``model``'s layers on the busiest GPU,
+        ``mixed`` of them through its token mixers and its scheduler (None: all; under
+        data-parallel attention a GPU's attention and its rank's scheduler run their own
+        share, Scenario.sequences_per_gpu), the routed experts' passes spread over
+        ``expert_ranks`` GPUs (feed_forward_passes)."""
+        state = sum(n for layer, n in model.layer_counts() if layer.mixer.state_elements(1) > 0)
         mixed = batch if mixed is None else mixed
-        return cls(batch * ffn, batch, mixed * len(model.layers), mixed * state)
+        return cls(
+            feed_forward_passes(model, batch, mixed, expert_ranks),
+            mixed,
+            mixed * len(model.layers),
+            mixed * state,
+        )
 
     def count(self, cost: RunningCost) -> int:
         value: int = getattr(self, cost.name)
@@ -134,3 +139,24 @@ class RunningCounts:
     def seconds(self, params: EngineParams) -> float:
         """Every running cost together."""
         return sum(seconds for _, seconds in self.parts(params))
+
+
+def feed_forward_passes(
+    model: Model, batch: int, mixed: int | None = None, expert_ranks: int = 1
+) -> int:
+    """Token feed-forward passes the busiest GPU makes in a step: ``mixed`` sequences
+    (None: the batch) through each dense layer's MLP (all of them under tensor
+    parallelism; under data-parallel attention a rank's own, its dense layers being
+    replicas: step/parallelism.py held_params), and the batch's routed (token, expert)
+    pairs spread over the ``expert_ranks`` GPUs that hold the experts under expert
+    parallelism (1: each rank holds a slice of every expert and sees every pair). Routing
+    balanced, the busiest rank rounded up: counting every pair on each of a 72-GPU expert
+    group's ranks would charge a decode GPU 72 times the gathers and scatters it runs."""
+    dense = routed = 0
+    for layer, n in model.layer_counts():
+        if layer.ffn.routed:
+            routed += n * cast("MoE", layer.ffn).experts_per_token
+        else:
+            dense += n
+    mixed = batch if mixed is None else mixed
+    return mixed * dense - (-batch * routed // expert_ranks)

@@ -299,7 +299,7 @@ class StepModel:
         return StepWork(
             weight_ops=self.weight_ops,
             mixers=self.mixer_work(),
-            counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu),
+            counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu, s.expert_ranks),
             bandwidth=s.bandwidth_bytes_per_s,
             peak=self.peak_flops_per_s,
             kv_read_factor=kv_read_factor(s),
@@ -317,9 +317,8 @@ class StepModel:
             kinds.setdefault(m.describe(), []).append((m, n))
         tp, sequences = s.attention_tp, self.sequences
         state: list[Fraction] = []
-        for pairs in kinds.values():
-            elements = sum(n * m.state_elements(tp) for m, n in pairs)
-            state.append(s.kv_dtype.bytes_for(sequences * elements) if elements else Fraction(0))
+        for pairs in kinds.values():  # a state in its own format, never the KV dtype's
+            state.append(sequences * sum((n * m.state_bytes(tp) for m, n in pairs), Fraction(0)))
         kv = [Fraction(0)] * len(kinds)
         if context is not None:
             kv = [
@@ -426,13 +425,16 @@ class StepModel:
 
     def fits(self, context_tokens: int, memory: MemoryFit) -> bool:
         """Every stage's GPUs hold their weights, the cache they keep and their state."""
-        if len(self.stages) == 1:
-            return memory.fits(self.kv_bytes(context_tokens, held=True), self.state_bytes)
-        return all(
+        return self.held_bytes(context_tokens) <= memory.budget_bytes
+
+    def held_bytes(self, context_tokens: int) -> int:
+        """What the fullest GPU holds: its stage's stored weights, the cache its layers
+        keep for the batch and their state. One batch is held, not the sum over stages a
+        step streams: a stage's GPUs keep only their own layers' cache."""
+        return max(
             stage.stored_weight_bytes
             + self._cache_bytes(stage.kv_units, context_tokens, held=True)
             + stage.state_bytes
-            <= memory.budget_bytes
             for stage in self.stages
         )
 
@@ -495,7 +497,7 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
         start += count
         pairs = model.mixer_counts() if scenario.pp == 1 else counted(mixers)
         state = scenario.sequences_per_gpu * sum(
-            n * m.state_elements(scenario.attention_tp) for m, n in pairs
+            (n * m.state_bytes(scenario.attention_tp) for m, n in pairs), Fraction(0)
         )
         stages.append(
             Stage(
@@ -503,7 +505,7 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
                 weight_bytes=_group_bytes(scenario, groups, batch),
                 stored_weight_bytes=_group_bytes(scenario, groups, None),
                 kv_units=units if scenario.pp == 1 else kv_units_for(scenario, mixers)[0],
-                state_bytes=ceil_bytes(scenario.kv_dtype.bytes_for(state)),
+                state_bytes=ceil_bytes(state),
             )
         )
     return tuple(stages)

@@ -94,6 +94,8 @@ def _value_text(r: TargetResult) -> str:
             return f"{r.value:.3f} ms TPOT under the workload"
         case "max_ms_per_token":
             return f"{r.value:.3f} ms{at}"
+        case "min_tokens_per_s" if r.served:
+            return f"{r.value:,.1f} tok/s (1000 / TPOT under the workload)"
         case "min_tokens_per_s" | "min_throughput_tokens_per_s":
             return f"{r.value:,.1f} tok/s{at}"
         case "must_fit" | "vllm_startup_fit":

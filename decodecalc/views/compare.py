@@ -270,7 +270,7 @@ def write_sweep_csv(
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = ",".join(
             (
-                "" if crossover is None else repr(crossover),
+                "" if crossover is None else f"{crossover:.12g}",  # as every CSV float
                 _engine_id(scenario),
                 _v_dtype(scenario),
                 *(str(v).lower() for v in _parallel(scenario).values()),

@@ -336,9 +336,27 @@ def _compute_lines(est: Estimate) -> list[str]:
         layers = ", ".join(str(st.layers) for st in est.stages)
         lines.append(
             f"pipeline: {s.pp} stages of {layers} layers, one after another; "
-            f"{s.pp - 1} hand-off{'s' if s.pp > 2 else ''} of the hidden state and residual"
+            f"{s.pp - 1} hand-off{'s' if s.pp > 2 else ''} of the hidden state and residual; "
+            "the Weights, KV cache and Total columns are the stages' added up"
         )
     return lines
+
+
+def _weights_read_text(est: Estimate) -> str:
+    """The weights a step reads. With pipeline stages the figure is the stages' added up
+    (what one GPU holding every layer would read): no GPU reads it, so each stage's GPU's
+    own share is named beside it."""
+    s = est.scenario
+    total = h.size(est.weight_bytes_per_step)
+    if s.pp == 1:
+        per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
+        return f"weights read per step{per_gpu}: {total}"
+    each = ", ".join(h.size(st.weight_bytes) for st in est.stages)
+    return f"weights read per step{_summed(s)}: {total} (each GPU reads its own stage's: {each})"
+
+
+def _summed(s: Scenario) -> str:
+    return f", summed over the {s.pp} stages" if s.pp > 1 else ""
 
 
 def _busiest_text(est: Estimate) -> str:
@@ -440,11 +458,10 @@ def estimate_report(est: Estimate) -> Report:
         **_parallel_fields(est),
         rows=rows,
     )
-    per_gpu = f" per GPU (TP {s.tp})" if s.tp > 1 else ""
     title = (
         describe_scenario(s),
-        f"weights read per step{per_gpu}: {h.size(est.weight_bytes_per_step)}"
-        f" · KV per token per sequence: {h.size(est.kv_bytes_per_token)}"
+        f"{_weights_read_text(est)}"
+        f" · KV per token per sequence{_summed(s)}: {h.size(est.kv_bytes_per_token)}"
         + (
             f" ({h.size(est.kv_bytes_per_token_past_windows)} past the windows)"
             if est.kv_bytes_per_token_past_windows != est.kv_bytes_per_token

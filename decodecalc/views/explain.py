@@ -50,7 +50,8 @@ def _weight_lines(x: Explanation) -> list[str]:
         heading = f"{s.weights_recipe}: {s.weights.id} unless a group says otherwise"
     else:
         heading = f"{s.weights.id} = {h_bits(s.weights.bits_per_value)} bits per value"
-    lines = [f"1. Weights read per step (per GPU, {heading}):"]
+    per_gpu = f"the {s.pp} stages' GPUs added up" if s.pp > 1 else "per GPU"
+    lines = [f"1. Weights read per step ({per_gpu}, {heading}):"]
     for g in weight_groups(x.weight_groups):
         name, per_gpu = g["group"], g["params"]
         if g["read_share"] == 0:

@@ -22,9 +22,10 @@ def generation_report(g: Generation) -> Report:
         # Schema 2: the decode and total figures are the headline step's (the engine's
         # expected one; the roofline under --engine roofline), the roofline's roofline_*.
         decode_s=g.expected_decode_seconds[0],
-        mean_ms_per_token=g.expected_mean_step_seconds * 1000,
-        first_ms_per_token=g.expected_first_step_seconds * 1000,
-        last_ms_per_token=g.expected_last_step_seconds * 1000,
+        # With one new token there is no decode step: its step figures are null.
+        mean_ms_per_token=_ms(g, g.expected_mean_step_seconds),
+        first_ms_per_token=_ms(g, g.expected_first_step_seconds),
+        last_ms_per_token=_ms(g, g.expected_last_step_seconds),
         prefill_flops=p.flops,
         prefill_bytes=p.bytes,
         prefill_s=p.seconds,
@@ -41,9 +42,9 @@ def generation_report(g: Generation) -> Report:
         expected_prefill_s=g.expected_prefill_seconds,
         per_request_ms=g.per_request_seconds * 1000,
         roofline_decode_s=g.decode_seconds,
-        roofline_mean_ms_per_token=g.mean_step_seconds * 1000,
-        roofline_first_ms_per_token=g.first_step_seconds * 1000,
-        roofline_last_ms_per_token=g.last_step_seconds * 1000,
+        roofline_mean_ms_per_token=_ms(g, g.mean_step_seconds),
+        roofline_first_ms_per_token=_ms(g, g.first_step_seconds),
+        roofline_last_ms_per_token=_ms(g, g.last_step_seconds),
         roofline_total_s=g.total_seconds,
     )
     rows: list[tuple[str, str]] = [
@@ -71,15 +72,26 @@ def generation_rows(report: Report) -> Report:
     return replace(report, columns=tuple(Column(k, k) for k in record), records=(record,))
 
 
+def _ms(g: Generation, seconds: float | None) -> float | None:
+    """A decode step's milliseconds, None where there is no decode step (one new token)."""
+    return None if seconds is None or not g.decode_steps else seconds * 1000
+
+
+NO_DECODE = "none: one new token, which the prefill gives"
+
+
 def _decode_rows(g: Generation) -> list[tuple[str, str]]:
     """The decode and the total: where the engine expects a step, its figures lead with
-    their band and the roofline's stand beside them as the bound."""
+    their band and the roofline's stand beside them as the bound. With one new token there
+    is no decode step, so no rate and no step to show."""
     steps = _steps(g.first_step_seconds, g.mean_step_seconds, g.last_step_seconds)
+    rate = g.expected_tokens_per_s
+    shown_rate = NO_DECODE if rate is None else f"{rate:,.1f} tok/s"
     engine = g.scenario.engine
     if engine.is_roofline:
         return [
             ("decode, all tokens", f"{g.decode_seconds:,.3f} s"),
-            ("decode rate", f"{g.expected_tokens_per_s:,.1f} tok/s"),
+            ("decode rate", shown_rate),
             ("first / mean / last step", steps),
             ("total", f"{g.total_seconds:,.3f} s"),
         ]
@@ -94,7 +106,7 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
         ),
         (f"decode, {who} (band)", f"{middle:,.3f} s ({low:,.3f}-{high:,.3f})"),
         ("decode, roofline (bound)", f"{g.decode_seconds:,.3f} s"),
-        (f"decode rate, {who}", f"{g.expected_tokens_per_s:,.1f} tok/s"),
+        (f"decode rate, {who}", shown_rate),
         (
             f"first / mean / last step, {who}",
             _steps(
@@ -109,7 +121,9 @@ def _decode_rows(g: Generation) -> list[tuple[str, str]]:
     ]
 
 
-def _steps(first: float, mean: float, last: float) -> str:
+def _steps(first: float, mean: float | None, last: float) -> str:
+    if mean is None:
+        return NO_DECODE
     return f"{first * 1000:.3f} / {mean * 1000:.3f} / {last * 1000:.3f} ms"
 
 

@@ -399,6 +399,7 @@ def show_report(
     curve = KVCurve.for_layers(m.mixer_counts(), 1)
     elements = curve.elements_per_token
     state = _state_elements(m)
+    state_bytes = m.state_bytes_per_sequence()
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
     # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
@@ -407,7 +408,7 @@ def show_report(
         {
             "kv_dtype": d.id,
             "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)) + fixed,
-            "state_bytes_per_sequence": ceil_bytes(d.bytes_for(state)),
+            "state_bytes_per_sequence": state_bytes,  # its own format, whatever the KV's
         }
         for d in dtypes
         if d.kv_cache and (mla or not d.mla_only)

@@ -86,8 +86,9 @@ def sources_of(catalog: Any, scenarios: Iterable[Any]) -> tuple[Source, ...]:
                 add("link", link.id, link.name, link.source)
         if not s.engine.is_roofline:
             for name in s.engine.names or (s.engine.id,):
-                # a profile's id, or "id (family)" for one measured on another family
-                profile = catalog.engine(name.split(" (")[0])
+                # a profile's id, "id@line" for its release line (engine/select.py
+                # as_named), or "id (family)" for one measured on another family
+                profile = catalog.engine(name.split(" (")[0].split("@")[0])
                 add("engine", profile.id, profile.name, profile.source)
         price = s.rates.price_source
         if price and price != "given":

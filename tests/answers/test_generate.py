@@ -119,6 +119,28 @@ class TestFirstTokenAndSteps:
         g = generate(h100(catalog, "llama-3.1-8b"), 1000, 1)
         assert g.decode_seconds == 0.0
         assert g.total_seconds == g.prefill_seconds
+        # No decode step: no step time and no decode rate (review item 11)
+        assert g.mean_step_seconds is None and g.expected_mean_step_seconds is None
+        assert g.expected_tokens_per_s is None
+
+
+def test_one_new_token_has_no_step_figures_in_any_format(cli: Run) -> None:
+    args = ("generate", "-m", "llama-3.1-8b", "-g", "h100", "-p", "100", "-n", "1")
+    doc = json.loads(cli(*args, "--json").out)
+    steps = ("mean_ms_per_token", "first_ms_per_token", "last_ms_per_token")
+    for key in (*steps, *(f"roofline_{k}" for k in steps), "expected_tokens_per_s"):
+        assert doc[key] is None, key
+    assert doc["decode_s"] == 0.0 and doc["roofline_decode_s"] == 0.0
+    table = cli(*args).out
+    assert "tok/s" not in table and "none: one new token, which the prefill gives" in table
+
+
+def test_an_empty_prompt_is_refused(cli: Run) -> None:
+    """The prefill yields the first new token: with no prompt there is no pass to yield
+    it, and the first token came free (review item 11)."""
+    r = cli("generate", "-m", "llama-3.1-8b", "-g", "h100", "-p", "0", "-n", "10")
+    assert r.code == 2 and r.out == "" and "Traceback" not in r.err
+    assert "a prompt needs at least one token" in r.err
 
 
 def test_a_prompt_past_what_serving_prices_is_one_line(cli: Run) -> None:

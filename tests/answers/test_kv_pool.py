@@ -45,6 +45,20 @@ def _pool(run: dict[str, Any]) -> KvPool:
     return kv_pool(scenario, limits)
 
 
+def _terms(pool: KvPool) -> dict[str, int]:
+    """The pool's terms as the by-hand tests work them out, in their order."""
+    return {
+        "budget": pool.budget_bytes,
+        "weights": pool.weight_bytes,
+        "activation": pool.activation_bytes,
+        "reserve": pool.reserve_bytes,
+        "available": pool.available_bytes,
+        "per token": pool.kv_bytes_per_token,
+        "blocks": pool.blocks,
+        "tokens": pool.tokens,
+    }
+
+
 def test_the_logs_cover_five_models() -> None:
     assert len({run["model"] for run in RUNS}) >= 5
     assert all(run["log"] and run["vllm"] for run in RUNS)
@@ -82,13 +96,16 @@ def test_llama_8b_on_h100_by_hand() -> None:
     concurrency 29,801 / (8,192 / 16) = 58.21x at 8,192 tokens per request (log: 58.11x)
     """
     pool = _pool(RUNS[0])
-    assert pool.budget_bytes == 80_796_503_244
-    assert pool.weight_bytes == 16_060_522_496
-    assert pool.activation_bytes == 1_970_012_160
-    assert pool.reserve_bytes == 268_435_456
-    assert pool.available_bytes == 62_497_533_132
-    assert pool.kv_bytes_per_token == 131_072
-    assert (pool.blocks, pool.tokens) == (29_801, 476_816)
+    assert _terms(pool) == {
+        "budget": 80_796_503_244,
+        "weights": 16_060_522_496,
+        "activation": 1_970_012_160,
+        "reserve": 268_435_456,
+        "available": 62_497_533_132,
+        "per token": 131_072,
+        "blocks": 29_801,
+        "tokens": 476_816,
+    }
     assert pool.max_concurrency(8192) == pytest.approx(29_801 / 512)
 
 
@@ -184,3 +201,85 @@ def test_preset_block_is_the_built_in_fallback() -> None:
     assert serving is not None
     assert replace(serving, source=VLLM_DEFAULTS.source) == VLLM_DEFAULTS
     assert isinstance(scheduler_limits(ROOFLINE, None), SchedulerLimits)
+
+
+def _llama_70b_pipeline(tp: int, pp: int) -> KvPool:
+    scenario = resolve(
+        ScenarioSpec(model="llama-3.1-70b", gpu="h100-sxm", weights="fp8", tp=tp, pp=pp),
+        Catalog(),
+    )
+    return kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+
+
+def test_pipeline_stages_each_hold_their_own_layers_by_hand() -> None:
+    """Llama-3.1-70B in FP8 (BF16 cache) on H100s, TP 2 x PP 4: 80 layers in 4 stages of
+    20, and a stage's GPU holds only its layers' weights and cache.
+
+    weights     per layer per GPU, 1 B each: q, o 2 x 8192^2 / 2 = 67,108,864; k, v
+                2 x 8192 x 1024 / 2 = 8,388,608; MLP 3 x 8192 x 28,672 / 2 = 352,321,536;
+                2 norms 16,384 (not split). 20 layers = 1,342,177,280 + 167,772,160
+                + 7,046,430,720 + 327,680. The last stage adds the LM head 128,256 x 8192 / 2
+                = 525,336,576 and the final norm 8,192: 9,082,052,608 B (the first adds the
+                embedding, as large, but no norm: 8,192 B less, so the last decides)
+    per token   20 layers x 4 KV heads per GPU x 128 x 2 (K, V) x 2 B = 40,960 B
+    budget      (85,520,809,984 B - 450 MiB CUDA does not report) x 0.9 = 76,544,055,705 B
+    activation  the sampler pass, 1,024 rows x 128,256 x 15 B = 1,970,012,160 B
+    reserve     0.25 GiB + TP's all-reduce buffers 1,986,422,374 = 2,254,857,830 B
+    available   76,544,055,705 - 9,082,052,608 - 1,970,012,160 - 2,254,857,830
+                = 63,237,133,107 B
+    pool        floor(63,237,133,107 / (16 x 40,960)) = 96,492 blocks = 1,543,872 tokens
+    Every layer on each GPU (the defect this guards) would leave 35.3 GB of weights and
+    163,840 B a token: 226,080 tokens, the same as TP 2 without stages.
+    """
+    pool = _llama_70b_pipeline(tp=2, pp=4)
+    assert [(k.layers, k.slots) for k in pool.kinds] == [(20, 20)]
+    assert _terms(pool) == {
+        "budget": 76_544_055_705,
+        "weights": 9_082_052_608,
+        "activation": 1_970_012_160,
+        "reserve": 2_254_857_830,
+        "available": 63_237_133_107,
+        "per token": 40_960,
+        "blocks": 96_492,
+        "tokens": 1_543_872,
+    }
+    # 1,500-token requests hold ceil(1,500 / 16) = 94 blocks each: 96,492 / 94 = 1,026.5.
+    assert pool.max_concurrency(1500) == pytest.approx(96_492 / 94)
+    assert _llama_70b_pipeline(tp=2, pp=1).tokens < pool.tokens / 6
+
+
+def test_the_stage_with_the_most_layers_decides() -> None:
+    """80 layers over 3 stages are 27, 27, 26 (vLLM's split): the first stage holds 27
+    layers and the embedding, the most weights and cache, so its pool is the replica's.
+    Per GPU at TP 2, 1 B a weight: a layer is 67,108,864 + 8,388,608 + 352,321,536 +
+    16,384 = 427,835,392 B (as above), 27 of them 11,551,555,584 B, + the embedding's
+    525,336,576 = 12,076,892,160 B; its cache 27 x 4 x 128 x 2 x 2 B = 55,296 B a token."""
+    pool = _llama_70b_pipeline(tp=2, pp=3)
+    assert [(k.layers, k.slots) for k in pool.kinds] == [(27, 27)]
+    assert pool.kv_bytes_per_token == 55_296
+    assert pool.weight_bytes == 12_076_892_160
+
+
+def test_pool_and_estimate_see_the_same_stage() -> None:
+    """Serving's pool and estimate's memory check (StepModel.held_bytes, MemoryFit) charge
+    the same fullest stage with the same weights and the same cache per token; they differ
+    only in what serving takes off first (memory CUDA does not report, the activation peak,
+    the reserve) and its block rounding. Given that back, estimate's largest batch at a
+    context of 1,504 tokens (94 whole blocks) is the pool's concurrency."""
+    from decodecalc.step.step import StepModel
+
+    context = 1504
+    for tp, pp in ((2, 4), (2, 3), (4, 2), (8, 1)):
+        scenario = resolve(
+            ScenarioSpec(model="llama-3.1-70b", gpu="h100-sxm", weights="fp8", tp=tp, pp=pp),
+            Catalog(),
+        )
+        pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+        step = StepModel.at(scenario, 1)
+        assert pool.weight_bytes == max(st.stored_weight_bytes for st in step.stages)
+        assert step.held_bytes(context) == pool.weight_bytes + context * pool.kv_bytes_per_token
+        fit = step.memory(context)
+        assert fit is not None and fit.max_batch is not None
+        taken = fit.budget_bytes - pool.budget_bytes + pool.activation_bytes + pool.reserve_bytes
+        per_request = context * pool.kv_bytes_per_token
+        assert fit.max_batch == (pool.available_bytes + taken) // per_request

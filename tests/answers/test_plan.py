@@ -120,6 +120,34 @@ def test_the_solved_batch_and_context_are_the_largest(cli: Run) -> None:
     assert not longer["fits"] or longer["expected_ms_per_token"] > limit
 
 
+@pytest.mark.parametrize(("batch", "fits"), [(863, True), (864, False)])
+def test_a_pipeline_stage_holds_one_batch_in_plan_as_in_estimate(
+    cli: Run, batch: int, fits: bool
+) -> None:
+    """Llama-3.1-70B BF16, H100 SXM, TP 8 PP 4, 8K context. The last stage's GPU holds the
+    most: 20 layers of (855,638,016 / 8 + 16,384 replicated norm) parameters, the final
+    norm's 8,192 and 1/8 of the 128,256 x 8,192 LM head = 2,270,765,056 parameters,
+    4,541,530,112 B in BF16. Its KV per token: 20 layers x 2 x 1 KV head (8 over TP 8) x
+    128 x 2 B = 10,240 B, so a sequence at 8,192 tokens holds 83,886,080 B. The budget,
+    76,968,728,985 B (physics.md), less the weights leaves 72,427,198,873 B: 863.4
+    sequences, so 863 fit and 864 need 4,541,530,112 + 864 x 83,886,080 = 77,019,103,232 B.
+    (Charging the sum over the 4 stages, as a step streams, would let only 215 fit.)"""
+    doc = json_of(
+        cli, "plan", "-m", "llama-3.1-70b", "--gpus", "h100-sxm", "--tp", "8", "--pp", "4",
+        "-w", "bf16", "-k", "bf16", "-c", "8K", "--batch", str(batch), "--price", "2.5",
+    )  # fmt: skip
+    (row,) = doc["rows"]
+    assert row["max_batch"] == 863
+    assert row["fits"] is fits and row["meets"] is fits
+    if not fits:
+        (miss,) = row["misses"]
+        assert miss["target"] == "fit"
+        assert (miss["value"], miss["limit"]) == (77_019_103_232, 76_968_728_985)
+    assert estimate_row(cli, doc["model"], row, 8192)["fits"] is fits
+    # The throughput credited is one batch's, as the memory holds one batch per stage.
+    assert row["throughput_tokens_per_s"] == pytest.approx(batch / (row["ms_per_token"] / 1000))
+
+
 def test_a_given_batch_is_kept_and_a_miss_says_by_how_much(cli: Run) -> None:
     doc = json_of(
         cli, "plan", "-m", "llama-3.1-70b", "--gpus", "l4,h100", "--tp", "1", "-w", "bf16", "-k",

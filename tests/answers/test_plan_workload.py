@@ -178,7 +178,7 @@ class TestServingPrices:
 
 def test_estimate_csv_has_one_overhead_column(cli: Run) -> None:
     result = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--overhead", "0.5ms",
-                 "-f", "csv")  # fmt: skip
+                 "--engine", "roofline", "-f", "csv")  # fmt: skip
     assert result.code == 0
     header, first, *_ = csv.reader(io.StringIO(result.out))
     assert header.count("overhead_ms") == 1
@@ -204,3 +204,18 @@ class TestEstimateCarriesItsCosts:
         assert costs.cost_per_million_tokens == row["cost_per_million_tokens"]
         assert row["cost_per_million_tokens"] == pytest.approx(row["expected_ms_per_token"])
         assert {n.code for n in est.notes} >= {"energy-at-tdp"}
+
+
+def test_plan_under_a_workload_sizes_the_pool_per_pipeline_stage(cli: Run) -> None:
+    """Llama-3.1-405B in FP8 at TP 2 x PP 4 on H100s: a middle stage's GPU holds 32 of the
+    126 layers, 51.0 GB of weights, and a pool of 323,040 tokens (worked by hand in
+    tests/answers/test_serving.py), so 8 requests of 1,500 tokens run; all 126 layers'
+    203 GB on each GPU would leave no room for a cache."""
+    doc = json_of(
+        cli,
+        *("plan", "-m", "llama-3.1-405b", "--gpus", "h100-sxm", "-w", "fp8", "-k", "bf16"),
+        *("--tp", "2", "--pp", "4", "--input-len", "1000", "--output-len", "500"),
+        *("--concurrency", "8", "--max-ms-per-token", "200"),
+    )
+    (row,) = doc["rows"]
+    assert (row["tp"], row["pp"], row["batch"], row["meets"]) == (2, 4, 8, True)

@@ -301,3 +301,26 @@ def test_serving_carries_the_scenarios_notes(cli: Run, args: tuple[str, ...], co
         cli, *args, "--input-len", "1000", "--output-len", "100", "--concurrency", "1,64"
     )
     assert code in [n["code"] for n in doc["notes"]]
+
+
+def test_pipeline_stages_hold_the_pool_a_tp_group_alone_cannot(cli: Run) -> None:
+    """Llama-3.1-405B in FP8 on H100s: at TP 2 alone each GPU would hold 203 GB of weights
+    (no room for a KV cache), but TP 2 x PP 4 splits 126 layers 31, 32, 32, 31 and a
+    middle stage's GPU, the fullest, holds only its 32 layers. By hand, per GPU at TP 2,
+    1 B a weight: a layer's q, o 2 x 16,384^2 / 2 = 268,435,456, k, v 2 x 16,384 x 1,024 / 2
+    = 16,777,216, MLP 3 x 16,384 x 53,248 / 2 = 1,308,622,848 and 2 norms 32,768 (not
+    split): 1,593,868,288 B, 32 of them 51,003,785,216 B (the first stage's 31 + the
+    embedding's 1,050,673,152 are 50,460,590,080). Cache 32 x 4 KV heads x 128 x 2 x 2 B
+    = 65,536 B a token. Budget (85,520,809,984 - 450 MiB) x 0.9 = 76,544,055,705 B, less
+    the forward pass's 8,192 x (3 x 16,384 + 3 x 53,248 / 2) x 2 = 2,113,929,216 B and the
+    2,254,857,830 B reserve: 21,171,483,443 B, floor(/ (16 x 65,536)) = 20,190 blocks =
+    323,040 tokens, and 20,190 / ceil(1,500 / 16) = 214.79 requests of 1,500 tokens."""
+    args = ("-m", "llama-3.1-405b", "-g", "h100-sxm", "-w", "fp8", "--tp", "2")
+    workload = ("--input-len", "1000", "--output-len", "500", "--concurrency", "8", "--json")
+    refused = cli("serving", *args, *workload)
+    assert refused.code == 2 and "no room for a KV cache" in refused.err
+    result = cli("serving", *args, "--pp", "4", *workload)
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert doc["kv_pool_tokens"] == 323_040
+    assert doc["max_concurrency_kv"] == pytest.approx(20_190 / 94)

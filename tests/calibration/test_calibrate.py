@@ -68,6 +68,8 @@ class TestCalibration:
                 "100",
                 "-e",
                 "calibrated",
+                "--engine",
+                "roofline",
                 "--json",
             ).out
         )
@@ -76,7 +78,10 @@ class TestCalibration:
         # The published points are A100 measurements: on that GPU no note, on another one.
         assert fit["gpus"] == ["a100-80gb"]
         assert "calibrated-elsewhere" not in [n["code"] for n in doc["notes"]]
-        r = cli("estimate", "-m", "llama-2-7b", "-g", "h100", "-c", "100", "-e", "calibrated")
+        r = cli(
+            "estimate", "-m", "llama-2-7b", "-g", "h100", "-c", "100", "-e", "calibrated",
+            "--engine", "roofline",
+        )  # fmt: skip
         assert "the calibration was fitted on a100-80gb, not h100-sxm" in r.err
 
     def test_published_points(self, cli: Run) -> None:
@@ -102,6 +107,8 @@ class TestCalibration:
                 "1K",
                 "-e",
                 "sustained",
+                "--engine",
+                "roofline",
                 "--json",
             ).out
         )

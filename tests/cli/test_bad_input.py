@@ -239,3 +239,57 @@ SERVING = "serving -m llama-3.1-8b -g h100-sxm --input-len 1K --output-len 100 -
 )
 def test_a_misspelt_word_gets_a_did_you_mean(cli: Run, given: str, hint: str) -> None:
     refused(cli(*shlex.split(f"{SERVING} {given}")), hint)
+
+
+EST = "estimate -m llama-3.1-8b -g h100 -c 4K"
+EP = "-m deepseek-v3 -g h200 --tp 8 --ep"
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        # 0.1 B/s rounds to 0 bytes/s: the all-reduce's ring divided by it (review item 12)
+        (f"{EST} --tp 2 --link-bandwidth 0.1B/s", "link bandwidth '0.1B/s' rounds to 0 bytes/s"),
+        (
+            "serving -m llama-3.1-8b -g h100 --tp 2 --link-bandwidth 0.4B/s --input-len 1K "
+            "--output-len 100 --concurrency 4",
+            "link bandwidth '0.4B/s' rounds to 0 bytes/s",
+        ),
+        (f"{EST} -b 0.1B/s", "bandwidth '0.1B/s' rounds to 0 bytes/s"),
+        # 256 - 8 experts spread a share over 248: a division by zero further on; 100,000
+        # overflowed a float; -1 was told its experts do not divide (review item 13)
+        (f"estimate {EP} --eplb-redundant -8 -c 4K", "eplb redundant -8 must be a whole number"),
+        (f"estimate {EP} --eplb-redundant -1 -c 4K", "from 0 to 1,024"),
+        (f"estimate {EP} --eplb-redundant 100000 -c 4K", "eplb redundant 100000 must be"),
+        (f"serving {EP} --eplb-redundant -8 --input-len 1K --output-len 100", "eplb redundant"),
+        (f"sweep {EP} --eplb-redundant 1025 -c 4K", "eplb redundant 1025 must be"),
+    ],
+    ids=lambda v: v[:70] if " " in v else None,
+)
+def test_a_rate_that_rounds_to_zero_or_a_replica_count_out_of_range(
+    cli: Run, command: str, message: str
+) -> None:
+    refused(cli(*shlex.split(command)), message)
+
+
+def test_no_redundant_experts_is_a_choice_at_every_door(cli: Run, tmp_path: Path) -> None:
+    """0 is the default: given on the command line or in a file it reads the same."""
+    assert cli(*shlex.split(f"estimate {EP} --eplb-redundant 0 -c 4K --json")).code == 0
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text(
+        "model: deepseek-v3\ngpu: h200\ntp: 8\nep: true\neplb_redundant: 0\n"
+        "targets: {max_ms_per_token: 1000}\n"
+    )
+    assert cli("check", str(deployment)).code == 0
+
+
+def test_a_broken_json_file_is_called_json_by_every_command(cli: Run, tmp_path: Path) -> None:
+    """check reads deployments with the YAML parser (JSON is YAML), estimate reads a
+    config.json with JSON's: a cut-short .json file is "not valid JSON" to both, at JSON's
+    position (review item 15). `{"a":` ends after 5 characters: column 6 of line 1."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a":')
+    for command in (("check", str(bad)), ("estimate", "-m", str(bad), "-g", "h100")):
+        refused(cli(*command), f"{bad}:1:6: not valid JSON: Expecting value")
+    (tmp_path / "bad.yaml").write_text("a: [1\n")
+    refused(cli("check", str(tmp_path / "bad.yaml")), "not valid YAML")

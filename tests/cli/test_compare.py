@@ -291,3 +291,31 @@ def test_sweep_to_a_file_with_a_progress_bar(cli: Run, tmp_path: Path) -> None:
     assert r.code == 0 and r.out == ""
     with out.open() as lines:
         assert sum(1 for _ in lines) == 1 + 10 * 10_000
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_sweep_says_once_how_many_rows_do_not_fit(cli: Run, fmt: str) -> None:
+    """Review item 9: the rows said fits=false and stderr said nothing. Llama-3.1-8B holds
+    8,030,261,248 x 2 = 16.06 GB of BF16 weights and 2 x 32 x 8 x 128 x 2 = 131,072 B of
+    KV a token. Batch 16 at 32,768 tokens: 16 x 32,768 x 131,072 = 68.72 GB of KV, with
+    the weights 84.8 GB, past the H100's 80 GB whatever the utilization; batch 16 at 1,024
+    (2.1 GB of KV) and batch 1 at 32,768 (4.3 GB) fit. One row of four does not."""
+    run = cli(
+        "sweep",
+        "-m",
+        "llama-3.1-8b",
+        "-g",
+        "h100-sxm",
+        "--batch",
+        "1,16",
+        "-c",
+        "1K,32K",
+        "-f",
+        fmt,
+    )
+    lines = [line for line in run.err.splitlines() if "does not fit" in line]
+    assert len(lines) == 1
+    assert "does not fit: 1 of 4 rows (fits false)" in lines[0]
+    assert "the smallest: batch 16 at 32,768 tokens (llama-3.1-8b h100-sxm" in lines[0]
+    fitting = cli("sweep", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-c", "1K")
+    assert "does not fit" not in fitting.err

@@ -511,9 +511,9 @@ def test_no_float_nan_or_inf_in_any_json(capsys: pytest.CaptureFixture[str]) -> 
             "-b",
             "1B/s",
             "--prompt",
-            "0",
+            "1",  # a prompt needs at least one token
             "--tokens",
-            "1G",
+            "1073741823",  # 2^30 - 1: the context ends at the limit
             "--json",
         ],
     ):

@@ -4,6 +4,7 @@ was refused; these are its siblings)."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import pytest
@@ -52,3 +53,27 @@ def test_the_same_option_where_it_applies_is_taken(cli: Run, command: str) -> No
     result = cli(*shlex.split(command))
     assert result.code == 0, result.err
     assert TAKEN[command] in result.out and "error" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("deepseek-v3", "deepseek-v3's MLA caches one latent per token, shared by K and V"),
+        ("kimi-linear-48b-a3b", "MLA caches one latent per token"),
+    ],
+)
+def test_a_v_dtype_on_a_model_with_no_v_cache_is_said_to_price_nothing(
+    cli: Run, model: str, why: str
+) -> None:
+    """Review item 10: --v-dtype bf16 on DeepSeek-V3 was accepted in silence. Its KV per
+    token stays pure FP8: 61 layers x (512 + 64) elements x 1 byte = 35,136 B."""
+    args = ("estimate", "-m", model, "-g", "h200", "--tp", "8", "-k", "fp8", "-c", "1K")
+    run = cli(*args, "--v-dtype", "bf16", "--json")
+    notes = {n["code"]: n["message"] for n in json.loads(run.out)["notes"]}
+    assert why in notes["v-dtype-unused"]
+    assert "in the KV dtype (fp8)" in notes["v-dtype-unused"]
+    assert "prices nothing" in run.err
+    if model == "deepseek-v3":
+        assert json.loads(run.out)["kv_bytes_per_token"] == 35_136
+    plain = cli("estimate", "-m", "llama-3.1-8b", "-g", "h200", "-k", "fp8", "--v-dtype", "bf16")
+    assert "prices nothing" not in plain.err  # attention caches V: --v-dtype prices it

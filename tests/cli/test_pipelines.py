@@ -115,3 +115,17 @@ def test_generate_csv_is_data(cli: Run) -> None:
     assert int(row["prompt_tokens"]) == 8192 and row["model"] == "llama-3.1-8b"
     assert float(row["decode_s"]) == doc["decode_s"]
     assert float(row["expected_decode_s"]) == doc["expected_decode_s"]
+
+
+def test_every_sweep_csv_float_has_at_most_12_significant_digits(cli: Run) -> None:
+    """docs/json.md: "CSV floats to 12 significant digits" (review item 16). Llama-3.1-8B
+    reads 8,030,261,248 - 128,256 x 4,096 = 7,504,924,672 params a step, 15,009,849,344 B
+    in BF16; its KV is 2 x 32 x 8 x 128 x 2 B = 131,072 B a token, so at batch 3
+    T* = 15,009,849,344 / 393,216 = 38,172.02083333..., 38172.0208333 to 12 digits."""
+    out = cli("sweep", "-m", "llama-3.1-8b", "-g", "h100", "-c", "4K", "--batch", "3").out
+    row = next(csv.DictReader(io.StringIO(out)))
+    assert row["crossover_context"] == "38172.0208333"
+    for key, cell in row.items():
+        if "." in cell and cell.replace(".", "").replace("e", "").replace("-", "").isdigit():
+            digits = cell.split("e")[0].replace(".", "").replace("-", "").lstrip("0")
+            assert len(digits) <= 12, (key, cell)

@@ -110,9 +110,10 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     so its H100 rates transfer with AMD's vendor factor and a note says so; '@0.4' keeps
     the older line's own MI300X fit. The factor is fitted on AMD's points of the twelve
     months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
-    and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency
+    and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency,
+    its streaming efficiencies at AMD's GEMMs' share of bandwidth over NVIDIA's (x0.85)
     and its fixed costs through the kernels' fixed times, x1.10 (engine/transfer.py
-    across): x1.05."""
+    across): x1.02."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -122,8 +123,9 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         assert doc["inputs"]["engine_line"] == "0.5"
         (moved,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-transferred"]
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
+        assert "its streaming x0.85 (the kernels' share of bandwidth)" in moved
         assert "fixed costs x1.10 (the kernels' fixed times)" in moved
-        assert "x1.05 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
+        assert "x1.02 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"

@@ -13,6 +13,7 @@ import yaml
 from decodecalc.engine.profile import FIXED_COSTS, EngineParams
 from decodecalc.engine.transfer import (
     KERNEL_FIXED_S,
+    KERNEL_STREAM_SHARE,
     VendorFactor,
     across,
     for_kind,
@@ -48,8 +49,9 @@ def test_a_transfer_says_what_moved_and_keeps_no_points_or_range() -> None:
     moved = transferred(SOURCE, AMD, "sglang", "0.5")
     assert moved.points == 0 and moved.range is None and moved.allreduce_latency_s is None
     assert moved.band == (0.7, 1.6)  # the wider of (0.8, 1.4) and the factor's (0.7, 1.6)
-    assert moved.weight_efficiency == pytest.approx(0.4)
+    assert moved.weight_efficiency == pytest.approx(0.34)  # 0.8 x 0.68 / 0.80 / 2
     assert moved.transferred.startswith("sglang@0.5's nvidia-datacenter rates")
+    assert "its streaming x0.85 (the kernels' share of bandwidth)" in moved.transferred
     assert "x2.00 for amd-instinct dense models and x3.00 for MoE models" in moved.transferred
 
 
@@ -57,7 +59,7 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     moved = transferred(SOURCE, AMD, "sglang", "0.5")
     assert for_kind(moved, "dense") is moved
     moe = for_kind(moved, "moe")
-    assert moe.weight_efficiency == pytest.approx(0.8 / 3)  # 0.8 / (2 x 1.5)
+    assert moe.weight_efficiency == pytest.approx(0.68 / 3)  # 0.8 x 0.68 / 0.80 / (2 x 1.5)
     # 20 us x 7.21 / 6.53 (AMD's FP8 GEMM fixed time over NVIDIA's) x 2 x 1.5
     assert moe.per_moe_layer_s == pytest.approx(20e-6 * 7.21 / 6.53 * 3)
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
@@ -89,7 +91,9 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
     families share kernels and links, so nothing moves between them."""
     moved = across(SOURCE, "nvidia-datacenter", "amd-instinct")
     assert moved.allreduce_latency_s is None  # the MI300X's Infinity Fabric preset prices it
-    assert moved.weight_efficiency == 0.8  # a share of the target's bandwidth
+    # a share of the target's bandwidth, at AMD's GEMMs' share over NVIDIA's: 0.8 x 0.68 / 0.80
+    assert moved.weight_efficiency == pytest.approx(0.68)
+    assert moved.kv_efficiency == pytest.approx(0.51)  # 0.6 x 0.85
     assert moved.per_layer_s == pytest.approx(10e-6 * 7.21 / 6.53)  # the fixed times' ratio
     assert across(SOURCE, "nvidia-datacenter", "nvidia-consumer") is SOURCE
     assert across(SOURCE, "amd-instinct", "apple").allreduce_latency_s is None
@@ -99,26 +103,29 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
 def test_a_transferred_step_by_hand(cli: Run) -> None:
     """Llama-3.1-8B in BF16 on one MI355X at 1,024 tokens, batch 1, --engine sglang: the
     0.5 line has no AMD points, so its H100 fit transfers. The shipped profile's
-    amd-instinct block holds e_w 0.9322, e_kv 0.7924 and 89.36 us per layer: the H100
-    line's 0.9791, 0.8322 and 77.05 us, the cost through the kernels' fixed times (7.21
-    us for an MI300X's FP8 GEMM / 6.53 for an H100's = x1.1041), then all through the
-    vendor factor (0.9791 / 0.9322 = 1.0503: x1.05 in the note; 77.05 x 1.1041 x 1.0503
-    = 89.35 us). By hand: weights (8,030,261,248 params less the 525,336,576 of the
-    embedding, which a step gathers) x 2 bytes = 15,009,849,344 B / (8 TB/s x 0.9322) =
-    2.01266 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token x
-    1,024 = 134,217,728 B / (8 TB/s x 0.7924) = 0.02117 ms; 32 layers x 89.36 us =
-    2.85952 ms; step 4.8934 ms."""
+    amd-instinct block holds e_w 0.8161, e_kv 0.6937 and 86.76 us per layer: the H100
+    line's 0.9791, 0.8322 and 77.05 us, the efficiencies at AMD's GEMMs' share of
+    bandwidth over NVIDIA's (0.68 / 0.80 = x0.85), the cost through the kernels' fixed
+    times (7.21 us for an MI300X's FP8 GEMM / 6.53 for an H100's = x1.1041), then all
+    through the vendor factor (0.9791 x 0.85 / 0.8161 = 1.0198: x1.02 in the note; 77.05
+    x 1.1041 x 1.0198 = 86.76 us). By hand: weights (8,030,261,248 params less the
+    525,336,576 of the embedding, which a step gathers) x 2 bytes = 15,009,849,344 B /
+    (8 TB/s x 0.8161) = 2.29902 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes =
+    131,072 B a token x 1,024 = 134,217,728 B / (8 TB/s x 0.6937) = 0.02419 ms; 32 layers
+    x 86.76 us = 2.77632 ms; step 5.0995 ms."""
     args = "estimate -m llama-3.1-8b -g mi355x -c 1024 --engine sglang --json"
     doc = json.loads(cli(*args.split()).out)
-    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(4.8934, rel=1e-4)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(5.0995, rel=1e-4)
     assert any(n["code"] == "engine-transferred" for n in doc["notes"])
     from decodecalc.loading.catalog import Catalog
 
     lines = {x.release: dict(x.families) for x in Catalog().engine("sglang").release_lines()}
     source, moved = lines["0.5"]["nvidia-datacenter"], lines["0.5"]["amd-instinct"]
-    factor = source.weight_efficiency / moved.weight_efficiency
+    factor = source.weight_efficiency * 0.68 / 0.80 / moved.weight_efficiency
     # (the preset rounds each to 4 figures)
-    assert source.kv_efficiency / moved.kv_efficiency == pytest.approx(factor, rel=1e-3)
+    assert source.kv_efficiency * 0.68 / 0.80 / moved.kv_efficiency == pytest.approx(
+        factor, rel=1e-3
+    )
     ratio = 7.21 / 6.53
     assert moved.per_layer_s / source.per_layer_s == pytest.approx(ratio * factor, rel=1e-3)
 
@@ -144,6 +151,18 @@ def test_the_fixed_times_are_the_kernel_presets() -> None:
     mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["gemm"]
     assert (h100["fp8"]["fixed"], mi300x["fp8-128x128"]["fixed"]) == ("6.53us", "7.21us")
     assert KERNEL_FIXED_S == {"nvidia": 6.53e-6, "amd": 7.21e-6}
+
+
+def test_the_streaming_shares_are_the_kernel_presets() -> None:
+    """KERNEL_STREAM_SHARE holds the same FP8 GEMM rows' ``memory_efficiency`` (the share of
+    the datasheet's bandwidth those GEMMs stream at in the tables): an H100's 0.800, an
+    MI300X's 0.680, so an efficiency fitted on one vendor moves x0.85 to the other."""
+    root = Path(__file__).resolve().parents[2] / "presets" / "kernels"
+    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["gemm"]
+    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["gemm"]
+    shares = (h100["fp8"]["memory_efficiency"], mi300x["fp8-128x128"]["memory_efficiency"])
+    assert shares == (0.8, 0.68)
+    assert KERNEL_STREAM_SHARE == {"nvidia": 0.800, "amd": 0.680}
 
 
 def test_a_fit_records_the_costs_its_family_lent_it() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.loading.datafile import read_json
 from decodecalc.loading.families import FAMILIES
@@ -577,3 +578,43 @@ def test_the_published_minimax_m1_config_is_read_or_ignored_key_by_key(tmp_path:
     read_architecture(cfg)
     unread = set(cfg.data) - cfg.read - set(READER_IGNORES["minimax_m1"]) - NOT_DECODE_KEYS
     assert unread == set()
+
+
+QWEN3_NEXT = Path(__file__).parents[1] / "fixtures" / "configs" / "qwen3-next-80b-a3b.json"
+
+
+@pytest.mark.parametrize(
+    ("asked", "state"),
+    [
+        # Qwen3-Next, 36 Gated DeltaNet layers: 32 x 128 x 128 = 524,288 recurrent elements
+        # and (2 x 16 x 128 + 32 x 128) x 3 = 24,576 conv inputs a layer. Unasked, vLLM's
+        # auto keeps both in the model's BF16: 36 x 548,864 x 2 = 39,518,208 bytes.
+        (None, 39_518_208),
+        # Asked for FP32: 36 x (524,288 x 4 + 24,576 x 2) = 36 x 2,146,304 = 77,266,944.
+        ({"mamba_ssm_dtype": "float32"}, 77_266_944),
+        ({"mamba_ssm_cache_dtype": "float32"}, 77_266_944),
+        ({"mamba_ssm_cache_dtype": "auto"}, 39_518_208),
+    ],
+)
+def test_the_recurrent_state_is_stored_as_the_config_asks(
+    catalog: Catalog, tmp_path: Path, asked: dict[str, str] | None, state: int
+) -> None:
+    """Review item 3: a state's format is its own, from the config where it states one,
+    else vLLM's default for the family; never the KV dtype (FP8 KV leaves it whole)."""
+    config = json.loads(QWEN3_NEXT.read_text())
+    config.update(asked or {})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    m = catalog.model(str(path))
+    assert step(catalog, m).state_bytes == state
+    fp8 = catalog.dtype("fp8")
+    assert StepModel.of(Scenario(m, fp8, fp8, H200)).state_bytes == state
+
+
+def test_a_state_format_no_engine_stores_is_refused(catalog: Catalog, tmp_path: Path) -> None:
+    config = json.loads(QWEN3_NEXT.read_text())
+    config["mamba_ssm_dtype"] = "fp8"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InputError, match=r"mamba_ssm_dtype.*'fp8'; decodecalc reads float32"):
+        catalog.model(str(path))

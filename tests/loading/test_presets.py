@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.units import GB, TB
 
@@ -229,3 +230,15 @@ def test_engine_families_read_whole_or_one_at_a_time_agree() -> None:
         assert whole, profile.id
         assert all(profile.family(name) is params for name, params in whole)
         assert profile.family("no-such-family") is None
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h100"])
+def test_a_broken_file_of_yours_fails_every_look_up_of_its_kind(tmp_path: Path, gpu: str) -> None:
+    """Review item 14: a broken gpus/bad.yaml failed -g h100 (an alias: every file read)
+    but not -g h100-sxm (its own file read alone). Files are read strictly, by id or alias."""
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "gpus" / "bad.yaml").write_text("id: [bad\n")
+    catalog = Catalog((tmp_path, presets_dir()))
+    with pytest.raises(InputError, match=r"bad\.yaml:2:1: not valid YAML"):
+        catalog.gpu(gpu)
+    assert Catalog().gpu(gpu).id == "h100-sxm"  # without it, both name the same GPU

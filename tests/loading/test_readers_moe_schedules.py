@@ -126,11 +126,12 @@ class TestNemotron3:
 
     def test_kv_and_state_by_hand(self, catalog: Catalog) -> None:
         # KV: 6 attention layers x 2 x 2 KV heads x 128 x 2 bytes = 6,144 per token.
-        # State: 23 x ((4,096 + 2 x 8 x 128) x 3 + 64 x 64 x 128) = 23 x 542,720
-        # = 12,482,560 elements x 2 bytes = 24,965,120 per sequence.
+        # State: 23 x ((4,096 + 2 x 8 x 128) x 3 = 18,432 conv inputs in BF16, 36,864
+        # bytes; 64 x 64 x 128 = 524,288 SSM elements in FP32, the config's
+        # mamba_ssm_cache_dtype: 2,097,152 bytes) = 23 x 2,134,016 = 49,082,368 bytes.
         s = step(catalog, catalog.model(str(CONFIGS / "nemotron-3-nano-30b-a3b.json")))
         assert s.kv_bytes(1000) == 6_144_000
-        assert s.state_bytes == 24_965_120
+        assert s.state_bytes == 49_082_368
 
     def test_the_list_form_reads_as_the_pattern(self, catalog: Catalog, tmp_path: Path) -> None:
         config = fixture("nemotron-3-nano-30b-a3b")

@@ -65,11 +65,13 @@ class TestQwen3_5:
 
     def test_kv_and_state_by_hand(self, catalog: Catalog) -> None:
         # KV: 10 full-attention layers x 2 x 2 KV heads x 256 x 2 bytes = 20,480 per token.
-        # State: 30 linear layers x (32 x 128 x 128 + (2 x 2,048 + 4,096) x 3)
-        # = 30 x 548,864 = 16,465,920 elements x 2 bytes = 32,931,840 per sequence.
+        # State: 30 linear layers x (32 x 128 x 128 = 524,288 recurrent elements in FP32,
+        # as its text_config's mamba_ssm_dtype asks: 2,097,152 bytes; (2 x 2,048 + 4,096)
+        # x 3 = 24,576 conv inputs in BF16: 49,152 bytes) = 30 x 2,146,304 = 64,389,120
+        # bytes per sequence.
         s = step(catalog, "qwen3.5-35b-a3b", batch=2)
         assert s.kv_bytes(1000) == 2 * 1000 * 20_480
-        assert s.state_bytes == 2 * 32_931_840
+        assert s.state_bytes == 2 * 64_389_120
 
     def test_the_vision_tower_is_held_not_read(self, catalog: Catalog) -> None:
         # Read at batch 1: all but the input embedding (508,559,360), the vision tower and
@@ -156,9 +158,10 @@ def test_qwen3_5_dense_kv_and_state(catalog: Catalog) -> None:
     s = step(catalog, "qwen3.5-27b-text")
     # KV: 16 x 2 x 4 x 256 x 2 bytes = 65,536 per token
     assert s.kv_bytes(1) == 65_536
-    # State: 48 x (48 x 128 x 128 + (2 x 16 x 128 + 48 x 128) x 3) = 48 x 817,152
-    # = 39,223,296 elements x 2 bytes
-    assert s.state_bytes == 78_446_592
+    # State: 48 x (48 x 128 x 128 = 786,432 recurrent elements in FP32, the config's
+    # mamba_ssm_dtype: 3,145,728 bytes; (2 x 16 x 128 + 48 x 128) x 3 = 30,720 conv
+    # inputs in BF16: 61,440 bytes) = 48 x 3,207,168 = 153,944,064 bytes
+    assert s.state_bytes == 153_944_064
     # Every layer's MLP is the gated 17,408-wide one: 3 x 5,120 x 17,408 = 267,386,880
     m = model(catalog, "qwen3.5-27b-text")
     assert {layer.ffn.tensor_groups(5120)[0].params for layer in m.layers} == {267_386_880}

@@ -195,10 +195,11 @@ def test_every_transformers5_form_is_tested() -> None:
         # 47 MLA layers x 1,000 x 1,152 (no indexer).
         ("glm4_moe_lite", 54_144_000, 0),
         # One attention layer: 2 x 8 KV heads x 128 x 2 bytes = 4,096 a token. One Mamba-2
-        # layer: 128 heads x 64 x 128 state = 1,048,576, conv (8,192 + 2 x 8 x 128) x 3 =
-        # 30,720: 1,079,296 elements x 2 bytes.
-        ("nemotron_h", 4_096_000, 2_158_592),
-        ("nemotron_h-dense", 4_096_000, 2_158_592),
+        # layer: 128 heads x 64 x 128 state = 1,048,576 in FP32 (the config's
+        # mamba_ssm_cache_dtype: 4,194,304 bytes), conv (8,192 + 2 x 8 x 128) x 3 =
+        # 30,720 in BF16 (61,440 bytes): 4,255,744 bytes.
+        ("nemotron_h", 4_096_000, 4_255_744),
+        ("nemotron_h-dense", 4_096_000, 4_255_744),
         # No attention. 32 Mamba-2 layers: 128 heads x 64 x 256 state = 2,097,152, conv
         # (8,192 + 2 x 256) x 3 = 26,112: 32 x 2,123,264 elements x 2 bytes.
         ("granitemoehybrid", 0, 135_888_896),

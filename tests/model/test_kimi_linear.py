@@ -42,12 +42,19 @@ def test_layer_schedule_from_linear_attn_config(catalog: Catalog) -> None:
 
 
 def test_cache_and_state() -> None:
-    """7 MLA layers x (512 + 64) = 4,032 elements a token (8,064 bytes in BF16); 20 KDA
-    layers x (32 x 128 x 128 + 3 x 4,096 x 3) = 11,223,040 state elements a sequence
-    (22,446,080 bytes in BF16), whatever the context."""
+    """7 MLA layers x (512 + 64) = 4,032 elements a token (8,064 bytes in BF16). 20 KDA
+    layers keep 32 x 128 x 128 = 524,288 recurrent elements in FP32 (vLLM's
+    kda_state_dtype: 2,097,152 bytes) and 3 x 4,096 x 3 = 36,864 convolution inputs in
+    BF16 (73,728 bytes): 20 x 2,170,880 = 43,417,600 bytes a sequence, whatever the
+    context and whatever the KV dtype (review item 3: it was 22,446,080, all in BF16)."""
     step = StepModel.of(api.scenario("kimi-linear-48b-a3b", "h100-sxm"))
     assert step.kv_bytes(1000) == 8_064 * 1000
-    assert step.state_bytes == 22_446_080
+    assert step.state_bytes == 43_417_600
+    fp8 = StepModel.of(api.scenario("kimi-linear-48b-a3b", "h100-sxm", kv_dtype="fp8"))
+    assert fp8.state_bytes == 43_417_600
+    # At batch 256 (the review's): 256 x 43,417,600 = 11,114,905,600 bytes a step
+    big = StepModel.of(api.scenario("kimi-linear-48b-a3b", "h200", batch=256))
+    assert big.state_bytes == 11_114_905_600
     assert step.crossover() == Fraction(step.weight_bytes, 8_064)
 
 

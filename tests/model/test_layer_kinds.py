@@ -255,27 +255,32 @@ class TestStateSpaceHybrids:
         assert sum(1 for layer in m.layers if not layer.ffn.intermediate_size) == 6
 
     def test_nemotron_h_state_and_kv(self, catalog: Catalog) -> None:
-        # Per Mamba-2 layer: conv (10,240 + 2 x 8 x 128) x (4 - 1) = 12,288 x 3 = 36,864;
-        # SSM 128 heads x 80 x 128 = 1,310,720; 1,347,584 elements, x 27 = 36,384,768,
-        # x 2 bytes (BF16) = 72,769,536 bytes per sequence, at any context.
+        # Per Mamba-2 layer: conv (10,240 + 2 x 8 x 128) x (4 - 1) = 12,288 x 3 = 36,864
+        # in BF16 (73,728 bytes); SSM 128 heads x 80 x 128 = 1,310,720 in FP32 (vLLM's
+        # NemotronHForCausalLMConfig default: 5,242,880 bytes); 5,316,608 bytes, x 27 =
+        # 143,548,416 bytes per sequence, at any context and any KV dtype.
         step = StepModel.of(scenario(catalog, "nemotron-nano-9b-v2", batch=2))
-        assert step.state_bytes == 2 * 72_769_536
+        assert step.state_bytes == 2 * 143_548_416
         # KV: 4 attention layers x 2 x 8 x 128 x 2 bytes = 16,384 bytes per token;
         # T = 100,000, B = 2: 2 x 100,000 x 16,384 = 3,276,800,000
         assert step.kv_bytes(100_000) == 3_276_800_000
 
     def test_nemotron_h_state_under_tp(self, catalog: Catalog) -> None:
         # TP 4 splits heads (128 -> 32) and groups (8 -> 2): conv (2,560 + 2 x 2 x 128) x 3
-        # = 3,072 x 3 = 9,216; SSM 32 x 80 x 128 = 327,680; 336,896 x 27 = 9,096,192
-        # elements, 18,192,384 bytes in BF16.
+        # = 3,072 x 3 = 9,216 in BF16 (18,432 bytes); SSM 32 x 80 x 128 = 327,680 in FP32
+        # (1,310,720 bytes); 1,329,152 x 27 = 35,887,104 bytes.
         step = StepModel.of(scenario(catalog, "nemotron-nano-9b-v2", tp=4))
-        assert step.state_bytes == 18_192_384
+        assert step.state_bytes == 35_887_104
 
     def test_jamba_state(self, catalog: Catalog) -> None:
         # Mamba-1: d_inner = 2 x 4,096 = 8,192 channels x (3 conv inputs + 16 SSM states)
         # = 155,648 elements; 28 Mamba layers (attention at 4, 12, 20, 28) = 4,358,144,
         # x 2 bytes = 8,716,288 bytes per sequence.
         assert StepModel.of(scenario(catalog, "jamba-mini-1.5")).state_bytes == 8_716_288
+        # vLLM sizes it by mamba_cache_dtype (auto: the model's BF16), not the KV dtype:
+        # an FP8 KV cache leaves it whole (review item 3: it was halved to 4,358,144)
+        fp8 = scenario(catalog, "jamba-mini-1.5", kv="fp8")
+        assert StepModel.of(fp8).state_bytes == 8_716_288
 
     def test_param_counts_by_hand(self, catalog: Catalog) -> None:
         # Nemotron-Nano-9B-v2. Mamba-2 layer: in_proj 4,480 x (10,240 + 12,288 + 128)

@@ -525,6 +525,14 @@ LIMIT_CASES = [
         f"check {Path(__file__).parents[1] / 'fuzz_corpus' / 'huge-integer.yaml'}",
         "a number of 5,000 digits; no decodecalc value has more than a few dozen",
     ),
+    (
+        "estimate -m deepseek-v3 -g h200 --tp 8 --ep --eplb-redundant 2000",
+        "eplb redundant 2000 must be a whole number from 0 to 1,024",
+    ),
+    (
+        "estimate -m llama-3.1-8b -g h100 --tp 2 --link-bandwidth 0.1B/s",
+        "link bandwidth '0.1B/s' rounds to 0 bytes/s; it must be at least 1",
+    ),
     ("estimate -m llama-3.1-8b -g h100 -e 0.0001", "must be from 0.001 to 1 (1 is the roofline)"),
     ("generate -m llama-3.1-8b -g h100 -p 1K -n 2G", "--tokens '2G' is above the limit"),
     ("generate -m llama-3.1-8b -g h100 -p 1G -n 1", "reach a context of 1,073,741,825 tokens"),

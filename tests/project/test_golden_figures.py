@@ -41,7 +41,7 @@ SCENARIOS = [
     "-m jamba-mini-1.5 -g h100-sxm --tp 2 --batch 8",
     "-m llama-4-scout -g h100-sxm -w fp8 --tp 4 --batch 4",
     "-m mixtral-8x7b -g a100-80gb -k int8 --v-dtype bf16 --batch 2 --engine tgi",
-    "-m llama-3.1-8b -g h100-sxm --efficiency 0.8 --overhead 0.2ms --price 2.5",
+    "-m llama-3.1-8b -g h100-sxm --efficiency 0.8 --overhead 0.2ms --price 2.5 --engine roofline",
     "-m glm-4.5-air -g mi300x -w fp8 --tp 2 --batch 16 --engine typical",
     "-m minimax-m2 -g h200 -w fp8 --tp 4 --batch 32 --engine vllm",
 ]

@@ -51,6 +51,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     moe = CATALOG.model(model).moe()
     gpu = draw(st.sampled_from(GPUS))
     links = ["none", "pcie5", *([None] if CATALOG.gpu(gpu).link else [])]
+    efficiency = draw(st.sampled_from(["1", "0.7"]))
+    overhead = draw(st.sampled_from([None, "0.25ms"]))
     return {
         "model": model,
         "gpu": gpu,
@@ -61,8 +63,10 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "pp": pp,
         # Experts placed whole: every drawn TP size divides these models' expert counts.
         "ep": draw(st.sampled_from([None, True])) if moe is not None else None,
-        "efficiency": draw(st.sampled_from(["1", "0.7"])),
-        "overhead": draw(st.sampled_from([None, "0.25ms"])),
+        "efficiency": efficiency,
+        "overhead": overhead,
+        # An efficiency below 1 or an overhead is one's own engine: only the roofline's.
+        "engine": "roofline" if efficiency != "1" or overhead else None,
         "link": draw(st.sampled_from(links)) if tp > 1 or pp else None,
         "context": draw(st.integers(0, 300_000)),
     }
@@ -124,7 +128,7 @@ def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) ->
     document["targets"] = {"max_ms_per_token": 3_600_000}
     deployment.write_text(yaml.safe_dump(document))
     checked = json_of("check", str(deployment), "--format", "json")["results"]
-    # No engine named: the gate holds the default selection's expected step (the headline).
+    # The gate holds the headline: the default selection's expected step, or the roofline.
     held = [r["value"] for r in checked if r["target"] == "max_ms_per_token"]
     assert held == [expected["expected_ms_per_token"]]
 
@@ -247,9 +251,14 @@ def test_a_deployment_file_takes_the_efficiency_words_the_cli_takes(tmp_path: Pa
     """'sustained' on an A100-80GB: gpt-fast's measured 1,397 GB/s over the 2,039 GB/s peak,
     the same scenario through --efficiency and through a deployment file."""
     path = tmp_path / "d.yaml"
-    document = {"model": "llama-3.1-8b", "gpu": "a100-80gb", "efficiency": "sustained"}
+    document = {
+        "model": "llama-3.1-8b", "gpu": "a100-80gb", "efficiency": "sustained", "engine": "roofline"
+    }  # fmt: skip
     path.write_text(yaml.safe_dump({**document, "targets": {"max_ms_per_token": 1000}}))
     (checked,) = json_of("check", str(path), "-f", "json")["deployments"]
-    flag = json_of("estimate", "-m", "llama-3.1-8b", "-g", "a100-80gb", "-e", "sustained", "--json")
+    flag = json_of(
+        "estimate", "-m", "llama-3.1-8b", "-g", "a100-80gb", "-e", "sustained", "--engine",
+        "roofline", "--json",
+    )  # fmt: skip
     assert checked["inputs"]["efficiency"] == flag["inputs"]["efficiency"]
     assert flag["inputs"]["efficiency"] == pytest.approx(1397 / 2039, rel=1e-3)

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from decodecalc.answers.generate import UNKNOWN_COMPUTE, generate
+from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views.generation import generation_report
@@ -119,14 +120,14 @@ def test_unknown_flops_is_memory_time_with_a_note(catalog: Catalog) -> None:
         assert "compute not counted" in str(generation_report(g).records)
 
 
-def test_overhead_once_and_no_prompt_no_prefill(catalog: Catalog) -> None:
+def test_overhead_once_and_an_empty_prompt_refused(catalog: Catalog) -> None:
     # The 70B FP8 pass above is 20.7487 ms of memory; 0.3 ms of overhead is paid once.
     plain = generate(h100(catalog, "llama-3.1-70b", "fp8"), 16, 1).prefill
     slow = generate(h100(catalog, "llama-3.1-70b", "fp8", overhead_s=0.0003), 16, 1).prefill
     assert slow.seconds == pytest.approx(plain.seconds + 0.0003, rel=1e-12)
-    none = generate(h100(catalog, "llama-3.1-70b", "fp8", overhead_s=0.0003), 0, 1)
-    assert (none.prefill.seconds, none.prefill.bytes, none.prefill.flops) == (0.0, 0, 0)
-    assert none.notes == ()
+    # The prefill yields the first new token, so a prompt of no tokens has nothing to run.
+    with pytest.raises(InputError, match="at least one token"):
+        generate(h100(catalog, "llama-3.1-70b", "fp8", overhead_s=0.0003), 0, 1)
 
 
 def test_json_fields(catalog: Catalog) -> None:

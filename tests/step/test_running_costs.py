@@ -94,13 +94,25 @@ def test_the_step_grows_with_the_batch_and_stays_above_the_roofline(
 
 
 def test_data_parallel_attention_runs_a_gpus_own_sequences(catalog: Catalog) -> None:
-    """DeepSeek-V3 on 8 GPUs at batch 64 with data-parallel attention: each GPU's mixers
-    run its 64 / 8 = 8 sequences, so 8 x 61 = 488 mixer passes against 64 x 61 = 3,904
-    under TP; the feed-forward passes (the MoE is tensor-parallel) stay 64 x 467."""
+    """DeepSeek-V3 (3 dense layers, 58 MoE layers of 8 routed experts a token) on 8 GPUs at
+    batch 64. Under TP every GPU runs every sequence: 64 x 61 = 3,904 mixer passes, 64
+    requests, and 64 x (3 + 58 x 8) = 29,888 feed-forward passes. With data-parallel
+    attention a GPU runs its own 64 / 8 = 8 sequences through its mixers (8 x 61 = 488),
+    its scheduler (8) and its replicated dense layers (8 x 3 = 24), while the tensor-
+    parallel MoE still sees every routed pair (64 x 58 x 8 = 29,696): 29,720. Under --ep
+    the 8 GPUs share the pairs: 29,696 / 8 = 3,712, so 24 + 3,712 = 3,736."""
     tp = preset_scenario(catalog, "deepseek-v3", "fp8", tp=8, batch=64)
     dp = replace(tp, dp_attention=True)
-    for scenario, mixers in ((tp, 3_904), (dp, 488)):
-        counts = StepCounts.of(scenario.model, scenario.batch, scenario.sequences_per_gpu)
+    ep = replace(dp, ep=True)
+    for scenario, mixers, running, passes in (
+        (tp, 3_904, 64, 29_888),
+        (dp, 488, 8, 29_720),
+        (ep, 488, 8, 3_736),
+    ):
+        counts = StepCounts.of(
+            scenario.model, scenario.batch, scenario.sequences_per_gpu, scenario.expert_ranks
+        )
         assert counts.running is not None
         assert counts.running.per_mixer_sequence == mixers
-        assert counts.running.per_ffn_pass == 64 * 467
+        assert counts.running.per_running == running
+        assert counts.running.per_ffn_pass == counts.passes == passes

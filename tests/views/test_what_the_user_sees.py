@@ -87,3 +87,26 @@ def test_sources_are_links_and_nothing_else_is_markup() -> None:
 def test_the_install_line_names_the_report_extra() -> None:
     install = (ROOT / "README.md").read_text().split("## Install")[1].split("##")[0]
     assert "pip install '.[report]'" in install
+
+
+def test_a_pipelines_headline_says_its_bytes_are_the_stages_added_up(cli: Run) -> None:
+    """Review item 5: with PP the headline's weights are the stages' added up, which no GPU
+    reads. Llama-3.1-70B FP8, TP 8 PP 4: a layer's GPU reads 855,638,016 / 8 matrix
+    parameters plus 16,384 replicated norm ones, 106,971,136 B at 1 B each; a stage of 20
+    layers 2,139,422,720 B (2.14 GB), the last one also the final norm's 8,192 and 1/8 of
+    the 128,256 x 8,192 LM head, 2,270,765,056 B (2.27 GB); added up 8,689,033,216 B
+    (8.69 GB). KV: 80 layers x 2 x 1 KV head x 128 x 1 B = 20,480 B (20.48 kB) a token."""
+    flags = "-m llama-3.1-70b -g h100-sxm -w fp8 -k fp8 --tp 8 --pp 4 --batch 8 -c 8K"
+    out = " ".join(cli("estimate", *flags.split()).out.split())
+    assert (
+        "weights read per step, summed over the 4 stages: 8.69 GB (each GPU reads its own "
+        "stage's: 2.14 GB, 2.14 GB, 2.14 GB, 2.27 GB)"
+    ) in out
+    assert "KV per token per sequence, summed over the 4 stages: 20.48 kB" in out
+    assert "the Weights, KV cache and Total columns are the stages' added up" in out
+    assert "per GPU (TP 8): 8.69 GB" not in out
+    doc = json.loads(cli("estimate", *flags.split(), "--json").out)
+    assert doc["weight_bytes_per_step"] == 8_689_033_216
+    assert [st["weight_bytes"] for st in doc["stages"]] == [2_139_422_720] * 3 + [2_270_765_056]
+    explained = cli("explain", *flags.split()).out
+    assert "1. Weights read per step (the 4 stages' GPUs added up, fp8" in explained
