@@ -6,8 +6,6 @@ All 43 stay out of sample: no share of the file is fitted (FITTED_SHARES)."""
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,18 +14,15 @@ import yaml
 from decodecalc.calibration.points import MEASURED_KINDS, read_points
 from decodecalc.engine.profile import gpu_family, release_order
 from decodecalc.loading.catalog import Catalog, presets_dir
+from tests.calibration.points_files import RESERVED, VALIDATION, raw_points
 from tests.calibration.test_validate import fitting_script
 
-ROOT = Path(__file__).resolve().parents[2]
-POINTS = ROOT / "validation" / "points-nvidia-sglang.yaml"
-RESERVED = ("inferencex", "inferencemax", "semianalysis", "sgl-cookbook", "kyuz0", "rapid-mlx")
-"""Sources kept as independent checks: never a source or a note here."""
+POINTS = VALIDATION / "points-nvidia-sglang.yaml"
 COUNT = 43
 
 
-@cache
 def _points() -> tuple[dict[str, Any], ...]:
-    return tuple(yaml.safe_load(POINTS.read_text(encoding="utf-8"))["points"])
+    return raw_points(POINTS.name)
 
 
 def test_the_points_load_and_map_to_known_presets(catalog: Catalog) -> None:

@@ -6,27 +6,21 @@ TensorRT-LLM on NVIDIA"); validate predicts them with the shipped profiles, out 
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from decodecalc.calibration.points import MEASURED_KINDS, read_points
 from decodecalc.engine.profile import gpu_family, release_order
 from decodecalc.loading.catalog import Catalog
+from tests.calibration.points_files import RESERVED, VALIDATION, raw_points
 
-ROOT = Path(__file__).resolve().parents[2]
-POINTS = ROOT / "validation" / "points-nvidia-vllm-trtllm.yaml"
-RESERVED = ("inferencex", "inferencemax", "semianalysis", "sgl-cookbook", "kyuz0", "rapid-mlx")
-"""Sources kept as independent checks: never a source or a note here."""
+POINTS = VALIDATION / "points-nvidia-vllm-trtllm.yaml"
 COUNT = 26
 
 
-@cache
 def _points() -> tuple[dict[str, Any], ...]:
-    return tuple(yaml.safe_load(POINTS.read_text(encoding="utf-8"))["points"])
+    return raw_points(POINTS.name)
 
 
 def test_the_points_load_and_map_to_known_presets(catalog: Catalog) -> None:
