@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from decodecalc.engine.profile import EngineParams
 from decodecalc.loading.catalog import Catalog
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
@@ -18,13 +19,22 @@ from decodecalc.step.step import StepModel, engine_step
 CONTEXT = 4_096
 
 
+def _spec(gpu: str) -> ScenarioSpec:
+    return ScenarioSpec(
+        model="deepseek-r1", gpu=gpu, weights="fp8", kv_dtype="fp8", tp=8, batch=64, engine="vllm"
+    )
+
+
+def _params(catalog: Catalog, gpu: str) -> EngineParams:
+    """The vLLM profile's parameters the compare runs at on ``gpu``."""
+    (params,) = resolve(_spec(gpu), catalog).engine.params
+    return params
+
+
 def _operations(catalog: Catalog, gpu: str) -> dict[str, Operation]:
     """The compare's step on ``gpu``, by what each operation stands for (the fixed costs
     by their name)."""
-    spec = ScenarioSpec(
-        model="deepseek-r1", gpu=gpu, weights="fp8", kv_dtype="fp8", tp=8, batch=64, engine="vllm"
-    )
-    s = resolve(spec, catalog)
+    s = resolve(_spec(gpu), catalog)
     step = StepModel.of(s)
     (params,) = s.engine.params
     ops = engine_step(step, step.row(CONTEXT), params).operations
@@ -45,13 +55,19 @@ def test_routed_experts_scale_as_the_measured_fused_moe(catalog: Catalog) -> Non
 
 
 def test_the_fixed_costs_are_the_engines_on_both_gpus(catalog: Catalog) -> None:
-    """vLLM 0.11's NVIDIA profile charges 77.05 us a layer and 83.02 us a MoE layer on any
-    GPU of the family: 61 x 77.05 + 58 x 83.02 = 9,515.2 us on H200 and on B200."""
+    """vLLM's NVIDIA profile charges c_layer a layer and c_moe a MoE layer on any GPU of
+    the family (as fitted on 2026-12-02, 77.05 and 83.02 us: 61 x 77.05 + 58 x 83.02 =
+    9,515.2 us on H200 and on B200); DeepSeek-R1 has 61 layers, 58 of them MoE."""
     h200, b200 = _operations(catalog, "h200"), _operations(catalog, "b200")
+    params, on_b200 = _params(catalog, "h200"), _params(catalog, "b200")
+    assert (params.per_layer_s, params.per_moe_layer_s) == (
+        on_b200.per_layer_s,
+        on_b200.per_moe_layer_s,
+    )
     for name in ("per layer", "per MoE layer"):
         assert h200[name].total_s == b200[name].total_s
     fixed = h200["per layer"].total_s + h200["per MoE layer"].total_s
-    assert fixed * 1e6 == pytest.approx(61 * 77.05 + 58 * 83.02, abs=1.0)
+    assert fixed == pytest.approx(61 * params.per_layer_s + 58 * params.per_moe_layer_s)
 
 
 @pytest.mark.parametrize(
@@ -62,11 +78,14 @@ def test_the_fixed_costs_are_the_engines_on_both_gpus(catalog: Catalog) -> None:
 def test_the_all_reduces_pay_the_engines_latency_and_the_links_bytes(
     catalog: Catalog, gpu: str, link_bytes_per_s: float
 ) -> None:
-    """Two all-reduces a layer, 122 in all, each at vLLM 0.11's fitted 55.98 us plus a
+    """Two all-reduces a layer, 122 in all, each at vLLM's fitted latency (55.98 us on
+    2026-12-02) plus a
     ring's 2 x 7/8 of 64 x 7,168 x 2 bytes = 1,605,632 bytes over the link (presets/links:
     450 GB/s one way for NVLink 4, 900 GB/s for NVLink 5): 122 x (55.98 + 3.568) us =
     7.265 ms on H200, 122 x (55.98 + 1.784) us = 7.047 ms on B200."""
     op = _operations(catalog, gpu)["tensor parallelism's all-reduces and gathers"]
     ring_bytes = 2 * 7 / 8 * 64 * 7_168 * 2
     assert op.times == 122
-    assert op.total_s == pytest.approx(122 * (55.98e-6 + ring_bytes / link_bytes_per_s), rel=1e-3)
+    latency = _params(catalog, gpu).allreduce_latency_s
+    assert latency is not None
+    assert op.total_s == pytest.approx(122 * (latency + ring_bytes / link_bytes_per_s), rel=1e-3)
