@@ -208,6 +208,43 @@ class TestVllm:
         # No max-num-seqs: vLLM 0.19.1's `vllm serve` default on a GPU of 70 GiB or more
         # other than the A100 is 1,024 (EngineArgs.get_batch_defaults); an H100 has 80 GiB.
         assert (inputs["weights_dtype"], inputs["tp"], inputs["batch"]) == ("fp8", 2, 1024)
+        assert inputs["weights_recipe"] == "fp8-bf16-head"
+
+    @pytest.mark.parametrize(
+        ("method", "recipe", "stored"),
+        [
+            # Llama-3.1-8B: 8,030,261,248 parameters, of which the embedding and the LM head
+            # are 128,256 x 4,096 = 525,336,576 each and the norms 32 x 2 x 4,096 + 4,096 =
+            # 266,240. vLLM quantizes only the linear layers (Fp8Config.get_quant_method
+            # returns None for the head and the embedding), so those stay 2 bytes:
+            # 8,030,261,248 x 1 + (2 x 525,336,576 + 266,240) x 1 = 9,081,200,640 bytes.
+            ("fp8", "fp8-bf16-head", 9_081_200_640),
+            # AWQ/GPTQ: the rest at 4.125 bits, the head, embedding and norms at 16:
+            # (8,030,261,248 - 1,050,939,392) x 4.125 / 8 + 1,050,939,392 x 2
+            # = 3,598,712,832 + 2,101,878,784 = 5,700,591,616 bytes.
+            ("awq", "int4-g128-fp16-head", 5_700_591_616),
+            ("gptq_marlin", "int4-g128-fp16-head", 5_700_591_616),
+            # ModelOpt NVFP4 at 4.5 bits: 6,979,321,856 x 4.5 / 8 = 3,925,868,544
+            # + 2,101,878,784 = 6,027,747,328 bytes.
+            ("modelopt_fp4", "nvfp4-bf16-head", 6_027_747_328),
+            # vLLM's mxfp4 quantizes fused experts only: a dense model stays BF16,
+            # 8,030,261,248 x 2 = 16,060,522,496 bytes.
+            ("mxfp4", "gpt-oss-mxfp4", 16_060_522_496),
+        ],
+    )
+    def test_quantization_keeps_the_head_as_vllm_does(
+        self, cli: Run, tmp_path: Path, method: str, recipe: str, stored: int
+    ) -> None:
+        path = write(
+            tmp_path,
+            f"model: meta-llama/Llama-3.1-8B-Instruct\nquantization: {method}\n"
+            "max-model-len: 8192\n",
+            "serve.yaml",
+        )
+        r = cli("check", path, "--gpu", "h100", "-f", "json")
+        assert json.loads(r.out)["deployments"][0]["inputs"]["weights_recipe"] == recipe
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-w", recipe, "-c", "8K", "--json")
+        assert json.loads(r.out)["stored_weight_bytes"] == stored
 
     def test_unknown_model_and_quantization_are_said(self, cli: Run, tmp_path: Path) -> None:
         path = write(
