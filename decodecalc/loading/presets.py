@@ -228,7 +228,8 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
         description=top.text("description"),
         aliases=aliases,
         source=source,
-        mla_only=top.boolean("mla_only", default=False),
+        weights=top.boolean("weights", default=True),
+        layer_kind=top.text("layer_kind", "") or None,
     )
     top.finish()
     return dtype

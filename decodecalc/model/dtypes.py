@@ -30,8 +30,12 @@ class DType:
     """The tensor-core rate its matrix multiplies run at: bf16, fp8, fp4 or fp32."""
     aliases: tuple[str, ...] = ()
     source: str = ""
-    mla_only: bool = False
-    """A cache layout of MLA's latent (FlashMLA's): no other attention stores it."""
+    weights: bool = True
+    """Whether a checkpoint stores weights in it: False for KV-cache layouts (KIVI,
+    LMDeploy's, FlashMLA's) and index tables, which --weights refuses."""
+    layer_kind: str | None = None
+    """The one layer kind (LayerKind.kind: "mla", "compressed attention") whose cache the
+    format lays out, FlashMLA's latent or DeepSeek-V4's entry; None: any cache."""
 
     def bytes_for(self, values: int | Fraction) -> Fraction:
         """Exact bytes for ``values`` stored values: values * bits_per_value / 8."""

@@ -143,11 +143,16 @@ class Model:
         )
 
     def has_latent_attention(self) -> bool:
-        """Whether any layer caches MLA's latent: the only cache FlashMLA's layouts
-        (DType.mla_only) can hold."""
+        """Whether any layer caches MLA's latent: one tensor per token, shared by K and V."""
         from decodecalc.model.mla import LatentAttention
 
         return any(isinstance(m, LatentAttention) for m, _ in self._mixer_counts)
+
+    def takes_cache_layout(self, layer_kind: str | None) -> bool:
+        """Whether a cache format laid out for one layer kind (DType.layer_kind: FlashMLA's
+        latent, DeepSeek-V4's entry) can hold this model's cache: some layer is of that
+        kind. None: a format for any cache."""
+        return layer_kind is None or any(m.kind == layer_kind for m, _ in self._mixer_counts)
 
     @cached_property
     def _layer_counts(self) -> tuple[tuple[Layer, int], ...]:

@@ -158,12 +158,13 @@ def format_notes(
     """A cache format that cannot exist for this model is refused; a V format the model has
     no V to store in is said to price nothing; weights in a format the GPU has no tensor
     cores for are said to run at the class it falls back to."""
-    latent = next((c for c in caches if c is not None and c.mla_only), None)
-    if latent is not None and not model.has_latent_attention():
-        raise InputError(
-            f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
-            f"{model.id} has no MLA layers; try fp8"
-        )
+    for cache in caches:
+        if cache is not None and not model.takes_cache_layout(cache.layer_kind):
+            raise InputError(
+                f"KV dtype {cache.id!r} lays out the cache of {cache.layer_kind} layers, and "
+                f"{model.id} has none; try fp8 ('decodecalc show {model.id}' lists the KV "
+                "dtypes it takes)"
+            )
     kv, values = caches[0], caches[-1]
     notes = []
     if values is not None and kv is not None and values != kv and not model.caches_values():

@@ -276,6 +276,8 @@ def dtype_record(d: DType) -> dict[str, Any]:
         "name": d.name,
         "bits_per_value": float(d.bits_per_value),
         "kv_cache": d.kv_cache,
+        "weights": d.weights,
+        "layer_kind": d.layer_kind,
         "mixture": d.mixture,
         "aliases": list(d.aliases),
         "description": d.description,
@@ -288,6 +290,7 @@ def dtypes_report(dtypes: list[DType]) -> Report:
     columns = (
         Column("id", "Dtype", numeric=False),
         Column("bits_per_value", "Bits/value", lambda v: f"{v:g}"),
+        Column("weights", "Weights", lambda v: "yes" if v else "no", numeric=False, drop=1),
         Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False, drop=1),
         Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False, drop=2),
         Column("description", "What it is", numeric=False),
@@ -402,8 +405,8 @@ def show_report(
     state_bytes = m.state_bytes_per_sequence()
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
-    # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
-    mla = m.has_latent_attention()
+    # A layout of one layer kind's cache (FlashMLA's, DeepSeek-V4's): listed only where
+    # estimate takes it.
     kv = [
         {
             "kv_dtype": d.id,
@@ -411,7 +414,7 @@ def show_report(
             "state_bytes_per_sequence": state_bytes,  # its own format, whatever the KV's
         }
         for d in dtypes
-        if d.kv_cache and (mla or not d.mla_only)
+        if d.kv_cache and m.takes_cache_layout(d.layer_kind)
     ]
     groups = [
         {

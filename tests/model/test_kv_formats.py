@@ -161,3 +161,60 @@ def test_sweep_rows_name_k_and_v(cli: Run) -> None:
     kv = header.split(",").index("kv_bytes")
     # 32 x 8 x 128 x 8,192 x (1 + 1) and x (1 + 2) bytes
     assert [int(row.split(",")[kv]) for row in rows] == [536_870_912, 805_306_368]
+
+
+@pytest.mark.parametrize(
+    ("weights", "start"),
+    [
+        ("kivi-2", "kivi-2 is a KV-cache format: no checkpoint stores weights in it (try -"),
+        ("int4-lmdeploy", "int4-lmdeploy is a KV-cache format"),
+        ("fp8-flashmla", "fp8-flashmla is a KV-cache format"),
+        ("fp8-ds-v4", "fp8-ds-v4 is a KV-cache format"),
+        ("int64", "int64 is not a weight format: no checkpoint stores weights in it"),
+    ],
+)
+def test_formats_no_checkpoint_stores_weights_in_are_refused_as_weights(
+    cli: Run, weights: str, start: str
+) -> None:
+    """The dtype presets say what a format is for (weights: false): a KV-cache layout or an
+    index table as --weights is one line and exit 2, as a weight-only format as -k is."""
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-w", weights, "-c", "4K")
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith(f"decodecalc: error: {start}")
+    assert len(r.err.splitlines()) == 1
+
+
+def test_a_deepseek_v4_entry_is_refused_outside_deepseek_v4(cli: Run) -> None:
+    """fp8-ds-v4 lays out DeepSeek-V4's compressed-attention entries (layer_kind), as
+    fp8-flashmla lays out an MLA latent: each is refused on a model without such layers."""
+    for model, kv, kind in (
+        ("llama-3.1-8b", "fp8-ds-v4", "compressed attention"),
+        ("deepseek-v4-flash", "fp8-flashmla", "mla"),
+    ):
+        r = cli("estimate", "-m", model, "-g", "h200", "-k", kv, "-c", "4K")
+        assert r.code == 2 and r.out == ""
+        assert r.err == (
+            f"decodecalc: error: KV dtype '{kv}' lays out the cache of {kind} layers, and "
+            f"{model} has none; try fp8 ('decodecalc show {model}' lists the KV dtypes it "
+            "takes)\n"
+        )
+    assert cli("estimate", "-m", "deepseek-v4-flash", "-g", "h200", "-k", "fp8-ds-v4").code == 0
+
+
+def test_show_lists_the_kv_formats_each_model_takes(cli: Run) -> None:
+    def kv(model: str) -> set[str]:
+        doc = json.loads(cli("show", model, "--json").out)
+        return {r["kv_dtype"] for r in doc["kv_bytes_per_token"]}
+
+    llama, v3, v4 = kv("llama-3.1-8b"), kv("deepseek-v3"), kv("deepseek-v4-flash")
+    assert {"fp8", "kivi-2"} <= llama and not {"fp8-ds-v4", "fp8-flashmla"} & llama
+    assert "fp8-flashmla" in v3 and "fp8-ds-v4" not in v3
+    assert "fp8-ds-v4" in v4 and "fp8-flashmla" not in v4
+
+
+def test_the_dtype_listing_says_what_each_format_holds(cli: Run) -> None:
+    doc = {d["id"]: d for d in json.loads(cli("dtypes", "--json").out)["dtypes"]}
+    assert (doc["kivi-2"]["weights"], doc["kivi-2"]["kv_cache"]) == (False, True)
+    assert (doc["int64"]["weights"], doc["int64"]["kv_cache"]) == (False, False)
+    assert (doc["q8-0"]["weights"], doc["q8-0"]["kv_cache"]) == (True, True)
+    assert doc["fp8-flashmla"]["layer_kind"] == "mla" and doc["fp8"]["layer_kind"] is None
