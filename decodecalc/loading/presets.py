@@ -207,10 +207,14 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     forms = [f for f in ("bits", "block_bytes", "average_bits") if top.has(f)]
     if len(forms) != 1:
         raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
+    head_scale_bits, head_width = Fraction(0), 0
     if forms == ["bits"]:
         bits = top.fraction("bits", MAX_BITS)
         if top.has("scale_bits"):
-            bits += top.fraction("scale_bits", MAX_BITS) / top.integer("block_size")
+            scale_bits, block = top.fraction("scale_bits", MAX_BITS), top.integer("block_size")
+            bits += scale_bits / block
+            if _scale_per_head(top):
+                head_scale_bits, head_width = scale_bits, block
     elif forms == ["block_bytes"]:
         bits = top.fraction("block_bytes", MAX_BITS * 2**20) * 8 / top.integer("block_size")
     else:
@@ -230,9 +234,21 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
         source=source,
         weights=top.boolean("weights", default=True),
         layer_kind=top.text("layer_kind", "") or None,
+        head_scale_bits=head_scale_bits,
+        head_width=head_width,
     )
     top.finish()
     return dtype
+
+
+def _scale_per_head(top: Fields) -> bool:
+    """``scale_per: head``: the scales cover one head of each token, ``block_size`` being
+    the head width the bits are counted at (LMDeploy's KV); ``block`` (the default): fixed
+    blocks of ``block_size`` values."""
+    value = top.text("scale_per", "block")
+    if value not in ("block", "head"):
+        raise top.error("scale_per", f"expected block or head, got {fragment(value)}")
+    return value == "head"
 
 
 def load_recipe(doc: Document, preset_id: str) -> WeightRecipe:

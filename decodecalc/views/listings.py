@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine, gpu_family
@@ -392,6 +393,10 @@ def _stored_lines(groups: list[dict[str, Any]], label: str) -> list[str]:
     return lines
 
 
+def _at_heads(d: DType, width: Fraction | None) -> DType:
+    return d if width is None else d.at_head_width(width)
+
+
 def show_report(
     m: Model, dtypes: list[DType], weights: tuple[DType, Overrides, str | None]
 ) -> Report:
@@ -405,12 +410,13 @@ def show_report(
     state_bytes = m.state_bytes_per_sequence()
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
+    width = m.kv_head_width()  # a per-head scale's width (LMDeploy's formats)
     # A layout of one layer kind's cache (FlashMLA's, DeepSeek-V4's): listed only where
     # estimate takes it.
     kv = [
         {
             "kv_dtype": d.id,
-            "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)) + fixed,
+            "kv_bytes_per_token": ceil_bytes(_at_heads(d, width).bytes_for(elements)) + fixed,
             "state_bytes_per_sequence": state_bytes,  # its own format, whatever the KV's
         }
         for d in dtypes

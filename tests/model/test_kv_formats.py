@@ -218,3 +218,30 @@ def test_the_dtype_listing_says_what_each_format_holds(cli: Run) -> None:
     assert (doc["int64"]["weights"], doc["int64"]["kv_cache"]) == (False, False)
     assert (doc["q8-0"]["weights"], doc["q8-0"]["kv_cache"]) == (True, True)
     assert doc["fp8-flashmla"]["layer_kind"] == "mla" and doc["fp8"]["layer_kind"] is None
+
+
+@pytest.mark.parametrize(
+    ("model", "kv", "per_token", "noted"),
+    [
+        # Llama-3.2-1B: 16 layers x 8 KV heads x 64 x 2 (K, V) = 16,384 elements a token.
+        # LMDeploy keeps an FP16 scale and an FP16 zero per head per token: 32 bits over 64
+        # values, so 4 + 32/64 = 4.5 bits: 16,384 x 4.5 / 8 = 9,216 bytes (not 8,704 at
+        # the 4.25 bits of a 128-wide head); int8: 8.5 bits, 16,384 x 8.5 / 8 = 17,408.
+        ("llama-3.2-1b", "int4-lmdeploy", 9_216, True),
+        ("llama-3.2-1b", "int8-lmdeploy", 17_408, True),
+        # Llama-3.1-8B's heads are 128 wide: 32 x 8 x 128 x 2 = 65,536 elements x 4.25 / 8
+        # = 34,816 bytes, the listed rate.
+        ("llama-3.1-8b", "int4-lmdeploy", 34_816, False),
+        # gpt-oss-20b: 24 layers x 8 KV heads x 64 x 2 = 24,576 elements x 4.5 / 8 = 13,824.
+        ("gpt-oss-20b", "int4-lmdeploy", 13_824, True),
+    ],
+)
+def test_lmdeploy_kv_is_priced_at_the_head_width(
+    cli: Run, model: str, kv: str, per_token: int, noted: bool
+) -> None:
+    r = cli("estimate", "-m", model, "-g", "h100", "-k", kv, "-c", "1K", "--json")
+    doc = json.loads(r.out)
+    assert doc["kv_bytes_per_token"] == per_token
+    assert ("kv-head-width" in {n["code"] for n in doc["notes"]}) is noted
+    shown = json.loads(cli("show", model, "--json").out)["kv_bytes_per_token"]
+    assert {x["kv_dtype"]: x["kv_bytes_per_token"] for x in shown}[kv] == per_token
