@@ -43,8 +43,13 @@ def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
 class Fields:
     """One mapping in a document, read field by field; ``finish()`` refuses leftovers."""
 
-    def __init__(self, doc: Document, key_path: KeyPath = (), value: Any = None) -> None:
+    def __init__(
+        self, doc: Document, key_path: KeyPath = (), value: Any = None, limit: int | None = None
+    ) -> None:
         self.doc = doc
+        self.limit = limit
+        """The largest whole number a field may hold unless its reader gives another
+        (config.json sizes: loading/families.py MAX_SIZE); None: no bound."""
         self.key_path = key_path
         data = doc.data if not key_path else value
         if not isinstance(data, dict):
@@ -86,15 +91,18 @@ class Fields:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(name, f"expected a whole number, got {_kind(value)}")
+        maximum = self.limit if maximum is None else maximum
         if value < minimum:
             raise self.error(name, f"must be at least {minimum}, got {value}")
         if maximum is not None and value > maximum:
             raise self.error(name, f"must be at most {maximum:,}, got {value:,}")
         return value
 
-    def optional_integer(self, name: str, minimum: int = 1) -> int | None:
+    def optional_integer(
+        self, name: str, minimum: int = 1, maximum: int | None = None
+    ) -> int | None:
         if self.has(name):
-            return self.integer(name, minimum=minimum)
+            return self.integer(name, minimum=minimum, maximum=maximum)
         self.read.add(name)
         return None
 
@@ -138,6 +146,8 @@ class Fields:
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
             raise self.error(name, f"expected a list of whole numbers, got {_kind(value)}")
+        if self.limit is not None and any(v > self.limit for v in value):
+            raise self.error(name, f"holds {max(value):,}; each must be at most {self.limit:,}")
         return tuple(value)
 
     def used(self) -> dict[str, Any]:
@@ -171,7 +181,7 @@ class Fields:
 
     def mapping(self, name: str) -> Fields:
         self._get(name, True)
-        child = Fields(self.doc, (*self.key_path, name), self.data[name])
+        child = Fields(self.doc, (*self.key_path, name), self.data[name], self.limit)
         self.children[name] = child
         return child
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, fragment
-from decodecalc.loading.families import read_architecture
+from decodecalc.loading.families import MAX_SIZE, read_architecture
 from decodecalc.loading.fields import Fields, suggest
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
@@ -64,7 +64,9 @@ def load_model(doc: Document, preset_id: str) -> Model:
     official_active = top.optional_integer("official_active_params")
     official_active_source = top.text("official_active_params_source", "")
     notes = top.text("notes", "")
-    model_type, arch = read_architecture(top.mapping("config"))
+    config = top.mapping("config")
+    config.limit = MAX_SIZE
+    model_type, arch = read_architecture(config)
     top.finish()
     return Model(
         id=preset_id,
@@ -88,7 +90,7 @@ def model_from_config(doc: Document, preset_id: str) -> Model:
 
 
 def _read_config(doc: Document, preset_id: str) -> tuple[Model, dict[str, Any]]:
-    cfg = Fields(doc)
+    cfg = Fields(doc, limit=MAX_SIZE)
     model_type, arch = read_architecture(cfg)
     model = Model(
         id=preset_id,
