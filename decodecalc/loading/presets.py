@@ -55,9 +55,24 @@ def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
     return fields.text("name"), fields.texts("aliases"), fields.text("source")
 
 
+MODEL_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "official_params",
+    "official_params_source",
+    "official_active_params",
+    "official_active_params_source",
+    "notes",
+    "config",
+)
+"""Every field a model preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_model(doc: Document, preset_id: str) -> Model:
     """A model preset: metadata, and the model's config.json fields under ``config:``."""
-    top = Fields(doc)
+    top = Fields(doc, known=MODEL_FIELDS)
     name, aliases, source = _common(top)
     official = top.integer("official_params", default=0, minimum=0, maximum=MAX_PARAMS)
     official_source = top.text("official_params_source", "")
@@ -115,8 +130,32 @@ def preset_from_config(
     return preset
 
 
+GPU_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bandwidth",
+    "memory",
+    "memory_source",
+    "flops",
+    "vendor",
+    "memory_kind",
+    "notes",
+    "flops_source",
+    "link",
+    "sustained_bandwidth",
+    "sustained_source",
+    "family",
+    "power_w",
+    "power_source",
+    "announced",
+)
+"""Every field a GPU preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
-    top = Fields(doc)
+    top = Fields(doc, known=GPU_FIELDS)
     name, aliases, source = _common(top)
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     memory = _parsed(top, "memory", parse_size)
@@ -159,10 +198,22 @@ def _power(top: Fields) -> float | None:
     return float(top.fraction("power_w", int(MAX_POWER_W)))
 
 
+PRICES_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "date",
+    "prices",
+    "notes",
+)
+"""Every field a price list may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_prices(doc: Document, preset_id: str) -> PriceList:
     """A price list: one cloud's on-demand dollars per GPU-hour, by GPU preset id, with the
     page they were read from and the date they were read (prices change)."""
-    top = Fields(doc)
+    top = Fields(doc, known=PRICES_FIELDS)
     name, aliases, source = _common(top)
     date = top.text("date")
     table = top.mapping("prices")
@@ -200,11 +251,32 @@ MAX_BITS = 64
 """Bits per stored value, scales included: no format stores more than FP64."""
 
 
+DTYPE_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bits",
+    "scale_bits",
+    "block_size",
+    "block_bytes",
+    "average_bits",
+    "scale_per",
+    "kv_cache",
+    "weights",
+    "layer_kind",
+    "matmul",
+    "compute",
+    "description",
+)
+"""Every field a dtype preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_dtype(doc: Document, preset_id: str) -> DType:
     """A dtype gives its cost one of three ways: ``bits`` (plus ``scale_bits`` per
     ``block_size`` values), ``block_bytes`` per ``block_size`` (GGUF), or
     ``average_bits`` for a mixture of formats."""
-    top = Fields(doc)
+    top = Fields(doc, known=DTYPE_FIELDS)
     name, aliases, source = _common(top)
     forms = [f for f in ("bits", "block_bytes", "average_bits") if top.has(f)]
     if len(forms) != 1:
@@ -253,11 +325,23 @@ def _scale_per_head(top: Fields) -> bool:
     return value == "head"
 
 
+RECIPE_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "default",
+    "groups",
+    "description",
+)
+"""Every field a weight recipe may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_recipe(doc: Document, preset_id: str) -> WeightRecipe:
     """A weight recipe: a ``default`` dtype and, under ``groups``, tensor groups stored in
     another: a dtype id, or a mapping of dtype ids to whole-number parts of the group's
     parameters (``{q4-k: 5, q6-k: 1}``: five sixths Q4_K, one sixth Q6_K)."""
-    top = Fields(doc)
+    top = Fields(doc, known=RECIPE_FIELDS)
     name, aliases, source = _common(top)
     overrides: list[tuple[str, Mix]] = []
     if top.has("groups"):
@@ -305,8 +389,22 @@ def _matmul(top: Fields) -> str:
     return value
 
 
+LINK_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bandwidth",
+    "latency",
+    "latency_source",
+    "gpus",
+    "notes",
+)
+"""Every field a link preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_link(doc: Document, preset_id: str) -> Link:
-    top = Fields(doc)
+    top = Fields(doc, known=LINK_FIELDS)
     name = top.text("name")
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     latency = _parsed(top, "latency", lambda text: parse_duration(text, "latency"))
