@@ -133,7 +133,9 @@ def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) ->
     assert held == [expected["expected_ms_per_token"]]
 
 
-VLLM_WEIGHTS = {"bf16": {"dtype": "bfloat16"}, "fp8": {"quantization": "fp8"}}
+# vLLM's fp8 quantizes the linear layers only: the LM head and embedding stay BF16
+# (checks/vllm.py _QUANTIZATION), the fp8-bf16-head recipe.
+VLLM_WEIGHTS = {"bf16": {"dtype": "bfloat16"}, "fp8-bf16-head": {"quantization": "fp8"}}
 VLLM_KV = {None: "auto", "fp8": "fp8"}
 
 
