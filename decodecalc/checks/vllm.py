@@ -344,9 +344,11 @@ ParallelLMHead and embedding none, so those stay in the activations' BF16/FP16
 (vllm-project/vllm, vllm/model_executor/layers/quantization/: fp8.py at
 0071b24bf8fe8c3d1bc3516d0ff8477f07964aaf, LinearBase, FusedMoE and Attention only;
 gptq_marlin.py at 00161ce01fe64fdae0ec8ff1ae198c7b9befbdad, the LM head only with
-lm_head: true; modelopt.py at 00155cdecca722d98e34234c3d172725b7720b7d, linear layers
-outside exclude_modules; mxfp4.py at 007d50058a06dec0f82472d63c819244d460c40d, fused
-experts only, every linear layer unquantized)."""
+lm_head: true; modelopt.py at 00155cdecca722d98e34234c3d172725b7720b7d, linear layers and
+the head outside exclude_modules, which ModelOpt's NVFP4 checkpoints give as [lm_head]
+(nvidia/Llama-3.1-8B-Instruct-FP4 hf_quant_config.json); mxfp4.py at
+007d50058a06dec0f82472d63c819244d460c40d, fused experts only, every linear layer
+unquantized)."""
 _DTYPE: dict[str, str | None] = {
     "auto": None,  # the checkpoint's own formats (its quantization_config), else BF16
     "bfloat16": "bf16",
