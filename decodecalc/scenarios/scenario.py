@@ -118,8 +118,9 @@ class Scenario:
             )
         for cache in (self.kv_dtype, self.v_dtype):
             if cache is not None and not cache.kv_cache:
+                what = "a weight-only format, not" if cache.weights else "not"
                 raise InputError(
-                    f"{cache.id} is a weight-only format, not a KV-cache dtype "
+                    f"{cache.id} is {what} a KV-cache dtype "
                     "('decodecalc dtypes' shows which formats hold a KV cache)"
                 )
 

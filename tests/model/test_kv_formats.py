@@ -245,3 +245,12 @@ def test_lmdeploy_kv_is_priced_at_the_head_width(
     assert ("kv-head-width" in {n["code"] for n in doc["notes"]}) is noted
     shown = json.loads(cli("show", model, "--json").out)["kv_bytes_per_token"]
     assert {x["kv_dtype"]: x["kv_bytes_per_token"] for x in shown}[kv] == per_token
+
+
+def test_an_index_table_format_is_no_kv_cache_either(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-k", "int64", "-c", "4K")
+    assert r.code == 2 and r.out == ""
+    assert r.err == (
+        "decodecalc: error: int64 is not a KV-cache dtype ('decodecalc dtypes' shows which "
+        "formats hold a KV cache)\n"
+    )
