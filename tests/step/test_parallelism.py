@@ -249,7 +249,7 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     (value,) = [r["value"] for r in json.loads(checked.out)["results"]]
     assert value == row["expected_ms_per_token"]
 
-    moe = ("-m", "deepseek-v3", "-w", "fp8", "--tp", "8", "--ep", "--dp-attention")
+    moe = ("-m", "deepseek-v3", "-w", "fp8-bf16-head", "--tp", "8", "--ep", "--dp-attention")
     dp_row = estimate_json(cli, *moe, "--batch", "64", "-g", "h200", "--engine", "vllm", "-c", "4K")
     serve.write_text(
         yaml.safe_dump(
@@ -272,7 +272,13 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     assert "vllm-data-parallel" not in codes
 
     deployment = tmp_path / "d.yaml"
-    document = {"model": "deepseek-v3", "gpu": "h200", "weights": "fp8", "tp": 8, "batch": 64}
+    document = {
+        "model": "deepseek-v3",
+        "gpu": "h200",
+        "weights": "fp8-bf16-head",
+        "tp": 8,
+        "batch": 64,
+    }
     document |= {"ep": True, "dp_attention": True, "context": 4096, "engine": "vllm"}
     deployment.write_text(yaml.safe_dump({**document, "targets": {"max_ms_per_token": 1e6}}))
     checked = cli("check", str(deployment), "-f", "json")
@@ -281,7 +287,7 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     assert value == dp_row["rows"][0]["expected_ms_per_token"]
 
     api = decodecalc.scenario(
-        "deepseek-v3", "h200", weights="fp8", tp=8, batch=64, ep=True, dp_attention=True
+        "deepseek-v3", "h200", weights="fp8-bf16-head", tp=8, batch=64, ep=True, dp_attention=True
     )
     ms = estimate(api, [4096], crossover_row=False).rows[0].seconds_per_token * 1000
     assert ms == pytest.approx(dp_row["rows"][0]["roofline_ms_per_token"], rel=1e-15)
