@@ -162,8 +162,8 @@ def format_notes(
         if cache is not None and not model.takes_cache_layout(cache.layer_kind):
             raise InputError(
                 f"KV dtype {cache.id!r} lays out the cache of {cache.layer_kind} layers, and "
-                f"{model.id} has none; try fp8 ('decodecalc show {model.id}' lists the KV "
-                "dtypes it takes)"
+                f"{model.id} has no {cache.layer_kind} layers; try fp8 ('decodecalc show "
+                f"{model.id}' lists the KV dtypes it takes)"
             )
     kv, values = caches[0], caches[-1]
     notes = []

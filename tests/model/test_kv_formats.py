@@ -195,8 +195,8 @@ def test_a_deepseek_v4_entry_is_refused_outside_deepseek_v4(cli: Run) -> None:
         assert r.code == 2 and r.out == ""
         assert r.err == (
             f"decodecalc: error: KV dtype '{kv}' lays out the cache of {kind} layers, and "
-            f"{model} has none; try fp8 ('decodecalc show {model}' lists the KV dtypes it "
-            "takes)\n"
+            f"{model} has no {kind} layers; try fp8 ('decodecalc show {model}' lists the KV "
+            "dtypes it takes)\n"
         )
     assert cli("estimate", "-m", "deepseek-v4-flash", "-g", "h200", "-k", "fp8-ds-v4").code == 0
 
