@@ -282,12 +282,15 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
     if len(forms) != 1:
         raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
     head_scale_bits, head_width = Fraction(0), 0
+    per_head = _scale_per_head(top)
+    if per_head and not (forms == ["bits"] and top.has("scale_bits")):
+        raise top.error("scale_per", "head needs bits with scale_bits per block_size values")
     if forms == ["bits"]:
         bits = top.fraction("bits", MAX_BITS)
         if top.has("scale_bits"):
             scale_bits, block = top.fraction("scale_bits", MAX_BITS), top.integer("block_size")
             bits += scale_bits / block
-            if _scale_per_head(top):
+            if per_head:
                 head_scale_bits, head_width = scale_bits, block
     elif forms == ["block_bytes"]:
         bits = top.fraction("block_bytes", MAX_BITS * 2**20) * 8 / top.integer("block_size")

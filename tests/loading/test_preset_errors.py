@@ -72,3 +72,24 @@ def test_an_unknown_size_unit_lists_the_units(cli: Run) -> None:
     r = cli("estimate", "-m", "llama-3.1-8b", "-g", "bandwidth=1TB/s,memory=1XB")
     assert r.code == 2 and len(r.err.splitlines()) == 1
     assert "needs a byte unit: B, kB, MB, GB, TB, PB or KiB, MiB, GiB, TiB, PiB" in r.err
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ("bits: 4\nscale_per: head\n", "scale_per: head needs bits with scale_bits per"),
+        (
+            "bits: 4\nscale_bits: 32\nblock_size: 64\nscale_per: heads\n",
+            "scale_per: expected block or head, got 'heads'",
+        ),
+    ],
+)
+def test_a_per_head_scale_needs_its_bits(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: str, message: str
+) -> None:
+    (tmp_path / "dtypes").mkdir()
+    text = f"name: X\n{fields}kv_cache: true\ndescription: d\nsource: https://example.com\n"
+    (tmp_path / "dtypes" / "x4.yaml").write_text(text)
+    monkeypatch.setenv("DECODECALC_PRESETS", str(tmp_path))
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-k", "x4", "-c", "1K")
+    assert r.code == 2 and len(r.err.splitlines()) == 1 and message in r.err
