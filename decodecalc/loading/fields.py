@@ -169,6 +169,18 @@ class Fields:
             raise self.error(name, f"must be at least {float(minimum):g}, got {value}")
         return number
 
+    def real(self, name: str, maximum: int) -> float:
+        """fraction() as a float, where the exact value is needed no further (an efficiency,
+        a band). A float within the bounds is that float already: its shortest repr, read
+        exactly and rounded back, is itself, and each bound holds of the two alike (the
+        bounds are whole numbers, and rounding keeps order); anything else is read exactly,
+        with fraction()'s checks and messages."""
+        value = self.data.get(name)
+        if type(value) is float and 0 < value <= maximum:
+            self.read.add(name)
+            return value
+        return float(self.fraction(name, maximum))
+
     def mapping(self, name: str) -> Fields:
         self._get(name, True)
         child = Fields(self.doc, (*self.key_path, name), self.data[name])

@@ -446,7 +446,7 @@ def _params(table: Fields, family: str) -> EngineParams:
         mma_fitted=f.boolean("mma_fitted", False),
         range=_range(f.mapping("range")) if f.has("range") else None,
         transferred=f.text("transferred", ""),
-        moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
+        moe_factor=f.real("moe_factor", MAX_BAND) if f.has("moe_factor") else 1.0,
         lent=_lent(f),
     )
     f.text("fitted", "")
@@ -468,7 +468,7 @@ def _lent(f: Fields) -> tuple[str, ...]:
 
 
 def _band(f: Fields) -> tuple[float, float]:
-    band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
+    band = (f.real("band_low", 1), f.real("band_high", MAX_BAND))
     if band[1] < 1:
         raise f.error("band_high", f"must be at least 1, got {band[1]}")
     return band
@@ -549,7 +549,7 @@ def _duration(f: Fields, key: str) -> float | None:
 
 
 def _efficiency(f: Fields, key: str) -> float:
-    value = float(f.fraction(key, 1))
+    value = f.real(key, 1)
     if not value >= 0.001:
         raise f.error(key, f"expected a fraction from 0.001 to 1, got {value}")
     return value
