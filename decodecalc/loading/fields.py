@@ -208,7 +208,10 @@ class Fields:
 
     def finish(self) -> None:
         """Refuse keys nobody read, here and in nested mappings: a misspelt field must not
-        be silently ignored."""
+        be silently ignored. A document from the preset cache passed this when it was
+        stored (loading/cache.py), so it is not searched again."""
+        if self.doc.cached:
+            return
         for child in self.children.values():
             child.finish()
         for key in self.data:
