@@ -155,8 +155,9 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
     notes.extend(context_notes(s, [r.context_tokens for r in est.rows]))
     misfits = [r.context_tokens for r in est.rows if r.fits is False]
     if misfits and est.memory is not None:
-        budget = f"{est.memory.budget_bytes / 1e9:,.2f} GB per GPU"
-        if est.memory.stored_weight_bytes > est.memory.budget_bytes:
+        usable = est.memory.room.usable_bytes
+        budget = f"{usable / 1e9:,.2f} GB per GPU"
+        if est.memory.stored_weight_bytes > usable:
             where = f"the weights alone need more than the {budget}"
         else:
             where = (
@@ -166,7 +167,8 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
         notes.append(
             Note(
                 "does-not-fit",
-                f"does not fit: {where} that {s.memory_utilization:g} of memory leaves "
+                f"does not fit: {where} that a server leaves them ({s.memory_utilization:g} "
+                "of memory less its activations and reserve) "
                 "(these rows describe a deployment that cannot run)",
             )
         )

@@ -201,7 +201,7 @@ class Engine:
     names: tuple[str, ...] = ()
     """The profile each of ``params`` comes from, for people reading a typical band."""
     serving: ServingDefaults | None = None
-    """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
+    """The profile's scheduler defaults (step/kv_pool.py); None: vLLM's."""
     kind: EngineKind = EngineKind.PROFILE
     line: str | None = None
     """The release line the parameters stand for (None: every line pooled, or none kept)."""

@@ -20,15 +20,17 @@ from tests.conftest import Run
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 
 # Llama-3.1-70B in FP8 with an FP8 cache on one H100 SXM (81,559 MiB, as nvidia-smi reports
-# it): the budget is 0.9 x 85.5 GB = 76.97 GB; the weights take 70,553,706,496 bytes (one
-# byte per parameter), leaving 6.42 GB. A token of cache is 80 layers x 8 KV heads x 128 x
-# 2 (K and V) x 1 byte = 163,840 bytes: one sequence of 32,768 tokens (5.37 GB) fits, one of
-# 65,536 tokens (10.74 GB) does not.
+# it): vLLM's start-up leaves (85,520,809,984 - 450 MiB) x 0.9 = 76,544,055,705 bytes, less
+# the 1,970,012,160-byte activation peak and the 268,435,456-byte reserve: 74,305,608,089
+# (tests/step/test_memory.py); the weights take 70,553,706,496 bytes (one byte per
+# parameter), leaving 3.75 GB. A token of cache is 80 layers x 8 KV heads x 128 x 2 (K and
+# V) x 1 byte = 163,840 bytes: one sequence of 8,192 tokens (1.34 GB) fits, one of 32,768
+# tokens (5.37 GB) does not.
 LLAMA_70B_FP8 = """\
 model: meta-llama/Llama-3.1-70B-Instruct
 quantization: fp8
 kv-cache-dtype: fp8
-max-model-len: 32768
+max-model-len: 8192
 """
 
 
@@ -278,22 +280,22 @@ class TestStartupCheck:
         r = cli("check", path, "--gpu", "h100-sxm")
         assert r.code == 0, r.err
         assert "vllm_startup_fit" in r.out and "fits" in r.out
-        assert "1 sequence of 32,768 tokens" in r.out
+        assert "1 sequence of 8,192 tokens" in r.out
         doc = run_json(cli, path, "--gpu", "h100-sxm")
         (result,) = doc["results"]
         assert (result["target"], result["value"], result["context"]) == (
             "vllm_startup_fit",
             True,
-            32_768,
+            8_192,
         )
         assert "vllm-startup-fit" in codes(doc)
         assert "check-roofline" not in codes(doc)  # nothing was held to a speed
         assert doc["deployments"][0]["inputs"]["batch"] == 1024  # as vLLM would run it
 
     def test_a_context_that_does_not_fit_fails(self, cli: Run, tmp_path: Path) -> None:
-        path = serve(tmp_path, LLAMA_70B_FP8.replace("32768", "65536"))
+        path = serve(tmp_path, LLAMA_70B_FP8.replace("8192", "32768"))
         r = cli("check", path, "--gpu", "h100-sxm")
-        assert r.code == 1 and "does not fit at 65,536 tokens" in r.out
+        assert r.code == 1 and "does not fit at 32,768 tokens" in r.out
 
     def test_targets_replace_it(self, cli: Run, tmp_path: Path) -> None:
         doc = run_json(
