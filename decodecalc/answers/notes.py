@@ -167,9 +167,7 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
         notes.append(
             Note(
                 "does-not-fit",
-                f"does not fit: {where} that a server leaves them ({s.memory_utilization:g} "
-                "of memory less its activations and reserve) "
-                "(these rows describe a deployment that cannot run)",
+                f"does not fit: {where} usable (these rows describe a deployment that cannot run)",
             )
         )
     streaming = est.rows[0].memory_seconds

@@ -313,13 +313,12 @@ def _memory_line(est: Estimate) -> str:
         if m.max_batch is None
         else f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
     )
-    room = m.room
+    assert s.gpu is not None
     return (
-        f"memory per GPU: {h.size(room.usable_bytes)} usable (the "
-        f"{h.binary_size(room.visible_bytes)} CUDA reports x {s.memory_utilization:g}, less "
-        f"{h.size(room.activation_bytes)} of activations and {h.size(room.reserve_bytes)} "
-        f"reserved, as a server sizes its KV pool), {h.size(m.stored_weight_bytes)} of "
-        f"weights; {sequences} at {longest:,} tokens; at batch {s.batch} {context}"
+        f"memory per GPU: {h.size(m.room.usable_bytes)} usable "
+        f"({h.binary_size(s.gpu.memory_bytes)}, sized as vLLM does), "
+        f"{h.size(m.stored_weight_bytes)} of weights; "
+        f"{sequences} at {longest:,} tokens; at batch {s.batch} {context}"
     )
 
 
