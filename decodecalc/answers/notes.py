@@ -157,8 +157,14 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
     if misfits and est.memory is not None:
         usable = est.memory.room.usable_bytes
         budget = f"{usable / 1e9:,.2f} GB per GPU"
+        longest = est.memory.max_context  # the bytes' limit at the batch
         if est.memory.stored_weight_bytes > usable:
             where = f"the weights alone need more than the {budget}"
+        elif longest is None or misfits[0] <= longest:
+            where = (
+                f"from {misfits[0]:,} tokens, batch {s.batch} is more requests than the "
+                f"server's KV pool holds (it keeps blocks a step does not read) in the {budget}"
+            )
         else:
             where = (
                 f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "

@@ -350,3 +350,23 @@ def test_plan_picks_the_review_s_batch_of_one(catalog: Catalog) -> None:
     )
     option = evaluate(scenario, Targets(context=4_096))
     assert (option.max_batch, option.scenario.batch, option.fits) == (1, 1, True)
+
+
+def test_a_windowed_model_is_held_to_its_pool() -> None:
+    """gpt-oss-120b (18 of its 36 layers windowed to 128 tokens) at batch 16 and 8K on one
+    H100: the bytes a step holds fit (the longest context at the batch is past 8K), but
+    vLLM's pool keeps each windowed layer's window and a chunk (127 + 8,192 tokens), so it
+    holds fewer requests than 16; the row does not fit, and the note says why."""
+    from decodecalc.answers.estimate import estimate
+
+    scenario = resolve(
+        ScenarioSpec(model="gpt-oss-120b", gpu="h100-sxm", batch=16, engine="vllm"), Catalog()
+    )
+    est = estimate(scenario, [8_192])
+    assert est.memory is not None and est.memory.max_context is not None
+    assert est.memory.max_context >= 8_192
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert math.floor(pool.max_concurrency(8_192)) < 16
+    assert est.rows[0].fits is False
+    (note,) = [n for n in est.notes if n.code == "does-not-fit"]
+    assert "batch 16 is more requests than the server's KV pool holds" in note.message
