@@ -20,7 +20,7 @@ from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import Packed
 from decodecalc.step.flops import matmul_params
-from decodecalc.step.memory import RequestLimit, whole_blocks
+from decodecalc.step.memory import MemoryFit, RequestLimit, whole_blocks
 from decodecalc.step.step import StepModel
 
 ROW_FIELDS = (
@@ -118,7 +118,7 @@ class FastStep:
             extra_seconds=comm + scenario.overhead_s,
             budget_bytes=None if memory is None else memory.room.usable_bytes,
             block_size=1 if memory is None else memory.room.block_size,
-            pool=None if memory is None else memory.pool,
+            pool=None if memory is None or _bytes_suffice(memory) else memory.pool,
             ranks=step.attention_ranks,
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
             crossover=None if (t_star := step.crossover()) is None else float(t_star),
@@ -199,6 +199,7 @@ class FastStep:
         )
 
     def _pool_holds(self, context: int) -> bool:
+        """The server's pool holds the batch at ``context`` (rows whose bytes fit)."""
         return self.pool is None or self.pool.holds(self.batch, context, self.ranks)
 
     def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:
@@ -484,3 +485,8 @@ def clamped(
         for lo, f, m in zip(low, floor_s, middle, strict=True)
     ]
     return middle, low, [m if m > h else h for h, m in zip(high, middle, strict=True)]
+
+
+def _bytes_suffice(memory: MemoryFit) -> bool:
+    """The pool limits nothing the byte count does not (KvPool.limits_as_bytes)."""
+    return memory.pool is None or memory.pool.limits_as_bytes

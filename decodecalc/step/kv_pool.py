@@ -118,6 +118,17 @@ class KvPool:
             return None
         return math.floor(self.max_concurrency(tokens_per_request)) * ranks
 
+    @property
+    def limits_as_bytes(self) -> bool:
+        """One kind of layer, caching every token, unpadded, without state: a batch's
+        requests fit in the blocks exactly when its cache fits in the room in whole blocks
+        (B x ceil(T / block) <= floor(available / block bytes)), which the byte count
+        checks already, so asking the pool adds nothing (the sweep skips it)."""
+        if self.state_bytes_per_sequence or len(self.kinds) != 1:
+            return False
+        (kind,) = self.kinds
+        return kind.window is None and kind.slots == kind.layers
+
     def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool:
         """The pool (over ``ranks`` data-parallel ranks) holds ``requests`` at once."""
         held = self.held_requests(tokens_per_request, ranks)

@@ -128,6 +128,9 @@ class RequestLimit(Protocol):
 
     def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool: ...
 
+    @property
+    def limits_as_bytes(self) -> bool: ...
+
 
 @record
 class MemoryFit:
