@@ -95,5 +95,6 @@ def _startup_note(d: Deployment, fit: TargetResult) -> Note:
         "vllm-startup-fit",
         "no targets given, so it was held to what vLLM checks when it starts: "
         f"the weights and one sequence of max-model-len ({fit.context:,} tokens) fit in "
-        f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory",
+        f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory, "
+        "less the activations and reserve its start-up profile takes",
     )

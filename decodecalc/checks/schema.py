@@ -197,8 +197,9 @@ TARGETS = {
         "min_throughput_tokens_per_s": _positive("Lowest aggregate speed of the batch, tokens/s"),
         "must_fit": {
             "type": "boolean",
-            "description": "Weights + KV + state within GPU memory x memory_utilization "
-            "(needs gpu)",
+            "description": "Weights + KV + state within the room a server leaves (GPU memory "
+            "x memory_utilization less its activations and reserve) and the batch within its "
+            "KV pool, as serving sizes it (needs gpu)",
         },
         "min_crossover_context": {
             "oneOf": [{"type": "integer", "minimum": 0}, token_text()],
