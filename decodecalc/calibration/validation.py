@@ -596,10 +596,11 @@ def outside_bands(found: Sequence[Residual]) -> Bands:
     predictor's range (a left-out model of a size the fit holds, of a kind it holds, on
     its GPUs and lines), every way pooled: the error of a setup like the fitted ones,
     never wider than the band over every residual (a family with few inside residuals
-    takes every family's, which may be wider than its own). Outside: family_bands over every residual (each way of leaving out on its own, the
-    widest taken) and over the residuals that lay outside (the folds' own
-    extrapolations), the wider on each side, never narrower than the band inside: a new
-    model, GPU, engine or release line misses by as much as the left-out folds did.
+    takes every family's, which may be wider than its own). Outside: family_bands over
+    every residual (each way of leaving out on its own, the widest taken) and over the
+    residuals that lay outside (the folds' own extrapolations), the wider on each side,
+    never narrower than the band inside: a new model, GPU, engine or release line misses
+    by as much as the left-out folds did.
     Before 2026-12-02 the band inside was the band over every residual, so a setup like
     the fitted ones took the error of a new vendor's (AMD Instinct x0.60-x3.29)."""
     every = family_bands(found)
