@@ -184,15 +184,13 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
 
 def _banded(params: Any, f: str, calibration: Any, beyond: Any, near: Any) -> Any:
     """Inside the range, the band of the residuals predicted inside their predictor's
-    range, all ways pooled: the family's where it has 20, else every family's, within the
-    family's band over every residual. Outside
+    range, all ways pooled: the family's where it has 20, else every family's. Outside
     it, the family's band over every residual (widest of the ways), the band of those
     that lay outside their predictor's range and the inside band, the widest on each
     side."""
     own = [r for family, r in near if family == f]
     inside = _band(own if len(own) >= 20 else [r for _, r in near])
     band = _family_band(calibration, f)
-    inside = (max(inside[0], band[0]), min(inside[1], band[1]))  # never wider than band
     wide = _family_band(beyond, f) if beyond else band
     outside = (min(band[0], wide[0], inside[0]), max(band[1], wide[1], inside[1]))
     fitted = params.range and replace(params.range, outside_band=outside)
