@@ -10,7 +10,9 @@ and ``engine`` words match), which says what the engine ran: the preset model, G
 format, KV format, DP attention (SGLang's --enable-dp-attention), expert parallelism
 (TensorRT-LLM's --ep_size), the node layout, the release line, and what the figure is.
 The row's own batch, TP, context and ms_per_token are kept; a serving row's workload
-(input, output, concurrency) is read from its ``context`` line, and its batch is the mean
+(input, output, concurrency) is read from its ``context`` line (the concurrency from the
+source's quoted words where that line names none: InferenceX PR #1092's "TP=8 conc=4" row is
+a serving run at concurrency 4, as its batch says), and its batch is the mean
 number of requests in flight where the row's notes give it, else the concurrency (an
 upper bound, noted). The point's ``notes`` say which rule it took and how the source
 described it. These points are not fitted (validation/README.md says why): validate
@@ -158,6 +160,9 @@ EXCLUDED = {
 
 WORKLOAD = re.compile(r"(?:input|ISL) (\d+)(?:,| /) (?:output|OSL) (\d+)")
 CONCURRENCY = re.compile(r"concurrency (\d+)")
+QUOTED_CONCURRENCY = re.compile(r"\bconc=(\d+)")
+"""A quoted source's own words for its concurrency (InferenceX PR #1092's body: "TP=8 conc=4"),
+read where the row's ``context`` line names none."""
 IN_FLIGHT = re.compile(r"in-flight requests \([^)]*\) = (\d+(?:\.\d+)?)")
 
 
@@ -202,7 +207,7 @@ def rule_source(row: dict[str, Any]) -> str:
 def _load(row: dict[str, Any], notes: list[str]) -> tuple[int, dict[str, Any]]:
     """The live batch and, for a serving row, its workload (and TTFT where measured)."""
     workload = WORKLOAD.search(row["context"])
-    concurrency = CONCURRENCY.search(row["context"])
+    concurrency = CONCURRENCY.search(row["context"]) or QUOTED_CONCURRENCY.search(row["source"])
     in_flight = IN_FLIGHT.search(row.get("notes", ""))
     batch = row["batch"]
     if in_flight:
