@@ -97,12 +97,13 @@ RULES: list[tuple[str, str, dict[str, Any], str]] = [
     (
         DSTACK_405B_H100,
         "vLLM",
-        {"model": "llama-3.1-405b", "gpu": "h100-sxm", "weights": "fp8-bf16-head"}
+        {"model": "llama-3.1-405b", "gpu": "h100-sxm", "weights": "fp8-ffn-only"}
         | {"kv_dtype": "bf16", "engine": "vllm", "release": "0.6"},
-        "Meta's Llama-3.1-405B-FP8 (FBGEMM row-wise FP8) -> fp8-bf16-head: Meta keeps the "
-        "attention projections and the first and last layers in BF16, so the step's bytes are "
-        "under-counted by up to a tenth; end-to-end latency / 2048 with one prefill of batch x "
-        "input tokens inside",
+        "Meta's Llama-3.1-405B-FP8 (FBGEMM row-wise FP8, Meta's fp8_mixed format) -> "
+        "fp8-ffn-only: only the MLP is FP8, attention, embedding and LM head stay BF16 "
+        "(meta-llama/llama-stack@c05fbf14 quantization/loader.py: convert_to_fp8_quantized_model); "
+        "the first and last layers' MLP, BF16 there, counted in FP8 (1.1% of the bytes short); "
+        "end-to-end latency / 2048 with one prefill of batch x input tokens inside",
     ),
     (
         INFERENCEX_828,
