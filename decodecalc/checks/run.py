@@ -46,9 +46,12 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     try:
         est = estimate(d.scenario, d.contexts)
         held = replace(d.targets, max_ms_per_token=None, min_tokens_per_s=None)
-        results = check(est, held if d.workload is not None else d.targets)
+        stepped = held if d.workload is not None else d.targets
+        results = check(est, stepped)
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
+        if d.batch_is_cap and not set(stepped.asked()) - set(SERVING_TARGETS):
+            found = (_capped(d, est) if n.code == "does-not-fit" else n for n in found)
         notes = (*d.notes, *found)
         if d.workload is not None:
             notes = tuple(under_workload(notes, d.scenario))
@@ -75,6 +78,25 @@ TPOT_NOTE = Note(
     "and min_tokens_per_s to 1000 / TPOT ms per sequence, not to a decode step at a context",
 )
 """Said where a deployment with a workload asks for max_ms_per_token or min_tokens_per_s."""
+
+
+def _capped(d: Deployment, est: Estimate) -> Note:
+    """What a vLLM config's max-num-seqs not fitting at full length means when no target
+    holds the deployment at that batch: vLLM starts as long as one sequence of
+    max-model-len fits (its start-up check) and runs fewer at once. Where not even one
+    fits, the deployment cannot run, and the does-not-fit note stays."""
+    memory = est.memory
+    assert memory is not None  # a row that does not fit was held to a memory budget
+    if not memory.max_batch:  # (None: any number fits, and no row misfits)
+        return next(n for n in estimate_notes(est) if n.code == "does-not-fit")
+    context = max(r.context_tokens for r in est.rows)
+    return Note(
+        "vllm-fewer-at-once",
+        f"{d.scenario.batch:,} sequences (max-num-seqs) at full length ({context:,} tokens) "
+        f"would not fit in the {memory.budget_bytes / 1e9:,.2f} GB per GPU that "
+        f"{d.scenario.memory_utilization:g} of memory leaves; {memory.max_batch:,} would: "
+        "max-num-seqs only caps the requests vLLM runs at once, so it starts and runs fewer",
+    )
 
 
 def _served(d: Deployment) -> ServingResult | DisaggregatedResult:
