@@ -96,18 +96,22 @@ def _value_text(r: TargetResult) -> str:
             return f"{r.value:.3f} ms{at}"
         case "min_tokens_per_s" if r.served:
             return f"{r.value:,.1f} tok/s (1000 / TPOT under the workload)"
+        case "min_throughput_tokens_per_s" if r.served:
+            return f"{r.value:,.1f} output tok/s under the workload"
         case "min_tokens_per_s" | "min_throughput_tokens_per_s":
             return f"{r.value:,.1f} tok/s{at}"
         case "must_fit" | "vllm_startup_fit":
             return "fits" if r.value else f"does not fit{at}"
         case "min_crossover_context":
-            return "no crossover" if r.value is None else f"{round(float(r.value)):,} tokens"
+            found = "no crossover" if r.value is None else f"{round(float(r.value)):,} tokens"
+            return f"{found} at the workload's mean batch" if r.served else found
         case "max_ttft_ms" | "max_tpot_ms":
             return f"{r.value:,.1f} ms"
         case "min_output_throughput_tokens_per_s" | "min_output_throughput_per_gpu":
             return f"{r.value:,.1f} tok/s"
         case _:
-            return f"{float(r.value or 0):.1%}{at}"
+            mean = ", the workload's mean" if r.served else ""
+            return f"{float(r.value or 0):.1%}{at}{mean}"
 
 
 def served_to(c: CheckedDeployment) -> str:
