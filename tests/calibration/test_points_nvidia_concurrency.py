@@ -15,7 +15,7 @@ from decodecalc.loading.catalog import Catalog
 from tests.calibration.points_files import RESERVED, VALIDATION, raw_points
 
 POINTS = VALIDATION / "points-nvidia-concurrency.yaml"
-COUNT = 1
+COUNT = 7
 
 
 def _points() -> tuple[dict[str, Any], ...]:
@@ -33,13 +33,15 @@ def test_the_points_load_and_map_to_known_presets(catalog: Catalog) -> None:
 def test_each_point_is_cited_labelled_and_mapped(index: int) -> None:
     p = _points()[index]
     src, notes, version = p["source"], p["notes"], p["engine_version"]
-    # pinned at a commit and a line in it
-    assert "@" in src and " line" in src, src
+    # pinned at a commit and a line in it, or a pull request's comment by its author and date
+    assert ("@" in src and " line" in src) or ("/pull/" in src and " comment by " in src), src
     assert p["measured"] in MEASURED_KINDS and p["group"] == f"{p['engine']}/nvidia-datacenter"
     assert release_order(p["release"]) and version.strip() and "published as: " in notes
     assert not any(word in (src + notes + version).lower() for word in RESERVED), src
+    if p["measured"] == "step":
+        return  # one fixed batch (bench_one_batch_server): its context is checked below
     # serving benchmarks: the mean live context is input + output / 2; the batch the concurrency
-    # (an upper bound) unless the source prints the mean in flight
+    # (an upper bound) or the mean in flight the source prints, rounded
     assert p["context"] == p["input_len"] + p["output_len"] // 2
     assert p["batch"] <= p["concurrency"]
     assert 32 <= p["concurrency"] <= 256 or p["concurrency"] <= 16
@@ -53,3 +55,24 @@ def test_the_recipe_run_is_mapped_from_its_totals() -> None:
     assert (p["input_len"], p["output_len"], p["context"]) == (2044, 957, 2522)
     assert p["ms_per_token"] == 29.40 and p["ttft_ms"] == 1387.84
     assert (p["tp"], p["gpu"], p["batch"]) == (4, "b200", 256)
+
+
+def test_the_chart_bars_are_read_from_their_coordinates() -> None:
+    # the LMSYS gpt-oss decode chart (matplotlib SVG): tick '0' at y = 544.467632, '1000' at
+    # 475.436877, so 69.030755 px per 1,000 tok/s. B200 input 1k bar top at 54.418994:
+    # (544.467632 - 54.418994) / 69.030755 x 1000 = 490.048638 / 69.030755 x 1000 = 7099.0 tok/s,
+    # a step of 32 x 1000 / 7099.0 = 4.508 ms; H100 input 8k at 228.531815: 315.935817 / 69.030755
+    # x 1000 = 4576.7 tok/s -> 6.992 ms
+    steps = [p for p in _points() if p["measured"] == "step"]
+    bars = {(p["gpu"], p["context"]): p["ms_per_token"] for p in steps}
+    assert bars[("b200", 1024 + 256)] == pytest.approx(4.508, abs=1e-3)
+    assert bars[("h100-sxm", 8192 + 256)] == pytest.approx(6.992, abs=1e-3)
+    assert {p["batch"] for p in steps} == {32}
+
+
+def test_the_tpot_is_the_mean_decode_time_of_fixed_length_requests() -> None:
+    # achatbot PR #183, gpt-oss-20b on one H100 at max concurrency 32: 160 requests of 1,024
+    # tokens each; (mean E2E 11,769.33 - mean TTFT 3,721.89) / 1,023 = 8,047.44 / 1,023 = 7.867 ms;
+    # at concurrency 4: (8,432.23 - 2,731.00) / 1,023 = 5,701.23 / 1,023 = 5.573 ms
+    tpot = {p["concurrency"]: p["ms_per_token"] for p in _points() if p["model"] == "gpt-oss-20b"}
+    assert tpot == {4: pytest.approx(5.573, abs=1e-3), 32: pytest.approx(7.867, abs=1e-3)}
