@@ -5,6 +5,7 @@ predicts them with the shipped profiles, out of sample (no share of the file is 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from decodecalc.loading.catalog import Catalog
 from tests.calibration.points_files import RESERVED, VALIDATION, raw_points
 
 POINTS = VALIDATION / "points-nvidia-concurrency.yaml"
-COUNT = 7
+COUNT = 42
 
 
 def _points() -> tuple[dict[str, Any], ...]:
@@ -44,7 +45,7 @@ def test_each_point_is_cited_labelled_and_mapped(index: int) -> None:
     # (an upper bound) or the mean in flight the source prints, rounded
     assert p["context"] == p["input_len"] + p["output_len"] // 2
     assert p["batch"] <= p["concurrency"]
-    assert 32 <= p["concurrency"] <= 256 or p["concurrency"] <= 16
+    assert 1 <= p["concurrency"] <= 256  # the regime issue 28 names, with its low-load anchors
 
 
 def test_the_recipe_run_is_mapped_from_its_totals() -> None:
@@ -76,3 +77,22 @@ def test_the_tpot_is_the_mean_decode_time_of_fixed_length_requests() -> None:
     # at concurrency 4: (8,432.23 - 2,731.00) / 1,023 = 5,701.23 / 1,023 = 5.573 ms
     tpot = {p["concurrency"]: p["ms_per_token"] for p in _points() if p["model"] == "gpt-oss-20b"}
     assert tpot == {4: pytest.approx(5.573, abs=1e-3), 32: pytest.approx(7.867, abs=1e-3)}
+
+
+def test_the_mean_in_flight_follows_littles_law() -> None:
+    # llm-benchmaq prints the completed requests, the duration and the mean E2EL; the mean in
+    # flight is their product over the duration. Llama-3.1-70B on 8 x H100 at max concurrency
+    # 200, input 1,024: 1,000 x 11,010.5 ms / 55.27 s = 11,010.5 / 55.27 = 199.2 -> batch 199
+    found = 0
+    for p in _points():
+        if "llm-benchmaq" not in p["source"]:
+            continue
+        m = re.search(r"printed figures, (\d+) x ([\d.]+) ms / ([\d.]+) s", p["notes"])
+        assert m, p["notes"]
+        n, e2el, duration = int(m.group(1)), float(m.group(2)), float(m.group(3))
+        assert p["batch"] == round(n * e2el / 1000 / duration)
+        assert p["batch"] <= p["concurrency"] and p["tp"] == 8 and p["release"] == "0.15"
+        found += 1
+    assert found == 35
+    llama = [p for p in _points() if p["model"] == "llama-3.1-70b" and p["concurrency"] == 200]
+    assert {p["batch"] for p in llama if p["input_len"] == 1023} == {199}
