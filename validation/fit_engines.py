@@ -475,9 +475,10 @@ own points, its band from each model left out in turn; the file's 22 other MLX p
 and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample.
 
 NVIDIA at concurrency 32-256 (points-nvidia-concurrency.yaml) stays out of sample: vLLM
-0.15's 35 points on 8 x H100 fitted as a 0.15 line cannot move the per-layer cost (every point
-is TP 8), drive the all-reduce latency to 0 us, and charge a hybrid MoE's expert passes the
-dense models' c_ffn (the vLLM 2026 set's median 12.2% -> 17.7%; validation/README.md).
+0.15's 35 points on 8 x H100 fitted as a 0.15 line hold the pooled 77 us a layer (at TP > 1
+the per-layer cost and the all-reduce latency are one column), drive the all-reduce latency to
+0 us, and charge a hybrid MoE's expert passes the dense models' c_ffn (the vLLM 2026 set's
+median 12.2% -> 17.7%; validation/README.md).
 
 SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml) stays out of sample: its nine
 SGLang 0.4 Llama points fitted as a 0.4 line on nvidia-datacenter priced an expert's token
