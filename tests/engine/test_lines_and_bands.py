@@ -68,6 +68,15 @@ def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
     assert view.line == "0.6"
 
 
+def _apart_on_amd(pooled: EngineParams, held: tuple[str, ...], apart: str) -> EngineProfile:
+    """A profile whose pooled amd-instinct fit holds the ``held`` lines' points, and a
+    newer line ``apart`` fitted apart there (e_w 0.8, validation/fit_engines.py:
+    with_lines)."""
+    lines = (*(ReleaseLine(x, points=5) for x in held), ReleaseLine(apart, points=5))
+    lines = (*lines[:-1], replace(lines[-1], families=(("amd-instinct", NEW),)))
+    return EngineProfile("toy", "Toy", (("amd-instinct", pooled),), lines=lines)
+
+
 def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
     """The pooled amd-instinct fit (e_w 0.7) holds line 0.4's points (its range's lines);
     line 0.5 was fitted apart on amd-instinct (e_w 0.8, validation/fit_engines.py:
@@ -75,20 +84,35 @@ def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
     Where the pooled fit holds 0.5 too, 0.5 stands in for 0.4 as before (the oldest newer
     line fitted there)."""
     pooled = replace(POOLED, range=RANGE)  # lines ("0.4",)
-    profile = EngineProfile(
-        "toy",
-        "Toy",
-        (("amd-instinct", pooled),),
-        lines=(
-            ReleaseLine("0.4", points=5),
-            ReleaseLine("0.5", families=(("amd-instinct", NEW),), points=5),
-        ),
-    )
+    profile = _apart_on_amd(pooled, ("0.4",), "0.5")
     assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == pooled
     assert dict(at_line(profile, None, "amd-instinct").families)["amd-instinct"] == NEW
     both = replace(pooled, range=replace(RANGE, lines=("0.4", "0.5")))
     profile = replace(profile, params_by_family=(("amd-instinct", both),))
     assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == NEW
+
+
+def test_a_line_fitted_apart_stands_in_for_a_release_nearer_to_it() -> None:
+    """The pooled amd-instinct fit holds lines 0.7 and 0.10; line 0.19 was fitted apart.
+    A release past them both takes the nearer, counted in releases: 0.17 lies 2 before
+    0.19 and 7 past 0.10 (0.19 stands in), 0.11 1 past 0.10 and 8 before 0.19 (the pooled
+    fit), 0.14 4 past and 5 before (pooled), 0.15 5 past and 4 before (0.19); 0.6 and 0.8
+    are not past the pooled lines (pooled)."""
+    pooled = replace(POOLED, range=replace(RANGE, lines=("0.7", "0.10")))
+    profile = _apart_on_amd(pooled, ("0.7", "0.10"), "0.19")
+    taken = {
+        line: dict(at_line(profile, line, "amd-instinct").families)["amd-instinct"]
+        for line in ("0.6", "0.8", "0.11", "0.14", "0.15", "0.17", "0.18")
+    }
+    assert taken == {
+        "0.6": pooled,
+        "0.8": pooled,
+        "0.11": pooled,
+        "0.14": pooled,
+        "0.15": NEW,
+        "0.17": NEW,
+        "0.18": NEW,
+    }
 
 
 def test_the_shipped_vllm_lines_on_amd(cli: Run) -> None:
