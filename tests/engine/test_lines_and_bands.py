@@ -136,8 +136,10 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
     and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency,
     its streaming efficiencies at AMD's GEMMs' share of bandwidth over NVIDIA's (x0.85)
-    and its fixed costs through the kernels' fixed times, x1.10 (engine/transfer.py
-    across): x1.02."""
+    and its fixed costs through the kernels' fixed times, x1.10, each MoE layer the
+    MI300X's fused MoE kernel's 43.03 us (engine/transfer.py across): x1.24 for MoE
+    models, and x1.00 for dense ones (no dense point: validation/fit_engines.py
+    vendor_factors)."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -149,7 +151,9 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
         assert "its streaming x0.85 (the kernels' share of bandwidth)" in moved
         assert "fixed costs x1.10 (the kernels' fixed times)" in moved
-        assert "x1.02 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
+        assert "43.0 us per MoE layer (its MoE kernel's)" in moved
+        assert "x1.00 for amd-instinct dense models and x1.24 for MoE models" in moved
+        assert "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"
