@@ -277,8 +277,14 @@ def vendor_factors(
     (engine/transfer.py across: the family's own link latency, as transferred prices it):
     how much slower the vendor's kernels run a step than the same engine's rates on the
     source say, for dense models and, over that, for MoE models (each kind with
-    MIN_VENDOR_POINTS points; with fewer, the other kind's). Only points of engines with
-    such a line count."""
+    MIN_VENDOR_POINTS points; with fewer, MoE models take the dense factor, whose kernels
+    an MoE step runs too, and dense models none, 1: the grouped GEMMs and the MoE
+    dispatch an MoE median holds are the vendor's own code, which no dense step runs).
+    Only points of engines with such a line count. On AMD Instinct, vLLM 0.19's MI355X
+    points are all MoE: their median stood for dense models too (x1.02), until the
+    per-MoE-layer cost crossed vendors as the target's MoE kernel's fixed time
+    (engine/transfer.py KERNEL_MOE_FIXED_S) and it read x1.24, which would have made
+    SGLang 0.5's Llama-3.1-8B on an MI355X 21% slower on no dense point's word."""
     out = []
     for family in sorted({p.family for p in items if not p.family.startswith(VENDOR)}):
         ratios: dict[str, list[float]] = {"dense": [], "moe": []}
@@ -296,7 +302,7 @@ def vendor_factors(
         if not enough:
             continue
         medians = {k: statistics.median(v) for k, v in enough.items()}
-        dense = medians.get("dense", medians.get("moe", 1.0))
+        dense = medians.get("dense", 1.0)
         moe = medians.get("moe", dense)
         scaled = [r / dense for r in ratios["dense"]] + [r / moe for r in ratios["moe"]]
         out.append(
@@ -478,6 +484,12 @@ models, each at a short and a 22K-token prompt) make the `mlx` profile, a new en
 own points, its band from each model left out in turn; the file's 22 other MLX points (mlx-lm
 0.28 and 0.30, vllm-mlx, mlx-omni-server, LM Studio's MLX engine; other M4 Max memories, M3
 and M2 Ultra) and its two llama.cpp (Metal) points stay out of sample.
+
+NVIDIA at concurrency 32-256 (points-nvidia-concurrency.yaml) stays out of sample: vLLM
+0.15's 35 points on 8 x H100 fitted as a 0.15 line hold the pooled 77 us a layer (at TP > 1
+the per-layer cost and the all-reduce latency are one column), drive the all-reduce latency to
+0 us, and charge a hybrid MoE's expert passes the dense models' c_ffn (the vLLM 2026 set's
+median 12.2% -> 17.7%; validation/README.md).
 
 SGLang on NVIDIA datacenter GPUs (points-nvidia-sglang.yaml) stays out of sample: its nine
 SGLang 0.4 Llama points fitted as a 0.4 line on nvidia-datacenter priced an expert's token

@@ -206,22 +206,46 @@ def line_params(
     the pooled fit's (parsed only where it stands in)."""
     fitted = [x for x in lines if family in dict(x.families)]
     older = [x for x in fitted if release_order(x.release) <= here]
-    newer = [x for x in fitted if stands_in(profile, family, x)] if not older else []
+    newer = [x for x in fitted if stands_in(profile, family, x, here)] if not older else []
     nearest = older[-1] if older else (newer[0] if newer else None)
     return profile.family(family) if nearest is None else dict(nearest.families)[family]
 
 
-def stands_in(profile: EngineProfile, family: str, newer: ReleaseLine) -> bool:
-    """Whether a newer line's parameters on ``family`` may stand in for an older line
-    without its own: fitted on the family's own points (a transfer never does), beside
-    the older lines' in the pooled fit. A line fitted apart from the pooled fit
-    (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct) leaves the older
-    lines to the pooled fit, which holds their points."""
+def stands_in(
+    profile: EngineProfile, family: str, newer: ReleaseLine, here: tuple[int, ...]
+) -> bool:
+    """Whether a newer line's parameters on ``family`` may stand in for an older line at
+    ``here`` (release_order) without its own: fitted on the family's own points (a
+    transfer never does), beside the older lines' in the pooled fit. A line fitted apart
+    from the pooled fit (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct)
+    leaves the older lines to the pooled fit, which holds their points, and stands in only
+    for a release past them all that lies nearer to it (nearer_apart)."""
     if dict(newer.families)[family].transferred:
         return False
     pooled = profile.family(family)
     held = pooled.range.lines if pooled is not None and pooled.range is not None else ()
-    return not held or newer.release in held
+    return not held or newer.release in held or nearer_apart(newer.release, here, held)
+
+
+def nearer_apart(apart: str, here: tuple[int, ...], held: Sequence[str]) -> bool:
+    """Whether a release at ``here``, newer than every line the pooled fit holds, lies
+    nearer the line fitted apart than the newest of them, counted in release steps (vLLM
+    0.17 on AMD Instinct: two before the 0.19 line, seven past the pooled 0.7 and 0.10
+    lines). Both stand in for a release neither has points of, one extrapolated forward
+    and one back: at_line's rule for a line the profile lacks (the nearest) decides, ties
+    to the older."""
+    newest = release_order(max(held, key=release_order))
+    if here <= newest:
+        return False
+    return _steps(release_order(apart), here) < _steps(here, newest)
+
+
+def _steps(later: tuple[int, ...], earlier: tuple[int, ...]) -> tuple[int, ...]:
+    """How far one release lies past another, component by component ((0, 19) past
+    (0, 17): (0, 2)), compared as tuples."""
+    width = max(len(later), len(earlier))
+    a, b = ((*x, *(0,) * width)[:width] for x in (later, earlier))
+    return tuple(x - y for x, y in zip(a, b, strict=True))
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:
