@@ -284,8 +284,8 @@ class TestReports:
         assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "0")
         (suite,) = root
         assert suite.tag == "testsuite" and suite.get("name", "").endswith("deploy.yaml")
-        properties, *cases = list(suite)
-        assert properties.tag == "properties"
+        properties, *cases, err = list(suite)
+        assert properties.tag == "properties" and err.tag == "system-err"
         (held,) = properties
         assert (held.get("name"), held.get("value")) == (
             "chat.held_to",
@@ -380,6 +380,54 @@ class TestStdin:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe\x00")))
         r = cli("check", "-")
         assert r.code == 2 and r.err == "decodecalc: error: <stdin>: not a UTF-8 text\n"
+
+
+ROOFLINE_NOTE = "decodecalc: note: speed targets are held to decodecalc's estimate"
+"""The start of the note PASSING gets (engine: roofline: views/check.py ROOFLINE)."""
+
+
+class TestNotesInEveryFormat:
+    """docs/json.md: "In every format, tables included, the notes go to stderr"; JUnit,
+    read by CI alone, carries them in each suite's system-err as well."""
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            (),
+            ("--json",),
+            ("-f", "junit"),
+            ("-o", "{tmp}/r.json"),
+            ("-o", "{tmp}/r.xml"),
+            ("-f", "junit", "-o", "{tmp}/r.xml"),
+            ("-f", "json", "-o", "{tmp}/r.txt"),
+        ],
+    )
+    def test_on_stderr(self, cli: Run, tmp_path: Path, args: tuple[str, ...]) -> None:
+        given = [a.format(tmp=tmp_path) for a in args]
+        r = cli("check", write(tmp_path, PASSING), *given)
+        assert r.code == 0, r.err
+        assert r.err.startswith(ROOFLINE_NOTE), r.err
+
+    @pytest.mark.parametrize("to_file", [False, True])
+    def test_junit_carries_them(self, cli: Run, tmp_path: Path, to_file: bool) -> None:
+        out = tmp_path / "r.xml"
+        r = cli("check", write(tmp_path, PASSING), "-f", "junit", *(["-o", str(out)] * to_file))
+        assert r.code == 0, r.err
+        (suite,) = ET.fromstring(out.read_text() if to_file else r.out)
+        *_, err = suite
+        assert err.tag == "system-err"  # last: after properties and every testcase
+        assert (err.text or "").splitlines() == r.err.splitlines()
+
+    def test_measured_junit_carries_them(self, cli: Run, tmp_path: Path) -> None:
+        out = tmp_path / "m.xml"
+        vllm = ROOT / "tests/fixtures/benchmarks/vllm-bench-serve-llama-3.2-3b-l40s.json"
+        setup = ("-g", "l40s", "-m", "llama-3.2-3b", "-w", "bf16", "--engine", "vllm")
+        r = cli("check", "--measured", str(vllm), *setup, "-f", "junit", "-o", str(out))
+        assert r.code == 0, r.err
+        assert "4 replicas" in r.err  # the replicas-from-file note, on stderr
+        (suite,) = ET.parse(out).getroot()
+        (err,) = suite.iter("system-err")
+        assert (err.text or "").splitlines() == r.err.splitlines()
 
 
 class TestInvalidFilesInJunit:

@@ -244,6 +244,37 @@ class TestDefaultBatch:
         assert "vllm-default-max-num-seqs" in codes(doc)
 
 
+class TestMaxNumSeqsIsACap:
+    """max-num-seqs caps the requests vLLM runs at once; vLLM starts whenever one sequence
+    of max-model-len fits. Llama-3.1-8B in BF16 on one H100 SXM: the budget is 0.9 x
+    85,521,661,952 B (81,559 MiB) = 76,969,495,757 B; the weights take 8,030,261,248 x 2 =
+    16,060,522,496 B, leaving 60,908,973,261 B. A token of cache is 32 layers x 8 KV heads
+    x 128 x 2 (K, V) x 2 B = 131,072 B, a sequence of 131,072 tokens 17,179,869,184 B:
+    3 fit (51.5 GB), 4 do not (68.7 GB), far from vLLM's default 1,024."""
+
+    CONFIG = "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 131072\n"
+    NOTE = (
+        "1,024 sequences (max-num-seqs) at full length (131,072 tokens) would not fit in the "
+        "76.97 GB per GPU that 0.9 of memory leaves; 3 would: max-num-seqs only caps the "
+        "requests vLLM runs at once, so it starts and runs fewer"
+    )
+
+    def test_alone_it_is_no_does_not_fit(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm")
+        assert r.code == 0, r.err
+        assert self.NOTE in r.err and "cannot run" not in r.err
+        doc = run_json(cli, serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm")
+        assert "vllm-fewer-at-once" in codes(doc) and "does-not-fit" not in codes(doc)
+
+    @pytest.mark.parametrize("target", ["must_fit=true", "max_ms_per_token=1000"])
+    def test_a_target_at_that_batch_keeps_does_not_fit(
+        self, cli: Run, tmp_path: Path, target: str
+    ) -> None:
+        r = cli("check", serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm", "-t", target)
+        assert "does not fit: from 131,072 tokens at batch 1024" in r.err
+        assert "cannot run" in r.err and self.NOTE not in r.err
+
+
 class TestModelDirectory:
     def test_a_local_directory_is_read_from_its_config_json(self, cli: Run, tmp_path: Path) -> None:
         model = tmp_path / "models" / "Llama-3.1-8B"
@@ -296,6 +327,14 @@ class TestStartupCheck:
         path = serve(tmp_path, LLAMA_70B_FP8.replace("8192", "32768"))
         r = cli("check", path, "--gpu", "h100-sxm")
         assert r.code == 1 and "does not fit at 32,768 tokens" in r.out
+
+    def test_a_context_that_does_not_fit_keeps_the_does_not_fit_note(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        # Not one sequence of 65,536 tokens fits (above): vLLM refuses to start.
+        path = serve(tmp_path, LLAMA_70B_FP8.replace("32768", "65536"))
+        found = codes(run_json(cli, path, "--gpu", "h100-sxm"))
+        assert "does-not-fit" in found and "vllm-fewer-at-once" not in found
 
     def test_targets_replace_it(self, cli: Run, tmp_path: Path) -> None:
         doc = run_json(
