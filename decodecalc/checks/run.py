@@ -138,8 +138,8 @@ def _capped(d: Deployment, est: Estimate) -> Note:
     return Note(
         "vllm-fewer-at-once",
         f"{d.scenario.batch:,} sequences (max-num-seqs) at full length ({context:,} tokens) "
-        f"would not fit in the {memory.budget_bytes / 1e9:,.2f} GB per GPU that "
-        f"{d.scenario.memory_utilization:g} of memory leaves; {memory.max_batch:,} would: "
+        f"would not fit in the {memory.room.usable_bytes / 1e9:,.2f} GB per GPU a server "
+        f"leaves at {d.scenario.memory_utilization:g} of memory; {memory.max_batch:,} would: "
         "max-num-seqs only caps the requests vLLM runs at once, so it starts and runs fewer",
     )
 

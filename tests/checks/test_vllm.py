@@ -246,17 +246,19 @@ class TestDefaultBatch:
 
 class TestMaxNumSeqsIsACap:
     """max-num-seqs caps the requests vLLM runs at once; vLLM starts whenever one sequence
-    of max-model-len fits. Llama-3.1-8B in BF16 on one H100 SXM: the budget is 0.9 x
-    85,521,661,952 B (81,559 MiB) = 76,969,495,757 B; the weights take 8,030,261,248 x 2 =
-    16,060,522,496 B, leaving 60,908,973,261 B. A token of cache is 32 layers x 8 KV heads
-    x 128 x 2 (K, V) x 2 B = 131,072 B, a sequence of 131,072 tokens 17,179,869,184 B:
-    3 fit (51.5 GB), 4 do not (68.7 GB), far from vLLM's default 1,024."""
+    of max-model-len fits. Llama-3.1-8B in BF16 on one H100 SXM: the room a server leaves
+    is 0.9 x (85,521,661,952 B - 450 MiB of CUDA context) = 76,544,822,476 B, less vLLM's
+    activation peak 1,024 x 128,256 x 15 = 1,969,864,704 B and its 268,435,456 B reserve:
+    74,306,522,316 B (74.31 GB); the weights take 8,030,261,248 x 2 = 16,060,522,496 B,
+    leaving 58,245,999,820 B. A token of cache is 32 layers x 8 KV heads x 128 x 2 (K, V)
+    x 2 B = 131,072 B, a sequence of 131,072 tokens 17,179,869,184 B: 3 fit (51.5 GB), 4
+    do not (68.7 GB), far from vLLM's default 1,024."""
 
     CONFIG = "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 131072\n"
     NOTE = (
         "1,024 sequences (max-num-seqs) at full length (131,072 tokens) would not fit in the "
-        "76.97 GB per GPU that 0.9 of memory leaves; 3 would: max-num-seqs only caps the "
-        "requests vLLM runs at once, so it starts and runs fewer"
+        "74.31 GB per GPU a server leaves at 0.9 of memory; 3 would: max-num-seqs only caps "
+        "the requests vLLM runs at once, so it starts and runs fewer"
     )
 
     def test_alone_it_is_no_does_not_fit(self, cli: Run, tmp_path: Path) -> None:
@@ -332,7 +334,7 @@ class TestStartupCheck:
         self, cli: Run, tmp_path: Path
     ) -> None:
         # Not one sequence of 65,536 tokens fits (above): vLLM refuses to start.
-        path = serve(tmp_path, LLAMA_70B_FP8.replace("32768", "65536"))
+        path = serve(tmp_path, LLAMA_70B_FP8.replace("8192", "65536"))
         found = codes(run_json(cli, path, "--gpu", "h100-sxm"))
         assert "does-not-fit" in found and "vllm-fewer-at-once" not in found
 
