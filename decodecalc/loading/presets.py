@@ -496,7 +496,17 @@ def _range(f: Fields) -> FitRange:
         gpus=f.texts("gpus"),
         lines=f.texts("lines"),
         outside_band=_band(f),
+        sizes=_sizes(f, params),
     )
+
+
+def _sizes(f: Fields, params: tuple[int, int]) -> tuple[int, ...]:
+    """Each fitted model's parameters (optional: a range without them checks the pair),
+    ascending and within the ``params`` pair."""
+    sizes = f.raw_list("sizes")
+    if list(sizes) != sorted(sizes) or any(not params[0] <= s <= params[1] for s in sizes):
+        raise f.error("sizes", f"expected ascending sizes within {list(params)}, got {list(sizes)}")
+    return sizes
 
 
 def _serving(f: Fields, engine: str) -> ServingDefaults:
