@@ -10,7 +10,9 @@ and ``engine`` words match), which says what the engine ran: the preset model, G
 format, KV format, DP attention (SGLang's --enable-dp-attention), expert parallelism
 (TensorRT-LLM's --ep_size), the node layout, the release line, and what the figure is.
 The row's own batch, TP, context and ms_per_token are kept; a serving row's workload
-(input, output, concurrency) is read from its ``context`` line, and its batch is the mean
+(input, output, concurrency) is read from its ``context`` line (the concurrency from the
+source's quoted words where that line names none: InferenceX PR #1092's "TP=8 conc=4" row is
+a serving run at concurrency 4, as its batch says), and its batch is the mean
 number of requests in flight where the row's notes give it, else the concurrency (an
 upper bound, noted). The point's ``notes`` say which rule it took and how the source
 described it. These points are not fitted (validation/README.md says why): validate
@@ -95,12 +97,13 @@ RULES: list[tuple[str, str, dict[str, Any], str]] = [
     (
         DSTACK_405B_H100,
         "vLLM",
-        {"model": "llama-3.1-405b", "gpu": "h100-sxm", "weights": "fp8-bf16-head"}
+        {"model": "llama-3.1-405b", "gpu": "h100-sxm", "weights": "fp8-ffn-only"}
         | {"kv_dtype": "bf16", "engine": "vllm", "release": "0.6"},
-        "Meta's Llama-3.1-405B-FP8 (FBGEMM row-wise FP8) -> fp8-bf16-head: Meta keeps the "
-        "attention projections and the first and last layers in BF16, so the step's bytes are "
-        "under-counted by up to a tenth; end-to-end latency / 2048 with one prefill of batch x "
-        "input tokens inside",
+        "Meta's Llama-3.1-405B-FP8 (FBGEMM row-wise FP8, Meta's fp8_mixed format) -> "
+        "fp8-ffn-only: only the MLP is FP8, attention, embedding and LM head stay BF16 "
+        "(meta-llama/llama-stack@c05fbf14 quantization/loader.py: convert_to_fp8_quantized_model); "
+        "the first and last layers' MLP, BF16 there, counted in FP8 (1.1% of the bytes short); "
+        "end-to-end latency / 2048 with one prefill of batch x input tokens inside",
     ),
     (
         INFERENCEX_828,
@@ -158,6 +161,9 @@ EXCLUDED = {
 
 WORKLOAD = re.compile(r"(?:input|ISL) (\d+)(?:,| /) (?:output|OSL) (\d+)")
 CONCURRENCY = re.compile(r"concurrency (\d+)")
+QUOTED_CONCURRENCY = re.compile(r"\bconc=(\d+)")
+"""A quoted source's own words for its concurrency (InferenceX PR #1092's body: "TP=8 conc=4"),
+read where the row's ``context`` line names none."""
 IN_FLIGHT = re.compile(r"in-flight requests \([^)]*\) = (\d+(?:\.\d+)?)")
 
 
@@ -202,7 +208,7 @@ def rule_source(row: dict[str, Any]) -> str:
 def _load(row: dict[str, Any], notes: list[str]) -> tuple[int, dict[str, Any]]:
     """The live batch and, for a serving row, its workload (and TTFT where measured)."""
     workload = WORKLOAD.search(row["context"])
-    concurrency = CONCURRENCY.search(row["context"])
+    concurrency = CONCURRENCY.search(row["context"]) or QUOTED_CONCURRENCY.search(row["source"])
     in_flight = IN_FLIGHT.search(row.get("notes", ""))
     batch = row["batch"]
     if in_flight:

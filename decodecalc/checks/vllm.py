@@ -390,9 +390,7 @@ class ServeConfig:
         that in throughput mode."""
         from decodecalc.engine.scheduler import scheduler_limits
 
-        seqs = scheduler_limits(
-            ROOFLINE, gpu
-        ).max_num_seqs  # vLLM's, as answers/kv_pool.py has them
+        seqs = scheduler_limits(ROOFLINE, gpu).max_num_seqs  # vLLM's, as step/kv_pool.py has them
         return seqs * (2 if self.throughput_mode else 1)
 
 

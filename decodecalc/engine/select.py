@@ -206,22 +206,46 @@ def line_params(
     the pooled fit's (parsed only where it stands in)."""
     fitted = [x for x in lines if family in dict(x.families)]
     older = [x for x in fitted if release_order(x.release) <= here]
-    newer = [x for x in fitted if stands_in(profile, family, x)] if not older else []
+    newer = [x for x in fitted if stands_in(profile, family, x, here)] if not older else []
     nearest = older[-1] if older else (newer[0] if newer else None)
     return profile.family(family) if nearest is None else dict(nearest.families)[family]
 
 
-def stands_in(profile: EngineProfile, family: str, newer: ReleaseLine) -> bool:
-    """Whether a newer line's parameters on ``family`` may stand in for an older line
-    without its own: fitted on the family's own points (a transfer never does), beside
-    the older lines' in the pooled fit. A line fitted apart from the pooled fit
-    (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct) leaves the older
-    lines to the pooled fit, which holds their points."""
+def stands_in(
+    profile: EngineProfile, family: str, newer: ReleaseLine, here: tuple[int, ...]
+) -> bool:
+    """Whether a newer line's parameters on ``family`` may stand in for an older line at
+    ``here`` (release_order) without its own: fitted on the family's own points (a
+    transfer never does), beside the older lines' in the pooled fit. A line fitted apart
+    from the pooled fit (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct)
+    leaves the older lines to the pooled fit, which holds their points, and stands in only
+    for a release past them all that lies nearer to it (nearer_apart)."""
     if dict(newer.families)[family].transferred:
         return False
     pooled = profile.family(family)
     held = pooled.range.lines if pooled is not None and pooled.range is not None else ()
-    return not held or newer.release in held
+    return not held or newer.release in held or nearer_apart(newer.release, here, held)
+
+
+def nearer_apart(apart: str, here: tuple[int, ...], held: Sequence[str]) -> bool:
+    """Whether a release at ``here``, newer than every line the pooled fit holds, lies
+    nearer the line fitted apart than the newest of them, counted in release steps (vLLM
+    0.17 on AMD Instinct: two before the 0.19 line, seven past the pooled 0.7 and 0.10
+    lines). Both stand in for a release neither has points of, one extrapolated forward
+    and one back: at_line's rule for a line the profile lacks (the nearest) decides, ties
+    to the older."""
+    newest = release_order(max(held, key=release_order))
+    if here <= newest:
+        return False
+    return _steps(release_order(apart), here) < _steps(here, newest)
+
+
+def _steps(later: tuple[int, ...], earlier: tuple[int, ...]) -> tuple[int, ...]:
+    """How far one release lies past another, component by component ((0, 19) past
+    (0, 17): (0, 2)), compared as tuples."""
+    width = max(len(later), len(earlier))
+    a, b = ((*x, *(0,) * width)[:width] for x in (later, earlier))
+    return tuple(x - y for x, y in zip(a, b, strict=True))
 
 
 def newest_line(profile: EngineProfile, family: str) -> str:
@@ -267,9 +291,13 @@ def outside(found: FitRange | None, facts: Facts) -> tuple[tuple[str, str], ...]
     if found is None:
         return ()
     out = []
-    if not found.params_min / SIZE_SLACK <= facts.params <= found.params_max * SIZE_SLACK:
-        low, high = _billions(found.params_min), _billions(found.params_max)
-        out.append(("model size", f"{_billions(facts.params)} params (fitted {low}-{high})"))
+    if not near_size(found, facts.params):
+        fitted = (
+            ", ".join(_billions(s) for s in found.sizes)
+            if found.sizes
+            else f"{_billions(found.params_min)}-{_billions(found.params_max)}"
+        )
+        out.append(("model size", f"{_billions(facts.params)} params (fitted {fitted})"))
     if facts.kind not in found.kinds:
         out.append(("model kind", f"a {facts.kind} model (fitted {'+'.join(found.kinds)})"))
     if not found.batch_min <= facts.batch <= found.batch_max:
@@ -289,6 +317,16 @@ def outside(found: FitRange | None, facts: Facts) -> tuple[tuple[str, str], ...]
     return tuple(out)
 
 
+def near_size(found: FitRange, params: int) -> bool:
+    """Whether a model of ``params`` parameters lies within SIZE_SLACK of a fitted model's
+    size (FitRange.sizes; of the span between the smallest and largest where the sizes
+    are not recorded)."""
+    sizes = found.sizes or ()
+    if not sizes:
+        return found.params_min / SIZE_SLACK <= params <= found.params_max * SIZE_SLACK
+    return any(s / SIZE_SLACK <= params <= s * SIZE_SLACK for s in sizes)
+
+
 def widened(params: EngineParams) -> EngineParams:
     """The parameters with the band for a scenario outside their range: the wider of
     their own band and the range's ``outside_band`` on each side."""
@@ -305,12 +343,17 @@ def _billions(count: int) -> str:
 def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
     """An engine with each parameter set fitted to the scenario (fitted_to), and what
     its own parameters (the first) extrapolate, in words. The typical band's votes are
-    each fitted to the model's kind (a transfer's MoE factor, as ``--engine NAME`` prices
-    it) but not widened: the band spans every vote already, and widening each would
-    stretch it past use (docs/accuracy.md); what they extrapolate is said in one phrase
-    (typical_outside)."""
+    each fitted as ``--engine NAME@LINE`` prices the scenario (at the vote's own line):
+    a transfer's MoE factor, and the outside band where the scenario lies outside the
+    vote's range, as `decodecalc validate` bands them. A vote's own band holds only what
+    predictions inside a fitted range missed (docs/accuracy.md), so an unwidened vote
+    would claim that precision for a model or GPU it has never seen; what the votes
+    extrapolate is said in one phrase (typical_outside)."""
     if engine.kind is EngineKind.TYPICAL:
-        params = tuple(for_kind(p, facts.kind) for p in engine.params)
+        params = tuple(
+            fitted_to(p, replace(facts, line=name.partition("@")[2] or None))
+            for name, p in zip(engine.names, engine.params, strict=True)
+        )
         return replace(engine, params=params), typical_outside(engine, facts)
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
@@ -353,8 +396,8 @@ def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
 def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
     """What a scenario extrapolates (extrapolated's words), with the widened band of the
     engine's own parameters; of the typical band, typical_outside's one phrase (its band
-    spans the votes' own bands, not widened)."""
-    if engine.kind is EngineKind.TYPICAL:  # (its band is the votes' own, not widened)
+    spans the votes' bands, each widened where the scenario lies outside it: beyond)."""
+    if engine.kind is EngineKind.TYPICAL:  # (its band spans the votes', each as priced)
         return Note("engine-extrapolated", f"{engine.id} extrapolated: {'; '.join(axes)}")
     low, high = engine.params[0].band
     return Note(

@@ -10,7 +10,9 @@ MI355X's 8 TB/s: KERNEL_STREAM_SHARE). The fixed costs (per step, layer, MoE lay
 sequence) are kernels and runtime of the source vendor's stack: within a vendor they
 carry as times, across
 vendors they scale by the two vendors' kernel fixed times, and where one is unknown
-(Apple) those the source family's pooled fit lent go (fixed_costs_across). The all-reduce
+(Apple) those the source family's pooled fit lent go (fixed_costs_across); the per-MoE-
+layer cost is the target's own fused MoE kernel's fixed time where its tables hold one
+(KERNEL_MOE_FIXED_S). The all-reduce
 latency a fit on the source found is the source's link and gives way to the target
 link's preset (across, which any parameters standing in on another vendor's family go
 through). What differs between vendors' kernels beyond that
@@ -55,6 +57,8 @@ def transferred(params: EngineParams, vendor: VendorFactor, engine: str, line: s
     stream = stream_share_ratio(source, target)
     kernels = f", its streaming x{stream:.2f} (the kernels' share of bandwidth)" if stream else ""
     launches = f" and its fixed costs x{ratio:.2f} (the kernels' fixed times)" if ratio else ""
+    if source != target and target in KERNEL_MOE_FIXED_S:
+        launches += f", {KERNEL_MOE_FIXED_S[target] * 1e6:.1f} us per MoE layer (its MoE kernel's)"
     words = (
         f"{engine}@{line}'s {vendor.source} rates through the GPU's bandwidth and FLOP/s"
         f"{kernels}{launches}, "
@@ -149,6 +153,24 @@ def fixed_time_ratio(source: str, target: str) -> float | None:
     return KERNEL_FIXED_S[target] / KERNEL_FIXED_S[source]
 
 
+KERNEL_MOE_FIXED_S = {"nvidia": 40.79e-6, "amd": 43.03e-6}
+"""One MoE layer's fixed time on a vendor's GPUs, like for like: the grouped FP8 block-128
+MoE GEMM's time at no bytes and no FLOPs in the rate fitted to the kernel tables, the one
+MoE format both vendors' tables hold. NVIDIA's from aiconfigurator's vLLM 0.24.0 tables on
+the H100 SXM (presets/kernels/h100-sxm.yaml, vllm moe fp8-128x128 ``fixed``), AMD's from
+ROCm/aiter e4048607a535's tuned fused-MoE configs on the MI300X (presets/kernels/mi300x.yaml,
+moe fp8-128x128 ``fixed``, a8w8_blockscale_tuned_fmoe_*.csv). A step prices the expert
+GEMMs' bytes and FLOPs at the engine's rates but not this time, so across vendors it
+stands for the per-MoE-layer cost (fixed_costs_across). A fitted per-MoE-layer cost is
+not a hardware figure but a release's stack (routing, permutation and grouped kernels each
+vendor writes for itself): the shipped fits put vLLM 0.11's at 83 us on NVIDIA datacenter
+GPUs and SGLang 0.5's at 8 us, vLLM's 2025 lines' at 595 us on the MI300X and vLLM 0.19's
+at 45 us on the MI355X, where the tables' fixed times are 1.05x apart; carried across
+vendors it made llama.cpp's MoE models on DGX Spark 1.9-2.1x too slow with NVIDIA left
+out (docs/accuracy.md). What a vendor's MoE kernels lose beyond this is the vendor
+factor's MoE part (transferred)."""
+
+
 def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[str, float]:
     """The fixed costs (FIXED_COSTS, as EngineParams fields) of parameters fitted on the
     ``source`` vendor's GPUs as they stand on the ``target`` vendor's: each is kernels
@@ -158,14 +180,19 @@ def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[s
     a cost lent by the source family's pooled fit (EngineParams.lent) goes: it is the
     source's runtime, identified on other engines' points, and no figure of the target's
     replaces it; a cost the engine's own points identified stays, the engine's own
-    runtime with nothing to scale it by. Measured on validation/points.yaml with each
-    vendor left out (docs/accuracy.md): carried as times, AMD's lent 1.39 ms per step and
-    its 2025 MoE-layer costs slowed NVIDIA steps 1.15-3.3x."""
+    runtime with nothing to scale it by. The per-MoE-layer cost, where the target's kernel
+    tables hold its MoE kernel's fixed time (KERNEL_MOE_FIXED_S), is that time instead:
+    the source's fitted cost is its own stack's MoE dispatch, no figure of the target's.
+    Measured on validation/points.yaml with each vendor left out (docs/accuracy.md):
+    carried as times, AMD's lent 1.39 ms per step and its 2025 MoE-layer costs slowed
+    NVIDIA steps 1.15-3.3x."""
     ratio = fixed_time_ratio(source, target)
     out = {}
     for cost in FIXED_COSTS:
         value: float = getattr(params, f"{cost}_s")
-        if ratio is not None:
+        if cost == "per_moe_layer" and target in KERNEL_MOE_FIXED_S:
+            value = KERNEL_MOE_FIXED_S[target]
+        elif ratio is not None:
             value *= ratio
         elif cost in params.lent:
             value = 0.0

@@ -201,6 +201,18 @@ class Fields:
             raise self.error(name, f"must be at least {float(minimum):g}, got {value}")
         return number
 
+    def real(self, name: str, maximum: int) -> float:
+        """fraction() as a float, where the exact value is needed no further (an efficiency,
+        a band). A float within the bounds is that float already: its shortest repr, read
+        exactly and rounded back, is itself, and each bound holds of the two alike (the
+        bounds are whole numbers, and rounding keeps order); anything else is read exactly,
+        with fraction()'s checks and messages."""
+        value = self.data.get(name)
+        if type(value) is float and 0 < value <= maximum:
+            self.read.add(name)
+            return value
+        return float(self.fraction(name, maximum))
+
     def mapping(self, name: str) -> Fields:
         self._get(name, True)
         child = Fields(self.doc, (*self.key_path, name), self.data[name], self.limit)
@@ -228,7 +240,10 @@ class Fields:
 
     def finish(self) -> None:
         """Refuse keys nobody read, here and in nested mappings: a misspelt field must not
-        be silently ignored."""
+        be silently ignored. A document from the preset cache passed this when it was
+        stored (loading/cache.py), so it is not searched again."""
+        if self.doc.cached:
+            return
         for child in self.children.values():
             child.finish()
         assert self.read <= self.known or not self.known, self.read - self.known

@@ -566,7 +566,7 @@ def _params(table: Fields, family: str) -> EngineParams:
         mma_fitted=f.boolean("mma_fitted", False),
         range=_range(f.mapping("range")) if f.has("range") else None,
         transferred=f.text("transferred", ""),
-        moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
+        moe_factor=f.real("moe_factor", MAX_BAND) if f.has("moe_factor") else 1.0,
         lent=_lent(f),
     )
     f.text("fitted", "")
@@ -588,7 +588,7 @@ def _lent(f: Fields) -> tuple[str, ...]:
 
 
 def _band(f: Fields) -> tuple[float, float]:
-    band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
+    band = (f.real("band_low", 1), f.real("band_high", MAX_BAND))
     if band[1] < 1:
         raise f.error("band_high", f"must be at least 1, got {band[1]}")
     return band
@@ -616,7 +616,17 @@ def _range(f: Fields) -> FitRange:
         gpus=f.texts("gpus"),
         lines=f.texts("lines"),
         outside_band=_band(f),
+        sizes=_sizes(f, params),
     )
+
+
+def _sizes(f: Fields, params: tuple[int, int]) -> tuple[int, ...]:
+    """Each fitted model's parameters (optional: a range without them checks the pair),
+    ascending and within the ``params`` pair."""
+    sizes = f.raw_list("sizes")
+    if list(sizes) != sorted(sizes) or any(not params[0] <= s <= params[1] for s in sizes):
+        raise f.error("sizes", f"expected ascending sizes within {list(params)}, got {list(sizes)}")
+    return sizes
 
 
 def _serving(f: Fields, engine: str) -> ServingDefaults:
@@ -669,7 +679,7 @@ def _duration(f: Fields, key: str) -> float | None:
 
 
 def _efficiency(f: Fields, key: str) -> float:
-    value = float(f.fraction(key, 1))
+    value = f.real(key, 1)
     if not value >= 0.001:
         raise f.error(key, f"expected a fraction from 0.001 to 1, got {value}")
     return value

@@ -74,6 +74,14 @@ def test_what_the_launch_line_says_is_mapped(launch: str, field: str, value: obj
         assert (p.get(field) == value) == (launch in p["engine_version"]), p["engine_version"]
 
 
+def test_a_serving_row_takes_the_concurrency_its_source_quotes() -> None:
+    """InferenceX PR #1092's row of "~234 tokens/sec/user (TP=8 conc=4 ...)" is a serving run of
+    1,024 / 1,024 tokens at concurrency 4 (its batch), replayed by serving like the others."""
+    (row,) = [p for p in _points() if "conc=4" in p["source"]]
+    assert (row["input_len"], row["output_len"], row["concurrency"]) == (1024, 1024, 4)
+    assert row["batch"] == 4
+
+
 def test_release_lines_follow_the_stated_versions() -> None:
     lines = {p["engine_version"].split(" (")[0]: p.get("release") for p in _points()}
     assert lines["SGLang 0.4.3.post2"] == "0.4"

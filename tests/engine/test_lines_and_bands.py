@@ -68,6 +68,15 @@ def test_a_newer_line_than_fitted_takes_the_newest_older_one() -> None:
     assert view.line == "0.6"
 
 
+def _apart_on_amd(pooled: EngineParams, held: tuple[str, ...], apart: str) -> EngineProfile:
+    """A profile whose pooled amd-instinct fit holds the ``held`` lines' points, and a
+    newer line ``apart`` fitted apart there (e_w 0.8, validation/fit_engines.py:
+    with_lines)."""
+    lines = (*(ReleaseLine(x, points=5) for x in held), ReleaseLine(apart, points=5))
+    lines = (*lines[:-1], replace(lines[-1], families=(("amd-instinct", NEW),)))
+    return EngineProfile("toy", "Toy", (("amd-instinct", pooled),), lines=lines)
+
+
 def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
     """The pooled amd-instinct fit (e_w 0.7) holds line 0.4's points (its range's lines);
     line 0.5 was fitted apart on amd-instinct (e_w 0.8, validation/fit_engines.py:
@@ -75,20 +84,35 @@ def test_a_line_fitted_apart_does_not_stand_in_for_older_lines() -> None:
     Where the pooled fit holds 0.5 too, 0.5 stands in for 0.4 as before (the oldest newer
     line fitted there)."""
     pooled = replace(POOLED, range=RANGE)  # lines ("0.4",)
-    profile = EngineProfile(
-        "toy",
-        "Toy",
-        (("amd-instinct", pooled),),
-        lines=(
-            ReleaseLine("0.4", points=5),
-            ReleaseLine("0.5", families=(("amd-instinct", NEW),), points=5),
-        ),
-    )
+    profile = _apart_on_amd(pooled, ("0.4",), "0.5")
     assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == pooled
     assert dict(at_line(profile, None, "amd-instinct").families)["amd-instinct"] == NEW
     both = replace(pooled, range=replace(RANGE, lines=("0.4", "0.5")))
     profile = replace(profile, params_by_family=(("amd-instinct", both),))
     assert dict(at_line(profile, "0.4", "amd-instinct").families)["amd-instinct"] == NEW
+
+
+def test_a_line_fitted_apart_stands_in_for_a_release_nearer_to_it() -> None:
+    """The pooled amd-instinct fit holds lines 0.7 and 0.10; line 0.19 was fitted apart.
+    A release past them both takes the nearer, counted in releases: 0.17 lies 2 before
+    0.19 and 7 past 0.10 (0.19 stands in), 0.11 1 past 0.10 and 8 before 0.19 (the pooled
+    fit), 0.14 4 past and 5 before (pooled), 0.15 5 past and 4 before (0.19); 0.6 and 0.8
+    are not past the pooled lines (pooled)."""
+    pooled = replace(POOLED, range=replace(RANGE, lines=("0.7", "0.10")))
+    profile = _apart_on_amd(pooled, ("0.7", "0.10"), "0.19")
+    taken = {
+        line: dict(at_line(profile, line, "amd-instinct").families)["amd-instinct"]
+        for line in ("0.6", "0.8", "0.11", "0.14", "0.15", "0.17", "0.18")
+    }
+    assert taken == {
+        "0.6": pooled,
+        "0.8": pooled,
+        "0.11": pooled,
+        "0.14": pooled,
+        "0.15": NEW,
+        "0.17": NEW,
+        "0.18": NEW,
+    }
 
 
 def test_the_shipped_vllm_lines_on_amd(cli: Run) -> None:
@@ -112,8 +136,10 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
     months before 2026-12-02 alone: vLLM 0.19's MI355X points of May 2026 (SGLang 0.4.2
     and vLLM 0.10.0 are older), each predicted through the MI355X's own link latency,
     its streaming efficiencies at AMD's GEMMs' share of bandwidth over NVIDIA's (x0.85)
-    and its fixed costs through the kernels' fixed times, x1.10 (engine/transfer.py
-    across): x1.02."""
+    and its fixed costs through the kernels' fixed times, x1.10, each MoE layer the
+    MI300X's fused MoE kernel's 43.03 us (engine/transfer.py across): x1.24 for MoE
+    models, and x1.00 for dense ones (no dense point: validation/fit_engines.py
+    vendor_factors)."""
     args = ("estimate", "-m", "llama-3.1-8b", "--json", "--engine")
     doc = json.loads(cli(*args, "sglang", "-g", "h100-sxm").out)
     assert doc["inputs"]["engine"] == "sglang" and doc["inputs"]["engine_line"] == "0.5"
@@ -125,7 +151,9 @@ def test_the_shipped_sglang_lines(cli: Run) -> None:
         assert moved.startswith("sglang@0.5 has no points on amd-instinct GPUs: sglang@0.5's")
         assert "its streaming x0.85 (the kernels' share of bandwidth)" in moved
         assert "fixed costs x1.10 (the kernels' fixed times)" in moved
-        assert "x1.02 for amd-instinct" in moved and "vllm@0.19 on mi355x" in moved
+        assert "43.0 us per MoE layer (its MoE kernel's)" in moved
+        assert "x1.00 for amd-instinct dense models and x1.24 for MoE models" in moved
+        assert "vllm@0.19 on mi355x" in moved
         assert not any(n["code"] == "engine-older-line" for n in doc["notes"])
     doc = json.loads(cli(*args, "sglang@0.4", "-g", "mi300x").out)  # the line asked for
     assert doc["inputs"]["engine_line"] == "0.4"
@@ -242,22 +270,28 @@ def test_engines_lists_lines(cli: Run) -> None:
 
 
 def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
-    """30 left-out ratios on one family: 20 inside their predictor's range at 1.0, 10
-    outside it at 0.5-0.9 and 1.1-1.5. The band over all 30 (conformal 80%): the
-    floor(31 x 0.1) = 3rd and ceil(31 x 0.9) = 28th smallest, 0.7 and 1.3. The 10 outside
-    are fewer than 20, so they are pooled over every family: the floor(11 x 0.1) = 1st and
-    ceil(11 x 0.9) = 10th smallest, 0.5 and 1.5: the outside band."""
+    """30 left-out ratios on one family: 20 inside their predictor's range (0.90, 0.92,
+    0.94, fourteen at 1.0, 1.06, 1.08, 1.10), 10 outside it at 0.5-0.9 and 1.1-1.5.
+
+    The band inside the range is the conformal 80% interval of the 20 inside alone: the
+    floor(21 x 0.1) = 2nd and ceil(21 x 0.9) = 19th smallest, 0.92 and 1.08. Outside it,
+    the wider of the band over all 30, the floor(31 x 0.1) = 3rd and ceil(31 x 0.9) = 28th
+    smallest (0.7 and 1.3), and the band of the 10 outside, fewer than 20 so pooled over
+    every family: the floor(11 x 0.1) = 1st and ceil(11 x 0.9) = 10th smallest, 0.5 and
+    1.5."""
     from types import SimpleNamespace
 
     from decodecalc.calibration.validation import ALL_FAMILIES, outside_bands
 
     point = SimpleNamespace(family="f")
+    near = [0.90, 0.92, 0.94, *[1.0] * 14, 1.06, 1.08, 1.10]
     outside = [0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5]
-    found = [(point, "group", 1.0, False)] * 20 + [(point, "group", r, True) for r in outside]
+    found = [(point, "group", r, False) for r in near]
+    found += [(point, "model", r, True) for r in outside]
     table = outside_bands(found)  # type: ignore[arg-type]
     for family in ("f", ALL_FAMILIES):
         band, wide = table[family]
-        assert band == pytest.approx((0.7, 1.3))
+        assert band == pytest.approx((0.92, 1.08))
         assert wide == pytest.approx((0.5, 1.5))
 
 

@@ -13,6 +13,7 @@ import yaml
 from decodecalc.engine.profile import FIXED_COSTS, EngineParams
 from decodecalc.engine.transfer import (
     KERNEL_FIXED_S,
+    KERNEL_MOE_FIXED_S,
     KERNEL_STREAM_SHARE,
     VendorFactor,
     across,
@@ -60,8 +61,10 @@ def test_an_moe_model_takes_the_vendors_moe_factor_once() -> None:
     assert for_kind(moved, "dense") is moved
     moe = for_kind(moved, "moe")
     assert moe.weight_efficiency == pytest.approx(0.68 / 3)  # 0.8 x 0.68 / 0.80 / (2 x 1.5)
-    # 20 us x 7.21 / 6.53 (AMD's FP8 GEMM fixed time over NVIDIA's) x 2 x 1.5
-    assert moe.per_moe_layer_s == pytest.approx(20e-6 * 7.21 / 6.53 * 3)
+    # not the source's 20 us: the MI300X's fused FP8 block-128 MoE kernel's fixed time,
+    # 43.03 us, x 2 x 1.5 = 129.09 us
+    assert moe.per_moe_layer_s == pytest.approx(129.09e-6)
+    assert moe.per_layer_s == pytest.approx(10e-6 * 7.21 / 6.53 * 3)  # 33.12 us
     assert for_kind(moe, "moe") is moe  # (resolve and a server both fit it: applied once)
 
 
@@ -103,19 +106,20 @@ def test_across_vendors_the_link_is_the_targets_and_within_one_it_stays() -> Non
 def test_a_transferred_step_by_hand(cli: Run) -> None:
     """Llama-3.1-8B in BF16 on one MI355X at 1,024 tokens, batch 1, --engine sglang: the
     0.5 line has no AMD points, so its H100 fit transfers. The shipped profile's
-    amd-instinct block holds e_w 0.8161, e_kv 0.6937 and 86.76 us per layer: the H100
+    amd-instinct block holds e_w 0.8322, e_kv 0.7074 and 85.08 us per layer: the H100
     line's 0.9791, 0.8322 and 77.05 us, the efficiencies at AMD's GEMMs' share of
-    bandwidth over NVIDIA's (0.68 / 0.80 = x0.85), the cost through the kernels' fixed
-    times (7.21 us for an MI300X's FP8 GEMM / 6.53 for an H100's = x1.1041), then all
-    through the vendor factor (0.9791 x 0.85 / 0.8161 = 1.0198: x1.02 in the note; 77.05
-    x 1.1041 x 1.0198 = 86.76 us). By hand: weights (8,030,261,248 params less the
-    525,336,576 of the embedding, which a step gathers) x 2 bytes = 15,009,849,344 B /
-    (8 TB/s x 0.8161) = 2.29902 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes =
-    131,072 B a token x 1,024 = 134,217,728 B / (8 TB/s x 0.6937) = 0.02419 ms; 32 layers
-    x 86.76 us = 2.77632 ms; step 5.0995 ms."""
+    bandwidth over NVIDIA's (0.68 / 0.80 = x0.85: 0.9791 x 0.85 = 0.8322), the cost
+    through the kernels' fixed times (7.21 us for an MI300X's FP8 GEMM / 6.53 for an
+    H100's = x1.1041: 77.05 x 1.1041 = 85.07 us), then the vendor factor for dense
+    models, x1.00 (vLLM 0.19's MI355X points are all MoE: their x1.24 is the MoE
+    factor's). By hand: weights (8,030,261,248 params less the 525,336,576 of the
+    embedding, which a step gathers) x 2 bytes = 15,009,849,344 B / (8 TB/s x 0.8322) =
+    2.25454 ms; KV 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token x
+    1,024 = 134,217,728 B / (8 TB/s x 0.7074) = 0.02372 ms; 32 layers x 85.08 us =
+    2.72256 ms; step 5.0008 ms."""
     args = "estimate -m llama-3.1-8b -g mi355x -c 1024 --engine sglang --json"
     doc = json.loads(cli(*args.split()).out)
-    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(5.0995, rel=1e-4)
+    assert doc["rows"][0]["expected_ms_per_token"] == pytest.approx(5.0008, rel=1e-4)
     assert any(n["code"] == "engine-transferred" for n in doc["notes"])
     from decodecalc.loading.catalog import Catalog
 
@@ -128,6 +132,11 @@ def test_a_transferred_step_by_hand(cli: Run) -> None:
     )
     ratio = 7.21 / 6.53
     assert moved.per_layer_s / source.per_layer_s == pytest.approx(ratio * factor, rel=1e-3)
+    # an MoE layer: not the H100 fit's own cost but the MI300X's fused MoE kernel's 43.03
+    # us, x1.00 for dense; an MoE model takes it x the MoE factor over that
+    assert factor == pytest.approx(1.0, abs=1e-3)
+    assert moved.per_moe_layer_s == pytest.approx(43.03e-6)
+    assert for_kind(moved, "moe").per_moe_layer_s == pytest.approx(43.03e-6 * moved.moe_factor)
 
 
 def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
@@ -141,6 +150,31 @@ def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
     on_apple = across(own_and_lent, "nvidia-datacenter", "apple")
     assert on_apple.per_step_s == 0.0  # lent by the NVIDIA family's pooled fit
     assert on_apple.per_layer_s == 10e-6 and on_apple.per_moe_layer_s == 20e-6
+
+
+def test_across_vendors_an_moe_layer_costs_the_targets_moe_kernel() -> None:
+    """The per-MoE-layer cost a fit found is its own vendor's MoE dispatch: across vendors
+    the target's fused MoE kernel's fixed time stands for it (40.79 us on an H100, 43.03
+    on an MI300X), whatever the source's, lent or not; within a vendor it stays."""
+    slow_amd = replace(SOURCE, per_moe_layer_s=444e-6)  # vLLM's 2025 MI300X fit, roughly
+    assert across(slow_amd, "amd-instinct", "nvidia-datacenter").per_moe_layer_s == 40.79e-6
+    assert across(slow_amd, "amd-instinct", "nvidia-consumer").per_moe_layer_s == 40.79e-6
+    lent = replace(SOURCE, lent=("per_moe_layer",))
+    assert across(lent, "nvidia-datacenter", "amd-instinct").per_moe_layer_s == 43.03e-6
+    assert across(slow_amd, "amd-instinct", "amd-instinct") is slow_amd
+    moved = transferred(SOURCE, AMD, "sglang", "0.5")
+    assert "43.0 us per MoE layer (its MoE kernel's)" in moved.transferred
+
+
+def test_the_moe_fixed_times_are_the_kernel_presets() -> None:
+    """KERNEL_MOE_FIXED_S holds the kernel tables' grouped FP8 block-128 MoE ``fixed``
+    figures (the H100 SXM's vLLM block, the MI300X's aiter fused-MoE block)."""
+    root = Path(__file__).resolve().parents[2] / "presets" / "kernels"
+    h100 = yaml.safe_load((root / "h100-sxm.yaml").read_text())["engines"]["vllm"]["moe"]
+    mi300x = yaml.safe_load((root / "mi300x.yaml").read_text())["engines"]["vllm"]["moe"]
+    found = (h100["fp8-128x128"]["fixed"], mi300x["fp8-128x128"]["fixed"])
+    assert found == ("40.79us", "43.03us")
+    assert KERNEL_MOE_FIXED_S == {"nvidia": 40.79e-6, "amd": 43.03e-6}
 
 
 def test_the_fixed_times_are_the_kernel_presets() -> None:

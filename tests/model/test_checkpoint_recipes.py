@@ -70,6 +70,20 @@ MM_REST = (
 )
 MM_NVFP4_EXPERTS = MM_ROUTED * 9 // 16 + MM_REST * 2  # 126,382,768,128 + 8,018,576,384
 
+# Llama-3.1-405B (config.json): hidden 16,384, 126 layers of 128 heads x 128 (8 KV heads),
+# MLP 53,248, vocab 128,256, embedding and LM head apart. Meta's FP8 release keeps all but
+# the MLP in BF16 (fp8-ffn-only; its first and last layers' MLP too, which a recipe cannot
+# single out: 2 x 2,617,245,696 params counted at 1 byte, not 2).
+L405_MLP = 126 * 3 * 16_384 * 53_248  # 329,772,957,696
+L405_REST = (
+    2 * 128_256 * 16_384  # embedding and LM head: 4,202,692,608
+    + 126 * 2 * 16_384 * 16_384  # q and o: 67,645,734,912
+    + 126 * 2 * 16_384 * 1_024  # k and v: 4,227,858,432
+    + 126 * 2 * 16_384
+    + 16_384  # norms: 4,145,152
+)  # 76,080,431,104; with the MLP 405,853,388,800, the official count
+L405_FP8_FFN = L405_MLP + L405_REST * 2  # 329,772,957,696 + 152,160,862,208
+
 
 def _stored(cli: Run, *args: str) -> int:
     r = cli("estimate", *args, "-g", "b300", "-c", "1K", "--json")
@@ -86,6 +100,7 @@ def _stored(cli: Run, *args: str) -> int:
         ("deepseek-v3", "mxfp4-amd", DS_MXFP4),
         ("kimi-k2", "int4-g32-experts", K2_SYMMETRIC),
         ("minimax-m2", "nvfp4-experts-only", MM_NVFP4_EXPERTS),
+        ("llama-3.1-405b", "fp8-ffn-only", L405_FP8_FFN),
     ],
 )
 def test_recipe_stores_the_hand_counted_bytes(

@@ -78,12 +78,16 @@ def test_fp8_keys_bf16_values(cli: Run) -> None:
     # 128,256 x 4,096 embedding a step only gathers rows of) x 2 = 15,009,849,344 bytes;
     # / 98,304 = 152,688.083 tokens
     assert doc["crossover_context"] == pytest.approx(15_009_849_344 / 98_304, rel=1e-12)
-    # memory: floor(81,559 MiB x 0.9) = 76,968,728,985 bytes, less 8,030,261,248 x 2 =
-    # 16,060,522,496 stored: 60,908,206,489 free; / 98,304 = 619,590 tokens at batch 1;
-    # / 805,306,368 = 75 sequences at 8K
+    # memory: the room a server leaves, (81,559 MiB - 450 MiB) x 0.9 = 76,544,055,705 bytes
+    # less the sampler's activation peak 1,024 x 128,256 x 15 = 1,970,012,160 (over the
+    # forward pass's 8,192 x (3 x 4,096 + 3 x 14,336) x 2 = 905,969,664) and the 268,435,456
+    # reserve: 74,305,608,089; less 8,030,261,248 x 2 = 16,060,522,496 stored:
+    # 58,245,085,593 free; / 98,304 = 592,499.6 tokens at batch 1, in whole 16-token blocks
+    # 37,031 x 16 = 592,496; / 805,306,368 = 72 sequences at 8K
     assert doc["memory_budget_bytes"] == 76_968_728_985
-    assert doc["max_context_that_fits"] == 619_590
-    assert doc["max_batch_that_fits"] == 75
+    assert doc["memory_usable_bytes"] == 74_305_608_089
+    assert doc["max_context_that_fits"] == 592_496
+    assert doc["max_batch_that_fits"] == 72
 
 
 def test_fractional_k_and_v_are_exact(cli: Run) -> None:
