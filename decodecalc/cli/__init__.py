@@ -41,8 +41,8 @@ EXIT_INTERRUPTED = 130
 
 COMMANDS = {
     "estimate": "scenario",
-    "generate": "scenario",
-    "explain": "scenario",
+    "generate": "generate",
+    "explain": "explain",
     "serving": "serving",
     "compare": "compare",
     "sweep": "compare",

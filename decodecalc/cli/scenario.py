@@ -1,36 +1,23 @@
-"""Commands about one scenario: its latency across contexts, a whole answer, one step
-worked through."""
+"""The estimate command: one scenario's decode latency across contexts, with the crossover.
 
-from enum import Enum
+generate and explain, about one scenario too, live in modules of their own: a run builds
+only its own command's options, and declaring theirs cost every estimate a share of its
+start-up."""
+
 from typing import Annotated, Any
 
 import typer
 
-from decodecalc.cli import (
-    ForceOpt,
-    Format,
-    JsonOpt,
-    Output,
-    OutputOpt,
-    app,
-    destination,
-    draw,
-    emit,
-    note,
-    output_options,
-    output_stream,
-)
+from decodecalc.cli import Format, Output, app, destination, draw, output_options
 from decodecalc.cli.options import (
     ChartOpt,
     ContextOpt,
     PlotOpt,
     ReportOpt,
     contexts_for,
-    refuse_unused,
     scenario_of,
     scenario_options,
 )
-from decodecalc.errors import InputError
 
 
 @app.command()
@@ -83,108 +70,3 @@ def estimate(
 
         series = [series_of(scenario.model.id, result)]
         draw(series, chart, destination(ctx, "plot"), data=out.data)
-
-
-@app.command()
-@scenario_options()
-@output_options
-def generate(
-    ctx: typer.Context,
-    prompt: Annotated[
-        str, typer.Option("--prompt", "-p", help="Prompt tokens, e.g. 2K.", metavar="TOKENS")
-    ],
-    tokens: Annotated[
-        str, typer.Option("--tokens", "-n", help="Tokens to generate, e.g. 512.", metavar="TOKENS")
-    ],
-    out: Output = Output(),
-    **scenario_flags: Any,
-) -> None:
-    """How long a whole answer takes: prefill (time to first token) and N - 1 decode steps.
-
-    The prefill yields the first token; decode step i (1 .. N-1) reads a cache of P + i
-    tokens, the steps summed exactly. The roofline prefill is max(compute, memory) plus
-    communication; an engine's is serving's TTFT at concurrency 1 (its prefill efficiency
-    and per-request cost).
-
-    Example: decodecalc generate -m llama-3.1-8b -g h100 --prompt 8K --tokens 1K
-    """
-    from decodecalc.answers.generate import generate as run_generate
-    from decodecalc.context import MAX_CONTEXT_TOKENS, parse_tokens
-    from decodecalc.views.generation import generation_report, generation_rows
-
-    refuse_unused(
-        ctx,
-        {
-            "memory_utilization": "an answer's time does not depend on the memory left "
-            "(estimate says what fits)",
-            "price": "it times one answer (estimate and serving price tokens)",
-            "power": "it times one answer (estimate gives energy per token)",
-        },
-    )
-    scenario = scenario_of(ctx)
-    prompt_tokens = parse_tokens(prompt, "--prompt")
-    new_tokens = parse_tokens(tokens, "--tokens")
-    final = prompt_tokens + new_tokens
-    if final > MAX_CONTEXT_TOKENS:
-        raise InputError(
-            f"--prompt {prompt} plus --tokens {tokens} reach a context of {final:,} tokens; "
-            f"the limit is {MAX_CONTEXT_TOKENS:,}"
-        )
-    report = generation_report(run_generate(scenario, prompt_tokens, new_tokens))
-    if out.format is Format.csv:
-        report = generation_rows(report)
-    out.emit(report)
-
-
-class ExplainFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-@app.command()
-@scenario_options()
-def explain(
-    ctx: typer.Context,
-    context: Annotated[
-        str,
-        typer.Option(
-            "--context", "-c", help="The context to work through, e.g. 32K.", metavar="TOKENS"
-        ),
-    ] = "8K",
-    fmt: Annotated[
-        ExplainFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            help="The worked text, or JSON: the estimate at this context with the text's "
-            "lines under 'explanation'.",
-        ),
-    ] = ExplainFormat.text,
-    as_json: JsonOpt = False,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    **scenario_flags: Any,
-) -> None:
-    """Work one decode step through, step by step, with the numbers substituted.
-
-    Example: decodecalc explain -m llama-3.1-70b -g h100 -w fp8 -k fp8 -c 200000
-    """
-    from decodecalc.answers.explain import explain
-    from decodecalc.context import parse_tokens
-    from decodecalc.views.explain import explain_report
-
-    refuse_unused(
-        ctx,
-        {"memory_utilization": "it works one step's bytes through (estimate says what fits)"},
-    )
-    scenario = scenario_of(ctx)
-    report = explain_report(explain(scenario, parse_tokens(context)))
-    if as_json or fmt is ExplainFormat.json:
-        emit(report, Format.json, True, False, destination(ctx))
-        return
-    from decodecalc.views.render import write_lines
-
-    with output_stream(destination(ctx)) as out:
-        write_lines([*report.title, *report.footer], out)
-    for item in report.document["notes"]:
-        note(item["message"])
