@@ -447,7 +447,7 @@ def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
     s = scenario
     experts = experts_dtype(s.model, s.weights, s.weight_overrides)
     overridden = bool(s.weight_overrides)
-    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden)
+    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden, s.tp)
     return s if found is s.engine else replace(s, engine=found)
 
 
