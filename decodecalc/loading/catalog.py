@@ -157,7 +157,7 @@ class Catalog:
         from decodecalc.loading.numbers import gpu_from_numbers, gpu_with_overrides, without_family
 
         base, _, overrides = name.partition(",")
-        if "=" not in base:  # a preset with its memory or bandwidth given: m3-max,memory=36GB
+        if "=" not in base:  # a preset with its memory or bandwidth given: strix-halo,memory=64GiB
             return gpu_with_overrides(self._find("gpus", base.strip(), GpuSpec), overrides)
         gpu = gpu_from_numbers(name)
         if gpu.link is not None:
