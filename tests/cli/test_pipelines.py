@@ -74,6 +74,20 @@ def test_an_unwritable_output_is_one_line(cli: Run, tmp_path: Path) -> None:
     assert "cannot write" in r.err
 
 
+@pytest.mark.parametrize(
+    ("option", "name"), [("--output", "x.json"), ("--plot", "p.svg"), ("--report", "r.html")]
+)
+def test_an_unwritable_file_is_refused_before_any_data(
+    cli: Run, tmp_path: Path, option: str, name: str
+) -> None:
+    """A pipe never gets a whole document and then a failing status: every file a command
+    writes is checked before stdout gets a byte."""
+    missing = tmp_path / "no" / name
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K", option, str(missing))
+    assert (r.code, r.out) == (2, "") and len(r.err.splitlines()) == 1
+    assert f"cannot write '{missing}'" in r.err
+
+
 def test_the_crossover_row_can_be_left_out(cli: Run) -> None:
     """Llama-3.1-70B FP8/FP8 on one GPU: KV is 80 layers x 2 x 8 heads x 128 x 1 byte =
     163,840 bytes per token, so T* = 69,503,033,344 / 163,840 = 424,212.85 tokens, inside
