@@ -92,12 +92,23 @@ PlotOpt = Annotated[
 ]
 
 
-def _report_file(name: str | None) -> str | None:
-    """--report is checked as it is parsed: a page that cannot be written is refused before
-    the command prints its answer, never after."""
-    if name is not None:
-        _in_a_folder(name)
+def html_file(name: str) -> str:
+    """An HTML page's file (--report, report's -o), checked as it is parsed: a page that
+    cannot be written is refused before the command prints its answer, never after, and
+    a name that says another format (``s.txt``, ``s.json``) is refused, not filled with
+    HTML."""
+    given_path(name)
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix.lower() not in ("html", "htm") or "/" in suffix:
+        better = f"{stem if dot and '/' not in suffix else name}.html"
+        raise typer.BadParameter(f"{name!r}: the page is HTML; name it {better!r}")
+    _in_a_folder(name)
     return name
+
+
+def _report_file(name: str | None) -> str | None:
+    """--report: an HTML page's file (html_file)."""
+    return None if name is None else html_file(name)
 
 
 ReportOpt = Annotated[
