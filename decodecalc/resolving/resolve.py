@@ -152,6 +152,18 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     )
 
 
+def _shadowing_notes(catalog: Catalog, spec: ScenarioSpec) -> tuple[Note, ...]:
+    """A model or GPU name that one of the user's presets takes over from a built-in, or
+    that a built-in keeps from one of theirs (Catalog.shadowing)."""
+    named = [("models", spec.model), ("gpus", spec.gpu)]
+    notes = [
+        catalog.shadowing(kind, name.partition(",")[0])
+        for kind, name in named
+        if isinstance(name, str)
+    ]
+    return tuple(n for n in notes if n is not None)
+
+
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
@@ -408,6 +420,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *engine_notes,
             *wider,
             *_numbers_notes(model, gpu),
+            *_shadowing_notes(catalog, spec),
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
