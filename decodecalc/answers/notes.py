@@ -160,7 +160,7 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
             where = f"the weights alone need more than the {budget}"
         else:
             where = (
-                f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "
+                f"from {misfits[0]:,} tokens at batch {s.batch:,}, weights, KV and state need "
                 f"more than the {budget}"
             )
         notes.append(

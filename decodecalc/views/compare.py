@@ -140,7 +140,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     columns = (
         Column("context", "Context", h.tokens),
         Column("label", "Scenario", numeric=False),
-        Column("ms_per_token", "ms / token", lambda v: f"{v:.3f}"),
+        Column("ms_per_token", "ms / token", h.ms, h.ms_exact),
         Column("expected_ms_per_token", "Expected ms", _ms_band),
         Column("expected_low_ms_per_token", "low", _ms_band, drop=7),
         Column("expected_high_ms_per_token", "high", _ms_band, drop=7),
@@ -172,7 +172,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
 
 
 def _ms_band(value: float) -> str:
-    return f"{value:.1f}"
+    return f"{value:,.1f}"
 
 
 def _ratio(value: float) -> str:

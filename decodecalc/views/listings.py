@@ -62,11 +62,11 @@ def models_report(models: list[Model], bf16: DType) -> Report:
     records = tuple(model_record(m, bf16) for m in models)
     columns = (
         Column("id", "Model", numeric=False),
-        Column("params", "Params", h.count, h.exact_bytes),
-        Column("active_params", "Active", h.count, h.exact_bytes, drop=1),
+        Column("params", "Params", h.count, h.whole),
+        Column("active_params", "Active", h.count, h.whole, drop=1),
         Column("layers", "Layers", drop=3),
         Column("hidden_size", "Hidden", drop=4),
-        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
+        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.whole),
         Column("max_context", "Max context", h.tokens),
         Column("family", "Family", numeric=False, drop=2),
         Column("aliases", "Aliases", _joined, numeric=False, drop=5),
@@ -100,7 +100,7 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
         Column("id", "GPU", numeric=False),
         Column("name", "Name", numeric=False, drop=1),
         Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
-        Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
+        Column("memory_bytes", "Memory", h.binary_size, h.whole),
         Column("memory_kind", "Kind", numeric=False, drop=2),
         Column("announced", "Announced", lambda v: "yes", numeric=False, drop=3),
         Column("aliases", "Aliases", _joined, numeric=False, drop=4),
@@ -474,12 +474,8 @@ def show_report(
     ]
     columns = (
         Column("kv_dtype", "KV dtype", numeric=False),
-        Column("kv_bytes_per_token", "KV bytes / token", h.exact_bytes),
-        *(
-            (Column("state_bytes_per_sequence", "State / sequence", h.exact_bytes),)
-            if state
-            else ()
-        ),
+        Column("kv_bytes_per_token", "KV bytes / token", h.whole),
+        *((Column("state_bytes_per_sequence", "State / sequence", h.whole),) if state else ()),
     )
     sources = (
         f"source: {m.source}",

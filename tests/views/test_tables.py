@@ -371,3 +371,36 @@ def test_markdown_keeps_every_column_at_any_width(monkeypatch: pytest.MonkeyPatc
     out = io.StringIO()
     to_markdown(_report(), out)
     assert "| Id | Some figure | Other | A wide column | Last |" in out.getvalue()
+
+
+def test_four_digit_milliseconds_and_terabytes_are_separated(cli: Run) -> None:
+    """Llama-3.1-8B at 2^30 tokens on an H100: KV 131,072 B x 1,073,741,824 =
+    140,737,488,355,328 B (140.74 TB); with 15,009,849,344 B of weights the step reads
+    140,752,498,204,672 B / 3.35 TB/s = 42,015.671 ms, the roofline bound."""
+    out = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1G").out
+    (row,) = [line for line in out.splitlines() if "1,073,741,824 │" in line]
+    assert "140.74 TB" in row and " 42,015.671 " in row
+    band = re.search(r"([\d,]+\.\d) \(([\d,]+\.\d)-([\d,]+\.\d)\)", row)
+    assert band is not None and all(re.fullmatch(r"\d{1,3}(,\d{3})*\.\d", g) for g in band.groups())
+    assert band[2] == "42,015.7"  # the band's low end is the roofline
+
+
+def test_the_deepseek_batch_of_a_million_reads_with_separators(cli: Run) -> None:
+    """DeepSeek-V3 at batch 1,000,000: the KV bytes run to thousands of TB and the comm
+    time to thousands of ms; the header and the note name the batch separated."""
+    r = cli("estimate", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "--batch", "1000000")
+    assert "batch 1,000,000 ·" in r.out and "at batch 1,000,000," in r.err
+    assert re.search(r" \d,\d{3}\.\d\d TB ", r.out) and re.search(r" \d,\d{3}\.\d{3} ", r.out)
+    assert "1000000" not in r.out + r.err
+
+
+def test_exact_gives_the_headline_more_digits_and_keeps_separators(cli: Run) -> None:
+    """Llama-3.1-70B FP8/FP8 at 200,000 tokens: 69,503,033,344 B of weights + 200,000 x
+    163,840 B of KV = 102,271,033,344 B / 3.35 TB/s = 30.528667 ms, the roofline."""
+    out = cli(
+        "estimate", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "-k", "fp8",
+        "-c", "0,200000", "--exact",
+    ).out  # fmt: skip
+    (row,) = [line for line in out.splitlines() if " 200,000 │" in line]
+    assert " 102,271,033,344 " in row and " 30.528667 " in row
+    assert re.search(r" \d+\.\d{3} \(30\.529-\d+\.\d{3}\) ", row), row
