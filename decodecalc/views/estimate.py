@@ -218,7 +218,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
 
 COST_COLUMNS = (
     Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.2f}", drop=10),
-    Column("joules_per_token", "J / tok", lambda v: f"{v:,.3g}", drop=10),
+    Column("joules_per_token", "J / tok", h.joules, drop=10),
 )
 """Cost and energy per token, in the tables of estimate and compare when a price is known
 (JSON and CSV carry energy whenever the board power is known; a table shows it with cost,

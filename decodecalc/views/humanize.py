@@ -75,6 +75,16 @@ def whole(n: int) -> str:
     return f"{n:,}"
 
 
+def joules(per_token: float) -> str:
+    """Energy per token, to the millijoule: fixed decimals, so a column reads evenly
+    ("2.000", not "2" under "1.99").
+
+    >>> joules(1.99), joules(2.0037), joules(0.0244)
+    ('1.990', '2.004', '0.024')
+    """
+    return f"{per_token:,.3f}"
+
+
 def ms(value: float) -> str:
     """Milliseconds of a bound (the roofline, communication) to the microsecond.
 

@@ -404,3 +404,23 @@ def test_exact_gives_the_headline_more_digits_and_keeps_separators(cli: Run) -> 
     (row,) = [line for line in out.splitlines() if " 200,000 │" in line]
     assert " 102,271,033,344 " in row and " 30.528667 " in row
     assert re.search(r" \d+\.\d{3} \(30\.529-\d+\.\d{3}\) ", row), row
+
+
+@pytest.mark.parametrize(("joules", "cell"), [(2.0037, "2.004"), (2.0, "2.000"), (1.2, "1.200")])
+def test_energy_per_token_keeps_its_decimals(joules: float, cell: str) -> None:
+    """J / tok: three decimals always, as $ / M tok keeps its two, so a column never
+    reads '2' under '1.99' (estimate's, compare's and serving's column)."""
+    from decodecalc.views.estimate import COST_COLUMNS
+
+    (column,) = [c for c in COST_COLUMNS if c.key == "joules_per_token"]
+    assert column.show(joules, False) == cell
+
+
+def test_plan_s_energy_column_reads_the_json_to_three_decimals(cli: Run) -> None:
+    flags = ["plan", "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h100", "--tp", "1", "-w", "fp8"]
+    rows = json.loads(cli(*flags, "--json").out)["rows"]
+    table = cli(*flags).out
+    header = next(line for line in table.splitlines() if "J / tok" in line)
+    at = [cell.strip() for cell in header.split("┃")].index("J / tok")
+    cells = [line.split("│")[at].strip() for line in table.splitlines() if "│" in line]
+    assert cells and cells == [f"{r['joules_per_token']:.3f}" for r in rows[: len(cells)]]
