@@ -57,7 +57,8 @@ PLAN_HELP = {
 def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
     """The scenario options with plan's help (PLAN_HELP) and no shown defaults, since plan
     chooses where the other commands default; the GPU option is a set to choose from,
-    spelled --gpus (--gpu too; no -g: a letter means one option in every command)."""
+    spelled --gpus (--gpu and -g too, as every other command's GPU option, compare's list
+    of GPUs among them)."""
     import copy
     import inspect
     from typing import get_args
@@ -70,7 +71,7 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
             declared = copy.copy(declared)
             declared.help, declared.show_default = PLAN_HELP[p.name], False
             if p.name == "gpu":  # (under Annotated, Typer keeps the first flag as default)
-                declared.default, declared.param_decls = "--gpus", ("--gpu",)
+                declared.default, declared.param_decls = "--gpus", ("--gpu", "-g")
                 declared.metavar = "GPUS"
             if p.name == "engine":
                 declared.metavar = "ENGINE"

@@ -300,6 +300,14 @@ def test_gpus_without_a_price_are_named(cli: Run) -> None:
     assert alone.code == 2 and "give --price" in alone.err
 
 
+def test_plan_takes_g_as_every_command_does(cli: Run) -> None:
+    """-g is the GPU option of estimate, compare, serving...: plan's --gpus answers to it."""
+    flags = ["-m", "llama-3.1-8b", "-c", "8K", "--tp", "1", "-w", "fp8"]
+    short = json_of(cli, "plan", *flags, "-g", "h200,h100")
+    assert short == json_of(cli, "plan", *flags, "--gpus", "h200,h100")
+    assert {r["gpu"] for r in short["rows"]} == {"h200", "h100-sxm"}
+
+
 def test_a_misspelt_gpu_gets_a_suggestion(cli: Run) -> None:
     result = cli("plan", "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h200,h10")
     assert result.code == 2 and result.err.count("\n") == 1
