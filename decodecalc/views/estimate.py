@@ -183,15 +183,15 @@ def _share_exact(value: float) -> str:
 def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     """Per-context columns; the aggregate column only for a batch above 1 (None: always).
     A narrow terminal drops them highest ``drop`` first: communication, state, the batch's
-    throughput, weights, bound, KV, per-sequence rate, the crossover marker, then Fits;
-    context, total, KV share and ms per token always stay."""
+    throughput, weights, bound, KV, per-sequence rate, the crossover marker, the KV
+    share, then Fits; context, total and the headline step always stay."""
     columns = [
         Column("context", "Context (tokens)", h.tokens, h.whole),
         Column("weight_bytes", "Weights", h.size, h.whole, drop=6),
         Column("kv_bytes", "KV cache", h.size, h.whole, drop=4),
         Column("state_bytes", "State", h.size, h.whole, drop=8),
         Column("total_bytes", "Total / step", h.size, h.whole),
-        Column("kv_share", "KV share", h.share, _share_exact),
+        Column("kv_share", "KV share", h.share, _share_exact, drop=2),
         Column("ms_per_token", "ms / token", h.ms, h.ms_exact),
         Column("expected_band", "Expected ms (band)", _band, _band_exact),
         Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact, drop=3),

@@ -21,7 +21,13 @@ import pytest
 
 from decodecalc.cli import main
 from decodecalc.views import humanize as h
-from decodecalc.views.render import fit_columns, table_width, to_markdown, to_table
+from decodecalc.views.render import (
+    MIN_COLUMNS,
+    fit_columns,
+    table_width,
+    to_markdown,
+    to_table,
+)
 from decodecalc.views.report import Column, Report
 from tests.conftest import Run
 
@@ -335,13 +341,31 @@ def test_spare_width_unwraps_text_before_headers() -> None:
 
 
 def test_a_dropped_column_is_named_under_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = _render(_report(), 30, monkeypatch)
+    """At 40 columns (MIN_COLUMNS) the 46 the table needs are too many: Other (drop 2,
+    right of the figure) goes, and 38 fit."""
+    out = _render(_report(), 40, monkeypatch)
     lines = out.splitlines()
-    assert max(map(len, lines)) <= 30
-    assert "123,456,789" not in out and "123456789" not in out
+    assert max(map(len, lines)) <= 40
+    assert "123456789" in out and "Other" not in out.split("not shown")[0]
     note = " ".join(out.split())
-    assert "not shown at 30 columns: Some figure, Other (a wider terminal or --format json" in note
+    assert "not shown at 40 columns: Other (a wider terminal or --format json" in note
     assert note.endswith("a footer")  # the note comes straight under the table
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "12", "39"])
+def test_a_tiny_width_is_laid_out_at_the_minimum(
+    cli: Run, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """COLUMNS=0 printed the Context column alone, without the header lines or the line
+    naming what was left out: below MIN_COLUMNS the table is laid out at MIN_COLUMNS, and
+    the headline (the expected step) outlives the KV share."""
+    monkeypatch.setenv("COLUMNS", columns)
+    out = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "4K").out
+    assert out.startswith("Llama-3.1-8B on NVIDIA H100 SXM")
+    assert max(map(len, out.splitlines())) <= MIN_COLUMNS
+    (row,) = [line for line in out.splitlines() if line.lstrip().startswith("4,096 │")]
+    assert "15.55 GB" in row and re.search(r"\d\.\d \(\d\.\d-\d+\.\d\)", row), row
+    assert "not shown at 40 columns: Weights, KV cache, KV share," in " ".join(out.split())
 
 
 def test_text_wraps_only_at_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
