@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
 from decodecalc.record import replace
-from decodecalc.views.report import ASKED, KEPT, Column, Report
+from decodecalc.views.report import ASKED, CSV_FLOAT, KEPT, Column, Report
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -37,6 +37,8 @@ def _csv_value(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return CSV_FLOAT % value
     return value
 
 

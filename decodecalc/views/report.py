@@ -27,6 +27,10 @@ narrow table keeps them as KEPT, for the user asked for them by name."""
 
 Formatter = Callable[[Any], str]
 
+CSV_FLOAT = "%.12g"
+"""How every CSV writes a float: 12 significant digits, so binary noise never shows
+(89.27, not 89.27000000000001); sweep's streamed rows build their line from it too."""
+
 
 @record
 class Column:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,33 @@ def test_generate_csv_is_data(cli: Run) -> None:
     (row,) = csv.DictReader(io.StringIO(cli(*args, "-f", "csv").out))
     doc = json.loads(cli(*args, "--json").out)
     assert int(row["prompt_tokens"]) == 8192 and row["model"] == "llama-3.1-8b"
-    assert float(row["decode_s"]) == doc["decode_s"]
-    assert float(row["expected_decode_s"]) == doc["expected_decode_s"]
+    # CSV floats carry 12 significant digits (views/report.py CSV_FLOAT)
+    assert float(row["decode_s"]) == pytest.approx(doc["decode_s"], rel=1e-11)
+    assert float(row["expected_decode_s"]) == pytest.approx(doc["expected_decode_s"], rel=1e-11)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["engines"],
+        ["estimate", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-c", "1K,100K"],
+        ["serving", "-m", "llama-3.1-8b", "-g", "h100", "--input-len", "1K", "--output-len",
+         "100", "--concurrency", "3,7"],
+    ],
+    ids=["engines", "estimate", "serving"],
+)  # fmt: skip
+def test_every_csv_float_has_at_most_12_significant_digits(cli: Run, args: list[str]) -> None:
+    """As sweep's rows: no binary noise (engines printed 89.27000000000001 and
+    16.550639999999998), one format for every command's CSV."""
+    out = cli(*args, "-f", "csv").out
+    cells = [cell for row in csv.reader(io.StringIO(out)) for cell in row]
+    floats = [c for c in cells if re.fullmatch(r"-?\d+\.\d+(e[-+]\d+)?", c)]
+    assert floats
+    for cell in floats:
+        digits = cell.split("e")[0].replace(".", "").replace("-", "").lstrip("0")
+        assert len(digits) <= 12, cell
+    if args == ["engines"]:
+        assert "89.27," in out and "16.55064," in out  # atom's per-layer us, gpt-fast's
 
 
 def test_every_sweep_csv_float_has_at_most_12_significant_digits(cli: Run) -> None:
