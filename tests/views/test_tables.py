@@ -448,3 +448,15 @@ def test_plan_s_energy_column_reads_the_json_to_three_decimals(cli: Run) -> None
     at = [cell.strip() for cell in header.split("┃")].index("J / tok")
     cells = [line.split("│")[at].strip() for line in table.splitlines() if "│" in line]
     assert cells and cells == [f"{r['joules_per_token']:.3f}" for r in rows[: len(cells)]]
+
+
+def test_check_separates_thousands_of_milliseconds(cli: Run, tmp_path: Path) -> None:
+    """The roofline step at 2^30 tokens, 42,015.671 ms (worked out above), as check's
+    Value cell says it."""
+    deployment = tmp_path / "long.yaml"
+    deployment.write_text(
+        "model: llama-3.1-8b\ngpu: h100\ncontext: 1G\nengine: roofline\n"
+        "targets:\n  max_ms_per_token: 30\n"
+    )
+    result = cli("check", str(deployment))
+    assert result.code == 1 and "42,015.671 ms at 1,073,741,824 tokens" in result.out
