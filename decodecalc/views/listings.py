@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine, gpu_family
-from decodecalc.engine.select import at_line, newest_line
+from decodecalc.engine.select import at_line, newest_line, widened
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
@@ -165,6 +165,10 @@ def _engine_params(p: EngineParams) -> dict[str, object]:
         else p.allreduce_latency_s * 1e6,
         "band_low": p.band[0],
         "band_high": p.band[1],
+        # The band a scenario outside the fitted range takes: one band served both before
+        # 2026-12-02, so this pair is what band_* held then.
+        "outside_band_low": widened(p).band[0],
+        "outside_band_high": widened(p).band[1],
         "points": p.points,
     }
 

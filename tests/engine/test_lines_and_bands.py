@@ -269,6 +269,17 @@ def test_engines_lists_lines(cli: Run) -> None:
     assert rows[0]["lines"][0]["versions"] == ["0.4.2.post4 (rocm/sglang-staging:20250212)"]
 
 
+def test_engines_gives_the_band_outside_the_range(cli: Run) -> None:
+    """engines --json holds both bands: band_* inside the fitted range, outside_band_* the
+    wider one a scenario beyond it takes (the band as it was before 2026-12-02), each the
+    wider of the parameters' band and the range's outside band on its side (widened)."""
+    for r in json.loads(cli("engines", "--json").out)["engines"]:
+        assert r["outside_band_low"] <= r["band_low"] <= 1 <= r["band_high"]
+        assert r["band_high"] <= r["outside_band_high"]
+    spread = EngineParams(1.0, 1.0, band=(0.8, 1.3), range=replace(RANGE, outside_band=(0.6, 1.2)))
+    assert widened(spread).band == (0.6, 1.3)  # low from the range, high from its own band
+
+
 def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
     """30 left-out ratios on one family: 20 inside their predictor's range (0.90, 0.92,
     0.94, fourteen at 1.0, 1.06, 1.08, 1.10), 10 outside it at 0.5-0.9 and 1.1-1.5.
