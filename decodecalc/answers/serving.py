@@ -23,7 +23,6 @@ from fractions import Fraction
 from functools import cached_property
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import draft_scenario
 from decodecalc.engine.profile import Engine, roofline
 from decodecalc.engine.scheduler import SchedulerLimits
@@ -34,7 +33,8 @@ from decodecalc.record import field, record, replace
 from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.workload import Workload
-from decodecalc.step.flops import matmul_params, step_flops
+from decodecalc.step.flops import pass_flops, step_flops
+from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
@@ -237,9 +237,11 @@ def step_prices(scenario: Scenario, workload: Workload) -> _Steps:
 def prefill_flops_per_token(scenario: Scenario, workload: Workload) -> float:
     """FLOPs of one computed prompt token, all GPUs: the matmuls and its share of causal
     attention over the whole prompt; a prefix-cache hit skips the prefix's tokens but
-    the rest still attend to it."""
+    the rest still attend to it. The LM head is multiplied once per request, at the
+    prompt's last position (pass_flops): spread here over the prompt's tokens, so the
+    chunks that carry a request's prompt add up to it (TTFT is their sum)."""
     model = scenario.model
-    matmuls = 2 * matmul_params(model) * workload.new_tokens
+    matmuls = pass_flops(model, workload.new_tokens, 1)
 
     def attention(tokens: int) -> int:
         return sum(m.prefill_attention_flops(tokens) for m in model.mixers())

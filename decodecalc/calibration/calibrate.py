@@ -4,7 +4,8 @@ roofline and fitted prediction, and the error that remains (docs/physics.md sect
 Two fits come out of the same points. The step model (engine_fit) is what calibrate
 reports and what ``--save-engine`` keeps as an engine profile. ``--save`` keeps the older,
 coarser one: a single efficiency and a per-step overhead for the roofline itself
-(``--efficiency calibrated``), which has no separate KV efficiency or per-layer cost.
+(``--efficiency calibrated``), which has no separate KV efficiency or per-layer cost. Both
+are fitted on the relative error, and each is reported with its own error on the points.
 """
 
 from __future__ import annotations
@@ -98,24 +99,71 @@ def calibrate(
     return Calibration(fit, tuple(checked))
 
 
-def roofline_fit(points: list[MeasuredPoint]) -> Fit:
-    """One efficiency and a per-step overhead for the roofline (``--save``): measured less
-    communication = memory time / efficiency + overhead, by least squares, kept physical
-    (overhead >= 0, efficiency <= 1)."""
-    memory, target = [], []
+@record
+class RooflineFit:
+    """The fit ``--save`` keeps, and each point's relative error under it: what
+    ``--efficiency calibrated`` predicts for the point against what was measured."""
+
+    fit: Fit
+    errors: tuple[float, ...]
+
+    @property
+    def rms_error(self) -> float:
+        return math.sqrt(sum(e**2 for e in self.errors) / len(self.errors))
+
+    @property
+    def median_error(self) -> float:
+        """Median absolute relative error."""
+        return statistics.median(abs(e) for e in self.errors)
+
+
+def roofline_fit(points: list[MeasuredPoint]) -> RooflineFit:
+    """One efficiency and a per-step overhead for the roofline (``--save``), fitted on the
+    relative error, the error calibrate reports, and kept physical (overhead >= 0,
+    efficiency <= 1).
+
+    Each point i has r_i, its memory time at the roofline (efficiency 1), k_i its
+    communication and m_i its measured step; the fit predicts a r_i + c + k_i, a = 1/e.
+    Its relative error is (a r_i + c + k_i) / m_i - 1 = (a r_i + c - t_i) / m_i with
+    t_i = m_i - k_i, so the loss sum ((a r_i + c - t_i) / m_i)^2 is least squares of
+    t = a r + c with weights w_i = 1 / m_i^2 (least_squares.fit_line). A least-squares
+    fit in milliseconds instead lets the slowest points outweigh the rest: a 28 ms point
+    pulls the fit 4 times as hard as a 7 ms one (review s39 #4).
+
+    Through the origin (c = 0, where the line's overhead comes out negative):
+    d/da sum w_i (a r_i - t_i)^2 = 2 sum w_i r_i (a r_i - t_i) = 0 gives
+    a = sum w_i r_i t_i / sum w_i r_i^2, so e = sum (r_i / m_i)^2 / sum r_i t_i / m_i^2;
+    without communication (t_i = m_i) and with x_i = r_i / m_i, the roofline's share of
+    each point, e = sum x_i^2 / sum x_i. At e = 1 (a faster fit cannot be) the overhead
+    alone: d/dc sum w_i (r_i + c - t_i)^2 = 0 gives c = sum w_i (t_i - r_i) / sum w_i."""
+    memory, target, weights, steps = [], [], [], []
     for p in points:
-        row = StepModel.of(p.scenario).row(p.context_tokens)
+        step = StepModel.of(p.scenario)
+        row = step.row(p.context_tokens)
+        steps.append(step)
         memory.append(row.memory_seconds)  # at efficiency 1: the bytes at peak bandwidth
         target.append(p.measured_seconds - row.comm_seconds)
-    fit = fit_line(memory, target)
-    pairs = list(zip(memory, target, strict=True))
+        weights.append(1 / p.measured_seconds**2)
+    fit = fit_line(memory, target, weights)
+    pairs = list(zip(memory, target, weights, strict=True))
     if fit.overhead_s < 0:
         # A negative overhead is unphysical: fit the slope alone, through the origin.
-        fit = Fit(sum(r * r for r, _ in pairs) / sum(r * m for r, m in pairs), 0.0)
+        fit = Fit(sum(w * r * r for r, _, w in pairs) / sum(w * r * t for r, t, w in pairs), 0.0)
     if fit.efficiency > 1:
         # Faster than the roofline cannot be: keep efficiency 1, let overhead absorb the rest.
-        fit = Fit(1.0, max(0.0, sum(t - r for r, t in pairs) / len(pairs)))
-    return fit
+        overhead = sum(w * (t - r) for r, t, w in pairs) / sum(weights)
+        fit = Fit(1.0, max(0.0, overhead))
+    errors = tuple(
+        _applied(step, p, fit) / p.measured_seconds - 1
+        for step, p in zip(steps, points, strict=True)
+    )
+    return RooflineFit(fit, errors)
+
+
+def _applied(step: StepModel, point: MeasuredPoint, fit: Fit) -> float:
+    """The point's step as ``--efficiency calibrated`` prices it under ``fit``."""
+    s = replace(step.scenario, efficiency=fit.efficiency, overhead_s=fit.overhead_s)
+    return StepModel.of(s).row(point.context_tokens).seconds_per_token
 
 
 def profile_text(cal: Calibration, name: str, source: str) -> str:

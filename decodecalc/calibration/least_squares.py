@@ -3,7 +3,8 @@ efficiency and overhead) and a small linear model with lower bounds (the engine 
 
 A measured step is modelled as  t = memory_time / efficiency + overhead + communication,
 so with r = memory time at the roofline and m = measured time less communication,
-m = a r + c is a straight line: least squares gives a = 1/efficiency and c = overhead.
+m = a r + c is a straight line: least squares gives a = 1/efficiency and c = overhead
+(weighted by 1 / measured^2, the squared relative error: calibrate.roofline_fit).
 
 The engine step model has at most five unknowns, each bounded below only (an efficiency
 of at most 1 is an inverse of at least 1; a cost is at least 0). Its least-squares optimum
@@ -23,22 +24,30 @@ from decodecalc.errors import InputError
 from decodecalc.loading.saved import Fit
 
 
-def fit_line(roofline_s: Sequence[float], measured_s: Sequence[float]) -> Fit:
-    """Least-squares a and c in measured = a x roofline + c; efficiency = 1/a."""
+def fit_line(
+    roofline_s: Sequence[float], measured_s: Sequence[float], weights: Sequence[float] = ()
+) -> Fit:
+    """Least-squares a and c in measured = a x roofline + c, each point's squared residual
+    weighted (``weights``; none given: 1 each); efficiency = 1/a. Weighted means make it
+    the textbook line: a = sum w (r - r_)(m - m_) / sum w (r - r_)^2, c = m_ - a r_, with
+    r_ and m_ the weighted means."""
     n = len(roofline_s)
     if n < 2:
         raise InputError("calibration needs at least two measured points")
-    mean_r = sum(roofline_s) / n
-    mean_m = sum(measured_s) / n
-    var = sum((r - mean_r) ** 2 for r in roofline_s)
+    w = list(weights) or [1.0] * n
+    total = sum(w)
+    mean_r = sum(wi * r for wi, r in zip(w, roofline_s, strict=True)) / total
+    mean_m = sum(wi * m for wi, m in zip(w, measured_s, strict=True)) / total
+    var = sum(wi * (r - mean_r) ** 2 for wi, r in zip(w, roofline_s, strict=True))
     if var <= 0:
         raise InputError(
             "the points all predict the same time, so efficiency and overhead cannot be told "
             "apart: add points with other models, formats or batches"
         )
-    slope = (
-        sum((r - mean_r) * (m - mean_m) for r, m in zip(roofline_s, measured_s, strict=True)) / var
+    covariance = sum(
+        wi * (r - mean_r) * (m - mean_m) for wi, r, m in zip(w, roofline_s, measured_s, strict=True)
     )
+    slope = covariance / var
     if slope <= 0:
         raise InputError("the measured times do not grow with the bytes per step: no fit")
     return Fit(efficiency=1 / slope, overhead_s=mean_m - slope * mean_r)

@@ -53,8 +53,8 @@ def calibrate(
         bool,
         typer.Option(
             "--save",
-            help="Keep a roofline fit (one efficiency, a per-step overhead) for "
-            "--efficiency calibrated.",
+            help="Keep a roofline fit (one efficiency, a per-step overhead, fitted on the "
+            "relative error; its own error is printed) for --efficiency calibrated.",
         ),
     ] = False,
     save_to: Annotated[
@@ -135,7 +135,7 @@ def calibrate(
         roofline = roofline_fit(found)
         saved = str(
             save_calibration(
-                roofline, source, target, gpus, force=out.to.force, inputs=out.to.inputs
+                roofline.fit, source, target, gpus, force=out.to.force, inputs=out.to.inputs
             )
         )
     report = calibration_report(result, saved, roofline, engine_saved)

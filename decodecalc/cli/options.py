@@ -5,7 +5,7 @@ import copy
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -149,14 +149,18 @@ def _declared(
     flags: tuple[str, ...],
     **option: Any,
 ) -> inspect.Parameter:
-    """One option as a keyword parameter (None among its values where its default is)."""
+    """One option as a keyword parameter (None among its values where its default is),
+    its declaration standing as the default (Typer's other spelling, read the same way):
+    ``Annotated[kind, ...]`` builds a typing alias that costs a query more than the
+    option itself, once for each of the two dozen options a command declares."""
     if default is None:
         kind = kind | None
+    given = ... if default is inspect.Parameter.empty else default
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        annotation=Annotated[kind, typer.Option(*flags, **option)],
-        default=default,
+        annotation=kind,
+        default=typer.Option(given, *flags, **option),
     )
 
 
@@ -185,9 +189,12 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
 def scenario_option(name: str, help: str) -> Any:
     """One scenario field's option (its flags, metavar, completion and parser), for a
     command that takes it alone with its own help (check's --gpu: the GPU of files that
-    name none): ``Annotated[TYPE, scenario_option(...)]``."""
+    name none): ``Annotated[TYPE, scenario_option(...)]``, where the first flag stands
+    in the place of the default (_declared's declaration holds the default there)."""
     option = next(o for o in SCENARIO_FIELDS if o.name == name)
-    declared = copy.copy(get_args(_parameter(option, False).annotation)[1])
+    declared = copy.copy(_parameter(option, False).default)
+    declared.default, *rest = declared.param_decls
+    declared.param_decls = tuple(rest)
     declared.help = help
     return declared
 

@@ -61,21 +61,19 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
     of GPUs among them)."""
     import copy
     import inspect
-    from typing import get_args
 
     signature = inspect.signature(command)
     parameters = []
     for p in signature.parameters.values():
         if p.name in PLAN_HELP:
-            kind, declared = get_args(p.annotation)
-            declared = copy.copy(declared)
+            declared = copy.copy(p.default)  # (the declaration stands as the default)
             declared.help, declared.show_default = PLAN_HELP[p.name], False
-            if p.name == "gpu":  # (under Annotated, Typer keeps the first flag as default)
-                declared.default, declared.param_decls = "--gpus", ("--gpu", "-g")
+            if p.name == "gpu":
+                declared.param_decls = ("--gpus", "--gpu", "-g")
                 declared.metavar = "GPUS"
             if p.name == "engine":
                 declared.metavar = "ENGINE"
-            p = p.replace(annotation=Annotated[kind, declared])
+            p = p.replace(default=declared)
         parameters.append(p)
     setattr(command, "__signature__", signature.replace(parameters=parameters))  # noqa: B010
     return command

@@ -8,6 +8,7 @@ Files are loaded on demand: a query reads the few files it names, not the whole 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -58,8 +59,11 @@ T = TypeVar("T")
 P = TypeVar("P", bound=Preset)
 
 
+@functools.cache
 def presets_dir() -> Path:
-    """The built-in presets: inside the installed package, else the source checkout's."""
+    """The built-in presets: inside the installed package, else the source checkout's.
+    Found once per process: resolving the package's path takes a system call per folder
+    above it, and a query asks a dozen times (each listing, each shipped preset's key)."""
     package = Path(__file__).resolve().parent.parent
     installed = package / "presets"
     return installed if installed.is_dir() else package.parent / "presets"

@@ -250,6 +250,8 @@ def _model(given: _Given, family: str, hidden: int, notes: str = "", **shape: An
     """The Model, labelled as given by numbers, with the maximum context given or assumed."""
     if given.has("max_context"):
         context = given.parsed("max_context", parse_tokens)
+        if context < 1:  # as config.json's max_position_embeddings: 0 is refused
+            raise given.error(f"max_context={given.value('max_context')} must be at least 1 token")
     else:
         context = DEFAULT_CONTEXT
         notes += f"; max_context not given, {DEFAULT_CONTEXT:,} tokens assumed"

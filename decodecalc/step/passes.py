@@ -17,7 +17,7 @@ from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import within_band
-from decodecalc.step.flops import matmul_params
+from decodecalc.step.flops import pass_flops
 from decodecalc.step.step import StepModel, packed_terms, roofline_seconds, streamed_weight_bytes
 
 
@@ -65,10 +65,12 @@ class Prefill:
 
 
 def prefill_flops(scenario: Scenario, prompt_tokens: int) -> int:
-    """All B prompts: 2 x matmul params x P plus causal attention over each prompt."""
-    model = scenario.model
+    """All B prompts: 2 x (matmul params - LM head) x B x P, the LM head only at each
+    prompt's last position (2 x LM head x B: pass_flops), plus causal attention over each
+    prompt."""
+    model, batch = scenario.model, scenario.batch
     attention = sum(m.prefill_attention_flops(prompt_tokens) for m in model.mixers())
-    return scenario.batch * (2 * matmul_params(model) * prompt_tokens + attention)
+    return pass_flops(model, batch * prompt_tokens, batch) + batch * attention
 
 
 def prefill(step: StepModel, prompt_tokens: int) -> Prefill:

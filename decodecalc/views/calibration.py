@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from decodecalc.calibration.calibrate import Calibration, CheckedPoint
+from decodecalc.calibration.calibrate import Calibration, CheckedPoint, RooflineFit
 from decodecalc.calibration.validation import LeftOut, Validation
 from decodecalc.engine.profile import EngineParams
-from decodecalc.loading.saved import Fit
 from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import scenario_ids
@@ -39,7 +38,7 @@ def _pct(value: float) -> str:
 def calibration_report(
     cal: Calibration,
     saved_to: str | None,
-    roofline: Fit | None = None,
+    roofline: RooflineFit | None = None,
     engine_saved_to: str | None = None,
 ) -> Report:
     records = tuple(_point_record(c) for c in cal.points)
@@ -65,7 +64,12 @@ def calibration_report(
         saved_to=saved_to,
         saved_fit=None
         if roofline is None
-        else {"efficiency": roofline.efficiency, "overhead_ms": roofline.overhead_s * 1000},
+        else {
+            "efficiency": roofline.fit.efficiency,
+            "overhead_ms": roofline.fit.overhead_s * 1000,
+            "rms_error_pct": roofline.rms_error * 100,
+            "median_abs_error_pct": roofline.median_error * 100,
+        },
         engine_saved_to=engine_saved_to,
         points=list(records),
     )
@@ -93,9 +97,10 @@ def calibration_report(
     footer: tuple[str, ...] = ()
     if saved_to and roofline:
         footer += (
-            f"saved the roofline fit (efficiency {roofline.efficiency:.3f}, overhead "
-            f"{roofline.overhead_s * 1000:.3f} ms per step) to {saved_to}: use --efficiency "
-            "calibrated",
+            f"saved the roofline fit (efficiency {roofline.fit.efficiency:.3f}, overhead "
+            f"{roofline.fit.overhead_s * 1000:.3f} ms per step; on these points RMS error "
+            f"{roofline.rms_error:.1%}, median {roofline.median_error:.1%}) to {saved_to}: "
+            "use --efficiency calibrated",
         )
     if engine_saved_to:
         footer += (f"saved the engine profile to {engine_saved_to}: use --engine with its name",)

@@ -277,7 +277,17 @@ def describe_engine(s: Scenario) -> str:
     return f" · expected: {engine.id}{line} on {engine.family} ({params.points} points)"
 
 
-def _memory_line(est: Estimate, capacity: int) -> str:
+def _room_fields(est: Estimate) -> dict[str, int | None]:
+    """The room a server leaves per GPU and what it takes first (null without a GPU)."""
+    room = None if est.memory is None else est.memory.room
+    return {
+        "memory_usable_bytes": None if room is None else room.usable_bytes,
+        "activation_peak_bytes": None if room is None else room.activation_bytes,
+        "runtime_reserve_bytes": None if room is None else room.reserve_bytes,
+    }
+
+
+def _memory_line(est: Estimate) -> str:
     m, s = est.memory, est.scenario
     assert m is not None
     longest = est.rows[-1].context_tokens
@@ -287,7 +297,7 @@ def _memory_line(est: Estimate, capacity: int) -> str:
         else f"up to {m.max_context:,} tokens fit"
         if m.max_context
         else "the weights alone overflow"
-        if m.stored_weight_bytes > m.budget_bytes
+        if m.stored_weight_bytes > m.room.usable_bytes
         else "not one token of cache fits beside the weights"
     )
     sequences = (
@@ -295,9 +305,11 @@ def _memory_line(est: Estimate, capacity: int) -> str:
         if m.max_batch is None
         else f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
     )
+    assert s.gpu is not None
     return (
-        f"memory per GPU: {h.size(m.budget_bytes)} usable ({h.binary_size(capacity)} x "
-        f"{s.memory_utilization:g}), {h.size(m.stored_weight_bytes)} of weights; "
+        f"memory per GPU: {h.size(m.room.usable_bytes)} usable "
+        f"({h.binary_size(s.gpu.memory_bytes)}, sized as vLLM does), "
+        f"{h.size(m.stored_weight_bytes)} of weights; "
         f"{sequences} at {longest:,} tokens; at batch {s.batch:,} {context}"
     )
 
@@ -386,8 +398,8 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
         lines.append(
             f"recurrent state: {h.size(est.state_bytes_per_step)} per step, constant in the context"
         )
-    if est.memory is not None and s.gpu is not None:
-        lines.append(_memory_line(est, s.gpu.memory_bytes))
+    if est.memory is not None:
+        lines.append(_memory_line(est))
     lines.extend(_compute_lines(est))
     if s.tp > 1 and not s.dp_attention:
         from decodecalc.views.listings import tp_kv_rule
@@ -442,6 +454,8 @@ def estimate_report(est: Estimate) -> Report:
         stored_weight_bytes=est.memory.stored_weight_bytes if est.memory else None,
         max_batch_that_fits=est.memory.max_batch if est.memory else None,
         max_context_that_fits=est.memory.max_context if est.memory else None,
+        # Added: the room the fits above are solved in (a server's, as serving sizes its pool).
+        **_room_fields(est),
         ridge_batch=est.ridge_batch,
         flops_class=est.flops_class,
         **({} if costs is None else {"cost": costs}),

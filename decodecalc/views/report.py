@@ -12,7 +12,7 @@ from typing import Any
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped when a field changes meaning or disappears (docs/json.md). 2: ms_per_token,
 tokens_per_s, throughput_tokens_per_s, ratio_to_first and generate's decode figures hold
 the headline step (the engine's expected one; the roofline under --engine roofline), and

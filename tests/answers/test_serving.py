@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from decodecalc.answers.kv_pool import kv_pool
 from decodecalc.answers.serving import erlang_c, serve
 from decodecalc.engine.profile import ROOFLINE
 from decodecalc.engine.scheduler import scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.scenarios.workload import Speculation, Workload
+from decodecalc.step.kv_pool import kv_pool
 from tests.conftest import Run, preset_scenario
 
 BASE = ("serving", "-m", "llama-3.1-8b", "-g", "h100-sxm")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from decodecalc.answers.serving import serve
+from decodecalc.answers.generate import generate
+from decodecalc.answers.serving import prefill_flops_per_token, serve
 from decodecalc.calibration.engine_fit import PrefillCase, fit_prefill
 from decodecalc.engine.profile import Engine, EngineParams
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
@@ -29,20 +30,24 @@ def _scenario(catalog: Catalog, params: EngineParams) -> tuple[Scenario, Schedul
 def test_ttft_of_one_request_by_hand(catalog: Catalog) -> None:
     """Llama-3.1-8B BF16 on an H100, one request of 4,000 prompt tokens, e_p 0.5 and c_req
     20 ms: no queue (concurrency 1), one chunk (vLLM's 8,192-token budget), compute-bound.
-    Its matmuls are 2 x 7,504,924,672 x 4,000 = 6.004e13 FLOPs, at 0.5 x 989.4 TFLOP/s
-    121.36 ms; its causal attention at most 4 x 4,096 x 4,000^2 / 2 x 32 = 4.19e12, 8.48
-    ms more; the one decode token beside it 2 x 7.5e9 FLOPs, 0.03 ms at peak; the weights
-    (15.0 GB at 3.35 TB/s, 4.5 ms) hide under it. TTFT = 121.36 ms + 20 ms = 141.36 ms at
-    least, 141.36 + 8.48 + 0.03 = 149.87 ms at most; at e_p 1 and no c_req the chunk's
-    compute halves: 60.68 to 65.0 ms."""
+    Its matmuls, the LM head (128,256 x 4,096 = 525,336,576 params) at the last prompt
+    token only: 2 x (7,504,924,672 - 525,336,576) x 4,000 + 2 x 525,336,576
+    = 55,837,755,441,152 FLOPs; its causal attention 32 layers x 4 x 32 heads x 128
+    x (4,000 x 3,999 / 2) = 524,288 x 7,998,000 = 4,193,255,424,000: 60,031,010,865,152
+    FLOPs at 0.5 x 989.4 TFLOP/s = 121.3483 ms. The one decode token beside it, at peak:
+    2 x 7,504,924,672 + 524,288 x (4,000 + 4,100) / 2 = 17,133,215,744 FLOPs, 0.0173 ms;
+    the weights (15.0 GB at 3.35 TB/s, 4.5 ms) hide under it. TTFT = 121.3483 + 0.0173
+    + 20 = 141.3657 ms; at e_p 1 and no c_req the chunk's compute halves: 60.6915 ms."""
     scenario, limits = _scenario(catalog, replace(PARAMS, per_request_s=0.02))
     workload = Workload(4000, 101, concurrency=1)
     result = serve(scenario, workload, limits)
     assert result.queue_s == 0 and result.prefill_chunks == 1
-    assert 0.14136 < result.ttft_s < 0.14987
+    decode = 17_133_215_744 / 989.4e12
+    chunk = 60_031_010_865_152 / 989.4e12
+    assert result.ttft_s == pytest.approx(chunk / 0.5 + decode + 0.02, rel=1e-9)
     plain, _ = _scenario(catalog, EngineParams(weight_efficiency=1.0, kv_efficiency=1.0))
     roofline = serve(plain, workload, limits).ttft_s
-    assert 0.06068 < roofline < 0.0650
+    assert roofline == pytest.approx(chunk + decode, rel=1e-9)
 
 
 def test_fit_recovers_the_prefill_efficiency(catalog: Catalog) -> None:
@@ -72,3 +77,23 @@ def test_per_request_cost_at_the_family_prefill_efficiency(catalog: Catalog) -> 
     fit = fit_prefill(cases, prior=0.4)
     assert fit.prefill_efficiency == 0.4
     assert fit.per_request_s == pytest.approx(0.03, rel=1e-9)
+
+
+def test_a_prompt_multiplies_the_lm_head_once(catalog: Catalog) -> None:
+    """A server's prompt chunks carry FLOPs per computed token, the LM head counted once a
+    request (at its prompt's last token) and spread over the tokens, so a request's chunks
+    add up to its prefill. Llama-3.1-8B: 7,504,924,672 multiplied params, LM head
+    525,336,576, causal attention A(n) = 32 x 4 x 32 x 128 x n(n - 1)/2 = 524,288 x n(n - 1)/2.
+    1,000 prompt tokens: 2 x 6,979,588,096 x 1,000 + 2 x 525,336,576 + A(1,000)
+    = 13,959,176,192,000 + 1,050,673,152 + 261,881,856,000 = 14,222,108,721,152 FLOPs,
+    generate's prefill. With a 600-token prefix hit half the time, 1,000 - 300 = 700 tokens
+    are computed: 2 x 6,979,588,096 x 700 + 2 x 525,336,576 + A(1,000) - 0.5 x A(600)
+    = 9,771,423,334,400 + 1,050,673,152 + 261,881,856,000 - 47,107,276,800
+    = 9,987,248,586,752 FLOPs over 700 tokens."""
+    scenario = preset_scenario(catalog, "llama-3.1-8b")
+    whole = Workload(1000, 500, concurrency=1)
+    assert prefill_flops_per_token(scenario, whole) == pytest.approx(14_222_108_721.152)
+    assert generate(scenario, 1000, 1).prefill.flops == 14_222_108_721_152
+    cached = Workload(1000, 200, concurrency=8, prefix_len=600, prefix_hit_rate=0.5)
+    assert cached.new_tokens == 700
+    assert prefill_flops_per_token(scenario, cached) == pytest.approx(9_987_248_586_752 / 700)

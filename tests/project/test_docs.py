@@ -558,6 +558,10 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -b 2e6TB/s", "is implausibly large (at most 1e+18 bytes/s)"),
     ("estimate -m llama-3.1-8b -g h100 --overhead 5000s", "is implausibly long (at most an hour)"),
     ("estimate -m llama-3.1-8b -b 1e999999999TB/s", "'1e999999999TB/s' is out of range"),
+    (
+        "estimate -g h100 -m layers=2,hidden=64,heads=4,vocab=9,intermediate=8,max_context=0",
+        "max_context=0 must be at least 1 token",
+    ),
 ]
 
 

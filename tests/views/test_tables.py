@@ -157,6 +157,7 @@ CASES = {
         {
             "Dtype": lambda r: r["id"],
             "Bits/value": lambda r: f"{r['bits_per_value']:g}",
+            "Weights": lambda r: "yes" if r["weights"] else "no",
             "KV cache": lambda r: "yes" if r["kv_cache"] else "no",
             "Aliases": lambda r: ", ".join(r["aliases"]),
             "What it is": lambda r: r["description"],
