@@ -21,8 +21,8 @@ GIB = 2**30
 TIB = 2**40
 
 _DECIMAL_PREFIX = {"": 1, "k": KB, "m": MB, "g": GB, "t": TB, "p": 10**15}
-_BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB}
-_BYTE_PREFIXES = "kKmMgGtT"
+_BINARY_PREFIX = {"ki": KIB, "mi": MIB, "gi": GIB, "ti": TIB, "pi": 2**50}
+_BYTE_PREFIXES = "kKmMgGtTpP"
 _FLOPS_PREFIXES = "kKmMgGtTpP"
 _TIME_UNIT = {"s": 1, "ms": 10**3, "us": 10**6, "µs": 10**6, "ns": 10**9}
 """Each time unit's count per second."""
@@ -175,7 +175,10 @@ def parse_size(text: str, what: str = "memory") -> int:
     value, unit = _split(text, what, SIZE_EXAMPLES)
     parts = _byte_prefix(unit)
     if parts is None or parts[1] == "b":
-        raise InputError(f"{what} {text!r} needs a byte unit ({SIZE_EXAMPLES})")
+        raise InputError(
+            f"{what} {text!r} needs a byte unit: B, kB, MB, GB, TB, PB or KiB, MiB, GiB, TiB, "
+            f"PiB ({SIZE_EXAMPLES})"
+        )
     return _to_positive_int(value * _multiplier(parts[0]), text, what, 10**18, "bytes")
 
 

@@ -63,22 +63,26 @@ The rules (decodecalc/calibration/engine_fit.py and validation.py hold the code)
   pooled ``families:`` stay the line-less fallback (calibration/validation.py: fit_lines,
   engine/select.py: at_line).
 - Range: each parameter set records what its points span (``range:``: model parameters,
-  dense or MoE, batch, context, GPUs, lines) and its band outside that range: the
-  conformal interval below over only the left-out residuals whose point lay outside the
-  range of the parameters that predicted it, never narrower than the band
-  (calibration/validation.py: outside_bands).
+  dense or MoE, batch, context, GPUs, lines, and each fitted model's size: a model within
+  a quarter of one is inside) and its band outside that range (below).
 - Shares (FITTED_SHARES): the 2026 points fitted from a partly held-out file (vLLM 0.19
   and ATOM on MI355X, by model) are fitted apart: a new line on the engine's pooled fit as
   the prior, or a new engine on its own points (with_lines), outside the pooled fits, the
-  family priors and the family bands; their bands come from their own residuals, each
-  model left out in turn (with_share_bands). Vendor factors take the vendor's points of
+  family priors and the family bands; their bands come from their own residuals: inside
+  the range each model's batch size left out in turn, outside it each model left out in
+  turn (with_share_bands). Vendor factors take the vendor's points of
   release lines dated within twelve months before AS_OF (2026-12-02).
-- Band: the split-conformal 80% interval of measured / expected over the left-out
-  predictions of every point on the profile's GPU family (each point predicted by
+- Band: split-conformal 80% intervals of measured / expected over the left-out
+  predictions of the points on the profile's GPU family (each point predicted by
   profiles refitted without its group, its model, its GPU and its engine's newer release
-  lines: validate's four ways); a family with fewer than 20 such residuals takes every
-  family's. So the band is the error to expect on a setup the fit has not seen, not the
-  fit's in-sample spread.
+  lines: validate's four ways). Inside the fitted range, the interval of the predictions
+  that lay inside their predictor's range (a left-out model of a fitted size and kind, on
+  fitted GPUs and lines), every way pooled; outside it, the widest of each way's
+  interval over every prediction and of the interval over those outside their
+  predictor's range (calibration/validation.py: outside_bands). A family with fewer than
+  20 residuals of a kind takes every family's. So the band is the error to expect on a
+  setup the fit has not seen, a setup like the fitted ones or a new one, not the fit's
+  in-sample spread.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ import argparse
 import re
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -108,6 +112,7 @@ from decodecalc.calibration.validation import (
 )
 from decodecalc.engine.profile import EngineParams, release_order
 from decodecalc.engine.select import AS_OF as SHIPPED_AS_OF
+from decodecalc.engine.select import extrapolated
 from decodecalc.engine.transfer import VendorFactor, across, transferred
 from decodecalc.loading.catalog import Catalog, presets_dir
 from decodecalc.loading.saved import FamilyProfile, LineProfile, engine_profile_text
@@ -537,38 +542,36 @@ def with_share_bands(
     base: dict[tuple[str, str], FamilyFit],
     shares: Sequence[Labelled],
 ) -> dict[tuple[str, str], FamilyFit]:
-    """Each share's line (and a new engine's pooled fit) with the conformal band of its
-    own points' residuals, each model left out in turn and predicted by the share refitted
-    without it as with_lines fits it (``base``: the pooled fits it takes as the prior), its
-    outside band the same: a left-out model is what lies outside a fit's range. The
-    family's left-out band from points.yaml (0.64-3.30 on AMD Instinct) would hold the
-    older lines' errors on a new one, not the new line's own."""
+    """Each share's line (and a new engine's pooled fit) with bands from its own points'
+    residuals, each predicted by the share refitted without it as with_lines fits it
+    (``base``: the pooled fits it takes as the prior). Outside the fitted range: the
+    conformal band of each model left out in turn (a new model). Inside it: that of each
+    model's batch size left out in turn (model_batch), over the predictions that lay
+    inside the refit's range: a measured model at another concurrency, TP or context,
+    never wider than outside. The family's left-out band from points.yaml (0.64-3.30 on
+    AMD Instinct) would hold the older lines' errors on a new one, not the new line's
+    own; and a new model's error (ATOM x0.50-x2.50, four models) is not that of a model
+    the line has measured (x0.83-x1.53)."""
     out = dict(fits)
     for (engine, family, line), mine in by_line(shares):
-        ratios = []
-        for model in sorted({p.point.scenario.model.id for p in mine}):
-            train = [p for p in mine if p.point.scenario.model.id != model]
-            if (engine, family) in base:
-                params = fit_line(base[engine, family], train).fit.params
-            else:
-                params = fit_engines(train)[engine, family].fit.params
-            ratios += [
-                p.terms.measured_s / predicted(p, (params,), engine).seconds
-                for p in mine
-                if p.point.scenario.model.id == model
-            ]
-        band = conformal_band(ratios)
+        apart = share_residuals(base, engine, family, mine, lambda p: p.point.scenario.model.id)
+        outside = conformal_band([ratio for ratio, _ in apart])
+        batches = share_residuals(base, engine, family, mine, model_batch)
+        near = [ratio for ratio, beyond in batches if not beyond]
+        inside = conformal_band(near) if near else outside
+        inside = (max(inside[0], outside[0]), min(inside[1], outside[1]))
+        bands = (inside, (min(inside[0], outside[0]), max(inside[1], outside[1])))
         how = (
-            f"band: conformal 80% interval of {len(ratios)} residuals of its own points, each "
-            "model left out in turn (validation/fit_engines.py: with_share_bands)"
+            f"band: conformal 80% interval of the {len(near)} residuals of its own points "
+            "predicted inside the refit's range, each model's batch size left out in turn; "
+            f"outside the fitted range, of its {len(apart)} points, each model left out in "
+            "turn (validation/fit_engines.py: with_share_bands)"
         )
         f = out[engine, family]
         lines = tuple(
             replace(
                 x,
-                fit=replace(
-                    x.fit, params=with_band(x.fit.params, (band, band)), held=(*x.fit.held, how)
-                ),
+                fit=replace(x.fit, params=with_band(x.fit.params, bands), held=(*x.fit.held, how)),
             )
             if x.line == line
             else x
@@ -576,9 +579,44 @@ def with_share_bands(
         )
         if (engine, family) not in base:  # the pooled fit is the share's own
             held = (*(h for h in f.fit.held if not h.startswith("band:")), how)
-            params = with_band(f.fit.params, (band, band))
+            params = with_band(f.fit.params, bands)
             f = replace(f, fit=replace(f.fit, params=params, held=held))
         out[engine, family] = replace(f, lines=lines)
+    return out
+
+
+def model_batch(p: Labelled) -> tuple[str, int]:
+    """What a share's inside band leaves out in turn: one model at one batch size."""
+    return p.point.scenario.model.id, p.point.scenario.batch
+
+
+def share_residuals(
+    base: dict[tuple[str, str], FamilyFit],
+    engine: str,
+    family: str,
+    mine: Sequence[Labelled],
+    unit: Callable[[Labelled], object],
+) -> list[tuple[float, bool]]:
+    """measured / expected of each of a share's points with its ``unit`` left out, the
+    share refitted on the rest as with_lines fits it, and whether the point lay outside
+    the refit's range (engine/select.py extrapolated)."""
+    out = []
+    for key in sorted({unit(p) for p in mine}, key=str):
+        train = [p for p in mine if unit(p) != key]
+        if not train:
+            continue
+        if (engine, family) in base:
+            params = fit_line(base[engine, family], train).fit.params
+        else:
+            params = fit_engines(train)[engine, family].fit.params
+        out += [
+            (
+                p.terms.measured_s / predicted(p, (params,), engine).seconds,
+                bool(p.facts and extrapolated(params.range, p.facts)),
+            )
+            for p in mine
+            if unit(p) == key
+        ]
     return out
 
 

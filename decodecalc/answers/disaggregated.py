@@ -26,12 +26,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.scenarios.workload import WORKLOAD_FIELD, Workload
+from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.parallelism import handover_seconds
 from decodecalc.step.passes import mixed_pass_seconds
 from decodecalc.step.step import StepModel
@@ -164,7 +164,7 @@ def prompt_kv_bytes(decode: Scenario, prompt: int) -> tuple[int, int]:
 
 def decode_worker_requests(decode: Scenario, pool: KvPool, tokens: int) -> float:
     """Requests of ``tokens`` tokens one decode worker's KV pool holds. The pool is sized
-    for a tensor-parallel layout (answers/kv_pool.py); under data-parallel attention each
+    for a tensor-parallel layout (step/kv_pool.py); under data-parallel attention each
     rank holds its own sequences' whole cache and a whole copy of every weight outside the
     routed experts, so the pool's bytes per GPU, less those extra weights, are divided by
     the whole cache per token and multiplied by the ranks (blocks and windows ignored)."""

@@ -155,19 +155,25 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
     notes.extend(context_notes(s, [r.context_tokens for r in est.rows]))
     misfits = [r.context_tokens for r in est.rows if r.fits is False]
     if misfits and est.memory is not None:
-        budget = f"{est.memory.budget_bytes / 1e9:,.2f} GB per GPU"
-        if est.memory.stored_weight_bytes > est.memory.budget_bytes:
+        usable = est.memory.room.usable_bytes
+        budget = f"{usable / 1e9:,.2f} GB per GPU"
+        longest = est.memory.max_context  # the bytes' limit at the batch
+        if est.memory.stored_weight_bytes > usable:
             where = f"the weights alone need more than the {budget}"
+        elif longest is None or misfits[0] <= longest:
+            where = (
+                f"from {misfits[0]:,} tokens, batch {s.batch} is more requests than the "
+                f"server's KV pool holds (it keeps blocks a step does not read) in the {budget}"
+            )
         else:
             where = (
-                f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "
+                f"from {misfits[0]:,} tokens at batch {s.batch:,}, weights, KV and state need "
                 f"more than the {budget}"
             )
         notes.append(
             Note(
                 "does-not-fit",
-                f"does not fit: {where} that {s.memory_utilization:g} of memory leaves "
-                "(these rows describe a deployment that cannot run)",
+                f"does not fit: {where} usable (these rows describe a deployment that cannot run)",
             )
         )
     streaming = est.rows[0].memory_seconds

@@ -158,7 +158,8 @@ def evaluate(scenario: Scenario, targets: Targets) -> Option:
     step = step_at(batch)
     at_batch = step.scenario
     memory = step.memory(context)
-    seconds, fits = step_seconds(step, context), _fits(step, memory, context)
+    seconds = step_seconds(step, context)
+    fits = memory is None or step.fits(context, memory)
     misses = []
     if not fits and memory is not None:
         misses.append(_fit_miss(step, memory, context))
@@ -538,10 +539,6 @@ def step_seconds(step: StepModel, context: int) -> float:
     return row.seconds_per_token if row.expected is None else row.expected.seconds
 
 
-def _fits(step: StepModel, memory: MemoryFit | None, context: int) -> bool:
-    return memory is None or step.fits(context, memory)
-
-
 def largest(low: int, high: int, value: Callable[[int], float], limit: float) -> int:
     """The largest n in [low, high] with value(n) <= limit, for value non-decreasing in n;
     low - 1 when there is none. Exact, in few calls: each probe is where the straight line
@@ -577,14 +574,27 @@ def largest(low: int, high: int, value: Callable[[int], float], limit: float) ->
 
 
 def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
-    need = step.held_bytes(context)
+    """The bytes the batch needs against the room, or where they fit, the requests the
+    KV pool holds (a windowed or hybrid model's blocks)."""
+    room = memory.room
+    need = step.held_bytes(room.held_tokens(context))
+    usable = room.usable_bytes
     batch = step.scenario.batch
+    if need <= usable and memory.pool is not None:
+        held = memory.pool.held_requests(context, step.attention_ranks) or 0
+        return Miss(
+            "fit",
+            batch,
+            held,
+            f"batch {batch:,} at {context:,} tokens, the server's KV pool holds {held:,} "
+            f"(+{_percent(batch / max(held, 1) - 1)})",
+        )
     return Miss(
         "fit",
         need,
-        memory.budget_bytes,
+        usable,
         f"needs {need / 1e9:,.1f} GB per GPU at batch {batch:,} and {context:,} tokens, "
-        f"{memory.budget_bytes / 1e9:,.1f} GB usable (+{_percent(need / memory.budget_bytes - 1)})",
+        f"{usable / 1e9:,.1f} GB usable (+{_percent(need / usable - 1)})",
     )
 
 

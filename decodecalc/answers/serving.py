@@ -23,7 +23,6 @@ from fractions import Fraction
 from functools import cached_property
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.answers.speculative import draft_scenario
 from decodecalc.engine.profile import Engine, roofline
 from decodecalc.engine.scheduler import SchedulerLimits
@@ -35,6 +34,7 @@ from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.workload import Workload
 from decodecalc.step.flops import pass_flops, step_flops
+from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB

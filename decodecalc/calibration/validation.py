@@ -154,6 +154,7 @@ def fit_range(members: Sequence[Labelled]) -> FitRange:
         context_max=max(f.context or 0 for f in facts),
         gpus=tuple(sorted({f.gpu for f in facts if f.gpu})),
         lines=tuple(sorted({f.line for f in facts if f.line}, key=release_order)),
+        sizes=tuple(sorted({f.params for f in facts})),
     )
 
 
@@ -590,18 +591,44 @@ Bands = dict[str, tuple[tuple[float, float], tuple[float, float]]]
 
 
 def outside_bands(found: Sequence[Residual]) -> Bands:
-    """family_bands, and beside each the band outside the fitted range: family_bands over
-    the residuals of the points that lay outside the range of the parameters that
-    predicted them (the left-out folds' own extrapolations), never narrower than the band
-    over all. Where no residual lay outside, the band over all."""
+    """Each GPU family's band inside the fitted range and outside it.
+
+    Inside (inside_bands): the conformal band of the residuals predicted inside their
+    predictor's range (a left-out model of a size the fit holds, of a kind it holds, on
+    its GPUs and lines), every way pooled: the error of a setup like the fitted ones (a
+    family with fewer than MIN_SIMILAR takes every family's, which may be wider than its
+    own band over every residual: clipped to it, points.yaml's models left out fell from
+    83% to 81% inside). Outside: family_bands over
+    every residual (each way of leaving out on its own, the widest taken) and over the
+    residuals that lay outside (the folds' own extrapolations), the wider on each side,
+    never narrower than the band inside: a new model, GPU, engine or release line misses
+    by as much as the left-out folds did.
+    Before 2026-12-02 the band inside was the band over every residual, so a setup like
+    the fitted ones took the error of a new vendor's (AMD Instinct x0.60-x3.29)."""
     every = family_bands(found)
     beyond = [r for r in found if r[3]]
     wide = family_bands(beyond) if beyond else {}
+    near = inside_bands([r for r in found if not r[3]])
     out: Bands = {}
     for family, band in every.items():
         other = wide.get(family, wide.get(ALL_FAMILIES, band))
-        out[family] = band, (min(band[0], other[0]), max(band[1], other[1]))
+        inside = near.get(family, near.get(ALL_FAMILIES, band))
+        low, high = min(band[0], other[0]), max(band[1], other[1])
+        out[family] = inside, (min(low, inside[0]), max(high, inside[1]))
     return out
+
+
+def inside_bands(found: Sequence[Residual]) -> dict[str, tuple[float, float]]:
+    """Each GPU family's conformal band over its residuals predicted inside a fitted range,
+    every way of leaving out pooled (they are one kind of error: a setup like the fitted
+    ones), for a family with MIN_SIMILAR of them; ALL_FAMILIES over every family's."""
+    by_family: dict[str, list[float]] = {}
+    for p, _, ratio, _ in found:
+        by_family.setdefault(p.family, []).append(ratio)
+    table = {f: conformal_band(r) for f, r in by_family.items() if len(r) >= MIN_SIMILAR}
+    if found:
+        table[ALL_FAMILIES] = conformal_band([r[2] for r in found])
+    return table
 
 
 def with_band(
@@ -640,8 +667,8 @@ def banded(profiles: Sequence[EngineProfile], table: Bands) -> tuple[EngineProfi
 
 
 def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
-    """Each fit with the conformal band of its GPU family's left-out residuals (every way
-    of leaving out, LEFT_OUT), said in its ``fitted:`` line."""
+    """Each fit with its GPU family's bands from the left-out residuals (every way of
+    leaving out, LEFT_OUT; outside_bands), said in its ``fitted:`` line."""
     pairs = residuals(points, {unit: leave_out(points, unit) for unit in LEFT_OUT})
     table = outside_bands(pairs)
     counts: dict[str, int] = {}
@@ -652,13 +679,20 @@ def shipped_bands(points: Sequence[Labelled], fits: Fits) -> Fits:
         family = key[1] if key[1] in table else ALL_FAMILIES
         n = counts.get(family, len(pairs)) if family != ALL_FAMILIES else len(pairs)
         where = "every family" if family == ALL_FAMILIES else family
+        near = [r for r in pairs if not r[3] and r[0].family == family]
+        if len(near) < MIN_SIMILAR:
+            near, close = [r for r in pairs if not r[3]], "every family"
+        else:
+            close = family
         how = (
-            f"band: conformal {COVERAGE_PERCENT}% interval of {n} left-out residuals on {where} "
-            "(calibration/validation.py: conformal_band)"
+            f"band: conformal {COVERAGE_PERCENT}% interval of the {len(near)} left-out "
+            f"residuals on {close} predicted inside their predictor's range "
+            "(calibration/validation.py: inside_bands)"
         )
         beyond = sum(r[3] for r in pairs if family in (ALL_FAMILIES, r[0].family))
         how += (
-            f"; outside the fitted range: {beyond} of them outside their predictor's range "
+            f"; outside the fitted range: the widest of each way's interval of {n} left-out "
+            f"residuals on {where} and of the {beyond} outside their predictor's range "
             "(calibration/validation.py: outside_bands)"
         )
         lines = tuple(

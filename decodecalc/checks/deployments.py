@@ -94,6 +94,9 @@ class Deployment:
     pools: Pools | None = None
     """Disaggregated serving: its prefill and decode pools (checks/pools.py); the
     scenario is then the decode worker's."""
+    batch_is_cap: bool = False
+    """The batch is a vLLM config's max-num-seqs (set or vLLM's default): a cap on the
+    requests vLLM runs at once, which it starts with whatever memory holds, not a load."""
 
 
 Entry = tuple[Settings, Settings, KeyPath]
@@ -306,7 +309,13 @@ class DeploymentReader:
         if "speculative" in start and deployment.workload is None:
             notes = (*notes, UNPRICED_SPECULATION)
         pointed = None if pointer is None else str(self._relative(doc, str(pointer.value)))
-        return replace(deployment, notes=notes, startup_fit=not asked, serve_config=pointed)
+        return replace(
+            deployment,
+            notes=notes,
+            startup_fit=not asked,
+            serve_config=pointed,
+            batch_is_cap="batch" not in {**base, **own},
+        )
 
     def _pointed(
         self, doc: Document, pointer: Setting | None, problems: Problems

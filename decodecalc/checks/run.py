@@ -8,9 +8,9 @@ from decodecalc.answers.estimate import Estimate, estimate
 from decodecalc.answers.notes import estimate_notes, under_workload
 from decodecalc.checks.deployments import Deployment
 from decodecalc.checks.targets import (
-    SERVING_TARGETS,
     TPOT_TARGETS,
     TargetResult,
+    Targets,
     check,
     check_serving,
     startup_fit,
@@ -40,26 +40,19 @@ class CheckedDeployment:
 def check_deployment(d: Deployment) -> CheckedDeployment:
     """One deployment against its targets (or, for a vLLM config given none, against
     vLLM's start-up check); an InputError names the file and the deployment."""
-    # Under a workload max_ms_per_token is the server's TPOT, as plan holds it there, and
-    # min_tokens_per_s its inverse: a decode step at a context is not what a user then sees.
-    as_tpot = d.workload is not None and bool(set(d.targets.asked()) & set(TPOT_TARGETS))
     try:
         est = estimate(d.scenario, d.contexts)
-        held = replace(d.targets, max_ms_per_token=None, min_tokens_per_s=None)
-        results = check(est, held if d.workload is not None else d.targets)
+        stepped = _stepped(d)
+        results = check(est, stepped)
         # The roofline note is said once for the whole run, as what targets are held to.
         found = (n for n in estimate_notes(est) if n.code != "roofline")
+        if d.batch_is_cap and not stepped.asked():
+            found = (_capped(d, est) if n.code == "does-not-fit" else n for n in found)
         notes = (*d.notes, *found)
         if d.workload is not None:
             notes = tuple(under_workload(notes, d.scenario))
-        if as_tpot:
-            notes = (*notes, TPOT_NOTE)
-        if as_tpot or (d.workload is not None and set(d.targets.asked()) & set(SERVING_TARGETS)):
-            assert d.limits is not None  # every read deployment has its engine's limits
-            served = _served(d)
-            gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
-            results = (*results, *check_serving(served, gpus, d.targets))
-            notes = (*notes, *served.notes)
+            if set(d.targets.asked()) - set(stepped.asked()):
+                results, notes = _under_workload(d, results, notes)
         if d.startup_fit:
             fit = startup_fit(est)
             results = (*results, fit)
@@ -69,12 +62,86 @@ def check_deployment(d: Deployment) -> CheckedDeployment:
     return CheckedDeployment(d, est, results, notes)
 
 
+def _stepped(d: Deployment) -> Targets:
+    """The targets held to a decode step at the deployment's batch and contexts: under a
+    workload, must_fit alone (every other is held to the server: _under_workload)."""
+    return d.targets if d.workload is None else Targets(must_fit=d.targets.must_fit)
+
+
+def _under_workload(
+    d: Deployment, results: tuple[TargetResult, ...], notes: tuple[Note, ...]
+) -> tuple[tuple[TargetResult, ...], tuple[Note, ...]]:
+    """The targets held to the server under the deployment's workload, and the notes that
+    say what each was held to. Under a workload max_ms_per_token is the server's TPOT, as
+    plan holds it there, min_tokens_per_s its inverse and min_throughput_tokens_per_s its
+    output tokens/s: a decode step at batch 1 and the model's maximum context (a file's
+    defaults) is not what a user then sees; max_kv_share and min_crossover_context are
+    held to a decode step at the server's mean decode batch and mean context."""
+    assert d.workload is not None and d.limits is not None  # (every read deployment's)
+    asked = set(d.targets.asked())
+    served = _served(d)
+    gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
+    results = (*results, *check_serving(served, gpus, d.targets))
+    if asked & set(TPOT_TARGETS):
+        notes = (*notes, TPOT_NOTE)
+    if "min_throughput_tokens_per_s" in asked:
+        notes = (*notes, THROUGHPUT_NOTE)
+    step_targets = Targets(
+        max_kv_share=d.targets.max_kv_share,
+        min_crossover_context=d.targets.min_crossover_context,
+    )
+    if step_targets.asked():
+        batch = max(1, round(served.decode_batch))
+        context = d.workload.input_len + d.workload.output_len // 2
+        at = estimate(replace(d.scenario, batch=batch), (context,))
+        results = (*results, *(replace(r, served=True) for r in check(at, step_targets)))
+        notes = (*notes, _mean_step_note(step_targets, batch, context))
+    return results, (*notes, *served.notes)
+
+
 TPOT_NOTE = Note(
     "ms-per-token-as-tpot",
     "under its workload, max_ms_per_token is held to the server's TPOT (as plan holds it) "
     "and min_tokens_per_s to 1000 / TPOT ms per sequence, not to a decode step at a context",
 )
 """Said where a deployment with a workload asks for max_ms_per_token or min_tokens_per_s."""
+THROUGHPUT_NOTE = Note(
+    "throughput-under-workload",
+    "under its workload, min_throughput_tokens_per_s is held to the server's output tokens "
+    "per second (as min_output_throughput_tokens_per_s), not to a decode step at a batch",
+)
+"""Said where a deployment with a workload asks for min_throughput_tokens_per_s."""
+
+
+def _mean_step_note(targets: Targets, batch: int, context: int) -> Note:
+    """What max_kv_share and min_crossover_context were held to under a workload."""
+    return Note(
+        "step-at-workload-mean",
+        f"under its workload, {' and '.join(targets.asked())} "
+        f"{'are' if len(targets.asked()) > 1 else 'is'} held to a decode step at the "
+        f"server's mean decode batch ({batch:,} sequences) and the workload's mean context "
+        f"({context:,} tokens: the input and half the output), not to the file's batch "
+        "and contexts",
+    )
+
+
+def _capped(d: Deployment, est: Estimate) -> Note:
+    """What a vLLM config's max-num-seqs not fitting at full length means when no target
+    holds the deployment at that batch: vLLM starts as long as one sequence of
+    max-model-len fits (its start-up check) and runs fewer at once. Where not even one
+    fits, the deployment cannot run, and the does-not-fit note stays."""
+    memory = est.memory
+    assert memory is not None  # a row that does not fit was held to a memory budget
+    if not memory.max_batch:  # (None: any number fits, and no row misfits)
+        return next(n for n in estimate_notes(est) if n.code == "does-not-fit")
+    context = max(r.context_tokens for r in est.rows)
+    return Note(
+        "vllm-fewer-at-once",
+        f"{d.scenario.batch:,} sequences (max-num-seqs) at full length ({context:,} tokens) "
+        f"would not fit in the {memory.room.usable_bytes / 1e9:,.2f} GB per GPU a server "
+        f"leaves at {d.scenario.memory_utilization:g} of memory; {memory.max_batch:,} would: "
+        "max-num-seqs only caps the requests vLLM runs at once, so it starts and runs fewer",
+    )
 
 
 def _served(d: Deployment) -> ServingResult | DisaggregatedResult:
@@ -95,5 +162,6 @@ def _startup_note(d: Deployment, fit: TargetResult) -> Note:
         "vllm-startup-fit",
         "no targets given, so it was held to what vLLM checks when it starts: "
         f"the weights and one sequence of max-model-len ({fit.context:,} tokens) fit in "
-        f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory",
+        f"gpu-memory-utilization ({d.scenario.memory_utilization:g}) of the GPU's memory, "
+        "less the activations and reserve its start-up profile takes",
     )

@@ -194,19 +194,25 @@ TARGETS = {
     "properties": {
         "max_ms_per_token": _positive("Slowest decode step allowed, ms per token"),
         "min_tokens_per_s": _positive("Slowest per-sequence speed allowed, tokens/s"),
-        "min_throughput_tokens_per_s": _positive("Lowest aggregate speed of the batch, tokens/s"),
+        "min_throughput_tokens_per_s": _positive(
+            "Lowest aggregate speed of the batch, tokens/s (under a workload: the server's "
+            "output tokens/s)"
+        ),
         "must_fit": {
             "type": "boolean",
-            "description": "Weights + KV + state within GPU memory x memory_utilization "
-            "(needs gpu)",
+            "description": "Weights + KV + state within the room a server leaves (GPU memory "
+            "x memory_utilization less its activations and reserve) and the batch within its "
+            "KV pool, as serving sizes it (needs gpu)",
         },
         "min_crossover_context": {
             "oneOf": [{"type": "integer", "minimum": 0}, token_text()],
-            "description": "The KV cache must not overtake the weights before this context",
+            "description": "The KV cache must not overtake the weights before this context "
+            "(under a workload: at the server's mean decode batch)",
         },
         "max_kv_share": _target(
             "number",
-            "Largest share of a step's bytes the KV cache may take",
+            "Largest share of a step's bytes the KV cache may take (under a workload: at the "
+            "server's mean decode batch and the workload's mean context)",
             exclusiveMinimum=0,
             maximum=1,
         ),

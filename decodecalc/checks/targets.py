@@ -180,18 +180,20 @@ def check_serving(
 ) -> tuple[TargetResult, ...]:
     """The serving targets against the server's steady state under the workload (their
     context, None: a workload has no single one), and max_ms_per_token there, which is
-    its TPOT, as plan holds it under a workload, and min_tokens_per_s, a sequence's
-    tokens per second at that TPOT (1 / TPOT); ``gpus``: all the deployment's."""
+    its TPOT, as plan holds it under a workload, min_tokens_per_s, a sequence's
+    tokens per second at that TPOT (1 / TPOT), and min_throughput_tokens_per_s, the
+    server's output tokens per second; ``gpus``: all the deployment's."""
     found = {
         "max_ms_per_token": result.tpot_s * 1000,
         "min_tokens_per_s": 1 / result.tpot_s,
+        "min_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
         "max_ttft_ms": result.ttft_s * 1000,
         "max_tpot_ms": result.tpot_s * 1000,
         "min_output_throughput_tokens_per_s": result.output_throughput_tokens_per_s,
         "min_output_throughput_per_gpu": result.output_throughput_tokens_per_s / gpus,
     }
     results = []
-    for name in (*TPOT_TARGETS, *SERVING_TARGETS):
+    for name in (*TPOT_TARGETS, "min_throughput_tokens_per_s", *SERVING_TARGETS):
         limit = getattr(targets, name)
         if limit is not None:
             value = found[name]

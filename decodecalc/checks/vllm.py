@@ -327,17 +327,28 @@ _COUNTS = (
 """Counts of GPUs decodecalc does not read as a setting, checked here like tp: at least 1."""
 
 _QUANTIZATION = {
-    "fp8": "fp8",
-    "fbgemm_fp8": "fp8",
-    "ptpc_fp8": "fp8",
-    "awq": "int4-g128",
-    "awq_marlin": "int4-g128",
-    "gptq": "int4-g128",
-    "gptq_marlin": "int4-g128",
-    "mxfp4": "mxfp4",
-    "modelopt_fp4": "nvfp4",
-    "nvfp4": "nvfp4",
+    "fp8": "fp8-bf16-head",
+    "fbgemm_fp8": "fp8-bf16-head",
+    "ptpc_fp8": "fp8-bf16-head",
+    "awq": "int4-g128-fp16-head",
+    "awq_marlin": "int4-g128-fp16-head",
+    "gptq": "int4-g128-fp16-head",
+    "gptq_marlin": "int4-g128-fp16-head",
+    "mxfp4": "gpt-oss-mxfp4",
+    "modelopt_fp4": "nvfp4-bf16-head",
+    "nvfp4": "nvfp4-bf16-head",
 }
+"""vLLM's quantization methods as the weight recipes they load: each method's
+get_quant_method gives linear layers (and fused experts) a quantized method and the
+ParallelLMHead and embedding none, so those stay in the activations' BF16/FP16
+(vllm-project/vllm, vllm/model_executor/layers/quantization/: fp8.py at
+0071b24bf8fe8c3d1bc3516d0ff8477f07964aaf, LinearBase, FusedMoE and Attention only;
+gptq_marlin.py at 00161ce01fe64fdae0ec8ff1ae198c7b9befbdad, the LM head only with
+lm_head: true; modelopt.py at 00155cdecca722d98e34234c3d172725b7720b7d, linear layers and
+the head outside exclude_modules, which ModelOpt's NVFP4 checkpoints give as [lm_head]
+(nvidia/Llama-3.1-8B-Instruct-FP4 hf_quant_config.json); mxfp4.py at
+007d50058a06dec0f82472d63c819244d460c40d, fused experts only, every linear layer
+unquantized)."""
 _DTYPE: dict[str, str | None] = {
     "auto": None,  # the checkpoint's own formats (its quantization_config), else BF16
     "bfloat16": "bf16",
@@ -379,9 +390,7 @@ class ServeConfig:
         that in throughput mode."""
         from decodecalc.engine.scheduler import scheduler_limits
 
-        seqs = scheduler_limits(
-            ROOFLINE, gpu
-        ).max_num_seqs  # vLLM's, as answers/kv_pool.py has them
+        seqs = scheduler_limits(ROOFLINE, gpu).max_num_seqs  # vLLM's, as step/kv_pool.py has them
         return seqs * (2 if self.throughput_mode else 1)
 
 

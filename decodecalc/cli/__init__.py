@@ -188,6 +188,11 @@ def emit(
     name = "json" if as_json else format_for(fmt, to.path).value
     with output_stream(to) as out:
         RENDERERS[name](report, out, exact)
+    say_notes(report)
+
+
+def say_notes(report: "Report") -> None:
+    """A report's notes on stderr, whatever its format and wherever its data went."""
     notes = report.document.get("notes")  # (show's is the model's own note text, a string)
     if isinstance(notes, list):
         for item in notes:

@@ -9,17 +9,16 @@ import typer
 from decodecalc.cli import (
     EXIT_VIOLATION,
     ForceOpt,
-    Format,
     JsonOpt,
     OutputOpt,
     PresetsOpt,
     app,
     destination,
-    emit,
     given_path,
     load_catalog,
     note,
     output_stream,
+    say_notes,
 )
 from decodecalc.cli.measured import (
     KvOpt,
@@ -323,13 +322,14 @@ def _write(
     junit: "Callable[[IO[str], bool], None]",
 ) -> None:
     """The report in its format on stdout, or in --output with the table on stdout;
-    ``junit(stream, to_file)`` writes the JUnit form of the same results."""
+    ``junit(stream, to_file)`` writes the JUnit form of the same results. The notes go
+    to stderr in every format (docs/json.md), JUnit and --output included."""
     from decodecalc.views.render import RENDERERS
 
     if output is None and fmt is CheckFormat.junit:
         junit(sys.stdout, False)
     elif output is None:
-        emit(report, Format(fmt.value), False)
+        RENDERERS[fmt.value](report, sys.stdout, False)
     else:
         with output_stream(destination(ctx)) as out:
             if fmt is CheckFormat.junit:
@@ -337,6 +337,7 @@ def _write(
             else:
                 RENDERERS[fmt.value](report, out, False)
         RENDERERS["table"](report, sys.stdout, False)
+    say_notes(report)
 
 
 STDIN = "-"

@@ -5,7 +5,7 @@ import copy
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -54,13 +54,29 @@ ChartOpt = Annotated[
 ]
 
 
+def _in_a_folder(name: str) -> None:
+    """A file an option will write, refused as it is parsed when its folder is missing:
+    before the command prints its answer, so that a pipe never gets a whole document and
+    a failing status."""
+    import os
+
+    from decodecalc.paths import expand_user
+
+    given_path(name)
+    folder = expand_user(name).parent
+    if not folder.is_dir():
+        raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"cannot write {name!r}: no permission in {str(folder)!r}")
+
+
 def _plot_file(name: str | None) -> str | None:
-    """--plot is checked as it is parsed, so that a wrong suffix or a missing matplotlib
-    is refused before any output, never after the table was printed."""
+    """--plot is checked as it is parsed, so that a wrong suffix, a missing folder or a
+    missing matplotlib is refused before any output, never after the table was printed."""
     if name is not None:
         from decodecalc.views.charts import plot_format
 
-        given_path(name)
+        _in_a_folder(name)
         plot_format(name)
     return name
 
@@ -76,17 +92,23 @@ PlotOpt = Annotated[
 ]
 
 
-def _report_file(name: str | None) -> str | None:
-    """--report is checked as it is parsed: a page that cannot be written is refused before
-    the command prints its answer, never after."""
-    if name is not None:
-        from decodecalc.paths import expand_user
-
-        given_path(name)
-        folder = expand_user(name).parent
-        if not folder.is_dir():
-            raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
+def html_file(name: str) -> str:
+    """An HTML page's file (--report, report's -o), checked as it is parsed: a page that
+    cannot be written is refused before the command prints its answer, never after, and
+    a name that says another format (``s.txt``, ``s.json``) is refused, not filled with
+    HTML."""
+    given_path(name)
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix.lower() not in ("html", "htm") or "/" in suffix:
+        better = f"{stem if dot and '/' not in suffix else name}.html"
+        raise typer.BadParameter(f"{name!r}: the page is HTML; name it {better!r}")
+    _in_a_folder(name)
     return name
+
+
+def _report_file(name: str | None) -> str | None:
+    """--report: an HTML page's file (html_file)."""
+    return None if name is None else html_file(name)
 
 
 ReportOpt = Annotated[
@@ -127,14 +149,18 @@ def _declared(
     flags: tuple[str, ...],
     **option: Any,
 ) -> inspect.Parameter:
-    """One option as a keyword parameter (None among its values where its default is)."""
+    """One option as a keyword parameter (None among its values where its default is),
+    its declaration standing as the default (Typer's other spelling, read the same way):
+    ``Annotated[kind, ...]`` builds a typing alias that costs a query more than the
+    option itself, once for each of the two dozen options a command declares."""
     if default is None:
         kind = kind | None
+    given = ... if default is inspect.Parameter.empty else default
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        annotation=Annotated[kind, typer.Option(*flags, **option)],
-        default=default,
+        annotation=kind,
+        default=typer.Option(given, *flags, **option),
     )
 
 
@@ -163,9 +189,12 @@ def _parameter(option: ScenarioField, as_list: bool) -> inspect.Parameter:
 def scenario_option(name: str, help: str) -> Any:
     """One scenario field's option (its flags, metavar, completion and parser), for a
     command that takes it alone with its own help (check's --gpu: the GPU of files that
-    name none): ``Annotated[TYPE, scenario_option(...)]``."""
+    name none): ``Annotated[TYPE, scenario_option(...)]``, where the first flag stands
+    in the place of the default (_declared's declaration holds the default there)."""
     option = next(o for o in SCENARIO_FIELDS if o.name == name)
-    declared = copy.copy(get_args(_parameter(option, False).annotation)[1])
+    declared = copy.copy(_parameter(option, False).default)
+    declared.default, *rest = declared.param_decls
+    declared.param_decls = tuple(rest)
     declared.help = help
     return declared
 

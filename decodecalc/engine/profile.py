@@ -84,7 +84,9 @@ class EngineParams:
     kv_read: str = "once"
     """'once', or 'per-query-head' for kernels that re-read a KV head for each query head."""
     band: tuple[float, float] = (1.0, 1.0)
-    """Expected x low and x high: the spread of the fit's residuals."""
+    """Expected x low and x high for a scenario inside the fitted range (``range``): the
+    conformal interval of the left-out errors of predictions made inside a fit's range
+    (calibration/validation.py outside_bands); outside it, ``range.outside_band``."""
     points: int = 0
     """Measured points the parameters were fitted on (0: carried over, not fitted)."""
     per_moe_layer_s: float = 0.0
@@ -160,9 +162,11 @@ class FitRange:
     """The setups a parameter set was fitted on: a scenario beyond them is extrapolated
     and takes ``outside_band`` (engine/select.py: extrapolated, widened).
 
-    ``outside_band`` is the conformal band of the left-out residuals of the points that lay
-    outside the range of the parameters that predicted them (calibration/validation.py:
-    family_bands), never narrower than the parameters' own band."""
+    ``outside_band`` is the conformal band of every left-out residual on the family, each
+    way of leaving out on its own and the widest taken, and of those that lay outside the
+    range of the parameters that predicted them (calibration/validation.py:
+    outside_bands), never narrower than the parameters' own band, which holds only the
+    residuals predicted inside a range."""
 
     params_min: int
     """Model parameters, the smallest and largest model fitted."""
@@ -178,6 +182,11 @@ class FitRange:
     lines: tuple[str, ...] = ()
     """Release lines of the points ('0.10'); empty where none says its line."""
     outside_band: tuple[float, float] = (1.0, 1.0)
+    sizes: tuple[int, ...] = ()
+    """Each fitted model's parameters, smallest first: a model is inside the range when
+    it lies within engine/select.py SIZE_SLACK of one of them, not merely between the
+    smallest and the largest (a fit on 70B and 671B models has seen no 405B step; empty:
+    not recorded, the pair above decides)."""
 
 
 class EngineKind(enum.Enum):
@@ -206,7 +215,7 @@ class Engine:
     names: tuple[str, ...] = ()
     """The profile each of ``params`` comes from, for people reading a typical band."""
     serving: ServingDefaults | None = None
-    """The profile's scheduler defaults (answers/kv_pool.py); None: vLLM's."""
+    """The profile's scheduler defaults (step/kv_pool.py); None: vLLM's."""
     kind: EngineKind = EngineKind.PROFILE
     line: str | None = None
     """The release line the parameters stand for (None: every line pooled, or none kept)."""

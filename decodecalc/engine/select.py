@@ -291,9 +291,13 @@ def outside(found: FitRange | None, facts: Facts) -> tuple[tuple[str, str], ...]
     if found is None:
         return ()
     out = []
-    if not found.params_min / SIZE_SLACK <= facts.params <= found.params_max * SIZE_SLACK:
-        low, high = _billions(found.params_min), _billions(found.params_max)
-        out.append(("model size", f"{_billions(facts.params)} params (fitted {low}-{high})"))
+    if not near_size(found, facts.params):
+        fitted = (
+            ", ".join(_billions(s) for s in found.sizes)
+            if found.sizes
+            else f"{_billions(found.params_min)}-{_billions(found.params_max)}"
+        )
+        out.append(("model size", f"{_billions(facts.params)} params (fitted {fitted})"))
     if facts.kind not in found.kinds:
         out.append(("model kind", f"a {facts.kind} model (fitted {'+'.join(found.kinds)})"))
     if not found.batch_min <= facts.batch <= found.batch_max:
@@ -313,6 +317,16 @@ def outside(found: FitRange | None, facts: Facts) -> tuple[tuple[str, str], ...]
     return tuple(out)
 
 
+def near_size(found: FitRange, params: int) -> bool:
+    """Whether a model of ``params`` parameters lies within SIZE_SLACK of a fitted model's
+    size (FitRange.sizes; of the span between the smallest and largest where the sizes
+    are not recorded)."""
+    sizes = found.sizes or ()
+    if not sizes:
+        return found.params_min / SIZE_SLACK <= params <= found.params_max * SIZE_SLACK
+    return any(s / SIZE_SLACK <= params <= s * SIZE_SLACK for s in sizes)
+
+
 def widened(params: EngineParams) -> EngineParams:
     """The parameters with the band for a scenario outside their range: the wider of
     their own band and the range's ``outside_band`` on each side."""
@@ -329,12 +343,17 @@ def _billions(count: int) -> str:
 def beyond(engine: Engine, facts: Facts) -> tuple[Engine, tuple[str, ...]]:
     """An engine with each parameter set fitted to the scenario (fitted_to), and what
     its own parameters (the first) extrapolate, in words. The typical band's votes are
-    each fitted to the model's kind (a transfer's MoE factor, as ``--engine NAME`` prices
-    it) but not widened: the band spans every vote already, and widening each would
-    stretch it past use (docs/accuracy.md); what they extrapolate is said in one phrase
-    (typical_outside)."""
+    each fitted as ``--engine NAME@LINE`` prices the scenario (at the vote's own line):
+    a transfer's MoE factor, and the outside band where the scenario lies outside the
+    vote's range, as `decodecalc validate` bands them. A vote's own band holds only what
+    predictions inside a fitted range missed (docs/accuracy.md), so an unwidened vote
+    would claim that precision for a model or GPU it has never seen; what the votes
+    extrapolate is said in one phrase (typical_outside)."""
     if engine.kind is EngineKind.TYPICAL:
-        params = tuple(for_kind(p, facts.kind) for p in engine.params)
+        params = tuple(
+            fitted_to(p, replace(facts, line=name.partition("@")[2] or None))
+            for name, p in zip(engine.names, engine.params, strict=True)
+        )
         return replace(engine, params=params), typical_outside(engine, facts)
     if engine.kind not in (EngineKind.PROFILE, EngineKind.FALLBACK):
         return engine, ()
@@ -377,8 +396,8 @@ def fitted_to(params: EngineParams, facts: Facts) -> EngineParams:
 def extrapolation_note(engine: Engine, axes: Sequence[str]) -> Note:
     """What a scenario extrapolates (extrapolated's words), with the widened band of the
     engine's own parameters; of the typical band, typical_outside's one phrase (its band
-    spans the votes' own bands, not widened)."""
-    if engine.kind is EngineKind.TYPICAL:  # (its band is the votes' own, not widened)
+    spans the votes' bands, each widened where the scenario lies outside it: beyond)."""
+    if engine.kind is EngineKind.TYPICAL:  # (its band spans the votes', each as priced)
         return Note("engine-extrapolated", f"{engine.id} extrapolated: {'; '.join(axes)}")
     low, high = engine.params[0].band
     return Note(

@@ -22,6 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from decodecalc.context import MAX_CONTEXT_TOKENS
 from decodecalc.loading.fields import Fields
 from decodecalc.model.compressed_attention import SPARSE_RATIO, CompressedAttention
 from decodecalc.model.layers import Layer
@@ -76,7 +77,7 @@ def read_deepseek_v4(cfg: Fields, count: int) -> dict[str, Any]:
         "vocab_size": vocab,
         "tie_word_embeddings": cfg.boolean("tie_word_embeddings", default=False),
         "layers": layers,
-        "max_context_tokens": cfg.integer("max_position_embeddings"),
+        "max_context_tokens": cfg.integer("max_position_embeddings", maximum=MAX_CONTEXT_TOKENS),
         "extra_groups": extra if hashed else extra[:1],
         "default_weights": _recipe(cfg),
     }
@@ -123,7 +124,7 @@ def _attention(cfg: Fields, ratio: int) -> CompressedAttention:
         q_lora_rank=cfg.integer("q_lora_rank"),
         o_lora_rank=cfg.integer("o_lora_rank"),
         o_groups=cfg.integer("o_groups"),
-        sliding_window=cfg.integer("sliding_window"),
+        sliding_window=cfg.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS),
         compress_ratio=ratio,
         index_topk=cfg.integer("index_topk") if sparse else 0,
         index_heads=cfg.integer("index_n_heads") if sparse else 0,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from decodecalc.context import MAX_CONTEXT_TOKENS
 from decodecalc.loading.fields import Fields
 from decodecalc.model.layers import Attention, DenseMLP, Layer
 from decodecalc.model.tensors import Sharding, TensorGroup
@@ -43,6 +44,11 @@ class Architecture:
 
 Reader = Callable[[Fields, str], Architecture]
 
+MAX_SIZE = 10**7
+"""The largest width, head count, vocabulary, expert count or other size a config.json may
+give (Fields.limit): real ones stay below 10^6 (Gemma 3's vocabulary is 262,208) and a
+parameter count multiplies several of them. Token counts (max_position_embeddings, windows,
+chunks) go to MAX_CONTEXT_TOKENS instead, layer counts to MAX_LAYERS."""
 MAX_LAYERS = 10_000
 """More layers than any model has by far: the stack is built layer by layer."""
 
@@ -84,7 +90,9 @@ def _common(
         vocab_size=cfg.integer("vocab_size", default=vocab_default),
         tie_word_embeddings=cfg.boolean("tie_word_embeddings", default=tie_default),
         layers=_interned(layers),
-        max_context_tokens=cfg.integer("max_position_embeddings", default=context_default),
+        max_context_tokens=cfg.integer(
+            "max_position_embeddings", default=context_default, maximum=MAX_CONTEXT_TOKENS
+        ),
     )
 
 
@@ -125,7 +133,9 @@ def _unbiased(cfg: Fields, *names: str) -> None:
 
 
 def _window(cfg: Fields, needs_flag: bool) -> int | None:
-    window = cfg.optional_integer("sliding_window", minimum=0) or None  # 0: none (Qwen2-MoE)
+    window = (
+        cfg.optional_integer("sliding_window", minimum=0, maximum=MAX_CONTEXT_TOKENS) or None
+    )  # 0: none (Qwen2-MoE)
     enabled = cfg.boolean("use_sliding_window", default=not needs_flag)
     if not enabled:  # Qwen's first layers without a window: moot while no layer has one
         cfg.optional_integer("max_window_layers", minimum=0)
@@ -470,7 +480,10 @@ def _llama4(text: Fields, model_type: str) -> Architecture:
     global_attention = _gqa(text, None, qkv_bias=bias, o_bias=bias)
     mixers: dict[str, Mixer] = {
         "chunked_attention": replace(
-            global_attention, attention_chunk=text.optional_integer("attention_chunk_size")
+            global_attention,
+            attention_chunk=text.optional_integer(
+                "attention_chunk_size", maximum=MAX_CONTEXT_TOKENS
+            ),
         ),
         "full_attention": global_attention,
     }
@@ -722,7 +735,7 @@ def _gpt_oss(cfg: Fields, model_type: str) -> Architecture:
     """gpt-oss: alternating banded (sliding) and full attention with biases and sinks;
     every layer a biased MoE."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
-    window = cfg.integer("sliding_window")
+    window = cfg.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
     kinds = _layer_kinds(
         cfg, count, lambda i: "sliding_attention" if i % 2 == 0 else "full_attention"
     )
@@ -751,8 +764,8 @@ def _mimo_window(cfg: Fields) -> int:
     """The sliding layers' window: ``sliding_window_size`` in the checkpoint's config,
     ``sliding_window`` in transformers 5's, which re-saves it as that plus one (the
     reference attends to that many earlier tokens and the query itself)."""
-    window = cfg.optional_integer("sliding_window")
-    size = cfg.optional_integer("sliding_window_size")
+    window = cfg.optional_integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
+    size = cfg.optional_integer("sliding_window_size", maximum=MAX_CONTEXT_TOKENS)
     if size is None and window is None:
         raise cfg.error("sliding_window", "one window size is needed (sliding_window_size)")
     if size is not None and window not in (None, size, size + 1):
@@ -852,8 +865,11 @@ def _gemma(qk_norm: bool, pattern_default: int, vocab: int, context: int) -> Rea
             count,
             lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention",
         )
-        window = text.integer("sliding_window")
-        if text.integer("sliding_window_size", default=window) != window:  # Gemma 2 says it twice
+        window = text.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
+        if (
+            text.integer("sliding_window_size", default=window, maximum=MAX_CONTEXT_TOKENS)
+            != window
+        ):  # Gemma 2 says it twice
             raise text.error("sliding_window_size", f"differs from sliding_window {window}")
         mixers: dict[str, Mixer] = {
             "sliding_attention": _gqa(text, window, qk_norm=qk_norm),
@@ -889,7 +905,9 @@ def _olmo(cfg: Fields, model_type: str) -> Architecture:
     flags = {"qkv_bias": bias, "o_bias": bias, "qk_norm": True, "qk_norm_whole": True}
     mixers: dict[str, Mixer] = {"full_attention": _gqa(cfg, None, **flags)}
     if model_type == "olmo3":
-        mixers["sliding_attention"] = _gqa(cfg, cfg.integer("sliding_window"), **flags)
+        mixers["sliding_attention"] = _gqa(
+            cfg, cfg.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS), **flags
+        )
         kinds = _layer_kinds(
             cfg, count, lambda i: "full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
         )
@@ -963,7 +981,7 @@ def _exaone4(cfg: Fields, model_type: str) -> Architecture:
     the full layers without positions (NoPE: no bytes)."""
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     pattern = cfg.integer("sliding_window_pattern", default=4)
-    window = cfg.optional_integer("sliding_window")
+    window = cfg.optional_integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
     rule = "sliding_attention" if window else "full_attention"
     kinds = _layer_kinds(cfg, count, lambda i: "full_attention" if (i + 1) % pattern == 0 else rule)
     mixers: dict[str, Mixer] = {"full_attention": _gqa(cfg, None, qk_norm=True)}
@@ -982,7 +1000,7 @@ def _layernorm_gpt(cfg: Fields, model_type: str) -> Architecture:
     count = cfg.integer("num_hidden_layers", maximum=MAX_LAYERS)
     neox = model_type == "gpt_neox"
     bias = cfg.boolean("attention_bias" if neox else "use_bias", default=True)
-    window = None if neox else cfg.optional_integer("sliding_window")
+    window = None if neox else cfg.optional_integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
     attention = _gqa(cfg, window, qkv_bias=bias, o_bias=bias)
     mlp = DenseMLP(cfg.integer("intermediate_size"), gated=False, bias=True)
     if neox:
@@ -1119,7 +1137,7 @@ def _cohere2(cfg: Fields, model_type: str) -> Architecture:
             count,
             lambda i: "full_attention" if (i + 1) % pattern == 0 else "sliding_attention",
         )
-        window = cfg.integer("sliding_window")
+        window = cfg.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS)
         mixers = {
             "sliding_attention": _gqa(cfg, window, qkv_bias=bias, o_bias=bias),
             "full_attention": _gqa(cfg, None, qkv_bias=bias, o_bias=bias),
@@ -1339,7 +1357,9 @@ def _gemma3n(cfg: Fields, model_type: str) -> Architecture:
         )
     _same_as(text, "attention_bias", False, "biased attention projections")
     mixers: dict[str, Mixer] = {
-        "sliding_attention": _gqa(text, text.integer("sliding_window"), qk_norm=True),
+        "sliding_attention": _gqa(
+            text, text.integer("sliding_window", maximum=MAX_CONTEXT_TOKENS), qk_norm=True
+        ),
         "full_attention": _gqa(text, None, qk_norm=True),
     }
     hidden = text.integer("hidden_size")

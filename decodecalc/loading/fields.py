@@ -43,15 +43,41 @@ def suggest(name: str, candidates: dict[str, str] | list[str]) -> str:
 class Fields:
     """One mapping in a document, read field by field; ``finish()`` refuses leftovers."""
 
-    def __init__(self, doc: Document, key_path: KeyPath = (), value: Any = None) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        key_path: KeyPath = (),
+        value: Any = None,
+        limit: int | None = None,
+        known: Collection[str] = (),
+    ) -> None:
         self.doc = doc
+        self.limit = limit
+        """The largest whole number a field may hold unless its reader gives another
+        (config.json sizes: loading/families.py MAX_SIZE); None: no bound."""
+        self.known = frozenset(known)
+        """Every field the reader may read (a preset kind's), where it names them: a key
+        outside them is refused first, before a missing field, with the nearest name."""
         self.key_path = key_path
         data = doc.data if not key_path else value
         if not isinstance(data, dict):
-            raise self.error(None, f"expected a mapping of fields, got {_kind(data)}")
+            raise self.error(None, f"expected a mapping of fields, got {self._kind(data)}")
         self.data: dict[Any, Any] = data
         self.read: set[str] = set()
         self.children: dict[str, Fields] = {}
+        for key in data if self.known else ():
+            if str(key) not in self.known:
+                raise self.unknown(str(key), self.known)
+
+    def _kind(self, value: Any) -> str:
+        """What a value is, for an error; a boolean in a YAML file may be a word YAML reads
+        as one (``no``, ``on``), which a JSON file cannot hold."""
+        kind = _kind(value)
+        if not isinstance(value, bool):
+            return kind
+        if self.doc.path.endswith((".yaml", ".yml")):
+            return f"{kind} (a YAML boolean; quote it if you meant text)"
+        return f"{kind} (a boolean)"
 
     def error(self, name: str | None, problem: str, at_key: bool = False) -> InputError:
         """An error at this mapping (``name`` None) or at one of its fields: at its value,
@@ -68,7 +94,9 @@ class Fields:
             if required:
                 import difflib
 
-                near = difflib.get_close_matches(name, [str(k) for k in self.data], n=1)
+                # A key some reader reads is not a misspelling of another one.
+                unread = [str(k) for k in self.data if str(k) not in self.read | self.known]
+                near = difflib.get_close_matches(name, unread, n=1)
                 hint = f" (is {fragment(near[0])} a misspelling of it?)" if near else ""
                 raise self.error(None, f"missing required field {name!r}{hint}")
             return None
@@ -85,16 +113,19 @@ class Fields:
             assert default is not None
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(name, f"expected a whole number, got {_kind(value)}")
+            raise self.error(name, f"expected a whole number, got {self._kind(value)}")
+        maximum = self.limit if maximum is None else maximum
         if value < minimum:
             raise self.error(name, f"must be at least {minimum}, got {value}")
         if maximum is not None and value > maximum:
             raise self.error(name, f"must be at most {maximum:,}, got {value:,}")
         return value
 
-    def optional_integer(self, name: str, minimum: int = 1) -> int | None:
+    def optional_integer(
+        self, name: str, minimum: int = 1, maximum: int | None = None
+    ) -> int | None:
         if self.has(name):
-            return self.integer(name, minimum=minimum)
+            return self.integer(name, minimum=minimum, maximum=maximum)
         self.read.add(name)
         return None
 
@@ -103,7 +134,7 @@ class Fields:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(name, f"expected true or false, got {_kind(value)}")
+            raise self.error(name, f"expected true or false, got {self._kind(value)}")
         return value
 
     def text(self, name: str, default: str | None = None) -> str:
@@ -112,7 +143,7 @@ class Fields:
             assert default is not None
             return default
         if not isinstance(value, str) or not value.strip():
-            raise self.error(name, f"expected text, got {_kind(value)}")
+            raise self.error(name, f"expected text, got {self._kind(value)}")
         return value
 
     def texts(self, name: str) -> tuple[str, ...]:
@@ -120,13 +151,12 @@ class Fields:
         if value is None:
             return ()
         if not isinstance(value, list):
-            raise self.error(name, f"expected a list of text, got {_kind(value)}")
+            raise self.error(name, f"expected a list of text, got {self._kind(value)}")
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                path = (*self.key_path, name, index)
-                raise InputError(
-                    f"{self.doc.where(path)}: {name}[{index}]: expected text, got {_kind(item)}"
-                )
+                where = self.doc.where((*self.key_path, name, index))
+                got = self._kind(item)
+                raise InputError(f"{where}: {name}[{index}]: expected text, got {got}")
         return tuple(value)
 
     def raw_list(self, name: str) -> tuple[int, ...]:
@@ -137,7 +167,9 @@ class Fields:
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise self.error(name, f"expected a list of whole numbers, got {_kind(value)}")
+            raise self.error(name, f"expected a list of whole numbers, got {self._kind(value)}")
+        if self.limit is not None and any(v > self.limit for v in value):
+            raise self.error(name, f"holds {max(value):,}; each must be at most {self.limit:,}")
         return tuple(value)
 
     def used(self) -> dict[str, Any]:
@@ -154,7 +186,7 @@ class Fields:
         arithmetic finite."""
         value = self._get(name, True)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise self.error(name, f"expected a number, got {_kind(value)}")
+            raise self.error(name, f"expected a number, got {self._kind(value)}")
         try:
             number = exact_number(str(value))
         except OverflowError:
@@ -169,9 +201,21 @@ class Fields:
             raise self.error(name, f"must be at least {float(minimum):g}, got {value}")
         return number
 
+    def real(self, name: str, maximum: int) -> float:
+        """fraction() as a float, where the exact value is needed no further (an efficiency,
+        a band). A float within the bounds is that float already: its shortest repr, read
+        exactly and rounded back, is itself, and each bound holds of the two alike (the
+        bounds are whole numbers, and rounding keeps order); anything else is read exactly,
+        with fraction()'s checks and messages."""
+        value = self.data.get(name)
+        if type(value) is float and 0 < value <= maximum:
+            self.read.add(name)
+            return value
+        return float(self.fraction(name, maximum))
+
     def mapping(self, name: str) -> Fields:
         self._get(name, True)
-        child = Fields(self.doc, (*self.key_path, name), self.data[name])
+        child = Fields(self.doc, (*self.key_path, name), self.data[name], self.limit)
         self.children[name] = child
         return child
 
@@ -196,21 +240,29 @@ class Fields:
 
     def finish(self) -> None:
         """Refuse keys nobody read, here and in nested mappings: a misspelt field must not
-        be silently ignored."""
+        be silently ignored. A document from the preset cache passed this when it was
+        stored (loading/cache.py), so it is not searched again."""
+        if self.doc.cached:
+            return
         for child in self.children.values():
             child.finish()
+        assert self.read <= self.known or not self.known, self.read - self.known
         for key in self.data:
             if key not in self.read:
-                known = sorted(self.read)
-                hint = suggest(str(key), known) or "; valid: " + ", ".join(known)
-                raise self.error(str(key), f"unknown field{hint}", at_key=True)
+                raise self.unknown(str(key), self.read)
+
+    def unknown(self, key: str, known: Collection[str]) -> InputError:
+        """A key no reader reads, with the nearest field names (else every one)."""
+        names = sorted(known)
+        hint = suggest(key, names) or "; valid: " + ", ".join(names)
+        return self.error(key, f"unknown field{hint}", at_key=True)
 
 
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, bool):
-        return f"{str(value).lower()} (a YAML boolean; quote it if you meant text)"
+        return str(value).lower()
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):

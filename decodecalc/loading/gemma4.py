@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from decodecalc.context import MAX_CONTEXT_TOKENS
 from decodecalc.loading.fields import Fields
 from decodecalc.model.layers import Attention, DenseMLP, Layer
 
@@ -73,5 +74,5 @@ def read_gemma4(cfg: Fields, count: int) -> dict[str, Any]:
         "vocab_size": cfg.integer("vocab_size"),
         "tie_word_embeddings": cfg.boolean("tie_word_embeddings", default=True),
         "layers": [by_kind[k] for k in kinds],
-        "max_context_tokens": cfg.integer("max_position_embeddings"),
+        "max_context_tokens": cfg.integer("max_position_embeddings", maximum=MAX_CONTEXT_TOKENS),
     }

@@ -33,7 +33,7 @@ def _ffn_width(ffn_mult: float, hidden: int) -> int:
 
 
 def _part(block: Fields, name: str) -> Fields:
-    part = Fields(block.doc, (*block.key_path, name), block.data.get(name))
+    part = Fields(block.doc, (*block.key_path, name), block.data.get(name), block.limit)
     block.read.add(name)
     for field in UNMODELLED:
         if part.has(field):
@@ -73,7 +73,7 @@ def read_nemotron_nas(cfg: Fields, hidden: int, count: int) -> list[Layer]:
     built: dict[tuple[object, object, int], Layer] = {}
     layers = []
     for index, data in enumerate(blocks):
-        block = Fields(cfg.doc, (*cfg.key_path, "block_configs", index), data)
+        block = Fields(cfg.doc, (*cfg.key_path, "block_configs", index), data, cfg.limit)
         attention, ffn = _part(block, "attention"), _part(block, "ffn")
         mixer = _attention(attention, heads, head_dim, bias)
         mlp = (

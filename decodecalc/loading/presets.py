@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, fragment
-from decodecalc.loading.families import read_architecture
+from decodecalc.loading.families import MAX_SIZE, read_architecture
 from decodecalc.loading.fields import Fields, suggest
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
@@ -55,16 +55,33 @@ def _common(fields: Fields) -> tuple[str, tuple[str, ...], str]:
     return fields.text("name"), fields.texts("aliases"), fields.text("source")
 
 
+MODEL_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "official_params",
+    "official_params_source",
+    "official_active_params",
+    "official_active_params_source",
+    "notes",
+    "config",
+)
+"""Every field a model preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_model(doc: Document, preset_id: str) -> Model:
     """A model preset: metadata, and the model's config.json fields under ``config:``."""
-    top = Fields(doc)
+    top = Fields(doc, known=MODEL_FIELDS)
     name, aliases, source = _common(top)
     official = top.integer("official_params", default=0, minimum=0, maximum=MAX_PARAMS)
     official_source = top.text("official_params_source", "")
     official_active = top.optional_integer("official_active_params")
     official_active_source = top.text("official_active_params_source", "")
     notes = top.text("notes", "")
-    model_type, arch = read_architecture(top.mapping("config"))
+    config = top.mapping("config")
+    config.limit = MAX_SIZE
+    model_type, arch = read_architecture(config)
     top.finish()
     return Model(
         id=preset_id,
@@ -88,7 +105,7 @@ def model_from_config(doc: Document, preset_id: str) -> Model:
 
 
 def _read_config(doc: Document, preset_id: str) -> tuple[Model, dict[str, Any]]:
-    cfg = Fields(doc)
+    cfg = Fields(doc, limit=MAX_SIZE)
     model_type, arch = read_architecture(cfg)
     model = Model(
         id=preset_id,
@@ -113,8 +130,32 @@ def preset_from_config(
     return preset
 
 
+GPU_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bandwidth",
+    "memory",
+    "memory_source",
+    "flops",
+    "vendor",
+    "memory_kind",
+    "notes",
+    "flops_source",
+    "link",
+    "sustained_bandwidth",
+    "sustained_source",
+    "family",
+    "power_w",
+    "power_source",
+    "announced",
+)
+"""Every field a GPU preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
-    top = Fields(doc)
+    top = Fields(doc, known=GPU_FIELDS)
     name, aliases, source = _common(top)
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     memory = _parsed(top, "memory", parse_size)
@@ -157,10 +198,22 @@ def _power(top: Fields) -> float | None:
     return float(top.fraction("power_w", int(MAX_POWER_W)))
 
 
+PRICES_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "date",
+    "prices",
+    "notes",
+)
+"""Every field a price list may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_prices(doc: Document, preset_id: str) -> PriceList:
     """A price list: one cloud's on-demand dollars per GPU-hour, by GPU preset id, with the
     page they were read from and the date they were read (prices change)."""
-    top = Fields(doc)
+    top = Fields(doc, known=PRICES_FIELDS)
     name, aliases, source = _common(top)
     date = top.text("date")
     table = top.mapping("prices")
@@ -198,19 +251,47 @@ MAX_BITS = 64
 """Bits per stored value, scales included: no format stores more than FP64."""
 
 
+DTYPE_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bits",
+    "scale_bits",
+    "block_size",
+    "block_bytes",
+    "average_bits",
+    "scale_per",
+    "kv_cache",
+    "weights",
+    "layer_kind",
+    "matmul",
+    "compute",
+    "description",
+)
+"""Every field a dtype preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_dtype(doc: Document, preset_id: str) -> DType:
     """A dtype gives its cost one of three ways: ``bits`` (plus ``scale_bits`` per
     ``block_size`` values), ``block_bytes`` per ``block_size`` (GGUF), or
     ``average_bits`` for a mixture of formats."""
-    top = Fields(doc)
+    top = Fields(doc, known=DTYPE_FIELDS)
     name, aliases, source = _common(top)
     forms = [f for f in ("bits", "block_bytes", "average_bits") if top.has(f)]
     if len(forms) != 1:
         raise top.error(None, "give exactly one of bits, block_bytes or average_bits")
+    head_scale_bits, head_width = Fraction(0), 0
+    per_head = _scale_per_head(top)
+    if per_head and not (forms == ["bits"] and top.has("scale_bits")):
+        raise top.error("scale_per", "head needs bits with scale_bits per block_size values")
     if forms == ["bits"]:
         bits = top.fraction("bits", MAX_BITS)
         if top.has("scale_bits"):
-            bits += top.fraction("scale_bits", MAX_BITS) / top.integer("block_size")
+            scale_bits, block = top.fraction("scale_bits", MAX_BITS), top.integer("block_size")
+            bits += scale_bits / block
+            if per_head:
+                head_scale_bits, head_width = scale_bits, block
     elif forms == ["block_bytes"]:
         bits = top.fraction("block_bytes", MAX_BITS * 2**20) * 8 / top.integer("block_size")
     else:
@@ -228,17 +309,42 @@ def load_dtype(doc: Document, preset_id: str) -> DType:
         description=top.text("description"),
         aliases=aliases,
         source=source,
-        mla_only=top.boolean("mla_only", default=False),
+        weights=top.boolean("weights", default=True),
+        layer_kind=top.text("layer_kind", "") or None,
+        head_scale_bits=head_scale_bits,
+        head_width=head_width,
     )
     top.finish()
     return dtype
+
+
+def _scale_per_head(top: Fields) -> bool:
+    """``scale_per: head``: the scales cover one head of each token, ``block_size`` being
+    the head width the bits are counted at (LMDeploy's KV); ``block`` (the default): fixed
+    blocks of ``block_size`` values."""
+    value = top.text("scale_per", "block")
+    if value not in ("block", "head"):
+        raise top.error("scale_per", f"expected block or head, got {fragment(value)}")
+    return value == "head"
+
+
+RECIPE_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "default",
+    "groups",
+    "description",
+)
+"""Every field a weight recipe may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
 
 
 def load_recipe(doc: Document, preset_id: str) -> WeightRecipe:
     """A weight recipe: a ``default`` dtype and, under ``groups``, tensor groups stored in
     another: a dtype id, or a mapping of dtype ids to whole-number parts of the group's
     parameters (``{q4-k: 5, q6-k: 1}``: five sixths Q4_K, one sixth Q6_K)."""
-    top = Fields(doc)
+    top = Fields(doc, known=RECIPE_FIELDS)
     name, aliases, source = _common(top)
     overrides: list[tuple[str, Mix]] = []
     if top.has("groups"):
@@ -286,8 +392,22 @@ def _matmul(top: Fields) -> str:
     return value
 
 
+LINK_FIELDS = (
+    "name",
+    "aliases",
+    "source",
+    "bandwidth",
+    "latency",
+    "latency_source",
+    "gpus",
+    "notes",
+)
+"""Every field a link preset may give (Fields.known): any other key is refused first, with
+the nearest of these names."""
+
+
 def load_link(doc: Document, preset_id: str) -> Link:
-    top = Fields(doc)
+    top = Fields(doc, known=LINK_FIELDS)
     name = top.text("name")
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     latency = _parsed(top, "latency", lambda text: parse_duration(text, "latency"))
@@ -446,7 +566,7 @@ def _params(table: Fields, family: str) -> EngineParams:
         mma_fitted=f.boolean("mma_fitted", False),
         range=_range(f.mapping("range")) if f.has("range") else None,
         transferred=f.text("transferred", ""),
-        moe_factor=float(f.fraction("moe_factor", MAX_BAND)) if f.has("moe_factor") else 1.0,
+        moe_factor=f.real("moe_factor", MAX_BAND) if f.has("moe_factor") else 1.0,
         lent=_lent(f),
     )
     f.text("fitted", "")
@@ -468,7 +588,7 @@ def _lent(f: Fields) -> tuple[str, ...]:
 
 
 def _band(f: Fields) -> tuple[float, float]:
-    band = (float(f.fraction("band_low", 1)), float(f.fraction("band_high", MAX_BAND)))
+    band = (f.real("band_low", 1), f.real("band_high", MAX_BAND))
     if band[1] < 1:
         raise f.error("band_high", f"must be at least 1, got {band[1]}")
     return band
@@ -496,7 +616,17 @@ def _range(f: Fields) -> FitRange:
         gpus=f.texts("gpus"),
         lines=f.texts("lines"),
         outside_band=_band(f),
+        sizes=_sizes(f, params),
     )
+
+
+def _sizes(f: Fields, params: tuple[int, int]) -> tuple[int, ...]:
+    """Each fitted model's parameters (optional: a range without them checks the pair),
+    ascending and within the ``params`` pair."""
+    sizes = f.raw_list("sizes")
+    if list(sizes) != sorted(sizes) or any(not params[0] <= s <= params[1] for s in sizes):
+        raise f.error("sizes", f"expected ascending sizes within {list(params)}, got {list(sizes)}")
+    return sizes
 
 
 def _serving(f: Fields, engine: str) -> ServingDefaults:
@@ -549,7 +679,7 @@ def _duration(f: Fields, key: str) -> float | None:
 
 
 def _efficiency(f: Fields, key: str) -> float:
-    value = float(f.fraction(key, 1))
+    value = f.real(key, 1)
     if not value >= 0.001:
         raise f.error(key, f"expected a fraction from 0.001 to 1, got {value}")
     return value

@@ -204,6 +204,7 @@ def _families(families: Sequence[FamilyProfile]) -> dict[str, object]:
                 "context": [r.context_min, r.context_max],
                 "gpus": list(r.gpus),
                 "lines": list(r.lines),
+                **({"sizes": list(r.sizes)} if r.sizes else {}),
                 "band_low": round(r.outside_band[0], 3),
                 "band_high": round(r.outside_band[1], 3),
             }

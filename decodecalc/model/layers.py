@@ -11,7 +11,6 @@ or a state of constant size.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -124,7 +123,7 @@ class Attention:
 
     def kv_heads_per_gpu(self, tp: int) -> int:
         """KV heads each GPU caches: kv/N while N <= kv, then one whole head (replicated)."""
-        return math.ceil(self.num_kv_heads / tp)
+        return -(-self.num_kv_heads // tp)
 
     def kv_elements_per_token(self, tp: int) -> int:
         """Cached elements per token on one GPU: kv heads x (K and V widths), 2 x head_dim

@@ -143,11 +143,31 @@ class Model:
         )
 
     def has_latent_attention(self) -> bool:
-        """Whether any layer caches MLA's latent: the only cache FlashMLA's layouts
-        (DType.mla_only) can hold."""
+        """Whether any layer caches MLA's latent: one tensor per token, shared by K and V."""
         from decodecalc.model.mla import LatentAttention
 
         return any(isinstance(m, LatentAttention) for m, _ in self._mixer_counts)
+
+    def kv_head_width(self) -> Fraction | None:
+        """Cached K and V elements per head vector over the attention layers, the width a
+        per-head scale (DType.head_scale_bits) is spread over: a model's head_dim where the
+        layers share one; where they differ, the mean weighted by elements per token (exact
+        for bytes per token, while every layer holds the whole context). None: no layer
+        caches K and V by heads."""
+        from decodecalc.model.layers import Attention
+
+        layers = [
+            (m, n) for m, n in self._mixer_counts if isinstance(m, Attention) and not m.kv_shared
+        ]
+        vectors = sum(2 * m.num_kv_heads * n for m, n in layers)
+        elements = sum(m.kv_dim * m.num_kv_heads * n for m, n in layers)
+        return Fraction(elements, vectors) if vectors else None
+
+    def takes_cache_layout(self, layer_kind: str | None) -> bool:
+        """Whether a cache format laid out for one layer kind (DType.layer_kind: FlashMLA's
+        latent, DeepSeek-V4's entry) can hold this model's cache: some layer is of that
+        kind. None: a format for any cache."""
+        return layer_kind is None or any(m.kind == layer_kind for m, _ in self._mixer_counts)
 
     @cached_property
     def _layer_counts(self) -> tuple[tuple[Layer, int], ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from fractions import Fraction
 
@@ -43,8 +42,8 @@ class TensorGroup:
             return self.params
         if self.sharding is Sharding.KV_HEADS:
             per_head = self.params // self.kv_heads
-            return per_head * math.ceil(self.kv_heads / tp)
-        return math.ceil(self.params / tp)
+            return per_head * -(-self.kv_heads // tp)
+        return -(-self.params // tp)  # whole numbers: a float quotient drops digits past 2^53
 
     def read_fraction(self, batch: int) -> Fraction:
         """Share of the group a decode step of ``batch`` tokens reads."""

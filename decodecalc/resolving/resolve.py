@@ -18,7 +18,7 @@ from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
-from decodecalc.notes import Note
+from decodecalc.notes import Note, unique
 from decodecalc.record import record, replace
 from decodecalc.scenarios.fields import MAX_TP, SCENARIO_FIELDS
 from decodecalc.scenarios.rates import (
@@ -152,18 +152,31 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     )
 
 
+def _shadowing_notes(catalog: Catalog, spec: ScenarioSpec) -> tuple[Note, ...]:
+    """A model or GPU name that one of the user's presets takes over from a built-in, or
+    that a built-in keeps from one of theirs (Catalog.shadowing)."""
+    named = [("models", spec.model), ("gpus", spec.gpu)]
+    notes = [
+        catalog.shadowing(kind, name.partition(",")[0])
+        for kind, name in named
+        if isinstance(name, str)
+    ]
+    return tuple(n for n in notes if n is not None)
+
+
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
     """A cache format that cannot exist for this model is refused; a V format the model has
     no V to store in is said to price nothing; weights in a format the GPU has no tensor
     cores for are said to run at the class it falls back to."""
-    latent = next((c for c in caches if c is not None and c.mla_only), None)
-    if latent is not None and not model.has_latent_attention():
-        raise InputError(
-            f"KV dtype {latent.id!r} is FlashMLA's layout of an MLA latent, and "
-            f"{model.id} has no MLA layers; try fp8"
-        )
+    for cache in caches:
+        if cache is not None and not model.takes_cache_layout(cache.layer_kind):
+            raise InputError(
+                f"KV dtype {cache.id!r} lays out the cache of {cache.layer_kind} layers, and "
+                f"{model.id} has no {cache.layer_kind} layers; try fp8 ('decodecalc show "
+                f"{model.id}' lists the KV dtypes it takes)"
+            )
     kv, values = caches[0], caches[-1]
     notes = []
     if values is not None and kv is not None and values != kv and not model.caches_values():
@@ -192,6 +205,30 @@ def format_notes(
             f"{peak[0].upper()} rate (weight-only, as engines run them there)",
         ),
     )
+
+
+def at_head_width(
+    model: Model, kv: DType, v_kv: DType | None
+) -> tuple[DType, DType | None, tuple[Note, ...]]:
+    """Cache formats with a scale per head (LMDeploy's) priced at the model's head width,
+    with a note where that is not the width their listed bits are counted at."""
+    width = model.kv_head_width()
+    if width is None:
+        return kv, v_kv, ()
+    new_kv = kv.at_head_width(width)
+    new_v = None if v_kv is None else v_kv.at_head_width(width)
+    notes = tuple(
+        Note(
+            "kv-head-width",
+            f"{new.id} stores {float(new.head_scale_bits):g} scale bits per head of each "
+            f"token: on {model.id}'s {float(width):g}-wide heads that is "
+            f"{float(new.bits_per_value):g} bits per value, not the "
+            f"{float(old.bits_per_value):g} listed for {old.head_width}-wide heads",
+        )
+        for old, new in ((kv, new_kv), (v_kv, new_v))
+        if old is not None and new is not None and new is not old
+    )
+    return new_kv, new_v, unique(notes)
 
 
 def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
@@ -373,6 +410,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         else _dtype(catalog, spec.kv_dtype)
     )
     v_kv = None if spec.v_dtype is None else _dtype(catalog, spec.v_dtype)
+    kv, v_kv, head_notes = at_head_width(model, kv, v_kv)
     fit = resolve_efficiency(str(spec.efficiency), gpu, catalog)
     engine, engine_notes = choose_engine(catalog, spec.engine, gpu)
     engine, wider = extrapolation(engine, model, spec.batch, gpu)
@@ -408,9 +446,11 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *engine_notes,
             *wider,
             *_numbers_notes(model, gpu),
+            *_shadowing_notes(catalog, spec),
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
+            *head_notes,
             *_export_name_note(model, weights.id, spec.weights is not None),
         ),
         engine=engine,

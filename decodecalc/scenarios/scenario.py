@@ -100,13 +100,29 @@ class Scenario:
             raise InputError(f"overhead {self.overhead_s} s must be zero or more, under an hour")
         if self.bandwidth_bytes_per_s <= 0:
             raise InputError("bandwidth must be greater than zero")
+        self._check_formats()
+        self._check_parallelism()
+
+    def _check_formats(self) -> None:
+        """Weights in a format checkpoints store weights in, caches in a KV-cache format."""
+        if not self.weights.weights:
+            w = self.weights.id
+            what, hint = (
+                ("a KV-cache", f"try --kv-dtype {w}; ")
+                if self.weights.kv_cache
+                else ("not a weight", "")
+            )
+            raise InputError(
+                f"{w} is {what} format: no checkpoint stores weights in it ({hint}"
+                "'decodecalc dtypes' shows which formats hold weights)"
+            )
         for cache in (self.kv_dtype, self.v_dtype):
             if cache is not None and not cache.kv_cache:
+                what = "a weight-only format, not" if cache.weights else "not"
                 raise InputError(
-                    f"{cache.id} is a weight-only format, not a KV-cache dtype "
+                    f"{cache.id} is {what} a KV-cache dtype "
                     "('decodecalc dtypes' shows which formats hold a KV cache)"
                 )
-        self._check_parallelism()
 
     def _check_parallelism(self) -> None:
         layers, moe = len(self.model.layers), self.model.moe()

@@ -20,6 +20,7 @@ from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import Packed
 from decodecalc.step.flops import matmul_params
+from decodecalc.step.memory import MemoryFit, RequestLimit, whole_blocks
 from decodecalc.step.step import StepModel
 
 ROW_FIELDS = (
@@ -60,6 +61,7 @@ class FastStep:
     attention_constant: float
     extra_seconds: float
     budget_bytes: int | None
+    """What the server leaves to weights, KV and state (ServerRoom.usable_bytes)."""
     stored_bytes: int
     crossover: float | None = None
     """The scenario's T* (None: the KV cache never reaches the weights)."""
@@ -72,6 +74,12 @@ class FastStep:
     top-k layers, kvcache.KVCurve.regular): their rows come from it, one by one."""
     sequences: int = 1
     """Sequences whose cache one GPU holds (the batch, or a data-parallel rank's share)."""
+    block_size: int = 1
+    """Tokens per KV block: a sequence holds room for whole blocks (ServerRoom.held_tokens)."""
+    pool: RequestLimit | None = None
+    """The server's KV pool, which must hold the batch too (StepModel.fits)."""
+    ranks: int = 1
+    """Data-parallel attention ranks, each with a pool of its own."""
 
     @classmethod
     def of(cls, scenario: Scenario) -> FastStep:
@@ -108,7 +116,10 @@ class FastStep:
             attention_segments=attention,
             attention_constant=constant,
             extra_seconds=comm + scenario.overhead_s,
-            budget_bytes=None if memory is None else memory.budget_bytes,
+            budget_bytes=None if memory is None else memory.room.usable_bytes,
+            block_size=1 if memory is None else memory.room.block_size,
+            pool=None if memory is None or _bytes_suffice(memory) else memory.pool,
+            ranks=step.attention_ranks,
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
             crossover=None if (t_star := step.crossover()) is None else float(t_star),
             engine_terms=step.engine_terms,
@@ -165,7 +176,11 @@ class FastStep:
         if budget is None:
             fits = [labels[None]] * n
         else:
-            fits = [labels[stored + k + state <= budget] for k in kv]
+            held = self._kv_bytes(tuple(whole_blocks(c, self.block_size) for c in contexts))
+            fits = [
+                labels[stored + k + state <= budget and self._pool_holds(c)]
+                for k, c in zip(held, contexts, strict=True)
+            ]
         ms = [s * 1000 for s in seconds]
         batch = self.batch
         return (
@@ -182,6 +197,10 @@ class FastStep:
             fits,
             *self._expected_ms(kv, total, compute, ms),
         )
+
+    def _pool_holds(self, context: int) -> bool:
+        """The server's pool holds the batch at ``context`` (rows whose bytes fit)."""
+        return self.pool is None or self.pool.holds(self.batch, context, self.ranks)
 
     def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:
         """KV bytes per GPU at each context: ceil(units x unit bytes), in integers."""
@@ -466,3 +485,8 @@ def clamped(
         for lo, f, m in zip(low, floor_s, middle, strict=True)
     ]
     return middle, low, [m if m > h else h for h, m in zip(high, middle, strict=True)]
+
+
+def _bytes_suffice(memory: MemoryFit) -> bool:
+    """The pool limits nothing the byte count does not (KvPool.limits_as_bytes)."""
+    return memory.pool is None or memory.pool.limits_as_bytes

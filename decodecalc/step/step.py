@@ -18,9 +18,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from decodecalc.engine.profile import Engine, EngineParams
+from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.kvcache import KVCurve
-from decodecalc.model.layers import Attention
 from decodecalc.model.model import counted
 from decodecalc.model.precision import group_dtype, weight_bytes
 from decodecalc.model.tensors import TensorGroup
@@ -36,7 +36,9 @@ from decodecalc.step.engine_terms import (
     within_band,
 )
 from decodecalc.step.flops import step_flops
-from decodecalc.step.memory import MemoryFit, memory_fit
+from decodecalc.step.kv_pool import kv_pool
+from decodecalc.step.kv_pool import v_elements as v_elements
+from decodecalc.step.memory import MemoryFit, ServerRoom, memory_fit, server_room
 from decodecalc.step.operations import MIN_TILE_ROWS as MIN_TILE_ROWS
 from decodecalc.step.operations import (
     OPERATION_CLASSES,
@@ -152,14 +154,6 @@ def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int 
         for g in groups
     )
     return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
-
-
-def v_elements(mixer: Mixer, elements: int) -> int:
-    """The V share of an attention layer's cache (half, unless values are narrower than
-    keys); MLA's latent and anything else is all K."""
-    if not isinstance(mixer, Attention):
-        return 0
-    return elements * mixer.v_dim // mixer.kv_dim
 
 
 def kv_units_for(
@@ -393,15 +387,38 @@ class StepModel:
         return self.kv_units.solve(target)
 
     def memory(self, context_tokens: int) -> MemoryFit | None:
-        """The budget and its limits per GPU: each stage's solved alone, the tightest
-        kept, and under data-parallel attention the batch limit is every rank's together."""
+        """The budget and its limits per GPU, in the one memory model every answer sizes
+        deployments by: the room a server leaves (step/memory.py server_room) and the KV
+        pool it allocates there (step/kv_pool.py), the pool serving runs its requests in.
+        Each stage is solved alone, the tightest kept; under data-parallel attention the
+        batch limit is every rank's together; the largest batch is no more than the pool
+        holds at the context."""
         s = self.scenario
         if s.gpu is None:
             return None
+        limits = self.server_limits()
+        room = server_room(s.gpu.memory_bytes, s.model, s.tp, limits)
+        fit = self._bytes_fit(context_tokens, room)
+        pool = kv_pool(s, limits)
+        held = pool.held_requests(context_tokens, self.attention_ranks)
+        if fit.max_batch is not None and held is not None:
+            fit = replace(fit, max_batch=min(fit.max_batch, held))
+        return replace(fit, pool=pool)
+
+    @property
+    def attention_ranks(self) -> int:
+        """Ranks that each hold their own sequences' cache (data-parallel attention)."""
+        return self.scenario.tp if self.scenario.dp_attention else 1
+
+    def _bytes_fit(self, context_tokens: int, room: ServerRoom) -> MemoryFit:
+        """The limits the bytes set in ``room``: each stage's weights, cache and state."""
+        s = self.scenario
+        assert s.gpu is not None
         budget = math.floor(s.gpu.memory_bytes * Fraction(str(s.memory_utilization)))
         fits = [
             memory_fit(
                 budget_bytes=budget,
+                room=room,
                 stored_bytes=stage.stored_weight_bytes,
                 curve=stage.kv_units,
                 bytes_per_unit=self.kv_unit_bytes,
@@ -415,17 +432,29 @@ class StepModel:
             return fits[0]
         batches = [f.max_batch for f in fits if f.max_batch is not None]
         contexts = [f.max_context for f in fits if f.max_context is not None]
-        ranks = s.tp if s.dp_attention else 1
         return MemoryFit(
             budget_bytes=budget,
             stored_weight_bytes=max(f.stored_weight_bytes for f in fits),
-            max_batch=min(batches) * ranks if batches else None,
+            max_batch=min(batches) * self.attention_ranks if batches else None,
             max_context=min(contexts) if contexts else None,
+            room=room,
         )
 
+    def server_limits(self) -> SchedulerLimits:
+        """The scheduler a server of this scenario starts with: its engine's defaults
+        (vLLM's where the engine has none, as serving takes them) at the scenario's
+        memory utilization."""
+        s = self.scenario
+        return scheduler_limits(s.engine, s.gpu, memory_utilization=s.memory_utilization)
+
     def fits(self, context_tokens: int, memory: MemoryFit) -> bool:
-        """Every stage's GPUs hold their weights, the cache they keep and their state."""
-        return self.held_bytes(context_tokens) <= memory.budget_bytes
+        """Every stage's GPUs hold their weights, the cache they keep and their state in
+        the room the server leaves them, and the server's pool holds the batch."""
+        held = memory.room.held_tokens(context_tokens)
+        if self.held_bytes(held) > memory.room.usable_bytes:
+            return False
+        pool = memory.pool
+        return pool is None or pool.holds(self.scenario.batch, context_tokens, self.attention_ranks)
 
     def held_bytes(self, context_tokens: int) -> int:
         """What the fullest GPU holds: its stage's stored weights, the cache its layers

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine, gpu_family
-from decodecalc.engine.select import at_line, newest_line
+from decodecalc.engine.select import at_line, newest_line, widened
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
@@ -62,11 +63,11 @@ def models_report(models: list[Model], bf16: DType) -> Report:
     records = tuple(model_record(m, bf16) for m in models)
     columns = (
         Column("id", "Model", numeric=False),
-        Column("params", "Params", h.count, h.exact_bytes),
-        Column("active_params", "Active", h.count, h.exact_bytes, drop=1),
+        Column("params", "Params", h.count, h.whole),
+        Column("active_params", "Active", h.count, h.whole, drop=1),
         Column("layers", "Layers", drop=3),
         Column("hidden_size", "Hidden", drop=4),
-        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
+        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.whole),
         Column("max_context", "Max context", h.tokens),
         Column("family", "Family", numeric=False, drop=2),
         Column("aliases", "Aliases", _joined, numeric=False, drop=5),
@@ -100,7 +101,7 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
         Column("id", "GPU", numeric=False),
         Column("name", "Name", numeric=False, drop=1),
         Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
-        Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
+        Column("memory_bytes", "Memory", h.binary_size, h.whole),
         Column("memory_kind", "Kind", numeric=False, drop=2),
         Column("announced", "Announced", lambda v: "yes", numeric=False, drop=3),
         Column("aliases", "Aliases", _joined, numeric=False, drop=4),
@@ -164,6 +165,10 @@ def _engine_params(p: EngineParams) -> dict[str, object]:
         else p.allreduce_latency_s * 1e6,
         "band_low": p.band[0],
         "band_high": p.band[1],
+        # The band a scenario outside the fitted range takes: one band served both before
+        # 2026-12-02, so this pair is what band_* held then.
+        "outside_band_low": widened(p).band[0],
+        "outside_band_high": widened(p).band[1],
         "points": p.points,
     }
 
@@ -276,6 +281,8 @@ def dtype_record(d: DType) -> dict[str, Any]:
         "name": d.name,
         "bits_per_value": float(d.bits_per_value),
         "kv_cache": d.kv_cache,
+        "weights": d.weights,
+        "layer_kind": d.layer_kind,
         "mixture": d.mixture,
         "aliases": list(d.aliases),
         "description": d.description,
@@ -288,6 +295,7 @@ def dtypes_report(dtypes: list[DType]) -> Report:
     columns = (
         Column("id", "Dtype", numeric=False),
         Column("bits_per_value", "Bits/value", lambda v: f"{v:g}"),
+        Column("weights", "Weights", lambda v: "yes" if v else "no", numeric=False, drop=1),
         Column("kv_cache", "KV cache", lambda v: "yes" if v else "no", numeric=False, drop=1),
         Column("aliases", "Aliases", lambda v: ", ".join(v), numeric=False, drop=2),
         Column("description", "What it is", numeric=False),
@@ -389,6 +397,10 @@ def _stored_lines(groups: list[dict[str, Any]], label: str) -> list[str]:
     return lines
 
 
+def _at_heads(d: DType, width: Fraction | None) -> DType:
+    return d if width is None else d.at_head_width(width)
+
+
 def show_report(
     m: Model, dtypes: list[DType], weights: tuple[DType, Overrides, str | None]
 ) -> Report:
@@ -402,16 +414,17 @@ def show_report(
     state_bytes = m.state_bytes_per_sequence()
     windows = sorted({w for x in m.mixers() if (w := x.sliding_window) is not None})
     fixed, reads = fixed_kv_bytes_per_token(m.mixers()), read_pattern(m.mixers())
-    # FlashMLA's layouts hold an MLA latent: listed only where estimate takes them.
-    mla = m.has_latent_attention()
+    width = m.kv_head_width()  # a per-head scale's width (LMDeploy's formats)
+    # A layout of one layer kind's cache (FlashMLA's, DeepSeek-V4's): listed only where
+    # estimate takes it.
     kv = [
         {
             "kv_dtype": d.id,
-            "kv_bytes_per_token": ceil_bytes(d.bytes_for(elements)) + fixed,
+            "kv_bytes_per_token": ceil_bytes(_at_heads(d, width).bytes_for(elements)) + fixed,
             "state_bytes_per_sequence": state_bytes,  # its own format, whatever the KV's
         }
         for d in dtypes
-        if d.kv_cache and (mla or not d.mla_only)
+        if d.kv_cache and m.takes_cache_layout(d.layer_kind)
     ]
     groups = [
         {
@@ -474,12 +487,8 @@ def show_report(
     ]
     columns = (
         Column("kv_dtype", "KV dtype", numeric=False),
-        Column("kv_bytes_per_token", "KV bytes / token", h.exact_bytes),
-        *(
-            (Column("state_bytes_per_sequence", "State / sequence", h.exact_bytes),)
-            if state
-            else ()
-        ),
+        Column("kv_bytes_per_token", "KV bytes / token", h.whole),
+        *((Column("state_bytes_per_sequence", "State / sequence", h.whole),) if state else ()),
     )
     sources = (
         f"source: {m.source}",

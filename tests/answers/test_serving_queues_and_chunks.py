@@ -163,7 +163,7 @@ def test_weights_past_the_memory_say_so(cli: Run) -> None:
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
     assert r.err.startswith("decodecalc: error: no room for a KV cache")
     # 85,520,809,984 B / 2^30 = 79.65 GiB; less 471,859,200 B: 85,048,950,784 B = 79.21 GiB.
-    # Said apart from estimate's "GB usable (79.6 GiB x 0.9)", which takes the whole memory.
+    # The same room estimate's "GB usable" is (step/memory.py server_room).
     assert (
         "0.9 of the memory CUDA reports (79.21 GiB: the GPU's 79.65 GiB less 450 MiB it never "
         f"reports) is {H100_BUDGET_GB}, and the weights take 79.7"

@@ -148,19 +148,20 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
             rest = [r for r in pool if id(r[0]) not in ids]
             calibration = [(p.family, w, r) for p, w, r, _ in rest]
             beyond = [(p.family, w, r) for p, w, r, out in rest if out]
+            near = [(p.family, r) for p, _, r, out in rest if not out]
 
             rebanded = tuple(
                 replace(
                     profile,
                     params_by_family=tuple(
-                        (f, _banded(params, f, calibration, beyond))
+                        (f, _banded(params, f, calibration, beyond, near))
                         for f, params in profile.families
                     ),
                     lines=tuple(
                         replace(
                             x,
                             families=tuple(
-                                (f, _banded(q, f, calibration, beyond)) for f, q in x.families
+                                (f, _banded(q, f, calibration, beyond, near)) for f, q in x.families
                             ),
                         )
                         for x in profile.lines
@@ -181,14 +182,19 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
     return out
 
 
-def _banded(params: Any, f: str, calibration: Any, beyond: Any) -> Any:
-    """The family's band, and on the range the band of the residuals of points that lay
-    outside their predictor's range, never narrower."""
+def _banded(params: Any, f: str, calibration: Any, beyond: Any, near: Any) -> Any:
+    """Inside the range, the band of the residuals predicted inside their predictor's
+    range, all ways pooled: the family's where it has 20, else every family's. Outside
+    it, the family's band over every residual (widest of the ways), the band of those
+    that lay outside their predictor's range and the inside band, the widest on each
+    side."""
+    own = [r for family, r in near if family == f]
+    inside = _band(own if len(own) >= 20 else [r for _, r in near])
     band = _family_band(calibration, f)
     wide = _family_band(beyond, f) if beyond else band
-    outside = (min(band[0], wide[0]), max(band[1], wide[1]))
+    outside = (min(band[0], wide[0], inside[0]), max(band[1], wide[1], inside[1]))
     fitted = params.range and replace(params.range, outside_band=outside)
-    return replace(params, band=band, range=fitted)
+    return replace(params, band=inside, range=fitted)
 
 
 def _expected(p: Labelled, profiles: Any) -> tuple[Any, bool]:
@@ -213,8 +219,8 @@ def _widened(params: Any, p: Labelled) -> Any:
     kind = "dense" if s.model.moe() is None else "moe"
     line = p.point.release
     inside = (
-        # a model within a quarter of the fitted sizes is inside them (engine/select.py)
-        r.params_min / 1.25 <= size <= r.params_max * 1.25
+        # a model within a quarter of a fitted model's size is inside (engine/select.py)
+        any(x / 1.25 <= size <= x * 1.25 for x in r.sizes)
         and kind in r.kinds
         and r.batch_min <= s.batch <= r.batch_max
         and r.context_min <= p.point.context_tokens <= r.context_max

@@ -94,6 +94,72 @@ class TestServingTargets:
         )
 
 
+class TestStepTargetsUnderAWorkload:
+    """Under a workload min_throughput_tokens_per_s is the server's output tokens/s, and
+    max_kv_share and min_crossover_context a decode step at its mean decode batch and the
+    workload's mean context: never batch 1 at the model's maximum context (131,072)."""
+
+    # 64 requests kept in flight, each of 1,024 prompt and 256 output tokens, below vLLM's
+    # max-num-seqs: all 64 run, and each spends 1 of its 1 + 256 steps in prefill, so
+    # 64 x 256 / 257 = 63.75 decode in a step: the mean decode batch is round(63.75) = 64.
+    # The mean context is 1,024 + 256 // 2 = 1,152 tokens. At batch 64 the step streams
+    # the weights, 15,009,849,344 B (above), and 64 x 1,152 x 131,072 B (a token's K and
+    # V: 32 layers x 8 KV heads x 128 x 2 x 2 B) = 9,663,676,416 B of cache: a KV share of
+    # 9,663,676,416 / 24,673,525,760 = 39.17%. The cache of 64 sequences overtakes the
+    # weights at 15,009,849,344 / (64 x 131,072) = 1,789.31 tokens each.
+    LOADED = """\
+name: loaded
+model: llama-3.1-8b
+gpu: h100-sxm
+engine: roofline
+workload: {concurrency: 64, input_len: 1K, output_len: 256}
+targets:
+"""
+
+    def test_throughput_is_the_servers(self, cli: Run, tmp_path: Path) -> None:
+        # One stream (above): 1 / 4.4806 ms = 223.2 output tokens/s, where batch 1 at
+        # 131,072 tokens ((15,009,849,344 + 131,072 x 131,072) B / 3.35 TB/s = 9.61 ms)
+        # would give 104 and fail.
+        path = write(tmp_path, ONE_STREAM + "  min_throughput_tokens_per_s: 220\n")
+        r = cli("check", path, "-f", "json")
+        assert r.code == 0, r.err
+        (row,) = json.loads(r.out)["results"]
+        assert row["value"] == pytest.approx(223.2, rel=1e-3)
+        assert (row["context"], row["basis"]) == (None, None)
+        assert "min_throughput_tokens_per_s is held to the server's output tokens" in r.err
+
+    def test_the_same_figure_as_the_servers_output_throughput(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        targets = "  min_throughput_tokens_per_s: 1\n  min_output_throughput_tokens_per_s: 1\n"
+        _, rows = results(cli, write(tmp_path, self.LOADED + targets))
+        server = rows["min_output_throughput_tokens_per_s"]["value"]
+        assert rows["min_throughput_tokens_per_s"]["value"] == server
+
+    def test_kv_share_and_crossover_at_the_mean_batch_and_context(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        targets = "  max_kv_share: 0.4\n  min_crossover_context: 2K\n"
+        path = write(tmp_path, self.LOADED + targets)
+        r = cli("check", path, "-f", "json")
+        assert r.code == 1, r.err
+        rows = {row["target"]: row for row in json.loads(r.out)["results"]}
+        share = rows["max_kv_share"]
+        assert share["value"] == pytest.approx(9_663_676_416 / 24_673_525_760, rel=1e-9)
+        assert (share["context"], share["passed"]) == (1152, True)
+        crossover = rows["min_crossover_context"]
+        assert crossover["value"] == pytest.approx(15_009_849_344 / (64 * 131_072), rel=1e-9)
+        assert crossover["passed"] is False  # 1,789 < 2,048
+        assert (
+            "min_crossover_context and max_kv_share are held to a decode step at the "
+            "server's mean decode batch (64 sequences) and the workload's mean context "
+            "(1,152 tokens: the input and half the output)"
+        ) in " ".join(r.err.split())
+        table = cli("check", path).out
+        assert "39.2% at 1,152 tokens, the workload's mean" in table
+        assert "1,789 tokens at the workload's mean batch" in table
+
+
 class TestBadWorkloads:
     @pytest.mark.parametrize(
         ("workload", "message"),

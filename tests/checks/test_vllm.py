@@ -20,15 +20,19 @@ from tests.conftest import Run
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 
 # Llama-3.1-70B in FP8 with an FP8 cache on one H100 SXM (81,559 MiB, as nvidia-smi reports
-# it): the budget is 0.9 x 85.5 GB = 76.97 GB; the weights take 70,553,706,496 bytes (one
-# byte per parameter), leaving 6.42 GB. A token of cache is 80 layers x 8 KV heads x 128 x
-# 2 (K and V) x 1 byte = 163,840 bytes: one sequence of 32,768 tokens (5.37 GB) fits, one of
-# 65,536 tokens (10.74 GB) does not.
+# it): vLLM's start-up leaves (85,520,809,984 - 450 MiB) x 0.9 = 76,544,055,705 bytes, less
+# the 1,970,012,160-byte activation peak and the 268,435,456-byte reserve: 74,305,608,089
+# (tests/step/test_memory.py). vLLM's FP8 leaves the embedding, LM head and norms in BF16
+# (fp8-bf16-head): 70,553,706,496 parameters at one byte plus one more byte for
+# 2 x 128,256 x 8,192 (embedding, head) + 80 x 2 x 8,192 + 8,192 (norms) = 2,102,665,216 of
+# them: 72,656,371,712 bytes, leaving 1,649,236,377 (1.65 GB). A token of cache is 80
+# layers x 8 KV heads x 128 x 2 (K and V) x 1 byte = 163,840 bytes: one sequence of 8,192
+# tokens (1.34 GB) fits, one of 32,768 tokens (5.37 GB) does not.
 LLAMA_70B_FP8 = """\
 model: meta-llama/Llama-3.1-70B-Instruct
 quantization: fp8
 kv-cache-dtype: fp8
-max-model-len: 32768
+max-model-len: 8192
 """
 
 
@@ -242,6 +246,39 @@ class TestDefaultBatch:
         assert "vllm-default-max-num-seqs" in codes(doc)
 
 
+class TestMaxNumSeqsIsACap:
+    """max-num-seqs caps the requests vLLM runs at once; vLLM starts whenever one sequence
+    of max-model-len fits. Llama-3.1-8B in BF16 on one H100 SXM: the room a server leaves
+    is 0.9 x (85,521,661,952 B - 450 MiB of CUDA context) = 76,544,822,476 B, less vLLM's
+    activation peak 1,024 x 128,256 x 15 = 1,969,864,704 B and its 268,435,456 B reserve:
+    74,306,522,316 B (74.31 GB); the weights take 8,030,261,248 x 2 = 16,060,522,496 B,
+    leaving 58,245,999,820 B. A token of cache is 32 layers x 8 KV heads x 128 x 2 (K, V)
+    x 2 B = 131,072 B, a sequence of 131,072 tokens 17,179,869,184 B: 3 fit (51.5 GB), 4
+    do not (68.7 GB), far from vLLM's default 1,024."""
+
+    CONFIG = "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 131072\n"
+    NOTE = (
+        "1,024 sequences (max-num-seqs) at full length (131,072 tokens) would not fit in the "
+        "74.31 GB per GPU a server leaves at 0.9 of memory; 3 would: max-num-seqs only caps "
+        "the requests vLLM runs at once, so it starts and runs fewer"
+    )
+
+    def test_alone_it_is_no_does_not_fit(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm")
+        assert r.code == 0, r.err
+        assert self.NOTE in r.err and "cannot run" not in r.err
+        doc = run_json(cli, serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm")
+        assert "vllm-fewer-at-once" in codes(doc) and "does-not-fit" not in codes(doc)
+
+    @pytest.mark.parametrize("target", ["must_fit=true", "max_ms_per_token=1000"])
+    def test_a_target_at_that_batch_keeps_does_not_fit(
+        self, cli: Run, tmp_path: Path, target: str
+    ) -> None:
+        r = cli("check", serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm", "-t", target)
+        assert "does not fit: from 131,072 tokens at batch 1024" in r.err
+        assert "cannot run" in r.err and self.NOTE not in r.err
+
+
 class TestModelDirectory:
     def test_a_local_directory_is_read_from_its_config_json(self, cli: Run, tmp_path: Path) -> None:
         model = tmp_path / "models" / "Llama-3.1-8B"
@@ -278,22 +315,30 @@ class TestStartupCheck:
         r = cli("check", path, "--gpu", "h100-sxm")
         assert r.code == 0, r.err
         assert "vllm_startup_fit" in r.out and "fits" in r.out
-        assert "1 sequence of 32,768 tokens" in r.out
+        assert "1 sequence of 8,192 tokens" in r.out
         doc = run_json(cli, path, "--gpu", "h100-sxm")
         (result,) = doc["results"]
         assert (result["target"], result["value"], result["context"]) == (
             "vllm_startup_fit",
             True,
-            32_768,
+            8_192,
         )
         assert "vllm-startup-fit" in codes(doc)
         assert "check-roofline" not in codes(doc)  # nothing was held to a speed
         assert doc["deployments"][0]["inputs"]["batch"] == 1024  # as vLLM would run it
 
     def test_a_context_that_does_not_fit_fails(self, cli: Run, tmp_path: Path) -> None:
-        path = serve(tmp_path, LLAMA_70B_FP8.replace("32768", "65536"))
+        path = serve(tmp_path, LLAMA_70B_FP8.replace("8192", "32768"))
         r = cli("check", path, "--gpu", "h100-sxm")
-        assert r.code == 1 and "does not fit at 65,536 tokens" in r.out
+        assert r.code == 1 and "does not fit at 32,768 tokens" in r.out
+
+    def test_a_context_that_does_not_fit_keeps_the_does_not_fit_note(
+        self, cli: Run, tmp_path: Path
+    ) -> None:
+        # Not one sequence of 65,536 tokens fits (above): vLLM refuses to start.
+        path = serve(tmp_path, LLAMA_70B_FP8.replace("8192", "65536"))
+        found = codes(run_json(cli, path, "--gpu", "h100-sxm"))
+        assert "does-not-fit" in found and "vllm-fewer-at-once" not in found
 
     def test_targets_replace_it(self, cli: Run, tmp_path: Path) -> None:
         doc = run_json(

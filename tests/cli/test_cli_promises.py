@@ -33,7 +33,7 @@ class TestOutputFileFormat:
     def test_json_by_extension(self, cli: Run, tmp_path: Path, command: tuple[str, ...]) -> None:
         target = tmp_path / "out.json"
         assert cli(*command, "-o", str(target)).code == 0
-        assert json.loads(target.read_text())["schema_version"] == 2
+        assert json.loads(target.read_text())["schema_version"] == 3
 
     def test_csv_by_extension(self, cli: Run, tmp_path: Path) -> None:
         target = tmp_path / "out.csv"
@@ -175,7 +175,7 @@ def test_an_empty_context_is_refused(cli: Run) -> None:
 class TestFormatsThatCannotBe:
     def test_a_flashmla_cache_on_a_gqa_model_is_refused(self, cli: Run) -> None:
         r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-k", "fp8-flashmla", "-c", "8K")
-        assert r.code == 2 and "no MLA layers" in r.err and "fp8" in r.err
+        assert r.code == 2 and "no mla layers" in r.err and "fp8" in r.err
 
     def test_a_flashmla_cache_on_an_mla_model_is_taken(self, cli: Run) -> None:
         """FlashMLA's FP8 entry: 512 fp8 latent bytes, 4 float32 scales (16 bytes) and the

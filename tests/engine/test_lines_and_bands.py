@@ -269,23 +269,40 @@ def test_engines_lists_lines(cli: Run) -> None:
     assert rows[0]["lines"][0]["versions"] == ["0.4.2.post4 (rocm/sglang-staging:20250212)"]
 
 
+def test_engines_gives_the_band_outside_the_range(cli: Run) -> None:
+    """engines --json holds both bands: band_* inside the fitted range, outside_band_* the
+    wider one a scenario beyond it takes (the band as it was before 2026-12-02), each the
+    wider of the parameters' band and the range's outside band on its side (widened)."""
+    for r in json.loads(cli("engines", "--json").out)["engines"]:
+        assert r["outside_band_low"] <= r["band_low"] <= 1 <= r["band_high"]
+        assert r["band_high"] <= r["outside_band_high"]
+    spread = EngineParams(1.0, 1.0, band=(0.8, 1.3), range=replace(RANGE, outside_band=(0.6, 1.2)))
+    assert widened(spread).band == (0.6, 1.3)  # low from the range, high from its own band
+
+
 def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
-    """30 left-out ratios on one family: 20 inside their predictor's range at 1.0, 10
-    outside it at 0.5-0.9 and 1.1-1.5. The band over all 30 (conformal 80%): the
-    floor(31 x 0.1) = 3rd and ceil(31 x 0.9) = 28th smallest, 0.7 and 1.3. The 10 outside
-    are fewer than 20, so they are pooled over every family: the floor(11 x 0.1) = 1st and
-    ceil(11 x 0.9) = 10th smallest, 0.5 and 1.5: the outside band."""
+    """30 left-out ratios on one family: 20 inside their predictor's range (0.90, 0.92,
+    0.94, fourteen at 1.0, 1.06, 1.08, 1.10), 10 outside it at 0.5-0.9 and 1.1-1.5.
+
+    The band inside the range is the conformal 80% interval of the 20 inside alone: the
+    floor(21 x 0.1) = 2nd and ceil(21 x 0.9) = 19th smallest, 0.92 and 1.08. Outside it,
+    the wider of the band over all 30, the floor(31 x 0.1) = 3rd and ceil(31 x 0.9) = 28th
+    smallest (0.7 and 1.3), and the band of the 10 outside, fewer than 20 so pooled over
+    every family: the floor(11 x 0.1) = 1st and ceil(11 x 0.9) = 10th smallest, 0.5 and
+    1.5."""
     from types import SimpleNamespace
 
     from decodecalc.calibration.validation import ALL_FAMILIES, outside_bands
 
     point = SimpleNamespace(family="f")
+    near = [0.90, 0.92, 0.94, *[1.0] * 14, 1.06, 1.08, 1.10]
     outside = [0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5]
-    found = [(point, "group", 1.0, False)] * 20 + [(point, "group", r, True) for r in outside]
+    found = [(point, "group", r, False) for r in near]
+    found += [(point, "model", r, True) for r in outside]
     table = outside_bands(found)  # type: ignore[arg-type]
     for family in ("f", ALL_FAMILIES):
         band, wide = table[family]
-        assert band == pytest.approx((0.7, 1.3))
+        assert band == pytest.approx((0.92, 1.08))
         assert wide == pytest.approx((0.5, 1.5))
 
 

@@ -194,6 +194,11 @@ BAD_MODELS = [
     ("layers=2,hidden=64,heads=4,vocab=9,intermediate", "'intermediate' is not FIELD=VALUE"),
     ("layers=2,hidden=64,heads=4,vocab=9,experts=8,experts_per_token=2", "expert_intermediate"),
     ("layers=2,hidden=64,heads=4,vocab=9,intermediate=8,max_context=lots", "max_context"),
+    # as config.json's max_position_embeddings: 0 ("must be at least 1, got 0")
+    (
+        "layers=2,hidden=64,heads=4,vocab=9,intermediate=8,max_context=0",
+        "max_context=0 must be at least 1 token",
+    ),
     ("params=70B", "missing kv_bytes_per_token"),
     ("params=70B,kv_bytes_per_token=1KiB,hidden=8192", "the short form takes params"),
     ("params=7B,active_params=8B,kv_bytes_per_token=1KiB", "is more than params"),

@@ -215,8 +215,8 @@ def test_a_serving_pool_holds_the_pooled_entries() -> None:
     layers of 128 x 2 + 33 = 289 bytes a token, 20 HCA layers of 4 x 2 = 8: 50,261 bytes a
     token, the same as the cache figure above, and a 1M-token request keeps every pooled
     entry while its window slots hold 128 - 1 + a chunk of tokens."""
-    from decodecalc.answers.kv_pool import kv_pool
     from decodecalc.engine.scheduler import scheduler_limits
+    from decodecalc.step.kv_pool import kv_pool
 
     scenario = api.scenario("deepseek-v4-flash", "b200", engine="vllm")
     pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))

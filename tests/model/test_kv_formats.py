@@ -78,12 +78,16 @@ def test_fp8_keys_bf16_values(cli: Run) -> None:
     # 128,256 x 4,096 embedding a step only gathers rows of) x 2 = 15,009,849,344 bytes;
     # / 98,304 = 152,688.083 tokens
     assert doc["crossover_context"] == pytest.approx(15_009_849_344 / 98_304, rel=1e-12)
-    # memory: floor(81,559 MiB x 0.9) = 76,968,728,985 bytes, less 8,030,261,248 x 2 =
-    # 16,060,522,496 stored: 60,908,206,489 free; / 98,304 = 619,590 tokens at batch 1;
-    # / 805,306,368 = 75 sequences at 8K
+    # memory: the room a server leaves, (81,559 MiB - 450 MiB) x 0.9 = 76,544,055,705 bytes
+    # less the sampler's activation peak 1,024 x 128,256 x 15 = 1,970,012,160 (over the
+    # forward pass's 8,192 x (3 x 4,096 + 3 x 14,336) x 2 = 905,969,664) and the 268,435,456
+    # reserve: 74,305,608,089; less 8,030,261,248 x 2 = 16,060,522,496 stored:
+    # 58,245,085,593 free; / 98,304 = 592,499.6 tokens at batch 1, in whole 16-token blocks
+    # 37,031 x 16 = 592,496; / 805,306,368 = 72 sequences at 8K
     assert doc["memory_budget_bytes"] == 76_968_728_985
-    assert doc["max_context_that_fits"] == 619_590
-    assert doc["max_batch_that_fits"] == 75
+    assert doc["memory_usable_bytes"] == 74_305_608_089
+    assert doc["max_context_that_fits"] == 592_496
+    assert doc["max_batch_that_fits"] == 72
 
 
 def test_fractional_k_and_v_are_exact(cli: Run) -> None:
@@ -161,3 +165,96 @@ def test_sweep_rows_name_k_and_v(cli: Run) -> None:
     kv = header.split(",").index("kv_bytes")
     # 32 x 8 x 128 x 8,192 x (1 + 1) and x (1 + 2) bytes
     assert [int(row.split(",")[kv]) for row in rows] == [536_870_912, 805_306_368]
+
+
+@pytest.mark.parametrize(
+    ("weights", "start"),
+    [
+        ("kivi-2", "kivi-2 is a KV-cache format: no checkpoint stores weights in it (try -"),
+        ("int4-lmdeploy", "int4-lmdeploy is a KV-cache format"),
+        ("fp8-flashmla", "fp8-flashmla is a KV-cache format"),
+        ("fp8-ds-v4", "fp8-ds-v4 is a KV-cache format"),
+        ("int64", "int64 is not a weight format: no checkpoint stores weights in it"),
+    ],
+)
+def test_formats_no_checkpoint_stores_weights_in_are_refused_as_weights(
+    cli: Run, weights: str, start: str
+) -> None:
+    """The dtype presets say what a format is for (weights: false): a KV-cache layout or an
+    index table as --weights is one line and exit 2, as a weight-only format as -k is."""
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-w", weights, "-c", "4K")
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith(f"decodecalc: error: {start}")
+    assert len(r.err.splitlines()) == 1
+
+
+def test_a_deepseek_v4_entry_is_refused_outside_deepseek_v4(cli: Run) -> None:
+    """fp8-ds-v4 lays out DeepSeek-V4's compressed-attention entries (layer_kind), as
+    fp8-flashmla lays out an MLA latent: each is refused on a model without such layers."""
+    for model, kv, kind in (
+        ("llama-3.1-8b", "fp8-ds-v4", "compressed attention"),
+        ("deepseek-v4-flash", "fp8-flashmla", "mla"),
+    ):
+        r = cli("estimate", "-m", model, "-g", "h200", "-k", kv, "-c", "4K")
+        assert r.code == 2 and r.out == ""
+        assert r.err == (
+            f"decodecalc: error: KV dtype '{kv}' lays out the cache of {kind} layers, and "
+            f"{model} has no {kind} layers; try fp8 ('decodecalc show {model}' lists the KV "
+            "dtypes it takes)\n"
+        )
+    assert cli("estimate", "-m", "deepseek-v4-flash", "-g", "h200", "-k", "fp8-ds-v4").code == 0
+
+
+def test_show_lists_the_kv_formats_each_model_takes(cli: Run) -> None:
+    def kv(model: str) -> set[str]:
+        doc = json.loads(cli("show", model, "--json").out)
+        return {r["kv_dtype"] for r in doc["kv_bytes_per_token"]}
+
+    llama, v3, v4 = kv("llama-3.1-8b"), kv("deepseek-v3"), kv("deepseek-v4-flash")
+    assert {"fp8", "kivi-2"} <= llama and not {"fp8-ds-v4", "fp8-flashmla"} & llama
+    assert "fp8-flashmla" in v3 and "fp8-ds-v4" not in v3
+    assert "fp8-ds-v4" in v4 and "fp8-flashmla" not in v4
+
+
+def test_the_dtype_listing_says_what_each_format_holds(cli: Run) -> None:
+    doc = {d["id"]: d for d in json.loads(cli("dtypes", "--json").out)["dtypes"]}
+    assert (doc["kivi-2"]["weights"], doc["kivi-2"]["kv_cache"]) == (False, True)
+    assert (doc["int64"]["weights"], doc["int64"]["kv_cache"]) == (False, False)
+    assert (doc["q8-0"]["weights"], doc["q8-0"]["kv_cache"]) == (True, True)
+    assert doc["fp8-flashmla"]["layer_kind"] == "mla" and doc["fp8"]["layer_kind"] is None
+
+
+@pytest.mark.parametrize(
+    ("model", "kv", "per_token", "noted"),
+    [
+        # Llama-3.2-1B: 16 layers x 8 KV heads x 64 x 2 (K, V) = 16,384 elements a token.
+        # LMDeploy keeps an FP16 scale and an FP16 zero per head per token: 32 bits over 64
+        # values, so 4 + 32/64 = 4.5 bits: 16,384 x 4.5 / 8 = 9,216 bytes (not 8,704 at
+        # the 4.25 bits of a 128-wide head); int8: 8.5 bits, 16,384 x 8.5 / 8 = 17,408.
+        ("llama-3.2-1b", "int4-lmdeploy", 9_216, True),
+        ("llama-3.2-1b", "int8-lmdeploy", 17_408, True),
+        # Llama-3.1-8B's heads are 128 wide: 32 x 8 x 128 x 2 = 65,536 elements x 4.25 / 8
+        # = 34,816 bytes, the listed rate.
+        ("llama-3.1-8b", "int4-lmdeploy", 34_816, False),
+        # gpt-oss-20b: 24 layers x 8 KV heads x 64 x 2 = 24,576 elements x 4.5 / 8 = 13,824.
+        ("gpt-oss-20b", "int4-lmdeploy", 13_824, True),
+    ],
+)
+def test_lmdeploy_kv_is_priced_at_the_head_width(
+    cli: Run, model: str, kv: str, per_token: int, noted: bool
+) -> None:
+    r = cli("estimate", "-m", model, "-g", "h100", "-k", kv, "-c", "1K", "--json")
+    doc = json.loads(r.out)
+    assert doc["kv_bytes_per_token"] == per_token
+    assert ("kv-head-width" in {n["code"] for n in doc["notes"]}) is noted
+    shown = json.loads(cli("show", model, "--json").out)["kv_bytes_per_token"]
+    assert {x["kv_dtype"]: x["kv_bytes_per_token"] for x in shown}[kv] == per_token
+
+
+def test_an_index_table_format_is_no_kv_cache_either(cli: Run) -> None:
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-k", "int64", "-c", "4K")
+    assert r.code == 2 and r.out == ""
+    assert r.err == (
+        "decodecalc: error: int64 is not a KV-cache dtype ('decodecalc dtypes' shows which "
+        "formats hold a KV cache)\n"
+    )

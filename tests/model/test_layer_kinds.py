@@ -175,9 +175,10 @@ class TestSparseAttention:
         est = estimate(s, [100_000])
         memory = est.memory
         assert memory is not None and memory.max_context is not None
-        # Every token of the longest context that fits is held: 78,324 bytes each.
-        free = memory.budget_bytes - memory.stored_weight_bytes
-        assert memory.max_context == free // 78_324
+        # Every token of the longest context that fits is held: 78,324 bytes each, in the
+        # room the server leaves, and the context in whole 16-token blocks.
+        free = memory.room.usable_bytes - memory.stored_weight_bytes
+        assert memory.max_context == free // 78_324 // 16 * 16
 
     def test_param_count_by_hand(self, catalog: Catalog) -> None:
         # V3's 671,026,419,200 (tests/model/test_architectures.py) plus, per layer, the indexer:

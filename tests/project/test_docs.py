@@ -516,6 +516,11 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -g h100 -c 2G", "context '2G' is above the limit"),
     ("estimate -m llama-3.1-8b -g h100 -c 1..1M:1", "expands to 1,048,576 points; at most 10,000"),
     ("estimate -m llama-3.1-8b -g h100 --batch 2000000", "from 1 to 1,000,000"),
+    ("plan -m llama-3.1-8b --gpus h100 -c 1K --batch 2000000", "from 1 to 1,000,000"),
+    (
+        "plan -m llama-3.1-8b --gpus h100 -c 1K --max-batch 2000000",
+        "--max-batch 2000000 must be a whole number from 1 to 1,000,000",
+    ),
     ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
     (
         "estimate -m llama-3.1-8b -g h100 --pp 2000",
@@ -553,6 +558,10 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -b 2e6TB/s", "is implausibly large (at most 1e+18 bytes/s)"),
     ("estimate -m llama-3.1-8b -g h100 --overhead 5000s", "is implausibly long (at most an hour)"),
     ("estimate -m llama-3.1-8b -b 1e999999999TB/s", "'1e999999999TB/s' is out of range"),
+    (
+        "estimate -g h100 -m layers=2,hidden=64,heads=4,vocab=9,intermediate=8,max_context=0",
+        "max_context=0 must be at least 1 token",
+    ),
 ]
 
 

@@ -43,6 +43,7 @@ THIRD = DType(
     description="5 bytes per 12 values",
 )
 KV_DTYPES = [*(d for d in CATALOG.dtypes() if d.kv_cache), THIRD]
+WEIGHT_DTYPES = [d for d in CATALOG.dtypes() if d.weights]  # (Scenario refuses the rest)
 SLOW = GpuSpec(
     "slow",
     "1 TFLOP/s",
@@ -110,7 +111,7 @@ def scenarios(draw: st.DrawFn, models: st.SearchStrategy[Model]) -> Scenario:
     link = CATALOG.link("nvlink4") if tp > 1 and draw(st.booleans()) else None
     return Scenario(
         model,
-        draw(st.sampled_from(CATALOG.dtypes())),
+        draw(st.sampled_from(WEIGHT_DTYPES)),
         draw(st.sampled_from(KV_DTYPES)),
         gpu.bandwidth_bytes_per_s if gpu else draw(st.integers(10**10, 10**13)),
         efficiency=draw(st.floats(0.05, 1.0)),

@@ -1,4 +1,4 @@
-"""Memory fit: weights, KV and state against capacity x utilization, per GPU."""
+"""Memory fit: weights, KV and state against the room a server leaves, per GPU."""
 
 from __future__ import annotations
 
@@ -20,33 +20,82 @@ from tests.conftest import preset_scenario as scenario
 MIB = 2**20
 
 
-def test_llama_70b_fp8_on_one_h100_at_32k(catalog: Catalog) -> None:
-    # Capacity as nvidia-smi reports it: 81,559 MiB = 81,559 x 1,048,576 = 85,520,809,984 B.
-    # Budget: 85,520,809,984 x 0.9 = 76,968,728,985.6 -> 76,968,728,985 bytes (floored).
-    # Stored weights, FP8, embedding included: 70,553,706,496 bytes.
-    # Free for cache: 76,968,728,985 - 70,553,706,496 = 6,415,022,489. One sequence at
-    # 32,768 tokens: 32,768 x 163,840 = 5,368,709,120 bytes, so
-    # floor(6,415,022,489 / 5,368,709,120) = 1 sequence.
-    # Longest context at batch 1: 6,415,022,489 / 163,840 = 39,154.2 -> 39,154 tokens.
-    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm"), [32_768])
+# The room a server leaves on one H100 SXM (docs/serving.md, "The KV pool"):
+# capacity as nvidia-smi reports it, 81,559 MiB = 85,520,809,984 B; CUDA reports 450 MiB
+# (471,859,200 B) less, 85,048,950,784 B; x 0.9 = 76,544,055,705.6 -> 76,544,055,705 B.
+# Llama-3.1-70B's activation peak at the H100's scheduler (8,192 tokens, 1,024 sequences):
+# forward 8,192 x (3 x 8,192 + 3 x 28,672) x 2 = 1,811,939,328 B, sampler
+# 1,024 x 128,256 x 15 = 1,970,012,160 B, the larger. Reserve 0.25 GiB = 268,435,456 B.
+# Usable: 76,544,055,705 - 1,970,012,160 - 268,435,456 = 74,305,608,089 B.
+# Stored weights, FP8, embedding included: 70,553,706,496 B; free for cache
+# 74,305,608,089 - 70,553,706,496 = 3,751,901,593 B, at 163,840 B a token.
+LLAMA_70B_FREE = 74_305_608_089 - 70_553_706_496
+
+
+def test_llama_70b_fp8_on_one_h100_at_16k(catalog: Catalog) -> None:
+    # One sequence at 16,384 tokens: 16,384 x 163,840 = 2,684,354,560 B, so
+    # floor(3,751,901,593 / 2,684,354,560) = 1 sequence.
+    # Longest context at batch 1: 3,751,901,593 / 163,840 = 22,899.8 -> 22,899 tokens,
+    # in whole 16-token blocks 1,431 x 16 = 22,896: the pool serving sizes (floor(
+    # 3,751,901,593 / (16 x 163,840)) = 1,431 blocks).
+    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm"), [16_384])
     assert est.memory is not None
+    # The budget reported stays capacity x utilization: 85,520,809,984 x 0.9 floored.
     assert est.memory.budget_bytes == 76_968_728_985
+    assert est.memory.room.usable_bytes == 74_305_608_089
     assert est.memory.stored_weight_bytes == 70_553_706_496
+    assert LLAMA_70B_FREE == 3_751_901_593
     assert est.memory.max_batch == 1
-    assert est.memory.max_context == 39_154
+    assert est.memory.max_context == 22_896
     assert est.rows[0].fits is True
 
 
-def test_batch_two_does_not_fit_at_32k(catalog: Catalog) -> None:
-    # 2 x 5,368,709,120 = 10,737,418,240 > 6,415,022,489 free
-    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm", batch=2), [32_768])
+def test_no_sequence_of_32k_fits(catalog: Catalog) -> None:
+    # 32,768 x 163,840 = 5,368,709,120 B > 3,751,901,593 B free.
+    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm"), [32_768])
+    assert est.memory is not None and est.memory.max_batch == 0
     assert est.rows[0].fits is False
-    # 6,415,022,489 / (2 x 163,840) = 19,577.1 -> 19,577 tokens
-    assert est.memory is not None and est.memory.max_context == 19_577
+
+
+def test_batch_two_does_not_fit_at_16k(catalog: Catalog) -> None:
+    # 2 x 2,684,354,560 = 5,368,709,120 > 3,751,901,593 free
+    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm", batch=2), [16_384])
+    assert est.rows[0].fits is False
+    # 3,751,901,593 / (2 x 163,840) = 11,449.9 -> 11,449 tokens -> 715 blocks = 11,440
+    assert est.memory is not None and est.memory.max_context == 11_440
+
+
+def test_a_context_holds_whole_blocks(catalog: Catalog) -> None:
+    # At batch 1 a sequence of 22,897 tokens holds 1,432 blocks (22,912 tokens of room),
+    # one more than the 1,431 that fit: 22,912 x 163,840 = 3,754,082,304 > 3,751,901,593.
+    est = estimate(scenario(catalog, "llama-3.1-70b", "fp8", "fp8", "h100-sxm"), [22_896, 22_897])
+    assert [r.fits for r in est.rows] == [True, False]
+
+
+def test_qwen_72b_fp8_holds_the_pool_serving_holds(catalog: Catalog) -> None:
+    # The review's case (s39 #1). Qwen2.5-72B (config.json: hidden 8,192, intermediate
+    # 29,568, 80 layers, 64 heads, 8 KV heads of 128, vocabulary 152,064, untied, q/k/v
+    # biases). Per layer: q, o 2 x 8,192^2 = 134,217,728; k, v 2 x 8,192 x 1,024 =
+    # 16,777,216; biases 8,192 + 2 x 1,024 = 10,240; MLP 3 x 8,192 x 29,568 = 726,663,168;
+    # norms 16,384: 877,684,736; x 80 = 70,214,778,880; embedding and LM head
+    # 2 x 152,064 x 8,192 = 2,491,416,576; final norm 8,192: 72,706,203,648 B in FP8.
+    # Activation peak: forward 8,192 x (3 x 8,192 + 3 x 29,568) x 2 = 1,855,979,520 B,
+    # sampler 1,024 x 152,064 x 15 = 2,335,703,040 B, the larger.
+    # Usable 76,544,055,705 - 2,335,703,040 - 268,435,456 = 73,939,917,209 B; free
+    # 73,939,917,209 - 72,706,203,648 = 1,233,713,561 B; KV 80 x 2 x 8 x 128 x 1 = 163,840
+    # B a token: floor(1,233,713,561 / (16 x 163,840)) = 470 blocks = 7,520 tokens (not the
+    # 26,016 that capacity x 0.9 alone gave), and floor(1,233,713,561 / (4,096 x 163,840))
+    # = 1 sequence of 4,096 tokens (not 6).
+    est = estimate(scenario(catalog, "qwen2.5-72b", "fp8", "fp8", "h100-sxm"), [4_096])
+    assert est.memory is not None
+    assert est.memory.stored_weight_bytes == 72_706_203_648
+    assert est.memory.room.activation_bytes == 2_335_703_040
+    assert est.memory.room.usable_bytes == 73_939_917_209
+    assert (est.memory.max_batch, est.memory.max_context) == (1, 7_520)
 
 
 def test_weights_alone_overflow(catalog: Catalog) -> None:
-    # BF16 70B: 141,107,412,992 stored bytes > 76,968,728,985 budget.
+    # BF16 70B: 141,107,412,992 stored bytes > 74,305,608,089 usable.
     est = estimate(scenario(catalog, "llama-3.1-70b", "bf16", "bf16", "h100-sxm"), [1024])
     assert est.memory is not None
     assert (est.memory.max_batch, est.memory.max_context, est.rows[0].fits) == (0, 0, False)
@@ -96,9 +145,15 @@ def test_fit_in_json_and_table(cli: Run) -> None:
     )
     doc = json.loads(cli(*args, "--batch", "2", "--json").out)
     assert [r["fits"] for r in doc["rows"]] == [True, False]
-    # Batch 2 at 8K needs 2 x 8,192 x 163,840 = 2,684,354,560 <= 6,415,022,489 free;
-    # at 32K it does not (test above); longest context at batch 2 is 19,577 tokens.
-    assert (doc["max_batch_that_fits"], doc["max_context_that_fits"]) == (1, 19_577)
+    # Batch 2 at 8K needs 2 x 8,192 x 163,840 = 2,684,354,560 <= 3,751,901,593 free;
+    # at 32K it does not, nor does one sequence (tests above); longest context at batch 2
+    # is 11,440 tokens (11,449 rounded down to 16-token blocks).
+    assert (doc["max_batch_that_fits"], doc["max_context_that_fits"]) == (0, 11_440)
+    # The room the fits are solved in, added beside the budget (docs/json.md).
+    assert doc["memory_budget_bytes"] == 76_968_728_985
+    assert doc["memory_usable_bytes"] == 74_305_608_089
+    assert doc["activation_peak_bytes"] == 1_970_012_160
+    assert doc["runtime_reserve_bytes"] == 268_435_456
     table = cli(*args, "--batch", "2").out
     assert "Fits" in table and "NO" in table
 
@@ -127,8 +182,14 @@ def _tiny(first_mixer: object) -> Model:
 
 
 def _on_a_megabyte(model: Model) -> Scenario:
+    """A GPU that leaves the tiny model's server exactly 1,000,000 B at utilization 1: the
+    450 MiB CUDA keeps (471,859,200 B), the 0.25 GiB reserve (268,435,456 B) and the
+    activation peak at vLLM's base defaults (a GPU under 70 GiB: 2,048 tokens, 256
+    sequences): forward 2,048 x (3 x 64 + 3 x 128) x 2 = 2,359,296 B over the sampler's
+    256 x 100 x 15 = 384,000 B."""
     bf16 = Catalog().dtype("bf16")
-    gpu = GpuSpec("mb", "1 MB", "test", 10**12, 1_000_000, "test")
+    memory = 1_000_000 + 471_859_200 + 268_435_456 + 2_359_296
+    gpu = GpuSpec("mb", "1 MB free", "test", 10**12, memory, "test")
     return Scenario(model, bf16, bf16, 10**12, gpu=gpu, memory_utilization=1.0)
 
 
@@ -142,8 +203,8 @@ def test_no_kv_and_no_state_means_any_batch_fits() -> None:
     # At context 0 a sequence holds no byte: no batch is too big.
     assert est.memory.max_batch is None
     # KV: 2 layers x 2 (K, V) x 2 heads x 16 x 2 bytes = 256 bytes a token;
-    # 826,304 / 256 = 3,227.75 -> 3,227 tokens at batch 1.
-    assert est.memory.max_context == 3_227
+    # 826,304 / 256 = 3,227.75 -> 3,227 tokens at batch 1, 201 whole blocks = 3,216.
+    assert est.memory.max_context == 3_216
     assert any("any batch fits at 0 tokens" in line for line in estimate_report(est).title)
 
 

@@ -99,14 +99,18 @@ def test_two_stages_add_their_bytes_and_one_hand_off(cli: Run) -> None:
 def test_memory_per_gpu_holds_one_stage(cli: Run) -> None:
     """The same deployment's memory: stage 1 holds its layers and the embedding,
     (34,226,176,000 + 1,050,673,152) x 2 = 70,553,698,304 bytes; stage 2 70,553,714,688
-    (the larger). H100 SXM: 85,520,809,984 bytes x 0.9 = 76,968,728,985 of budget, so
-    6,415,014,297 bytes are left on stage 2 for a KV cache of 40 layers x 2 x 8 x 128 x 2 =
-    163,840 bytes per token: 39,154 tokens. All 80 layers on one GPU (139 GB) do not fit."""
+    (the larger). H100 SXM: 85,520,809,984 bytes x 0.9 = 76,968,728,985 of budget; the
+    room a server leaves is 74,305,608,089 (tests/step/test_memory.py: 450 MiB CUDA keeps,
+    the 1,970,012,160-byte activation peak, the 268,435,456-byte reserve), so 3,751,893,401
+    bytes are left on stage 2 for a KV cache of 40 layers x 2 x 8 x 128 x 2 = 163,840 bytes
+    per token: 22,899.7 tokens, 1,431 whole 16-token blocks = 22,896. All 80 layers on one
+    GPU (139 GB) do not fit."""
     doc = estimate_json(cli, "-m", "llama-3.1-70b", "-g", "h100", "--pp", "2", "-c", "8K")
     assert [s["stored_weight_bytes"] for s in doc["stages"]] == [70_553_698_304, 70_553_714_688]
     assert doc["stored_weight_bytes"] == 70_553_714_688
     assert doc["memory_budget_bytes"] == 76_968_728_985
-    assert doc["max_context_that_fits"] == (76_968_728_985 - 70_553_714_688) // 163_840 == 39_154
+    free = 74_305_608_089 - 70_553_714_688
+    assert doc["max_context_that_fits"] == free // (16 * 163_840) * 16 == 22_896
     assert doc["rows"][0]["fits"] is True
     single = estimate_json(cli, "-m", "llama-3.1-70b", "-g", "h100", "-c", "8K")
     assert single["rows"][0]["fits"] is False
@@ -249,7 +253,7 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     (value,) = [r["value"] for r in json.loads(checked.out)["results"]]
     assert value == row["expected_ms_per_token"]
 
-    moe = ("-m", "deepseek-v3", "-w", "fp8", "--tp", "8", "--ep", "--dp-attention")
+    moe = ("-m", "deepseek-v3", "-w", "fp8-bf16-head", "--tp", "8", "--ep", "--dp-attention")
     dp_row = estimate_json(cli, *moe, "--batch", "64", "-g", "h200", "--engine", "vllm", "-c", "4K")
     serve.write_text(
         yaml.safe_dump(
@@ -272,7 +276,13 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     assert "vllm-data-parallel" not in codes
 
     deployment = tmp_path / "d.yaml"
-    document = {"model": "deepseek-v3", "gpu": "h200", "weights": "fp8", "tp": 8, "batch": 64}
+    document = {
+        "model": "deepseek-v3",
+        "gpu": "h200",
+        "weights": "fp8-bf16-head",
+        "tp": 8,
+        "batch": 64,
+    }
     document |= {"ep": True, "dp_attention": True, "context": 4096, "engine": "vllm"}
     deployment.write_text(yaml.safe_dump({**document, "targets": {"max_ms_per_token": 1e6}}))
     checked = cli("check", str(deployment), "-f", "json")
@@ -281,7 +291,7 @@ def test_every_door_reads_pipeline_and_expert_parallelism(cli: Run, tmp_path: Pa
     assert value == dp_row["rows"][0]["expected_ms_per_token"]
 
     api = decodecalc.scenario(
-        "deepseek-v3", "h200", weights="fp8", tp=8, batch=64, ep=True, dp_attention=True
+        "deepseek-v3", "h200", weights="fp8-bf16-head", tp=8, batch=64, ep=True, dp_attention=True
     )
     ms = estimate(api, [4096], crossover_row=False).rows[0].seconds_per_token * 1000
     assert ms == pytest.approx(dp_row["rows"][0]["roofline_ms_per_token"], rel=1e-15)

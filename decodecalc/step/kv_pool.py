@@ -44,28 +44,18 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from decodecalc.engine.profile import CUDA_HIDDEN_BYTES
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
 from decodecalc.record import record
-from decodecalc.step.memory import stored_weight_bytes
+from decodecalc.step.memory import ServerRoom, server_room, stored_weight_bytes
 from decodecalc.step.parallelism import stage_groups, stage_layer_counts
 
 if TYPE_CHECKING:
-    from decodecalc.model.layers import FFN, Mixer
-    from decodecalc.model.model import Model
+    from decodecalc.model.layers import Mixer
     from decodecalc.model.tensors import TensorGroup
     from decodecalc.scenarios.scenario import Scenario
 
-ACTIVATION_BYTES = 2
-"""Activations run in the model's 16-bit dtype whatever the weights are stored in."""
-SAMPLER_BYTES_PER_LOGIT = 15
-"""The sampler pass's peak per logit of its dummy batch, one row per sequence over the
-whole vocabulary. Measured on vLLM 0.19.0 (H100, 1,024 rows): a torch peak of 1.89 GiB
-for Llama-3.1-8B's 128,256 logits a row and 2.87 GiB for gpt-oss-20b's 201,088, 15.4 and
-15.0 bytes; the float32 logits, their probabilities and the exponential draw (4 + 4 + 4)
-beside the bfloat16 logits (2) make 14."""
 WIDE_GROUP_RATIO = Fraction(3, 2)
 """vLLM groups a hybrid model's layers by the largest kind's count when it is under 1.5
 times the smallest's (12 windowed + 13 global layers pad to 13 + 13, not 12 + 24)."""
@@ -120,6 +110,30 @@ class KvPool:
             return 0.0
         return float(self.blocks / self.blocks_per_request(tokens_per_request))
 
+    def held_requests(self, tokens_per_request: int, ranks: int = 1) -> int | None:
+        """Whole requests of ``tokens_per_request`` tokens the pool holds at once, over
+        ``ranks`` data-parallel attention ranks each with a pool like it (None: the pool
+        sets no limit, as a request holds no block: context 0, or no layer caches)."""
+        if tokens_per_request < 1 or not self.kinds:
+            return None
+        return math.floor(self.max_concurrency(tokens_per_request)) * ranks
+
+    @property
+    def limits_as_bytes(self) -> bool:
+        """One kind of layer, caching every token, unpadded, without state: a batch's
+        requests fit in the blocks exactly when its cache fits in the room in whole blocks
+        (B x ceil(T / block) <= floor(available / block bytes)), which the byte count
+        checks already, so asking the pool adds nothing (the sweep skips it)."""
+        if self.state_bytes_per_sequence or len(self.kinds) != 1:
+            return False
+        (kind,) = self.kinds
+        return kind.window is None and kind.slots == kind.layers
+
+    def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool:
+        """The pool (over ``ranks`` data-parallel ranks) holds ``requests`` at once."""
+        held = self.held_requests(tokens_per_request, ranks)
+        return held is None or requests <= held
+
     def blocks_per_request(self, tokens_per_request: int) -> Fraction:
         """Blocks (of block_size tokens in every layer slot) one request occupies: each
         kind holds ceil(tokens it keeps / block) blocks in its slots, a windowed kind at
@@ -149,10 +163,7 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
     gpu = scenario.gpu
     if gpu is None:
         raise InputError("the KV pool needs a GPU preset (its memory): give --gpu")
-    visible = gpu.memory_bytes - CUDA_HIDDEN_BYTES
-    budget = math.floor(visible * Fraction(str(limits.memory_utilization)))
-    activations = activation_peak_bytes(scenario.model, scenario.tp, limits)
-    reserve = limits.reserve_bytes + (limits.tp_reserve_bytes if scenario.tp > 1 else 0)
+    room = server_room(gpu.memory_bytes, scenario.model, scenario.tp, limits)
     mixers = scenario.model.mixers()
     counts = stage_layer_counts(len(mixers), scenario.pp)
     pools = []
@@ -160,7 +171,7 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
     for count, groups in zip(counts, stage_groups(scenario.model, scenario.pp), strict=True):
         stage = mixers[start : start + count]
         start += count
-        pools.append(_stage_pool(scenario, limits, stage, groups, (budget, activations, reserve)))
+        pools.append(_stage_pool(scenario, limits, stage, groups, room))
     return min(pools, key=lambda pool: (pool.blocks, pool.available_bytes))
 
 
@@ -169,15 +180,14 @@ def _stage_pool(
     limits: SchedulerLimits,
     mixers: Sequence[Mixer],
     groups: Sequence[TensorGroup],
-    spent: tuple[int, int, int],
+    room: ServerRoom,
 ) -> KvPool:
-    """One stage's pool: the budget less the activation peak, the reserve (``spent``:
-    the three, per GPU) and the stage's weights, in blocks over its layers' slots."""
-    budget, activations, reserve = spent
+    """One stage's pool: the room the server leaves (the budget less the activation peak
+    and the reserve, per GPU) less the stage's weights, in blocks over its layers' slots."""
     kinds = layer_kinds(scenario, mixers)
     slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
     weights = stored_weight_bytes(groups, scenario.weights, scenario.tp, scenario.weight_overrides)
-    available = budget - weights - activations - reserve
+    available = room.usable_bytes - weights
     blocks = 0
     if slot_bytes and available > 0:
         blocks = math.floor(available / (slot_bytes * limits.block_size))
@@ -185,10 +195,10 @@ def _stage_pool(
         tokens=blocks * limits.block_size,
         blocks=blocks,
         block_size=limits.block_size,
-        budget_bytes=budget,
+        budget_bytes=room.budget_bytes,
         weight_bytes=weights,
-        activation_bytes=activations,
-        reserve_bytes=reserve,
+        activation_bytes=room.activation_bytes,
+        reserve_bytes=room.reserve_bytes,
         available_bytes=available,
         kv_bytes_per_token=ceil_bytes(slot_bytes),
         kinds=kinds,
@@ -237,39 +247,17 @@ def _pooled_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKin
 
 def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:
     """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs."""
-    from decodecalc.step.step import v_elements
-
     elements = mixer.kv_elements_per_token(scenario.tp)
     values = v_elements(mixer, elements)
     v_dtype = scenario.v_dtype or scenario.kv_dtype
     return scenario.kv_dtype.bytes_for(elements - values) + v_dtype.bytes_for(values)
 
 
-def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int:
-    """The profile's activation peak per GPU, the larger of its two passes.
+def v_elements(mixer: Mixer, elements: int) -> int:
+    """The V share of an attention layer's cache (half, unless values are narrower than
+    keys); MLA's latent and anything else is all K."""
+    from decodecalc.model.layers import Attention
 
-    The forward pass over ``max_num_batched_tokens`` tokens peaks in the widest feed-forward
-    block: its gate-and-up output and the activated half (3 x intermediate / TP per token
-    for a gated MLP; a fused MoE keeps as much for each routed expert) beside three
-    hidden-size buffers (residual, normed input, the block's output). The sampler pass then
-    draws one row per sequence, min(max_num_seqs, budget), over the whole vocabulary, which
-    TP does not split: on large-vocabulary models it is the larger pass.
-    """
-    tokens = limits.max_num_batched_tokens
-    widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer in model.layers)
-    widest = max(widths, default=0)
-    forward = tokens * (3 * model.hidden_size + widest) * ACTIVATION_BYTES
-    rows = min(limits.max_num_seqs, tokens)
-    sampler = rows * model.vocab_size * SAMPLER_BYTES_PER_LOGIT
-    return max(forward, sampler)
-
-
-def _ffn_width(ffn: FFN, hidden: int, tp: int) -> int:
-    """Elements per token a feed-forward block holds at its peak on one GPU."""
-    from decodecalc.model.moe import MoE
-
-    if isinstance(ffn, MoE):
-        width = ffn.matrices
-        routed = ffn.experts_per_token * (width * ffn.expert_intermediate_size // tp + hidden)
-        return max(routed, width * ffn.shared_intermediate_size // tp)
-    return (3 if ffn.gated else 2) * ffn.intermediate_size // tp
+    if not isinstance(mixer, Attention):
+        return 0
+    return elements * mixer.v_dim // mixer.kv_dim

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from decodecalc.answers.kv_pool import KvPool, kv_pool
 from decodecalc.engine.profile import ROOFLINE, VLLM_DEFAULTS
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError
@@ -17,6 +17,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
+from decodecalc.step.kv_pool import KvPool, kv_pool
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -262,10 +263,10 @@ def test_the_stage_with_the_most_layers_decides() -> None:
 
 def test_pool_and_estimate_see_the_same_stage() -> None:
     """Serving's pool and estimate's memory check (StepModel.held_bytes, MemoryFit) charge
-    the same fullest stage with the same weights and the same cache per token; they differ
-    only in what serving takes off first (memory CUDA does not report, the activation peak,
-    the reserve) and its block rounding. Given that back, estimate's largest batch at a
-    context of 1,504 tokens (94 whole blocks) is the pool's concurrency."""
+    the same fullest stage with the same weights and the same cache per token, in the
+    same room (step/memory.py server_room: what CUDA reports x utilization, less the
+    activation peak and the reserve) and the same whole blocks: estimate's largest batch
+    at a context of 1,504 tokens (94 whole blocks) is the pool's concurrency."""
     from decodecalc.step.step import StepModel
 
     context = 1504
@@ -280,6 +281,92 @@ def test_pool_and_estimate_see_the_same_stage() -> None:
         assert step.held_bytes(context) == pool.weight_bytes + context * pool.kv_bytes_per_token
         fit = step.memory(context)
         assert fit is not None and fit.max_batch is not None
-        taken = fit.budget_bytes - pool.budget_bytes + pool.activation_bytes + pool.reserve_bytes
-        per_request = context * pool.kv_bytes_per_token
-        assert fit.max_batch == (pool.available_bytes + taken) // per_request
+        assert fit.room.usable_bytes - pool.weight_bytes == pool.available_bytes
+        assert fit.max_batch == math.floor(pool.max_concurrency(context))
+
+
+ONE_MODEL_CASES = [
+    # Global attention, windowed attention, a hybrid of both, MLA with MoE, TP and PP.
+    ("llama-3.1-8b", "h100-sxm", "bf16", 1, 1),
+    ("qwen2.5-72b", "h100-sxm", "fp8", 1, 1),
+    ("llama-3.1-70b", "h200", "fp8", 2, 2),
+    ("mistral-7b-v0.1", "h100-sxm", "fp8", 1, 1),
+    ("gemma-3-27b", "h100-sxm", "bf16", 2, 1),
+    ("gpt-oss-20b", "h100-sxm", "mxfp4", 1, 1),
+    ("deepseek-v3", "h200", "fp8", 8, 1),
+]
+
+
+@pytest.mark.parametrize(("model", "gpu", "weights", "tp", "pp"), ONE_MODEL_CASES)
+@pytest.mark.parametrize("context", [1, 1_000, 4_096, 32_768, 100_001])
+def test_estimate_never_promises_more_than_the_pool_holds(
+    model: str, gpu: str, weights: str, tp: int, pp: int, context: int
+) -> None:
+    """One memory model (issue: review s39 #1): estimate's largest batch at a context is
+    never more than the requests serving's KV pool holds at once for the same
+    deployment, and a batch that many fits in estimate's rows."""
+    from decodecalc.answers.estimate import estimate
+
+    scenario = resolve(ScenarioSpec(model=model, gpu=gpu, weights=weights, tp=tp, pp=pp), Catalog())
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    fit = estimate(scenario, [context]).memory
+    assert fit is not None and fit.max_batch is not None
+    held = math.floor(pool.max_concurrency(context))
+    assert fit.max_batch <= held
+    if fit.max_batch:
+        at_most = replace(scenario, batch=fit.max_batch)
+        assert estimate(at_most, [context]).rows[0].fits is True
+    beyond = replace(scenario, batch=held + 1)
+    assert estimate(beyond, [context]).rows[0].fits is False
+
+
+@pytest.mark.parametrize(("model", "gpu", "weights", "tp", "pp"), ONE_MODEL_CASES)
+def test_plan_picks_no_batch_the_pool_cannot_run(
+    model: str, gpu: str, weights: str, tp: int, pp: int
+) -> None:
+    """plan's step mode solves its batch in the same model: the batch it picks (the
+    largest that fits, up to its cap) is one the server's pool runs at the context."""
+    from decodecalc.answers.plan import Targets, evaluate
+
+    context = 8_192
+    scenario = resolve(ScenarioSpec(model=model, gpu=gpu, weights=weights, tp=tp, pp=pp), Catalog())
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    option = evaluate(scenario, Targets(context=context, max_batch=100_000))
+    held = math.floor(pool.max_concurrency(context))
+    assert option.max_batch is not None and option.max_batch <= held
+    if option.fits:
+        assert option.scenario.batch <= held
+
+
+def test_plan_picks_the_review_s_batch_of_one(catalog: Catalog) -> None:
+    """Qwen2.5-72B FP8/FP8 on one H100 at 4K (tests/step/test_memory.py works the room
+    through: 1,233,713,561 B free hold floor(1,233,713,561 / (4,096 x 163,840)) = 1
+    sequence): plan picks batch 1, where it picked 6 from capacity x 0.9 alone."""
+    from decodecalc.answers.plan import Targets, evaluate
+
+    scenario = resolve(
+        ScenarioSpec(model="qwen2.5-72b", gpu="h100-sxm", weights="fp8", kv_dtype="fp8"),
+        catalog,
+    )
+    option = evaluate(scenario, Targets(context=4_096))
+    assert (option.max_batch, option.scenario.batch, option.fits) == (1, 1, True)
+
+
+def test_a_windowed_model_is_held_to_its_pool() -> None:
+    """gpt-oss-120b (18 of its 36 layers windowed to 128 tokens) at batch 16 and 8K on one
+    H100: the bytes a step holds fit (the longest context at the batch is past 8K), but
+    vLLM's pool keeps each windowed layer's window and a chunk (127 + 8,192 tokens), so it
+    holds fewer requests than 16; the row does not fit, and the note says why."""
+    from decodecalc.answers.estimate import estimate
+
+    scenario = resolve(
+        ScenarioSpec(model="gpt-oss-120b", gpu="h100-sxm", batch=16, engine="vllm"), Catalog()
+    )
+    est = estimate(scenario, [8_192])
+    assert est.memory is not None and est.memory.max_context is not None
+    assert est.memory.max_context >= 8_192
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert math.floor(pool.max_concurrency(8_192)) < 16
+    assert est.rows[0].fits is False
+    (note,) = [n for n in est.notes if n.code == "does-not-fit"]
+    assert "batch 16 is more requests than the server's KV pool holds" in note.message
