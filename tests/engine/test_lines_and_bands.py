@@ -309,11 +309,11 @@ def test_outside_band_from_the_residuals_outside_their_range_by_hand() -> None:
 
 
 def test_engines_shows_what_engine_name_takes(cli: Run) -> None:
-    """vLLM on H100-class GPUs: --engine vllm takes the 0.11 line (the newest fitted there),
-    so the listing's row shows that line's figures as presets/engines/vllm.yaml writes them
-    under ``lines: '0.11': families: nvidia-datacenter`` (7 points; its all-reduces priced
-    by the kernel tables, so no fitted latency), not the fit pooled over the 0.10 and 0.11 lines (9 points), which
-    the JSON record keeps beside it."""
+    """vLLM on H100-class GPUs: --engine vllm takes the 0.11 line (the newest fitted there), so the
+    listing's row shows that line's figures as presets/engines/vllm.yaml writes them under ``lines:
+    '0.11': families: nvidia-datacenter`` (7 points; its all-reduces priced by the kernel tables, so
+    no fitted latency), not the fit pooled over the 0.10 and 0.11 lines (9 points), which the JSON
+    record keeps beside it."""
     import yaml
 
     from decodecalc.loading.catalog import presets_dir

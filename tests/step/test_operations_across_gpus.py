@@ -1,8 +1,8 @@
-"""Issue 28's compare, operation by operation: DeepSeek-R1 in FP8 on 8 x H200 and on
-8 x B200 under vLLM at batch 64 and 4,096 tokens. The operations that stream bytes scale
-with each GPU's bandwidth as the kernels measured on both do; the engine's fixed costs are
-the engine's, the same on both; the all-reduces run at each GPU's measured all-reduce. docs/accuracy.md ("The compare's B200 half") weighs this against
-the acceptance's 1.2x."""
+"""Issue 28's compare, operation by operation: DeepSeek-R1 in FP8 on 8 x H200 and on 8 x B200 under
+vLLM at batch 64 and 4,096 tokens. The operations that stream bytes scale with each GPU's bandwidth
+as the kernels measured on both do; the engine's fixed costs are the engine's, the same on both; the
+all-reduces run at each GPU's measured all-reduce. docs/accuracy.md ("The compare's B200 half")
+weighs this against the acceptance's 1.2x."""
 
 from __future__ import annotations
 
