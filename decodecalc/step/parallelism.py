@@ -162,6 +162,11 @@ def handoff_crosses_nodes(stage: int, tp: int, gpus_per_node: int) -> bool:
     )
 
 
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+"""The largest message vLLM's custom all-reduce takes (CustomAllreduce's max_size, 8 MiB,
+vllm/distributed/device_communicators/custom_all_reduce.py); larger ones go to NCCL."""
+
+
 @record
 class CommSplit:
     """Seconds of one forward pass spent on each kind of transfer."""
@@ -235,8 +240,17 @@ class Communication:
         return allreduce_at(rates, self.group)
 
     def measured_seconds(self, rates: AllReduceRates, ring_s: float) -> float:
-        """The all-reduces at the measured rates: each call's latency, and the bytes the
-        link's ring moves (``ring_s``, at the link's bandwidth) at the bus bandwidth."""
+        """The all-reduces at the measured rates (each call's latency, and the bytes the
+        link's ring moves, ``ring_s`` at the link's bandwidth, at the bus bandwidth) for
+        messages the engines' custom all-reduce takes, a decode step's; a larger one, a
+        long prefill chunk's, goes to NCCL's ring over the link as before (vLLM's
+        CustomAllreduce takes up to CUSTOM_ALLREDUCE_MAX_BYTES)."""
+        if not self.allreduce_calls or self.group < 2:
+            return ring_s
+        ring_share = 2 * (self.group - 1) / self.group
+        message = ring_s * self.link.bandwidth_bytes_per_s / (self.allreduce_calls * ring_share)
+        if message > CUSTOM_ALLREDUCE_MAX_BYTES:
+            return self.allreduce_calls * self.link.latency_s + ring_s
         scale = self.link.bandwidth_bytes_per_s / rates.bus_bandwidth_bytes_per_s
         return self.allreduce_calls * rates.latency_s + ring_s * scale
 

@@ -92,3 +92,22 @@ def test_a_tensor_parallel_query_reads_the_tables_at_any_batch(catalog: Catalog)
     paired = with_kernel_rates(engine, gpu, bf16, None, 1, tp=2)
     assert paired.params[0].allreduce_rates == vllm.allreduce
     assert paired.params[0].allreduce_latency_s == 56 * US  # kept for what no table prices
+
+
+def test_a_prefill_sized_message_goes_to_the_link() -> None:
+    """vLLM's custom all-reduce takes messages up to 8 MiB; 2,048 tokens x 4,096 x 2 bytes
+    = 16 MiB goes to NCCL's ring over the link: 64 x (10 us + 2 x 1/2 x 16,777,216 /
+    450e9 = 37.28 us) = 3.0686 ms, not the table's 64 x (4 us + 16,777,216 / 200e9)."""
+    comm = _tp(2)
+    measured = comm.measured(TABLE)
+    assert measured is not None
+    split = comm.split(2048)
+    ring = split.allreduce_s - 64 * 10 * US
+    assert comm.measured_seconds(measured, ring) == pytest.approx(
+        64 * (10e-6 + 16_777_216 / 450e9), rel=1e-9
+    )
+    # 1,024 tokens, 8 MiB exactly, still the table's
+    ring = comm.split(1024).allreduce_s - 64 * 10 * US
+    assert comm.measured_seconds(measured, ring) == pytest.approx(
+        64 * (4e-6 + 8_388_608 / 200e9), rel=1e-9
+    )
