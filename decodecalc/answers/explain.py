@@ -8,6 +8,7 @@ from fractions import Fraction
 
 from decodecalc.answers.estimate import Estimate, estimate
 from decodecalc.engine.profile import EngineParams
+from decodecalc.model.kernels import AllReduceRates
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
 from decodecalc.model.layer_kind import CacheTerms
 from decodecalc.record import record
@@ -50,6 +51,9 @@ class EngineWorking:
     name: str
     params: EngineParams
     step: EngineStep
+    allreduce: AllReduceRates | None = None
+    """The engine's own all-reduce as the GPU's kernel tables measured it at the group's
+    size, where it prices tensor parallelism's all-reduces (Communication.measured)."""
 
 
 @record
@@ -139,7 +143,12 @@ def _engine_workings(step: StepModel, row: Row) -> tuple[EngineWorking, ...]:
         return ()
     names = engine.names or (engine.id,) * len(engine.params)
     return tuple(
-        EngineWorking(name, params, engine_step(step, row, params))
+        EngineWorking(
+            name,
+            params,
+            engine_step(step, row, params),
+            None if step.comm is None else step.comm.measured(params.allreduce_rates),
+        )
         for name, params in zip(names, engine.params, strict=True)
     )
 

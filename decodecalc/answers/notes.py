@@ -167,7 +167,7 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
             )
         else:
             where = (
-                f"from {misfits[0]:,} tokens at batch {s.batch}, weights, KV and state need "
+                f"from {misfits[0]:,} tokens at batch {s.batch:,}, weights, KV and state need "
                 f"more than the {budget}"
             )
         notes.append(

@@ -26,7 +26,7 @@ def below_roofline(point: MeasuredPoint, where: str) -> Note | None:
     return Note(
         "below-roofline",
         f"{where}: measured {point.measured_seconds * 1000:.2f} ms is below the roofline "
-        f"{roofline * 1000:.2f} ms at batch {point.scenario.batch}: as read the point is "
+        f"{roofline * 1000:.2f} ms at batch {point.scenario.batch:,}: as read the point is "
         "impossible (replicas, batch or GPU count?)",
     )
 

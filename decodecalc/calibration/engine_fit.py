@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from decodecalc.answers.serving import ServingResult, serve
 from decodecalc.calibration.least_squares import bounded_least_squares
@@ -69,6 +70,9 @@ from decodecalc.step.linear import (
 )
 from decodecalc.step.running import RUNNING_COSTS
 from decodecalc.step.step import StepModel
+
+if TYPE_CHECKING:
+    from decodecalc.model.kernels import AllReduceRates
 
 MEASURED_WEIGHTS: dict[str | None, float] = {
     None: 1.0,
@@ -100,6 +104,11 @@ PARAMETERS = (
 )
 """The unknowns, in the order they are taken when deciding what the points identify: the
 running costs last (step/running.py), each only where batch sweeps show it."""
+
+CALLS = "allreduce_calls"
+"""The all-reduces per step, whoever prices them: the column that decides whether the
+points identify a per-call cost, and that later costs must be independent of, where the
+kernel tables price the calls (then no latency is fitted: _costs_chosen)."""
 
 COST_PARAMETERS = PARAMETERS[3:]
 """The fixed costs and the all-reduce latency (the rest are efficiencies' inverses)."""
@@ -153,7 +162,7 @@ def step_terms(
     gpu = s.gpu.id if s.gpu else s.bandwidth_bytes_per_s
     series = (s.model.id, gpu, s.weights.id, s.kv_dtype.id, s.tp)
     return StepTerms(
-        linear=linear_terms(step, point.context_tokens),
+        linear=linear_terms(step, point.context_tokens, measured_allreduce(point)),
         measured_s=point.measured_seconds - prefill_s,
         weight=MEASURED_WEIGHTS.get(point.measured, 1.0),
         decode_only=point.measured in DECODE_ONLY,
@@ -161,6 +170,20 @@ def step_terms(
         context_tokens=point.context_tokens,
         batch_series=series,
     )
+
+
+def measured_allreduce(point: MeasuredPoint) -> tuple[AllReduceRates, ...]:
+    """The point's engine's all-reduce as its GPU's kernel tables measured it (as
+    loading/kernels.py with_kernel_rates lends it to a query): where a table holds the
+    group's size it prices the point's all-reduces, and the fitted latency is left to the
+    points no table covers."""
+    from decodecalc.loading.kernels import kernel_rates
+
+    gpu, engine = point.scenario.gpu, point.engine
+    if gpu is None or engine is None or point.scenario.tp < 2:
+        return ()
+    rates = kernel_rates(gpu.id, engine.split("@")[0], whole=False, stand_in=True)
+    return () if rates is None else rates.allreduce
 
 
 @record
@@ -248,6 +271,7 @@ def _fit_once(terms: Sequence[StepTerms], prior: EngineParams, bound: Sequence[B
     columns = {
         name: [f[name] * k for f, k in zip(features, scale, strict=True)] for name in PARAMETERS
     }
+    columns[CALLS] = [f[CALLS] * k for f, k in zip(features, scale, strict=True)]
     chosen, held = [WEIGHTS], []
     kv_reason = _kv_unidentified(terms)
     if kv_reason is None and not _independent(columns[KV], [columns[WEIGHTS]]):
@@ -314,14 +338,22 @@ def _costs_chosen(
     for the others, why not and at what value they stay."""
     held = []
     distinct = len({(t.scenario_key, t.context_tokens) for t in terms})
+    taken = list(chosen)
     for name in COST_PARAMETERS:
+        column = CALLS if name == "allreduce_latency" else name
         why = _not_identified(name, terms)
-        if why is None and not _independent(columns[name], [columns[c] for c in chosen]):
+        if why is None and not _independent(columns[column], [columns[c] for c in taken]):
             why = ""
-        if why is None and distinct < MIN_POINTS_PER_UNKNOWN * (len(chosen) + 1):
+        if why is None and distinct < MIN_POINTS_PER_UNKNOWN * (len(taken) + 1):
             why = f"only {distinct} distinct points"
-        if why is None:
+        if why is None and column == CALLS and not any(columns[name]):
+            # every call priced by the tables: the latency is theirs, but the calls keep
+            # their place, so the costs after them are not fitted on what they moved with
+            taken.append(CALLS)
+            held.append(f"{name} the kernel tables' (every TP > 1 point's all-reduce measured)")
+        elif why is None:
             chosen.append(name)
+            taken.append(name)
         else:
             held.append(_held(name, prior, terms, why))
     return _joined(held)
@@ -427,12 +459,14 @@ def _features(t: StepTerms, prior: EngineParams, bound: Bound) -> dict[str, floa
         WEIGHTS: (t.linear.weight_s - streamed) * memory,
         KV: t.linear.kv_s[KV_READS.index(prior.kv_read)] * memory,
         MMA: multiplied * memory,
-        "allreduce_latency": t.linear.calls,
+        "allreduce_latency": 0 if t.linear.measured_s is not None else t.linear.calls,
+        CALLS: t.linear.calls,
         "per_step": 1.0,
         "per_layer": t.linear.counts.layers,
         "per_moe_layer": t.linear.counts.moe_layers,
         **{c.name: _running_count(t, c.name) for c in RUNNING_COSTS},
-        "known": t.linear.ring_s + (t.linear.compute_s if compute_bound else 0.0),
+        "known": (t.linear.ring_s if t.linear.measured_s is None else t.linear.measured_s)
+        + (t.linear.compute_s if compute_bound else 0.0),
     }
 
 

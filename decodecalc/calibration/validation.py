@@ -326,7 +326,8 @@ def family_prior(terms: Sequence[StepTerms]) -> EngineParams:
     mispredicts every other model size. The running costs are not pooled (fit_engines
     lends the smallest the family's batch sweeps show instead). The all-reduce latency
     stays the link's (each TP group fits its own)."""
-    pooled = fit_step_model(terms, BASE_PRIOR).params
+    unmeasured = [replace(t, linear=replace(t.linear, measured_s=None)) for t in terms]
+    pooled = fit_step_model(unmeasured, BASE_PRIOR).params
     return replace(
         BASE_PRIOR,
         per_layer_s=pooled.per_layer_s,

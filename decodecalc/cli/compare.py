@@ -46,7 +46,7 @@ def compare(
 
     Examples:
 
-      decodecalc compare -m llama-3.1-70b -g h100-sxm,h200 -w fp8 -k fp8,bf16 -c 8K,128K
+      decodecalc compare -m llama-3.1-70b -g h100-sxm,h200 -w fp8 -k fp8,bf16 -c 8K,128K --tp 2
 
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
@@ -62,10 +62,10 @@ def compare(
         context, min(models.values(), key=lambda m: m.max_context_tokens)
     )
     _check_size(len(specs), len(contexts))
-    estimates = [
-        run_estimate(resolve(replace(s, model=models[str(s.model)]), catalog), contexts)
-        for s in specs
-    ]
+    # One row per deployment: a GPU or format named twice through an alias (-g
+    # h100,h100-sxm) resolves to one scenario, as a repeated name does.
+    scenarios = [resolve(replace(s, model=models[str(s.model)]), catalog) for s in specs]
+    estimates = [run_estimate(s, contexts) for s in dict.fromkeys(scenarios)]
     if page:
         from decodecalc.cli.report import compare_page
 

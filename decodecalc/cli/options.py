@@ -54,13 +54,29 @@ ChartOpt = Annotated[
 ]
 
 
+def _in_a_folder(name: str) -> None:
+    """A file an option will write, refused as it is parsed when its folder is missing:
+    before the command prints its answer, so that a pipe never gets a whole document and
+    a failing status."""
+    import os
+
+    from decodecalc.paths import expand_user
+
+    given_path(name)
+    folder = expand_user(name).parent
+    if not folder.is_dir():
+        raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"cannot write {name!r}: no permission in {str(folder)!r}")
+
+
 def _plot_file(name: str | None) -> str | None:
-    """--plot is checked as it is parsed, so that a wrong suffix or a missing matplotlib
-    is refused before any output, never after the table was printed."""
+    """--plot is checked as it is parsed, so that a wrong suffix, a missing folder or a
+    missing matplotlib is refused before any output, never after the table was printed."""
     if name is not None:
         from decodecalc.views.charts import plot_format
 
-        given_path(name)
+        _in_a_folder(name)
         plot_format(name)
     return name
 
@@ -76,17 +92,23 @@ PlotOpt = Annotated[
 ]
 
 
-def _report_file(name: str | None) -> str | None:
-    """--report is checked as it is parsed: a page that cannot be written is refused before
-    the command prints its answer, never after."""
-    if name is not None:
-        from decodecalc.paths import expand_user
-
-        given_path(name)
-        folder = expand_user(name).parent
-        if not folder.is_dir():
-            raise typer.BadParameter(f"cannot write {name!r}: no directory {str(folder)!r}")
+def html_file(name: str) -> str:
+    """An HTML page's file (--report, report's -o), checked as it is parsed: a page that
+    cannot be written is refused before the command prints its answer, never after, and
+    a name that says another format (``s.txt``, ``s.json``) is refused, not filled with
+    HTML."""
+    given_path(name)
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix.lower() not in ("html", "htm") or "/" in suffix:
+        better = f"{stem if dot and '/' not in suffix else name}.html"
+        raise typer.BadParameter(f"{name!r}: the page is HTML; name it {better!r}")
+    _in_a_folder(name)
     return name
+
+
+def _report_file(name: str | None) -> str | None:
+    """--report: an HTML page's file (html_file)."""
+    return None if name is None else html_file(name)
 
 
 ReportOpt = Annotated[

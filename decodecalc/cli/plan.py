@@ -57,7 +57,8 @@ PLAN_HELP = {
 def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
     """The scenario options with plan's help (PLAN_HELP) and no shown defaults, since plan
     chooses where the other commands default; the GPU option is a set to choose from,
-    spelled --gpus (--gpu too; no -g: a letter means one option in every command)."""
+    spelled --gpus (--gpu and -g too, as every other command's GPU option, compare's list
+    of GPUs among them)."""
     import copy
     import inspect
 
@@ -68,7 +69,7 @@ def plan_options(command: "Callable[..., Any]") -> "Callable[..., Any]":
             declared = copy.copy(p.default)  # (the declaration stands as the default)
             declared.help, declared.show_default = PLAN_HELP[p.name], False
             if p.name == "gpu":
-                declared.param_decls = ("--gpus", "--gpu")
+                declared.param_decls = ("--gpus", "--gpu", "-g")
                 declared.metavar = "GPUS"
             if p.name == "engine":
                 declared.metavar = "ENGINE"
@@ -154,7 +155,8 @@ def plan(
         int,
         typer.Option(
             "--max-batch",
-            help="The most sequences per step when plan chooses the batch (no --batch).",
+            help="The most sequences per step when plan chooses the batch (no --batch); "
+            "1 to 1,000,000, as --batch.",
             parser=whole_number,
             metavar="N",
         ),
@@ -285,9 +287,13 @@ def _targets(
         raise InputError("--max-ms-per-token must be more than 0 and under an hour")
     if min_throughput is not None and not 0 < min_throughput <= 1e12:
         raise InputError("--min-throughput must be more than 0 tokens per second")
+    from decodecalc.scenarios.fields import MAX_BATCH
+
     max_gpus, max_batch = ctx.params["max_gpus"], ctx.params["max_batch"]
-    if not 1 <= max_gpus <= 100_000 or not 1 <= max_batch <= 1_000_000:
-        raise InputError("--max-gpus and --max-batch must be whole numbers of at least 1")
+    if not 1 <= max_gpus <= 100_000:
+        raise InputError(f"--max-gpus {max_gpus} must be a whole number from 1 to 100,000")
+    if not 1 <= max_batch <= MAX_BATCH:
+        raise InputError(f"--max-batch {max_batch} must be a whole number from 1 to {MAX_BATCH:,}")
     common = {
         "max_seconds_per_token": None if max_ms_per_token is None else max_ms_per_token / 1000,
         "min_throughput": min_throughput,
@@ -379,11 +385,13 @@ def _listed(value: Any, flag: str) -> list[str | None]:
 
 
 def _numbers(value: Any, flag: str) -> list[int]:
-    """--tp or --pp: whole numbers, each in range whatever --max-gpus leaves out."""
-    from decodecalc.scenarios.fields import MAX_TP
+    """--tp, --pp or --batch: whole numbers, each in the range estimate takes (a batch up to
+    MAX_BATCH, as --max-batch, so plan never proposes one it would refuse), whatever
+    --max-gpus leaves out."""
+    from decodecalc.scenarios.fields import MAX_BATCH, MAX_TP
     from decodecalc.scenarios.scenario import check_count
 
     numbers = whole_numbers(split_list(str(value), flag), flag)
     for number in numbers:
-        check_count(flag.lstrip("-"), number, MAX_TP)
+        check_count(flag.lstrip("-"), number, MAX_BATCH if flag == "--batch" else MAX_TP)
     return numbers

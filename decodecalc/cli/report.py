@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from decodecalc.cli import EXIT_OK, app, given_path, load_catalog, note
+from decodecalc.cli import EXIT_OK, app, load_catalog, note
 from decodecalc.errors import InputError
 
 if TYPE_CHECKING:
@@ -29,6 +29,28 @@ if TYPE_CHECKING:
 
 PAGES = ("estimate", "compare", "serving", "plan")
 """The commands that draw a page; a report with none named draws estimate's."""
+
+OTHER_FORMATS = ("--json", "--format", "-f")
+"""The command's options that choose what stdout carries: report has no stdout to give
+them, so they are refused, not silently dropped."""
+
+
+def _page_file(name: str) -> str:
+    """report's -o: an HTML page's file, checked as --report's is."""
+    from decodecalc.cli.options import html_file
+
+    return html_file(name)
+
+
+def _other_format(args: Sequence[str]) -> str | None:
+    """The first of args that asks for a format other than the page (``--json``,
+    ``-f csv``, ``--format=csv``, ``-fcsv``), or None."""
+    for at, arg in enumerate(args):
+        if arg in ("--format", "-f"):  # its value follows: name both
+            return " ".join(args[at : at + 2])
+        if arg.partition("=")[0] in OTHER_FORMATS or (arg[:2] == "-f" and arg[:3] != "--f"):
+            return arg
+    return None
 
 
 @app.command(
@@ -44,7 +66,7 @@ def report(
             "-o",
             help="The HTML file to write.",
             metavar="FILE.html",
-            callback=given_path,
+            callback=_page_file,
         ),
     ],
 ) -> None:
@@ -75,6 +97,12 @@ def report(
         raise InputError(
             "report writes its page to -o FILE.html; --report is the option of "
             f"'decodecalc {args[0]}' run with its table"
+        )
+    other = _other_format(args)
+    if other is not None:
+        raise InputError(
+            f"{other}: report writes only the HTML page (-o FILE.html); did you mean "
+            f"'decodecalc {args[0]} ... {other}'?"
         )
     # The command runs as it would, its table going nowhere: the page is the output.
     with contextlib.redirect_stdout(io.StringIO()):

@@ -18,6 +18,7 @@ from decodecalc.units import GIB, MIB
 
 if TYPE_CHECKING:
     from decodecalc.model.hardware import GpuSpec
+    from decodecalc.model.kernels import AllReduceRates
 
 GPU_FAMILIES = ("nvidia-datacenter", "nvidia-consumer", "amd-instinct", "apple", "other")
 """GPU families an engine's kernels behave alike on."""
@@ -150,6 +151,10 @@ class EngineParams:
     taken from one fit over every engine's points on their GPU family
     (calibration/validation.py family_prior, lent_sequence_cost): that family's runtime,
     not this engine's, so they never cross to another vendor (engine/transfer.py across)."""
+    allreduce_rates: tuple[AllReduceRates, ...] = ()
+    """The engine's own all-reduce measured per tensor-parallel size (the GPU's kernel
+    tables, loading/kernels.py with_kernel_rates): where they hold the group's size, they
+    price tensor parallelism's all-reduces instead of allreduce_latency_s and the link."""
 
 
 @record

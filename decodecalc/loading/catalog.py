@@ -23,6 +23,7 @@ from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import WeightRecipe
+from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.record import field, record, replace
 from decodecalc.scenarios.rates import PriceList
@@ -161,7 +162,7 @@ class Catalog:
         from decodecalc.loading.numbers import gpu_from_numbers, gpu_with_overrides, without_family
 
         base, _, overrides = name.partition(",")
-        if "=" not in base:  # a preset with its memory or bandwidth given: m3-max,memory=36GB
+        if "=" not in base:  # a preset with its memory or bandwidth given: strix-halo,memory=64GiB
             return gpu_with_overrides(self._find("gpus", base.strip(), GpuSpec), overrides)
         gpu = gpu_from_numbers(name)
         if gpu.link is not None:
@@ -384,7 +385,70 @@ class Catalog:
             if key in (s.lower() for s in spellings):
                 return item, {}
             names.update((s.lower(), item.id) for s in spellings)
+        for item in self._replaced(kind, cls):  # a built-in your file of its id replaces
+            if key in (a.lower() for a in item.aliases):  # keeps its aliases: h100
+                return self._search(kind, item.id, cls)
         return None, names
+
+    def _built_in(self, kind: str, cls: type[P]) -> list[P]:
+        """Every shipped preset of a kind, those a user file replaces by id included."""
+        folder = presets_dir() / kind
+        files = sorted(folder.iterdir()) if is_dir(folder) else []
+        return [self._load_file(kind, p, cls) for p in files if p.suffix in (".yaml", ".yml")]
+
+    def _yours(self, kind: str, cls: type[P]) -> list[P]:
+        """The presets of a kind in the user's folders (none without them)."""
+        shipped = presets_dir()
+        if all(d == shipped for d in self.dirs):
+            return []
+        files = [p for p in self._files(kind) if not p.is_relative_to(shipped)]
+        return [self._load_file(kind, p, cls) for p in files]
+
+    def _replaced(self, kind: str, cls: type[P]) -> list[P]:
+        """The shipped presets a file of the same id in a user folder replaces."""
+        yours = {item.id for item in self._yours(kind, cls)}
+        return [item for item in self._built_in(kind, cls) if item.id in yours] if yours else []
+
+    def shadowing(self, kind: str, name: str) -> Note | None:
+        """A note when ``name`` found one of your presets through an alias that also names
+        a built-in one, or a built-in by its id although one of yours has it as an alias:
+        either way the name means something the other reader of the command may not
+        expect. None without user folders, and for a preset of yours named by its id
+        (replacing a built-in that way is what the folder is for)."""
+        shipped, key = presets_dir(), name.strip().lower()
+        if all(d == shipped for d in self.dirs):
+            return None
+        found = next(
+            (f for (k, n), f in self._named.items() if (k, n.strip().lower()) == (kind, key)), None
+        )
+        if found is None:
+            return None
+        cls = type(found)
+        path = next(p for p, item in self._cache.items() if item is found)
+        if not path.is_relative_to(shipped):
+            if found.id.lower() == key:
+                return None
+            others = [i.id for i in self._built_in(kind, cls) if key in _spellings(i)]
+            if not others or others == [found.id]:
+                return None
+            message = (
+                f"{KINDS[kind]} {name!r} is your preset {found.id} ({path}), which takes "
+                f"the name over from the built-in {others[0]}"
+            )
+        else:
+            yours = [i.id for i in self._yours(kind, cls) if key in _spellings(i)]
+            if not yours:
+                return None
+            message = (
+                f"{KINDS[kind]} {name!r} is the built-in {found.id}: your preset {yours[0]}'s "
+                f"alias {key!r} is not used, since a built-in id comes before an alias"
+            )
+        return Note("preset-shadows-built-in", message)
+
+
+def _spellings(preset: Preset) -> set[str]:
+    """A preset's id and aliases, lower-cased: the names a look-up matches."""
+    return {s.lower() for s in (preset.id, *preset.aliases)}
 
 
 _SHIPPED: dict[tuple[str, str, str], Any] = {}

@@ -95,6 +95,7 @@ def with_kernel_rates(
     experts: DType | None,
     batch: int | None,
     overridden: bool = False,
+    tp: int = 1,
 ) -> Engine:
     """The engine with e_mma and the grouped GEMMs' tile from the GPU's kernel tables,
     where it has them (NVIDIA GPUs aiconfigurator measured) and a profile's points did not
@@ -106,11 +107,13 @@ def with_kernel_rates(
     ``batch``: the one batch the answer's steps run at, where a dense model of one weight
     format (not ``overridden`` by a recipe) then cannot be compute-bound at any e_mma the
     tables hold and they are not read (a query in a shell loop); None where the answer
-    varies it (a server's running batches, a plan's largest)."""
+    varies it (a server's running batches, a plan's largest). ``tp``: the tensor-parallel
+    size; at 2 or more the tables' all-reduce prices the transfers, so they are read
+    whatever the batch."""
     if gpu is None or engine.is_roofline:
         return engine
     dense = experts is None and not overridden
-    if dense and batch is not None and not may_bind(gpu, weights, batch, MIN_DENSE_MMA):
+    if dense and tp < 2 and batch is not None and not may_bind(gpu, weights, batch, MIN_DENSE_MMA):
         return engine
     names = engine.names
     if len(names) != len(engine.params):  # a set of parameters not named one by one
@@ -130,11 +133,13 @@ block-scaled GEMMs in aiter)."""
 def _with_rates(
     p: EngineParams, gpu_id: str, name: str, weights: DType, experts: DType | None
 ) -> EngineParams:
-    if p.mma_fitted:
-        return p
     engine_id = name.split(" ")[0].split("@")[0]
     rates = kernel_rates(gpu_id, engine_id, whole=False, stand_in=True)
     if rates is None:
+        return p
+    if rates.allreduce != p.allreduce_rates:
+        p = replace(p, allreduce_rates=rates.allreduce)
+    if p.mma_fitted:
         return p
     dense = rates.gemm_rates(weights.id, weights.matmul)
     grouped = None if experts is None else rates.moe_rates(experts.id, experts.matmul)
@@ -189,7 +194,7 @@ def read_kernel_file(
 MEASURED_BY = "aiconfigurator-core"
 """Whose tables a file was fitted on, where it does not say (the NVIDIA files came first)."""
 
-STEP_CLASSES = ("gemm", "moe")
+STEP_CLASSES = ("gemm", "moe", "allreduce")
 """The classes the step model takes from the tables (with_kernel_rates). A query reads
 only these from the preset cache, whose entry exists only for a file that passed the
 whole strict read (kernel_rates); every class is read where the file itself is."""
@@ -210,7 +215,7 @@ def _engine(block: Fields, gpu_id: str, engine: str, source: str, whole: bool) -
         moe=_per_dtype(block, "moe"),
         attention=_per_dtype(block, "attention") if whole else (),
         mla=_per_dtype(block, "mla") if whole else (),
-        allreduce=_allreduce(block) if whole else (),
+        allreduce=_allreduce(block),
         left_out=block.texts("left_out") if whole else (),
     )
 

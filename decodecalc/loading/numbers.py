@@ -92,7 +92,7 @@ def split_items(text: str) -> list[str]:
     piece joins the spec before it unless that spec already has its key, which then starts
     the next spec. ``h100,bandwidth=1TB/s,memory=8GB,bf16=1PFLOPS`` is two GPUs; pieces
     that are only a preset's memory= and bandwidth= join the preset, as -g reads one alone:
-    ``m3-max,memory=36GB,h100`` is two GPUs, the first with its memory given."""
+    ``strix-halo,memory=64GiB,h100`` is two GPUs, the first with its memory given."""
     items: list[str] = []
     keys: set[str] = set()
     pieces = [p.strip() for p in text.split(",")]
@@ -427,7 +427,7 @@ def _bytes(text: str) -> int:
 
 
 OVERRIDES = ("memory", "bandwidth")
-"""What a preset GPU's spec may override: ``m3-max,memory=36GB`` (a chip in another memory
+"""What a preset GPU's spec may override: ``strix-halo,memory=64GiB`` (a chip in another memory
 option, a board at another clock)."""
 
 
@@ -437,7 +437,8 @@ def gpu_with_overrides(preset: GpuSpec, text: str) -> GpuSpec:
     link and price lists still apply; a datasheet's sustained bandwidth no longer does."""
     from decodecalc.record import replace
 
-    given = _Given(text, f"GPU {preset.id}", OVERRIDES, "e.g. m3-max,memory=36GB,bandwidth=300GB/s")
+    example = "e.g. strix-halo,memory=64GiB or h100-sxm,bandwidth=3TB/s"
+    given = _Given(text, f"GPU {preset.id}", OVERRIDES, example)
     changes: dict[str, Any] = {}
     if given.has("memory"):
         changes["memory_bytes"] = given.parsed("memory", parse_size)

@@ -127,12 +127,18 @@ class KernelRates:
     def allreduce_rates(self, gpus: int) -> AllReduceRates | None:
         """The all-reduce at ``gpus``, else at the nearest size measured above it (more
         GPUs: a slower ring), else the largest measured; None when none was."""
-        if not self.allreduce:
-            return None
-        above = [a for a in self.allreduce if a.gpus >= gpus]
-        if above:
-            return min(above, key=lambda a: a.gpus)
-        return max(self.allreduce, key=lambda a: a.gpus)
+        return allreduce_at(self.allreduce, gpus)
+
+
+def allreduce_at(rates: tuple[AllReduceRates, ...], gpus: int) -> AllReduceRates | None:
+    """The all-reduce measured at ``gpus``, else at the nearest size measured above it
+    (more GPUs: a slower ring), else the largest measured; None when none was."""
+    if not rates:
+        return None
+    above = [a for a in rates if a.gpus >= gpus]
+    if above:
+        return min(above, key=lambda a: a.gpus)
+    return max(rates, key=lambda a: a.gpus)
 
 
 def _pick(rates: tuple[OpRates, ...], dtype: str, matmul: str) -> OpRates | None:

@@ -152,6 +152,18 @@ def _numbers_notes(*described: Model | GpuSpec | None) -> tuple[Note, ...]:
     )
 
 
+def _shadowing_notes(catalog: Catalog, spec: ScenarioSpec) -> tuple[Note, ...]:
+    """A model or GPU name that one of the user's presets takes over from a built-in, or
+    that a built-in keeps from one of theirs (Catalog.shadowing)."""
+    named = [("models", spec.model), ("gpus", spec.gpu)]
+    notes = [
+        catalog.shadowing(kind, name.partition(",")[0])
+        for kind, name in named
+        if isinstance(name, str)
+    ]
+    return tuple(n for n in notes if n is not None)
+
+
 def format_notes(
     model: Model, weights: DType, caches: tuple[DType | None, ...], gpu: GpuSpec | None
 ) -> tuple[Note, ...]:
@@ -434,6 +446,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *engine_notes,
             *wider,
             *_numbers_notes(model, gpu),
+            *_shadowing_notes(catalog, spec),
             *links.notes,
             *parallelism_notes(spec, model),
             *format_notes(model, weights, (kv, v_kv), gpu),
@@ -474,7 +487,7 @@ def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
     s = scenario
     experts = experts_dtype(s.model, s.weights, s.weight_overrides)
     overridden = bool(s.weight_overrides)
-    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden)
+    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden, s.tp)
     return s if found is s.engine else replace(s, engine=found)
 
 

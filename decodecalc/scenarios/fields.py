@@ -86,7 +86,7 @@ SCENARIO_FIELDS = (
         "gpu",
         ("--gpu", "-g"),
         "GPU preset (sets bandwidth, capacity and FLOP/s), one with its memory or bandwidth "
-        "given ('m3-max,memory=36GB'), or numbers: "
+        "given ('strix-halo,memory=64GiB'), or numbers: "
         "'bandwidth=3.35TB/s,memory=80GiB,bf16=989TFLOP/s'.",
         "GPU",
         axis="One or more GPU presets or numbers specs.",

@@ -8,6 +8,8 @@ agree (tests/calibration/test_engine_fit.py holds them equal)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from decodecalc.engine.profile import KV_READS, EngineParams
 from decodecalc.record import record
 from decodecalc.step.engine_terms import StepCounts, kv_read_factor, packed, within_band
@@ -20,6 +22,9 @@ from decodecalc.step.operations import (
     terms_of,
 )
 from decodecalc.step.step import StepModel
+
+if TYPE_CHECKING:
+    from decodecalc.model.kernels import AllReduceRates
 
 
 @record
@@ -37,6 +42,10 @@ class LinearTerms:
     ring_s: float
     """Communication less its per-call latency: the bytes on the link."""
     compute_s: float
+    measured_s: float | None = None
+    """The all-reduces at the engine's measured rates (kernel tables,
+    Communication.measured), latency and bytes, where they price them instead of
+    ``calls`` x the latency plus ``ring_s``; None where no table holds the group's size."""
     ops: tuple[WeightOp, ...] = ()
     """Each GEMM, for the share of it that runs compute-bound (operations.gemm_operations)."""
     bandwidth: float = 0.0
@@ -53,13 +62,20 @@ class LinearTerms:
         )
 
 
-def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
-    """The terms of ``step`` at a context, from the same bytes and FLOPs its rows give."""
+def linear_terms(
+    step: StepModel, context_tokens: int, rates: tuple[AllReduceRates, ...] = ()
+) -> LinearTerms:
+    """The terms of ``step`` at a context, from the same bytes and FLOPs its rows give;
+    ``rates``: the engine's all-reduce as its kernel tables measured it, if they do."""
     s = step.scenario
     row = step.row(context_tokens)
     bandwidth = s.bandwidth_bytes_per_s
-    latency = 0.0 if step.comm is None else step.comm.group_link.latency_s
-    calls = 0 if step.comm is None else step.comm.calls
+    comm = step.comm
+    latency = 0.0 if comm is None else comm.group_link.latency_s
+    calls = 0 if comm is None else comm.calls
+    ring = max(row.comm_seconds - calls * latency, 0.0)
+    measured = None if comm is None else comm.measured(rates)
+    tabled = None if measured is None or comm is None else comm.measured_seconds(measured, ring)
     kv = row.kv_bytes
     return LinearTerms(
         weight_s=step.weight_bytes / bandwidth,
@@ -70,8 +86,9 @@ def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
         counts=StepCounts.of(s.model, s.batch, s.sequences_per_gpu, s.expert_ranks),
         calls=calls,
         link_latency_s=latency,
-        ring_s=max(row.comm_seconds - calls * latency, 0.0),
+        ring_s=ring,
         compute_s=row.compute_seconds or 0.0,
+        measured_s=tabled,
         ops=step.weight_ops,
         bandwidth=bandwidth,
         peak=step.peak_flops_per_s,
@@ -81,6 +98,14 @@ def linear_terms(step: StepModel, context_tokens: int) -> LinearTerms:
 def allreduce_latency(t: LinearTerms, p: EngineParams) -> float:
     """Per all-reduce: the engine's, else the link's."""
     return t.link_latency_s if p.allreduce_latency_s is None else p.allreduce_latency_s
+
+
+def transfer_seconds(t: LinearTerms, p: EngineParams) -> float:
+    """The collectives: at the engine's measured rates where its tables hold them, else
+    each call at the engine's latency (else the link's) plus the link's bytes."""
+    if t.measured_s is not None:
+        return t.measured_s
+    return t.calls * allreduce_latency(t, p) + t.ring_s
 
 
 def streaming_seconds(t: LinearTerms, p: EngineParams) -> float:
@@ -112,7 +137,7 @@ def linear_operations(t: LinearTerms, p: EngineParams) -> tuple[Operation, ...]:
         "attention", "the cache and state", OPERATION_CLASSES[2], 1, 0.0, 0.0, 0.0, 0.0,
         per_kv_byte_s=1 / p.kv_efficiency,
     )  # fmt: skip
-    transfers = t.calls * allreduce_latency(t, p) + t.ring_s
+    transfers = transfer_seconds(t, p)
     comm = Operation(
         "all-reduce", "the collectives", OPERATION_CLASSES[4], t.calls, 0.0, 0.0, 0.0, 0.0,
         transfers,

@@ -309,7 +309,9 @@ def fixed_operations(counts: StepCounts, params: EngineParams) -> tuple[Operatio
 
 def _transfers(work: StepWork, params: EngineParams) -> tuple[Operation, ...]:
     """The collectives at the link's time (step/parallelism.py), each call at the engine's
-    own all-reduce latency where the profile has one instead of the link's."""
+    own all-reduce latency where the profile has one instead of the link's; tensor
+    parallelism's all-reduces at the engine's measured rates where its kernel tables hold
+    them (Communication.measured)."""
     comm, split = work.comm, work.split
     if comm is None:
         return ()
@@ -317,9 +319,12 @@ def _transfers(work: StepWork, params: EngineParams) -> tuple[Operation, ...]:
     if params.allreduce_latency_s is not None:
         delta = params.allreduce_latency_s - comm.group_link.latency_s
     reduces = comm.allreduce_calls + comm.gather_calls
+    reduced = split.allreduce_s + reduces * delta
+    if (measured := comm.measured(params.allreduce_rates)) is not None:
+        ring = split.allreduce_s - reduces * comm.link.latency_s
+        reduced = comm.measured_seconds(measured, ring)
     parts = (
-        ("all-reduce", "tensor parallelism's all-reduces and gathers", reduces,
-         split.allreduce_s + reduces * delta),
+        ("all-reduce", "tensor parallelism's all-reduces and gathers", reduces, reduced),
         ("all-to-all", "expert parallelism's dispatch and combine", 2 * comm.all_to_all_layers,
          split.all_to_all_s + 2 * comm.all_to_all_layers * delta),
         ("hand-off", "activations from one pipeline stage to the next", len(comm.handoffs),

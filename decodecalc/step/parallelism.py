@@ -20,6 +20,7 @@ from decodecalc.step.flops import ACTIVATION_BYTES
 
 if TYPE_CHECKING:
     from decodecalc.model.hardware import Link
+    from decodecalc.model.kernels import AllReduceRates
     from decodecalc.model.model import Model
     from decodecalc.scenarios.scenario import Scenario
 
@@ -161,6 +162,11 @@ def handoff_crosses_nodes(stage: int, tp: int, gpus_per_node: int) -> bool:
     )
 
 
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+"""The largest message vLLM's custom all-reduce takes (CustomAllreduce's max_size, 8 MiB,
+vllm/distributed/device_communicators/custom_all_reduce.py); larger ones go to NCCL."""
+
+
 @record
 class CommSplit:
     """Seconds of one forward pass spent on each kind of transfer."""
@@ -222,6 +228,31 @@ class Communication:
 
     def seconds(self, tokens: int) -> float:
         return self.split(tokens).total_s
+
+    def measured(self, rates: tuple[AllReduceRates, ...]) -> AllReduceRates | None:
+        """The engine's own all-reduce at the group's size (kernel tables), where it prices
+        this pass's transfers: plain tensor parallelism within a node (no gathers, no
+        all-to-all, which the tables do not time); None elsewhere."""
+        if self.group < 2 or self.spans_nodes or self.gather_calls or self.all_to_all_layers:
+            return None
+        from decodecalc.model.kernels import allreduce_at
+
+        return allreduce_at(rates, self.group)
+
+    def measured_seconds(self, rates: AllReduceRates, ring_s: float) -> float:
+        """The all-reduces at the measured rates (each call's latency, and the bytes the
+        link's ring moves, ``ring_s`` at the link's bandwidth, at the bus bandwidth) for
+        messages the engines' custom all-reduce takes, a decode step's; a larger one, a
+        long prefill chunk's, goes to NCCL's ring over the link as before (vLLM's
+        CustomAllreduce takes up to CUSTOM_ALLREDUCE_MAX_BYTES)."""
+        if not self.allreduce_calls or self.group < 2:
+            return ring_s
+        ring_share = 2 * (self.group - 1) / self.group
+        message = ring_s * self.link.bandwidth_bytes_per_s / (self.allreduce_calls * ring_share)
+        if message > CUSTOM_ALLREDUCE_MAX_BYTES:
+            return self.allreduce_calls * self.link.latency_s + ring_s
+        scale = self.link.bandwidth_bytes_per_s / rates.bus_bandwidth_bytes_per_s
+        return self.allreduce_calls * rates.latency_s + ring_s * scale
 
     def split(self, tokens: int) -> CommSplit:
         """Each kind's seconds for a pass over ``tokens`` tokens (a decode step's batch)."""

@@ -91,9 +91,9 @@ def _value_text(r: TargetResult) -> str:
     at = f" at {r.context:,} tokens" if r.context is not None else ""
     match r.target:
         case "max_ms_per_token" if r.served:
-            return f"{r.value:.3f} ms TPOT under the workload"
+            return f"{r.value:,.3f} ms TPOT under the workload"
         case "max_ms_per_token":
-            return f"{r.value:.3f} ms{at}"
+            return f"{r.value:,.3f} ms{at}"
         case "min_tokens_per_s" if r.served:
             return f"{r.value:,.1f} tok/s (1000 / TPOT under the workload)"
         case "min_throughput_tokens_per_s" if r.served:

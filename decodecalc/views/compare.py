@@ -31,7 +31,7 @@ from decodecalc.views.estimate import (
     scenario_inputs,
     weights_label,
 )
-from decodecalc.views.report import Column, Report, document, with_notes
+from decodecalc.views.report import CSV_FLOAT, Column, Report, document, with_notes
 
 SCENARIO_KEYS = (
     "model",
@@ -140,7 +140,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
     columns = (
         Column("context", "Context", h.tokens),
         Column("label", "Scenario", numeric=False),
-        Column("ms_per_token", "ms / token", lambda v: f"{v:.3f}"),
+        Column("ms_per_token", "ms / token", h.ms, h.ms_exact),
         Column("expected_ms_per_token", "Expected ms", _ms_band),
         Column("expected_low_ms_per_token", "low", _ms_band, drop=7),
         Column("expected_high_ms_per_token", "high", _ms_band, drop=7),
@@ -172,7 +172,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
 
 
 def _ms_band(value: float) -> str:
-    return f"{value:.1f}"
+    return f"{value:,.1f}"
 
 
 def _ratio(value: float) -> str:
@@ -219,7 +219,7 @@ def human_compare(report: Report, scenarios: Sequence[Scenario]) -> Report:
     return replace(headline_view(report), records=records, title=(*title, *report.title))
 
 
-_CSV_ROW = "%d,%d,%d,%d,%d,%.12g,%.12g,%.12g,%.12g,%s,%s,%.12g,%.12g,%.12g"
+_CSV_ROW = ",".join(["%d"] * 5 + [CSV_FLOAT] * 4 + ["%s"] * 2 + [CSV_FLOAT] * 3)
 """ROW_FIELDS as CSV: exact integers, floats to 12 significant digits (formatting the
 shortest round-trip form would halve a sweep's speed), the bound and the fits label. Their
 ms_per_token, tokens_per_s and throughput_tokens_per_s are the headline's (_headline_first)."""
@@ -270,15 +270,15 @@ def write_sweep_csv(
         prefix = ",".join("" if v is None else str(v) for v in scenario_ids(scenario).values())
         suffix = ",".join(
             (
-                "" if crossover is None else f"{crossover:.12g}",  # as every CSV float
+                "" if crossover is None else CSV_FLOAT % crossover,
                 _engine_id(scenario),
                 _v_dtype(scenario),
                 *(str(v).lower() for v in _parallel(scenario).values()),
             )
         )
         per_ms = _cost_per_ms(scenario)
-        costs = "".join(",%.12g" if f is not None else "," for f in per_ms)
-        rates = ",%.12g" * (len(RATE_FIELDS) + len(ROOFLINE_FIELDS))
+        costs = "".join("," + CSV_FLOAT if f is not None else "," for f in per_ms)
+        rates = ("," + CSV_FLOAT) * (len(RATE_FIELDS) + len(ROOFLINE_FIELDS))
         line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
         known = [f for f in per_ms if f is not None]
         for columns in chunks:

@@ -172,14 +172,6 @@ def cost_inputs(s: Scenario) -> dict[str, Any] | None:
     }
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def _ms_exact(value: float) -> str:
-    return f"{value:.6f}"
-
-
 def _rate_exact(value: float) -> str:
     return f"{value:.4f}"
 
@@ -191,21 +183,21 @@ def _share_exact(value: float) -> str:
 def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
     """Per-context columns; the aggregate column only for a batch above 1 (None: always).
     A narrow terminal drops them highest ``drop`` first: communication, state, the batch's
-    throughput, weights, bound, KV, per-sequence rate, the crossover marker, then Fits;
-    context, total, KV share and ms per token always stay."""
+    throughput, weights, bound, KV, per-sequence rate, the crossover marker, the KV
+    share, then Fits; context, total and the headline step always stay."""
     columns = [
-        Column("context", "Context (tokens)", h.tokens, str),
-        Column("weight_bytes", "Weights", h.size, h.exact_bytes, drop=6),
-        Column("kv_bytes", "KV cache", h.size, h.exact_bytes, drop=4),
-        Column("state_bytes", "State", h.size, h.exact_bytes, drop=8),
-        Column("total_bytes", "Total / step", h.size, h.exact_bytes),
-        Column("kv_share", "KV share", h.share, _share_exact),
-        Column("ms_per_token", "ms / token", _ms, _ms_exact),
-        Column("expected_band", "Expected ms (band)", numeric=True),
+        Column("context", "Context (tokens)", h.tokens, h.whole),
+        Column("weight_bytes", "Weights", h.size, h.whole, drop=6),
+        Column("kv_bytes", "KV cache", h.size, h.whole, drop=4),
+        Column("state_bytes", "State", h.size, h.whole, drop=8),
+        Column("total_bytes", "Total / step", h.size, h.whole),
+        Column("kv_share", "KV share", h.share, _share_exact, drop=2),
+        Column("ms_per_token", "ms / token", h.ms, h.ms_exact),
+        Column("expected_band", "Expected ms (band)", _band, _band_exact),
         Column("tokens_per_s", "tok/s / seq", h.rate, _rate_exact, drop=3),
     ]
     if batch is None or batch > 1:
-        header = f"tok/s x{batch}" if batch else "tok/s, all sequences"
+        header = f"tok/s x{batch:,}" if batch else "tok/s, all sequences"
         columns.append(Column("throughput_tokens_per_s", header, h.rate, _rate_exact, drop=7))
     columns.append(
         Column(
@@ -216,7 +208,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
             drop=5,
         )
     )
-    columns.append(Column("comm_ms", "Comm ms", _ms, _ms_exact, drop=9))
+    columns.append(Column("comm_ms", "Comm ms", h.ms, h.ms_exact, drop=9))
     columns.append(Column("fits", "Fits", lambda v: "yes" if v else "NO", numeric=False, drop=1))
     # The marker never wraps (as a number does not): split, it took a row of its own. A
     # narrow table gives it up before the KV cache (the row stays highlighted).
@@ -226,7 +218,7 @@ def estimate_columns(batch: int | None = None) -> tuple[Column, ...]:
 
 COST_COLUMNS = (
     Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.2f}", drop=10),
-    Column("joules_per_token", "J / tok", lambda v: f"{v:,.3g}", drop=10),
+    Column("joules_per_token", "J / tok", h.joules, drop=10),
 )
 """Cost and energy per token, in the tables of estimate and compare when a price is known
 (JSON and CSV carry energy whenever the board power is known; a table shows it with cost,
@@ -257,7 +249,7 @@ def describe_scenario(s: Scenario) -> str:
     bound = "bandwidth roofline" if s.efficiency == 1 else f"{s.efficiency:g} of peak bandwidth"
     return (
         f"{s.model.name} on {gpu}{h.bandwidth(s.bandwidth_bytes_per_s)}"
-        f" · weights {weights_label(s)} · KV {kv_label(s)} · batch {s.batch} · TP {s.tp}"
+        f" · weights {weights_label(s)} · KV {kv_label(s)} · batch {s.batch:,} · TP {s.tp}"
         f"{parallel_label(s)} · efficiency {s.efficiency:g}"
         f" ({bound}){describe_engine(s)}"
     )
@@ -318,7 +310,7 @@ def _memory_line(est: Estimate) -> str:
         f"memory per GPU: {h.size(m.room.usable_bytes)} usable "
         f"({h.binary_size(s.gpu.memory_bytes)}, sized as vLLM does), "
         f"{h.size(m.stored_weight_bytes)} of weights; "
-        f"{sequences} at {longest:,} tokens; at batch {s.batch} {context}"
+        f"{sequences} at {longest:,} tokens; at batch {s.batch:,} {context}"
     )
 
 
@@ -392,7 +384,7 @@ def _architecture_lines(est: Estimate) -> tuple[str, ...]:
     if moe is not None and est.experts_touched is not None:
         lines.append(
             f"MoE: {moe.experts_per_token} of {moe.num_experts} experts per token; a step of "
-            f"{s.batch} sequence{'s' if s.batch > 1 else ''} reads {est.experts_touched:.2f} "
+            f"{s.batch:,} sequence{'s' if s.batch > 1 else ''} reads {est.experts_touched:.2f} "
             f"experts per layer (expected, uniform routing)" + _busiest_text(est)
         )
     windows = sorted({m.sliding_window for m in s.model.mixers() if m.sliding_window})
@@ -529,12 +521,19 @@ ROOFLINE_MS = "roofline_ms_per_token"
 """The bound's key in every record that carries a headline (roofline_figures)."""
 
 
-def expected_band(record: dict[str, Any]) -> str:
-    """Expected ms with its band, as one cell: 24.1 (21.7-27.6)."""
-    return (
-        f"{record['expected_ms_per_token']:.1f} ({record['expected_low_ms_per_token']:.1f}-"
-        f"{record['expected_high_ms_per_token']:.1f})"
-    )
+def expected_band(record: dict[str, Any]) -> tuple[float, float, float]:
+    """Expected ms with its band, low first, for one cell: 24.1 (21.7-27.6)."""
+    keys = ("expected_low_ms_per_token", "expected_ms_per_token", "expected_high_ms_per_token")
+    low, value, high = (record[k] for k in keys)
+    return low, value, high
+
+
+def _band(band: tuple[float, float, float]) -> str:
+    return h.ms_band(*band)
+
+
+def _band_exact(band: tuple[float, float, float]) -> str:
+    return h.ms_band(*band, exact=True)
 
 
 def human_view(report: Report, batch: int) -> Report:

@@ -310,18 +310,25 @@ def _engine_lines(x: Explanation) -> list[str]:
 def _operation_lines(working: EngineWorking) -> list[str]:
     """Section 7's step operation by operation, the collectives with the engine's own
     all-reduce latency where it has one."""
-    params, name = working.params, working.name
     return [
-        f"     {_operation(op)}{_own_latency(op, params, name)}"
+        f"     {_operation(op)}{_own_latency(op, working)}"
         for op in working.step.operations
         if op.total_s > 0
     ]
 
 
-def _own_latency(op: Operation, params: EngineParams, name: str) -> str:
-    """Where the engine's own all-reduce latency prices the collectives instead of the
-    link's: the calls times it, so a fitted latency is seen beside the step it adds to."""
-    latency = params.allreduce_latency_s
+def _own_latency(op: Operation, working: EngineWorking) -> str:
+    """Where the engine's own all-reduce prices the collectives instead of the link's:
+    the calls times its latency, so it is seen beside the step it adds to; measured by
+    the kernel tables (latency and bus bandwidth) or fitted on the profile's points."""
+    measured, name = working.allreduce, working.name
+    if op.name == "all-reduce" and measured is not None:  # (a stand-in's tables too)
+        return (
+            f" ({op.times:,} x {measured.latency_s * 1e6:.2f} us + the bytes at "
+            f"{measured.bus_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: the all-reduce on "
+            f"{measured.gpus} GPUs as the kernel tables named below measured it)"
+        )
+    latency = working.params.allreduce_latency_s
     if op.name not in ("all-reduce", "all-to-all") or latency is None:
         return ""
     return f" ({op.times:,} x {latency * 1e6:.0f} us, {name}'s own latency, + the bytes)"

@@ -20,11 +20,11 @@ def _scaled(value: float, units: tuple[tuple[int, str], ...]) -> tuple[float, st
 def size(n_bytes: float) -> str:
     """Bytes in decimal units, as vendors quote them.
 
-    >>> size(69_503_033_344), size(163_840), size(512)
-    ('69.50 GB', '163.84 kB', '512 B')
+    >>> size(69_503_033_344), size(163_840), size(512), size(4_605_350_000_000_000)
+    ('69.50 GB', '163.84 kB', '512 B', '4,605.35 TB')
     """
     value, prefix = _scaled(n_bytes, _DECIMAL)
-    return f"{value:.2f} {prefix}B" if prefix else f"{value:,.0f} B"
+    return f"{value:,.2f} {prefix}B" if prefix else f"{value:,.0f} B"
 
 
 def bandwidth(bytes_per_s: float) -> str:
@@ -66,8 +66,54 @@ def things(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def exact_bytes(n_bytes: int) -> str:
-    return f"{n_bytes:,}"
+def whole(n: int) -> str:
+    """An exact whole number (bytes, parameters, tokens), its thousands separated.
+
+    >>> whole(17_376_747_520)
+    '17,376,747,520'
+    """
+    return f"{n:,}"
+
+
+def joules(per_token: float) -> str:
+    """Energy per token, to the millijoule: fixed decimals, so a column reads evenly
+    ("2.000", not "2" under "1.99").
+
+    >>> joules(1.99), joules(2.0037), joules(0.0244)
+    ('1.990', '2.004', '0.024')
+    """
+    return f"{per_token:,.3f}"
+
+
+def ms(value: float) -> str:
+    """Milliseconds of a bound (the roofline, communication) to the microsecond.
+
+    >>> ms(8.6687), ms(57_306.0651)
+    ('8.669', '57,306.065')
+    """
+    return f"{value:,.3f}"
+
+
+def ms_exact(value: float) -> str:
+    """Milliseconds with --exact: to the nanosecond.
+
+    >>> ms_exact(30.5286671), ms_exact(42_015.6712)
+    ('30.528667', '42,015.671200')
+    """
+    return f"{value:,.6f}"
+
+
+def ms_band(low: float, value: float, high: float, exact: bool = False) -> str:
+    """An expected figure with its band, one cell: one decimal, as a forecast is worth
+    (three with --exact).
+
+    >>> ms_band(21.66, 24.12, 27.61), ms_band(42_015.67, 57_306.06, 114_686.3)
+    ('24.1 (21.7-27.6)', '57,306.1 (42,015.7-114,686.3)')
+    >>> ms_band(21.66, 24.12, 27.61, exact=True)
+    '24.120 (21.660-27.610)'
+    """
+    digits = 3 if exact else 1
+    return f"{value:,.{digits}f} ({low:,.{digits}f}-{high:,.{digits}f})"
 
 
 def tokens(n: float) -> str:

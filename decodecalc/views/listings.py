@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine, gpu_family
-from decodecalc.engine.select import at_line, newest_line
+from decodecalc.engine.select import at_line, newest_line, widened
 from decodecalc.model.dtypes import DType, ceil_bytes
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.kvcache import KVCurve, fixed_kv_bytes_per_token, read_pattern
@@ -63,11 +63,11 @@ def models_report(models: list[Model], bf16: DType) -> Report:
     records = tuple(model_record(m, bf16) for m in models)
     columns = (
         Column("id", "Model", numeric=False),
-        Column("params", "Params", h.count, h.exact_bytes),
-        Column("active_params", "Active", h.count, h.exact_bytes, drop=1),
+        Column("params", "Params", h.count, h.whole),
+        Column("active_params", "Active", h.count, h.whole, drop=1),
         Column("layers", "Layers", drop=3),
         Column("hidden_size", "Hidden", drop=4),
-        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.exact_bytes),
+        Column("kv_bytes_per_token_bf16", "KV/token (BF16)", h.size, h.whole),
         Column("max_context", "Max context", h.tokens),
         Column("family", "Family", numeric=False, drop=2),
         Column("aliases", "Aliases", _joined, numeric=False, drop=5),
@@ -101,7 +101,7 @@ def gpus_report(gpus: list[GpuSpec]) -> Report:
         Column("id", "GPU", numeric=False),
         Column("name", "Name", numeric=False, drop=1),
         Column("bandwidth_bytes_per_s", "Bandwidth", h.bandwidth, str),
-        Column("memory_bytes", "Memory", h.binary_size, h.exact_bytes),
+        Column("memory_bytes", "Memory", h.binary_size, h.whole),
         Column("memory_kind", "Kind", numeric=False, drop=2),
         Column("announced", "Announced", lambda v: "yes", numeric=False, drop=3),
         Column("aliases", "Aliases", _joined, numeric=False, drop=4),
@@ -165,6 +165,10 @@ def _engine_params(p: EngineParams) -> dict[str, object]:
         else p.allreduce_latency_s * 1e6,
         "band_low": p.band[0],
         "band_high": p.band[1],
+        # The band a scenario outside the fitted range takes: one band served both before
+        # 2026-12-02, so this pair is what band_* held then.
+        "outside_band_low": widened(p).band[0],
+        "outside_band_high": widened(p).band[1],
         "points": p.points,
     }
 
@@ -483,12 +487,8 @@ def show_report(
     ]
     columns = (
         Column("kv_dtype", "KV dtype", numeric=False),
-        Column("kv_bytes_per_token", "KV bytes / token", h.exact_bytes),
-        *(
-            (Column("state_bytes_per_sequence", "State / sequence", h.exact_bytes),)
-            if state
-            else ()
-        ),
+        Column("kv_bytes_per_token", "KV bytes / token", h.whole),
+        *((Column("state_bytes_per_sequence", "State / sequence", h.whole),) if state else ()),
     )
     sources = (
         f"source: {m.source}",

@@ -246,7 +246,7 @@ def _columns(
         Column("ttft_ms", "TTFT ms", lambda v: f"{v:,.0f}", drop=2),
         Column("throughput_tokens_per_s", "tok/s all", h.rate, drop=2),
         Column("cost_per_million_tokens", "$ / M tok", lambda v: f"{v:,.3f}"),
-        Column("joules_per_token", "J / tok", lambda v: f"{v:,.3g}", drop=4),
+        Column("joules_per_token", "J / tok", h.joules, drop=4),
         Column("max_batch", "Max batch", lambda v: f"{v:,}", drop=5),
         Column("max_context", "Max context", lambda v: f"{v:,}", drop=5),
         Column("price_source", "Priced at", numeric=False, drop=6),

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
 from decodecalc.record import replace
-from decodecalc.views.report import ASKED, KEPT, Column, Report
+from decodecalc.views.report import ASKED, CSV_FLOAT, KEPT, Column, Report
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -37,6 +37,8 @@ def _csv_value(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return CSV_FLOAT % value
     return value
 
 
@@ -63,9 +65,9 @@ def to_table(report: Report, out: IO[str], exact: bool = False) -> None:
     from rich.text import Text
 
     # Piped output gets a wide canvas instead of Rich's 80 columns, so rows never wrap;
-    # COLUMNS, when it is a width, still wins (Rich reads it; it ignores anything else).
-    given = os.environ.get("COLUMNS", "")
-    wide = None if out.isatty() or (given.isascii() and given.isdigit()) else 160
+    # COLUMNS, when it is a width, still wins (at least MIN_COLUMNS).
+    asked = columns_asked()
+    wide = asked if asked is not None else None if out.isatty() else 160
     console = Console(file=out, highlight=False, markup=False, emoji=False, width=wide)
     for line in report.title:
         console.print(Text(line))
@@ -124,14 +126,29 @@ def filled(
     return shown, [[row[i] for i in keep] for row in cells]
 
 
+MIN_COLUMNS = 40
+"""The narrowest width tables and text are laid out at: a COLUMNS below it (0, a tiny
+pane) is taken as this, so the header lines, the table's first columns and the line
+naming the columns left out still print."""
+
+
+def columns_asked() -> int | None:
+    """COLUMNS when it is a width, raised to MIN_COLUMNS; None when it is unset or not a
+    number."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit():
+        return max(int(columns), MIN_COLUMNS)
+    return None
+
+
 def terminal_width(out: IO[str]) -> int | None:
-    """The width text is wrapped at: COLUMNS when it is a width, the terminal's when
-    ``out`` is one, and None (no wrapping) for a pipe or a file."""
+    """The width text is wrapped at: COLUMNS when it is a width (columns_asked), the
+    terminal's when ``out`` is one, and None (no wrapping) for a pipe or a file."""
     import shutil
 
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isascii() and columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    asked = columns_asked()
+    if asked is not None:
+        return asked
     return shutil.get_terminal_size().columns if out.isatty() else None
 
 

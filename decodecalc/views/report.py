@@ -12,7 +12,7 @@ from typing import Any
 from decodecalc.notes import Note
 from decodecalc.record import field, record, replace
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped when a field changes meaning or disappears (docs/json.md). 2: ms_per_token,
 tokens_per_s, throughput_tokens_per_s, ratio_to_first and generate's decode figures hold
 the headline step (the engine's expected one; the roofline under --engine roofline), and
@@ -26,6 +26,10 @@ ASKED = frozenset({"cost_per_million_tokens", "joules_per_token"})
 narrow table keeps them as KEPT, for the user asked for them by name."""
 
 Formatter = Callable[[Any], str]
+
+CSV_FLOAT = "%.12g"
+"""How every CSV writes a float: 12 significant digits, so binary noise never shows
+(89.27, not 89.27000000000001); sweep's streamed rows build their line from it too."""
 
 
 @record

@@ -120,6 +120,16 @@ def test_the_solved_batch_and_context_are_the_largest(cli: Run) -> None:
     assert not longer["fits"] or longer["expected_ms_per_token"] > limit
 
 
+def test_plan_takes_back_every_batch_it_proposes(cli: Run) -> None:
+    """Above 1,024 sequences (once refused as a TP would be): the batch plan solves,
+    given back as --batch, is the same plan, not an error."""
+    flags = ["-m", "llama-3.1-8b", "-c", "1K", "--gpus", "h200", "--tp", "1", "-w", "fp8"]
+    solved = json_of(cli, "plan", *flags, "-k", "fp8", "--max-batch", "5000")["rows"][0]
+    assert solved["batch"] > 1024
+    given = json_of(cli, "plan", *flags, "-k", "fp8", "--batch", str(solved["batch"]))
+    assert given["rows"][0]["batch"] == solved["batch"]
+
+
 @pytest.mark.parametrize(("batch", "fits"), [(807, True), (808, False)])
 def test_a_pipeline_stage_holds_one_batch_in_plan_as_in_estimate(
     cli: Run, batch: int, fits: bool
@@ -294,6 +304,14 @@ def test_gpus_without_a_price_are_named(cli: Run) -> None:
     assert alone.code == 2 and "give --price" in alone.err
 
 
+def test_plan_takes_g_as_every_command_does(cli: Run) -> None:
+    """-g is the GPU option of estimate, compare, serving...: plan's --gpus answers to it."""
+    flags = ["-m", "llama-3.1-8b", "-c", "8K", "--tp", "1", "-w", "fp8"]
+    short = json_of(cli, "plan", *flags, "-g", "h200,h100")
+    assert short == json_of(cli, "plan", *flags, "--gpus", "h200,h100")
+    assert {r["gpu"] for r in short["rows"]} == {"h200", "h100-sxm"}
+
+
 def test_a_misspelt_gpu_gets_a_suggestion(cli: Run) -> None:
     result = cli("plan", "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h200,h10")
     assert result.code == 2 and result.err.count("\n") == 1
@@ -311,6 +329,8 @@ def test_a_misspelt_gpu_gets_a_suggestion(cli: Run) -> None:
         ["-m", "llama-3.1-8b", "-c", "8K", "--batch", "1,2"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--gpus", "nosuchgpu"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--max-gpus", "0"],
+        ["-m", "llama-3.1-8b", "-c", "8K", "--max-batch", "2000000"],
+        ["-m", "llama-3.1-8b", "-c", "8K", "--batch", "2000000"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--price", "nosuchcloud"],
         ["-m", "llama-3.1-8b", "-c", "8K", "--top", "-1"],
     ],

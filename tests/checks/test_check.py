@@ -335,7 +335,7 @@ class TestReports:
 
     def test_json_report(self, cli: Run, tmp_path: Path) -> None:
         doc = json.loads(cli("check", write(tmp_path, PASSING), "-f", "json").out)
-        assert doc["schema_version"] == 2 and doc["passed"] is True
+        assert doc["schema_version"] == 3 and doc["passed"] is True
         (result,) = doc["results"]
         assert result["target"] == "max_ms_per_token" and result["limit"] == 25
         assert round(result["value"], 3) == 22.350 and result["context"] == 32_768

@@ -275,7 +275,7 @@ class TestMaxNumSeqsIsACap:
         self, cli: Run, tmp_path: Path, target: str
     ) -> None:
         r = cli("check", serve(tmp_path, self.CONFIG), "--gpu", "h100-sxm", "-t", target)
-        assert "does not fit: from 131,072 tokens at batch 1024" in r.err
+        assert "does not fit: from 131,072 tokens at batch 1,024" in r.err
         assert "cannot run" in r.err and self.NOTE not in r.err
 
 

@@ -33,7 +33,7 @@ class TestOutputFileFormat:
     def test_json_by_extension(self, cli: Run, tmp_path: Path, command: tuple[str, ...]) -> None:
         target = tmp_path / "out.json"
         assert cli(*command, "-o", str(target)).code == 0
-        assert json.loads(target.read_text())["schema_version"] == 2
+        assert json.loads(target.read_text())["schema_version"] == 3
 
     def test_csv_by_extension(self, cli: Run, tmp_path: Path) -> None:
         target = tmp_path / "out.csv"

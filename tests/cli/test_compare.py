@@ -72,6 +72,13 @@ def test_ratio_is_to_the_first_scenario(cli: Run) -> None:
             assert r["ratio_to_first"] == pytest.approx(r["ms_per_token"] / first["ms_per_token"])
 
 
+def test_a_deployment_named_twice_is_one_row(cli: Run) -> None:
+    """h100 is an alias of h100-sxm: one deployment, one row, as a model named twice."""
+    result = cli("compare", "-m", "llama-3.1-8b", "-g", "h100,h100-sxm,h200", "-c", "1K", "--json")
+    assert result.code == 0, result.err
+    assert [r["gpu"] for r in json.loads(result.out)["rows"]] == ["h100-sxm", "h200"]
+
+
 def test_compare_csv_and_table(cli: Run) -> None:
     rows = list(csv.DictReader(io.StringIO(cli(*COMPARE, "-f", "csv").out)))
     assert len(rows) == 32 and "ratio_to_first" in rows[0]

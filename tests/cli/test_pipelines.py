@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,20 @@ def test_an_unwritable_output_is_one_line(cli: Run, tmp_path: Path) -> None:
     assert "cannot write" in r.err
 
 
+@pytest.mark.parametrize(
+    ("option", "name"), [("--output", "x.json"), ("--plot", "p.svg"), ("--report", "r.html")]
+)
+def test_an_unwritable_file_is_refused_before_any_data(
+    cli: Run, tmp_path: Path, option: str, name: str
+) -> None:
+    """A pipe never gets a whole document and then a failing status: every file a command
+    writes is checked before stdout gets a byte."""
+    missing = tmp_path / "no" / name
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1K", option, str(missing))
+    assert (r.code, r.out) == (2, "") and len(r.err.splitlines()) == 1
+    assert f"cannot write '{missing}'" in r.err
+
+
 def test_the_crossover_row_can_be_left_out(cli: Run) -> None:
     """Llama-3.1-70B FP8/FP8 on one GPU: KV is 80 layers x 2 x 8 heads x 128 x 1 byte =
     163,840 bytes per token, so T* = 69,503,033,344 / 163,840 = 424,212.85 tokens, inside
@@ -113,8 +128,32 @@ def test_generate_csv_is_data(cli: Run) -> None:
     (row,) = csv.DictReader(io.StringIO(cli(*args, "-f", "csv").out))
     doc = json.loads(cli(*args, "--json").out)
     assert int(row["prompt_tokens"]) == 8192 and row["model"] == "llama-3.1-8b"
-    assert float(row["decode_s"]) == doc["decode_s"]
-    assert float(row["expected_decode_s"]) == doc["expected_decode_s"]
+    # CSV floats carry 12 significant digits (views/report.py CSV_FLOAT)
+    assert float(row["decode_s"]) == pytest.approx(doc["decode_s"], rel=1e-11)
+    assert float(row["expected_decode_s"]) == pytest.approx(doc["expected_decode_s"], rel=1e-11)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["engines"],
+        ["estimate", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-c", "1K,100K"],
+        ["serving", "-m", "llama-3.1-8b", "-g", "h100", "--input-len", "1K", "--output-len",
+         "100", "--concurrency", "3,7"],
+    ],
+    ids=["engines", "estimate", "serving"],
+)  # fmt: skip
+def test_every_csv_float_has_at_most_12_significant_digits(cli: Run, args: list[str]) -> None:
+    """As sweep's rows: no binary noise (engines printed 89.27000000000001 and
+    16.550639999999998), one format for every command's CSV."""
+    out = cli(*args, "-f", "csv").out
+    cells = [cell for row in csv.reader(io.StringIO(out)) for cell in row]
+    floats = [c for c in cells if re.fullmatch(r"-?\d+\.\d+(e[-+]\d+)?", c)]
+    assert floats
+    for cell in floats:
+        digits = cell.split("e")[0].replace(".", "").replace("-", "").lstrip("0")
+        assert len(digits) <= 12, cell
+    assert not re.search(r"\.\d*(0{6,}|9{6,})\d", out)  # no 89.27000000000001 tail
 
 
 def test_every_sweep_csv_float_has_at_most_12_significant_digits(cli: Run) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +48,54 @@ def test_user_preset_overrides_builtin(tmp_path: Path) -> None:
     text = (presets_dir() / "gpus" / "l4.yaml").read_text().replace("300GB/s", "250GB/s")
     write(tmp_path, "gpus", "l4", text)
     assert Catalog((tmp_path, presets_dir())).gpu("l4").bandwidth_bytes_per_s == 250 * 10**9
+
+
+def _h100_text(aliases: str, bandwidth: str = "2TB/s") -> str:
+    """The shipped H100 SXM's file with other aliases and bandwidth (3.35 TB/s shipped)."""
+    text = (presets_dir() / "gpus" / "h100-sxm.yaml").read_text()
+    text = re.sub(r"(?m)^aliases: .*$", f"aliases: {aliases}", text)
+    return re.sub(r"(?m)^bandwidth: \S+", f"bandwidth: {bandwidth}", text)
+
+
+def test_a_built_in_replaced_by_id_keeps_its_aliases(tmp_path: Path) -> None:
+    """Your h100-sxm.yaml (without aliases) still answers to the shipped file's h100."""
+    write(tmp_path, "gpus", "h100-sxm", _h100_text("[]"))
+    catalog = Catalog((tmp_path, presets_dir()))
+    gpu = catalog.gpu("h100")
+    assert (gpu.id, gpu.bandwidth_bytes_per_s) == ("h100-sxm", 2 * 10**12)
+    assert catalog.shadowing("gpus", "h100") is None  # the same id: nothing taken over
+
+
+def test_an_alias_taken_from_a_built_in_is_noted(tmp_path: Path) -> None:
+    path = write(tmp_path, "gpus", "mygpu", _h100_text("[h100, h200]"))
+    catalog = Catalog((tmp_path, presets_dir()))
+    assert catalog.gpu("h100").id == "mygpu"
+    note = catalog.shadowing("gpus", "h100")
+    assert note is not None and note.code == "preset-shadows-built-in"
+    assert note.message == (
+        f"GPU 'h100' is your preset mygpu ({path}), which takes the name over from the "
+        "built-in h100-sxm"
+    )
+    assert catalog.gpu("h200").id == "h200"  # a built-in id comes before your alias
+    note = catalog.shadowing("gpus", "h200")
+    assert note is not None and note.message == (
+        "GPU 'h200' is the built-in h200: your preset mygpu's alias 'h200' is not used, "
+        "since a built-in id comes before an alias"
+    )
+    assert catalog.gpu("mygpu").id == "mygpu"
+    assert catalog.shadowing("gpus", "mygpu") is None  # your own id: nothing to say
+
+
+def test_the_note_reaches_stderr_and_json(cli: Any, tmp_path: Path) -> None:
+    write(tmp_path, "gpus", "mygpu", _h100_text("[h100]"))
+    result = cli(
+        "estimate", "-m", "llama-3.1-8b", "-g", "h100", "--presets", str(tmp_path), "--json"
+    )
+    codes = [n["code"] for n in json.loads(result.out)["notes"]]
+    assert "preset-shadows-built-in" in codes
+    assert "takes the name over from the built-in h100-sxm" in result.err
+    plain = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--json")
+    assert "preset-shadows-built-in" not in plain.out
 
 
 def test_model_from_path(tmp_path: Path) -> None:

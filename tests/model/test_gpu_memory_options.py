@@ -82,6 +82,9 @@ def test_qwen3_30b_bf16_no_longer_fits_the_plain_m3_max(cli: Run) -> None:
 @pytest.mark.parametrize(
     ("spec", "bandwidth", "memory"),
     [
+        # the --gpu help's example, a real part: the Ryzen AI Max+ 395 on 64 GB boards keeps
+        # its 256-bit LPDDR5X-8000 bus, 256 GB/s (AMD product page)
+        ("strix-halo,memory=64GiB", 256 * GB, 64 * GIB),
         ("m3-max,memory=36GB", 400 * GB, 36 * GB),
         ("h100-sxm,bandwidth=2TB/s", 2000 * GB, 81559 * 2**20),  # the preset's memory kept
         ("m4-max,memory=64GiB,bandwidth=500GB/s", 500 * GB, 64 * GIB),

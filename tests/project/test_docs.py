@@ -516,6 +516,11 @@ LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -g h100 -c 2G", "context '2G' is above the limit"),
     ("estimate -m llama-3.1-8b -g h100 -c 1..1M:1", "expands to 1,048,576 points; at most 10,000"),
     ("estimate -m llama-3.1-8b -g h100 --batch 2000000", "from 1 to 1,000,000"),
+    ("plan -m llama-3.1-8b --gpus h100 -c 1K --batch 2000000", "from 1 to 1,000,000"),
+    (
+        "plan -m llama-3.1-8b --gpus h100 -c 1K --max-batch 2000000",
+        "--max-batch 2000000 must be a whole number from 1 to 1,000,000",
+    ),
     ("estimate -m llama-3.1-8b -g h100 --tp 3", "valid: 1, 2, 4, 8, 16, 32"),
     (
         "estimate -m llama-3.1-8b -g h100 --pp 2000",

@@ -109,7 +109,8 @@ def test_every_door_gives_the_same_step(case: dict[str, Any], tmp_path: Path) ->
     explained = json_of("explain", *flags(case), "-c", context, "--json")
     assert explained["rows"] == row["rows"]
 
-    if case["context"]:  # the prefill yields token 1: the first decode step reads P + 1
+    if case["context"] > 1:  # the prefill yields token 1: the first decode step reads P + 1
+        # (a prompt of at least one token: generate refuses -p 0)
         earlier = str(case["context"] - 1)
         generated = json_of("generate", *flags(case), "-p", earlier, "-n", "2", "--json")
         assert generated["first_ms_per_token"] == ms

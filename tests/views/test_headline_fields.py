@@ -47,7 +47,7 @@ def json_of(cli: Run, *args: str) -> Any:
 class TestEstimate:
     def test_under_the_roofline_engine_both_names_are_the_bound(self, cli: Run) -> None:
         doc = json_of(cli, "estimate", *LLAMA_8B, "-c", "4K", "--engine", "roofline", "--json")
-        assert doc["schema_version"] == 2 and doc["basis"] == "roofline"
+        assert doc["schema_version"] == 3 and doc["basis"] == "roofline"
         (row,) = doc["rows"]
         assert bound_ms(4096) == pytest.approx(4.6408, abs=1e-4)
         for key in ("ms_per_token", "roofline_ms_per_token", "expected_ms_per_token"):

@@ -164,12 +164,36 @@ class TestThePageFile:
             (["sweep", "-m", "llama-3.1-8b", "-o", "x.html"], "report draws a page of estimate"),
             (["-m", "llama-3.1-8b", "-g", "h100"], "Missing option '--output'"),
             (["-m", "no-such-model", "-g", "h100", "-o", "x.html"], "unknown model"),
+            # the page is the only output: a format for stdout would be dropped unseen
+            (
+                ["-m", "llama-3.1-8b", "-g", "h100", "-o", "x.html", "--json"],
+                "--json: report writes only the HTML page (-o FILE.html); "
+                "did you mean 'decodecalc estimate ... --json'?",
+            ),
+            (
+                ["compare", "-m", "llama-3.1-8b", "-g", "h100,h200", "-o", "x.html", "-f", "csv"],
+                "did you mean 'decodecalc compare ... -f csv'?",
+            ),
+            (["-m", "llama-3.1-8b", "-o", "x.html", "--format=csv"], "--format=csv: report"),
+            # a name that says another format is not filled with HTML
+            (["-m", "llama-3.1-8b", "-o", "s.txt"], "'s.txt': the page is HTML; name it 's.html'"),
+            (["-m", "llama-3.1-8b", "-o", "page"], "'page': the page is HTML; name it 'page.html'"),
         ],
     )
-    def test_bad_use_is_one_line(self, cli: Run, args: list[str], message: str) -> None:
+    def test_bad_use_is_one_line(
+        self, cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str],
+        message: str,
+    ) -> None:  # fmt: skip
+        monkeypatch.chdir(tmp_path)
         r = cli("report", *args)
         assert r.code == 2 and r.out == ""
         assert len(r.err.splitlines()) == 1 and message in r.err
+        assert not list(tmp_path.iterdir())  # nothing written
+
+    def test_a_report_option_not_named_html_is_refused(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--report", str(tmp_path / "r.txt"))
+        assert (r.code, r.out) == (2, "") and "the page is HTML; name it" in r.err
+        assert not list(tmp_path.iterdir())
 
     def test_without_plotly_it_says_what_to_install(
         self, cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -185,7 +209,9 @@ class TestThePageFile:
             return None if name == "plotly" else real(name, *rest)
 
         monkeypatch.setattr(importlib.util, "find_spec", no_plotly)
-        r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "--report", str(tmp_path / "p"))
+        r = cli(
+            "estimate", "-m", "llama-3.1-8b", "-g", "h100", "--report", str(tmp_path / "p.html")
+        )
         assert r.code == 2 and "pip install 'decodecalc[report]'" in r.err
 
     def test_a_plain_query_imports_nothing_of_the_page(self) -> None:

@@ -21,7 +21,13 @@ import pytest
 
 from decodecalc.cli import main
 from decodecalc.views import humanize as h
-from decodecalc.views.render import fit_columns, table_width, to_markdown, to_table
+from decodecalc.views.render import (
+    MIN_COLUMNS,
+    fit_columns,
+    table_width,
+    to_markdown,
+    to_table,
+)
 from decodecalc.views.report import Column, Report
 from tests.conftest import Run
 
@@ -336,13 +342,31 @@ def test_spare_width_unwraps_text_before_headers() -> None:
 
 
 def test_a_dropped_column_is_named_under_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = _render(_report(), 30, monkeypatch)
+    """At 40 columns (MIN_COLUMNS) the 46 the table needs are too many: Other (drop 2,
+    right of the figure) goes, and 38 fit."""
+    out = _render(_report(), 40, monkeypatch)
     lines = out.splitlines()
-    assert max(map(len, lines)) <= 30
-    assert "123,456,789" not in out and "123456789" not in out
+    assert max(map(len, lines)) <= 40
+    assert "123456789" in out and "Other" not in out.split("not shown")[0]
     note = " ".join(out.split())
-    assert "not shown at 30 columns: Some figure, Other (a wider terminal or --format json" in note
+    assert "not shown at 40 columns: Other (a wider terminal or --format json" in note
     assert note.endswith("a footer")  # the note comes straight under the table
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "12", "39"])
+def test_a_tiny_width_is_laid_out_at_the_minimum(
+    cli: Run, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """COLUMNS=0 printed the Context column alone, without the header lines or the line
+    naming what was left out: below MIN_COLUMNS the table is laid out at MIN_COLUMNS, and
+    the headline (the expected step) outlives the KV share."""
+    monkeypatch.setenv("COLUMNS", columns)
+    out = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "4K").out
+    assert out.startswith("Llama-3.1-8B on NVIDIA H100 SXM")
+    assert max(map(len, out.splitlines())) <= MIN_COLUMNS
+    (row,) = [line for line in out.splitlines() if line.lstrip().startswith("4,096 │")]
+    assert "15.55 GB" in row and re.search(r"\d\.\d \(\d\.\d-\d+\.\d\)", row), row
+    assert "not shown at 40 columns: Weights, KV cache, KV share," in " ".join(out.split())
 
 
 def test_text_wraps_only_at_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -372,3 +396,68 @@ def test_markdown_keeps_every_column_at_any_width(monkeypatch: pytest.MonkeyPatc
     out = io.StringIO()
     to_markdown(_report(), out)
     assert "| Id | Some figure | Other | A wide column | Last |" in out.getvalue()
+
+
+def test_four_digit_milliseconds_and_terabytes_are_separated(cli: Run) -> None:
+    """Llama-3.1-8B at 2^30 tokens on an H100: KV 131,072 B x 1,073,741,824 =
+    140,737,488,355,328 B (140.74 TB); with 15,009,849,344 B of weights the step reads
+    140,752,498,204,672 B / 3.35 TB/s = 42,015.671 ms, the roofline bound."""
+    out = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1G").out
+    (row,) = [line for line in out.splitlines() if "1,073,741,824 │" in line]
+    assert "140.74 TB" in row and " 42,015.671 " in row
+    band = re.search(r"([\d,]+\.\d) \(([\d,]+\.\d)-([\d,]+\.\d)\)", row)
+    assert band is not None and all(re.fullmatch(r"\d{1,3}(,\d{3})*\.\d", g) for g in band.groups())
+    assert band[2] == "42,015.7"  # the band's low end is the roofline
+
+
+def test_the_deepseek_batch_of_a_million_reads_with_separators(cli: Run) -> None:
+    """DeepSeek-V3 at batch 1,000,000: the KV bytes run to thousands of TB and the comm
+    time to thousands of ms; the header and the note name the batch separated."""
+    r = cli("estimate", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "--batch", "1000000")
+    assert "batch 1,000,000 ·" in r.out and "at batch 1,000,000," in r.err
+    assert re.search(r" \d,\d{3}\.\d\d TB ", r.out) and re.search(r" \d,\d{3}\.\d{3} ", r.out)
+    assert "1000000" not in r.out + r.err
+
+
+def test_exact_gives_the_headline_more_digits_and_keeps_separators(cli: Run) -> None:
+    """Llama-3.1-70B FP8/FP8 at 200,000 tokens: 69,503,033,344 B of weights + 200,000 x
+    163,840 B of KV = 102,271,033,344 B / 3.35 TB/s = 30.528667 ms, the roofline."""
+    out = cli(
+        "estimate", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "-k", "fp8",
+        "-c", "0,200000", "--exact",
+    ).out  # fmt: skip
+    (row,) = [line for line in out.splitlines() if " 200,000 │" in line]
+    assert " 102,271,033,344 " in row and " 30.528667 " in row
+    assert re.search(r" \d+\.\d{3} \(30\.529-\d+\.\d{3}\) ", row), row
+
+
+@pytest.mark.parametrize(("joules", "cell"), [(2.0037, "2.004"), (2.0, "2.000"), (1.2, "1.200")])
+def test_energy_per_token_keeps_its_decimals(joules: float, cell: str) -> None:
+    """J / tok: three decimals always, as $ / M tok keeps its two, so a column never
+    reads '2' under '1.99' (estimate's, compare's and serving's column)."""
+    from decodecalc.views.estimate import COST_COLUMNS
+
+    (column,) = [c for c in COST_COLUMNS if c.key == "joules_per_token"]
+    assert column.show(joules, False) == cell
+
+
+def test_plan_s_energy_column_reads_the_json_to_three_decimals(cli: Run) -> None:
+    flags = ["plan", "-m", "llama-3.1-8b", "-c", "8K", "--gpus", "h100", "--tp", "1", "-w", "fp8"]
+    rows = json.loads(cli(*flags, "--json").out)["rows"]
+    table = cli(*flags).out
+    header = next(line for line in table.splitlines() if "J / tok" in line)
+    at = [cell.strip() for cell in header.split("┃")].index("J / tok")
+    cells = [line.split("│")[at].strip() for line in table.splitlines() if "│" in line]
+    assert cells and cells == [f"{r['joules_per_token']:.3f}" for r in rows[: len(cells)]]
+
+
+def test_check_separates_thousands_of_milliseconds(cli: Run, tmp_path: Path) -> None:
+    """The roofline step at 2^30 tokens, 42,015.671 ms (worked out above), as check's
+    Value cell says it."""
+    deployment = tmp_path / "long.yaml"
+    deployment.write_text(
+        "model: llama-3.1-8b\ngpu: h100\ncontext: 1G\nengine: roofline\n"
+        "targets:\n  max_ms_per_token: 30\n"
+    )
+    result = cli("check", str(deployment))
+    assert result.code == 1 and "42,015.671 ms at 1,073,741,824 tokens" in result.out
