@@ -108,8 +108,9 @@ def with_kernel_rates(
     format (not ``overridden`` by a recipe) then cannot be compute-bound at any e_mma the
     tables hold and they are not read (a query in a shell loop); None where the answer
     varies it (a server's running batches, a plan's largest). ``tp``: the tensor-parallel
-    size; at 2 or more the tables' all-reduce prices the transfers, so they are read
-    whatever the batch."""
+    size over the GPU's own interconnect (1 where the scenario names another link or
+    bandwidth: the tables timed the engines' all-reduce on the GPU's own); at 2 or more
+    the tables' all-reduce prices the transfers, so they are read whatever the batch."""
     if gpu is None or engine.is_roofline:
         return engine
     dense = experts is None and not overridden
@@ -119,7 +120,7 @@ def with_kernel_rates(
     if len(names) != len(engine.params):  # a set of parameters not named one by one
         names = (engine.id,) * len(engine.params)
     params = tuple(
-        _with_rates(p, gpu.id, name, weights, experts)
+        _with_rates(p, gpu.id, name, weights, experts, tp > 1)
         for p, name in zip(engine.params, names, strict=True)
     )
     return replace(engine, params=params) if params != engine.params else engine
@@ -131,13 +132,18 @@ block-scaled GEMMs in aiter)."""
 
 
 def _with_rates(
-    p: EngineParams, gpu_id: str, name: str, weights: DType, experts: DType | None
+    p: EngineParams,
+    gpu_id: str,
+    name: str,
+    weights: DType,
+    experts: DType | None,
+    allreduce: bool,
 ) -> EngineParams:
     engine_id = name.split(" ")[0].split("@")[0]
     rates = kernel_rates(gpu_id, engine_id, whole=False, stand_in=True)
     if rates is None:
         return p
-    if rates.allreduce != p.allreduce_rates:
+    if allreduce and rates.allreduce != p.allreduce_rates:
         p = replace(p, allreduce_rates=rates.allreduce)
     if p.mma_fitted:
         return p

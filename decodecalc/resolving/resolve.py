@@ -440,6 +440,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
         gpu=gpu,
         memory_utilization=spec.memory_utilization,
         link=links.link,
+        own_link=spec.link is None and spec.link_bandwidth is None,
         overhead_s=overhead_s,
         notes=(
             *fit.notes,
@@ -487,7 +488,8 @@ def kernel_rated(scenario: Scenario, batch: int | None) -> Scenario:
     s = scenario
     experts = experts_dtype(s.model, s.weights, s.weight_overrides)
     overridden = bool(s.weight_overrides)
-    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden, s.tp)
+    tp = s.tp if s.own_link else 1  # (the tables timed the all-reduce on the GPU's link)
+    found = with_kernel_rates(s.engine, s.gpu, s.weights, experts, batch, overridden, tp)
     return s if found is s.engine else replace(s, engine=found)
 
 

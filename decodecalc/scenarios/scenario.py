@@ -51,6 +51,10 @@ class Scenario:
     """Share of GPU memory the runtime gives weights and cache (vLLM's default 0.9)."""
     link: Link | None = None
     """The interconnect TP all-reduces cross (None: communication not counted)."""
+    own_link: bool = True
+    """Whether ``link`` is the GPU's own as its preset names it (no link or link bandwidth
+    given): the one its kernel tables timed the engines' all-reduces on, which price them
+    only then (resolving/resolve.py kernel_rated)."""
     overhead_s: float = 0.0
     """A fixed time per step: kernel launches, scheduling, sampling."""
     notes: tuple[Note, ...] = ()

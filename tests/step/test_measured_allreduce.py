@@ -111,3 +111,18 @@ def test_a_prefill_sized_message_goes_to_the_link() -> None:
     assert comm.measured_seconds(measured, ring) == pytest.approx(
         64 * (4e-6 + 8_388_608 / 200e9), rel=1e-9
     )
+
+
+def test_a_link_of_the_users_own_leaves_the_tables_out(catalog: Catalog) -> None:
+    """The tables timed vLLM's all-reduce over the H100's own NVLink; a scenario that names
+    another link or bandwidth prices its all-reduces over that link, not at the tables'."""
+    from decodecalc.resolving.resolve import kernel_rated, resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
+
+    def rates(**link: str) -> tuple[AllReduceRates, ...]:
+        spec = ScenarioSpec(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", tp=2, **link)
+        (params,) = kernel_rated(resolve(spec, catalog), 1).engine.params
+        return params.allreduce_rates
+
+    assert rates()  # the GPU's own link: the tables'
+    assert rates(link_bandwidth="100GB/s") == () and rates(link="pcie5") == ()

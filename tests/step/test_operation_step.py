@@ -160,8 +160,7 @@ def test_an_nvidia_gpu_takes_e_mma_and_the_tile_from_its_kernel_tables(catalog: 
 
 
 def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:
-    """No tables for an MI250X, and a profile whose points fitted e_mma keeps its own (the
-    tables' measured all-reduce is still lent: it prices transfers, not the fit's GEMMs)."""
+    """No tables for an MI250X, and a profile whose points fitted e_mma keeps its own."""
     spec = ScenarioSpec(model="deepseek-v3", gpu="mi250x-gcd", engine="sglang")
     (params,) = resolve(spec, catalog).engine.params  # type: ignore[union-attr]
     assert (params.tile_rows, params.kernel_source) == (16, "")
@@ -171,8 +170,7 @@ def test_no_kernel_tables_leave_the_profile_as_fitted(catalog: Catalog) -> None:
     engine = with_kernel_rates(
         Engine("sglang", (own,)), catalog.gpu("h200"), catalog.dtype("fp8"), None, None
     )
-    (lent,) = engine.params
-    assert replace(lent, allreduce_rates=()) == own and lent.allreduce_rates
+    assert engine.params == (own,)  # (at TP 1: no all-reduce for the tables to price)
 
 
 def test_a_dense_query_reads_the_tables_only_where_a_gemm_may_be_compute_bound(
