@@ -23,6 +23,9 @@ from decodecalc.step.flops import matmul_params
 from decodecalc.step.memory import MemoryFit, RequestLimit, whole_blocks
 from decodecalc.step.step import StepModel
 
+MAX_CONTEXT = 2**31
+"""Past any context a sweep takes (token counts are capped at 2^30)."""
+
 ROW_FIELDS = (
     "context",
     "weight_bytes",
@@ -177,8 +180,9 @@ class FastStep:
             fits = [labels[None]] * n
         else:
             held = self._kv_bytes(tuple(whole_blocks(c, self.block_size) for c in contexts))
+            limit = self._pool_limit()
             fits = [
-                labels[stored + k + state <= budget and self._pool_holds(c)]
+                labels[stored + k + state <= budget and (limit is None or c <= limit)]
                 for k, c in zip(held, contexts, strict=True)
             ]
         ms = [s * 1000 for s in seconds]
@@ -198,9 +202,25 @@ class FastStep:
             *self._expected_ms(kv, total, compute, ms),
         )
 
-    def _pool_holds(self, context: int) -> bool:
-        """The server's pool holds the batch at ``context`` (rows whose bytes fit)."""
-        return self.pool is None or self.pool.holds(self.batch, context, self.ranks)
+    def _pool_limit(self) -> int | None:
+        """The longest context at which the server's pool holds the batch (None: every
+        context). A request's blocks never shrink as its context grows, so the requests
+        the pool holds never grow: the limit is found by doubling, then halving, in about
+        60 of the pool's Fraction sums instead of one per row."""
+        pool, batch, ranks = self.pool, self.batch, self.ranks
+        if pool is None:
+            return None
+        if not pool.holds(batch, 1, ranks):
+            return 0
+        held, beyond = 1, 2
+        while pool.holds(batch, beyond, ranks):
+            if beyond > MAX_CONTEXT:
+                return None
+            held, beyond = beyond, beyond * 2
+        while beyond - held > 1:
+            middle = (held + beyond) // 2
+            held, beyond = (middle, beyond) if pool.holds(batch, middle, ranks) else (held, middle)
+        return held
 
     def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:
         """KV bytes per GPU at each context: ceil(units x unit bytes), in integers."""

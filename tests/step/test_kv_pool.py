@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +19,7 @@ from decodecalc.record import replace
 from decodecalc.resolving.resolve import resolve
 from decodecalc.scenarios.spec import ScenarioSpec
 from decodecalc.step.kv_pool import KvPool, kv_pool
+from tests.conftest import Run
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -370,3 +372,21 @@ def test_a_windowed_model_is_held_to_its_pool() -> None:
     assert est.rows[0].fits is False
     (note,) = [n for n in est.notes if n.code == "does-not-fit"]
     assert "batch 16 is more requests than the server's KV pool holds" in note.message
+
+
+@pytest.mark.parametrize(("model", "gpu", "weights", "tp", "pp"), ONE_MODEL_CASES)
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_a_sweep_fits_the_rows_estimate_fits(
+    cli: Run, model: str, gpu: str, weights: str, tp: int, pp: int, batch: int
+) -> None:
+    """The sweep asks the pool once for the longest context it holds at the batch
+    (step/fast.py: FastStep._pool_limit) where estimate asks it row by row: the two say
+    the same of every row, on each side of that context."""
+    flags = ["-m", model, "-g", gpu, "-w", weights, "--tp", str(tp), "--pp", str(pp)]
+    flags += ["--batch", str(batch), "--engine", "roofline"]
+    contexts = "1,15,16,17,1000,4096,4097,9999,32768,65537,100001,131072"
+    swept = cli("sweep", *flags, "-c", contexts, "-f", "jsonl")
+    assert swept.code == 0, swept.err
+    rows = json.loads(cli("estimate", *flags, "-c", contexts, "--json").out)["rows"]
+    estimated = {r["context"]: r["fits"] for r in rows if not r["crossover"]}
+    assert {r["context"]: r["fits"] for r in map(json.loads, swept.out.splitlines())} == estimated
