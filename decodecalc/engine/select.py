@@ -626,9 +626,9 @@ def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]
         else f"{held[0] if held else engine.line} line's"
     )
     parts = [f"step parameters from the {named} points{standing}"]
-    kernels = engine.params[0].kernel_source
-    if kernels:
-        parts.append(f"compute rates from {kernels}")
+    rates = _kernel_part(engine.params[0])
+    if rates:
+        parts.append(rates)
     cited = scheduler_release(engine.serving)
     scheduler = f"scheduler defaults from {cited}"
     if any(n.code == "engine-older-line" and scheduler in n.message for n in said):
@@ -636,9 +636,19 @@ def releases_note(engine: Engine, said: Sequence[Note] = ()) -> tuple[Note, ...]
     if cited:
         parts.append(scheduler)
     unsaid = cited is not None and not same_release(engine.line, cited)
-    if not kernels and len(held) < 2 and not standing and not unsaid:
+    if not rates and len(held) < 2 and not standing and not unsaid:
         return ()
     return (Note("engine-releases", f"{engine.id}@{engine.line}: {'; '.join(parts)}"),)
+
+
+def _kernel_part(params: EngineParams) -> str:
+    """What the GPU's kernel tables lend the step: compute rates (loading/kernels.py
+    kernel_source names their release) and, at TP 2 or more over the GPU's own link, the
+    all-reduce they measured; empty where they lend nothing."""
+    kernels, measured = params.kernel_source, bool(params.allreduce_rates)
+    if kernels:
+        return f"compute rates{' and all-reduces' if measured else ''} from {kernels}"
+    return "all-reduces from the GPU's kernel tables (aiconfigurator-core)" if measured else ""
 
 
 def scheduler_release(serving: ServingDefaults | None) -> str | None:

@@ -52,8 +52,8 @@ def test_an_unknown_release_line_is_refused_with_the_lines_there_are() -> None:
 
 
 def test_one_answer_names_each_release_it_draws_on_once() -> None:
-    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates (vLLM 0.24.0's
-    kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) each named once:
+    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates and TP 8's
+    all-reduce (vLLM 0.24.0's kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) each named once:
     ``vllm@0.11`` in one note; --engine vllm names the scheduler's release in the note on
     the line it takes, so the releases note leaves it out (both once said it)."""
     for engine in ("vllm@0.11", "vllm"):
@@ -62,8 +62,8 @@ def test_one_answer_names_each_release_it_draws_on_once() -> None:
         )
         notes = {n.code: n.message for n in resolve(spec, Catalog()).notes}
         releases = (
-            "vllm@0.11: step parameters from the 0.11 line's points; compute rates from vllm "
-            "0.24.0 kernel tables on h200 (aiconfigurator-core)"
+            "vllm@0.11: step parameters from the 0.11 line's points; compute rates and "
+            "all-reduces from vllm 0.24.0 kernel tables on h200 (aiconfigurator-core)"
         )
         scheduler = "; scheduler defaults from 0.19.0"
         older = notes.get("engine-older-line", "")
