@@ -52,10 +52,10 @@ def test_an_unknown_release_line_is_refused_with_the_lines_there_are() -> None:
 
 
 def test_one_answer_names_each_release_it_draws_on_once() -> None:
-    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates and TP 8's
-    all-reduce (vLLM 0.24.0's kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) each named once:
-    ``vllm@0.11`` in one note; --engine vllm names the scheduler's release in the note on
-    the line it takes, so the releases note leaves it out (both once said it)."""
+    """Issue 28: the step's parameters (vLLM's 0.11 line), its compute rates and TP 8's all-reduce
+    (vLLM 0.24.0's kernel tables on the H200) and the scheduler defaults (vLLM 0.19.0) each named
+    once: ``vllm@0.11`` in one note; --engine vllm names the scheduler's release in the note on the
+    line it takes, so the releases note leaves it out (both once said it)."""
     for engine in ("vllm@0.11", "vllm"):
         spec = ScenarioSpec(
             model="deepseek-v3", gpu="h200", weights="fp8", tp=8, batch=16, engine=engine
