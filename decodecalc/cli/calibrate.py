@@ -114,6 +114,8 @@ def calibrate(
     from decodecalc.views.calibration import calibration_report
 
     catalog = load_catalog(presets)
+    if engine is not None:  # a profile, not a mode (else its did-you-mean), before any output
+        catalog.engine(engine.partition("@")[0])
     given = Given(model, gpu, weights, kv_dtype, tp, engine, replicas)
     read = measured.read_files(points, catalog, given, show_points, engine_too=False)
     found = [r.point for r in read]
@@ -172,7 +174,6 @@ def _prior(catalog: "Catalog", name: str | None, points: "list[MeasuredPoint]") 
         return DEFAULT_PRIOR
     families = [gpu_family(p.scenario.gpu) for p in points]
     family = max(dict.fromkeys(families), key=families.count)
-    catalog.engine(name.partition("@")[0])  # a profile, not a mode: else its did-you-mean
     gpu = points[families.index(family)].scenario.gpu
     return choose_engine(catalog, name, gpu)[0].params[0]
 

@@ -293,3 +293,19 @@ def test_a_broken_json_file_is_called_json_by_every_command(cli: Run, tmp_path: 
         refused(cli(*command), f"{bad}:1:6: not valid JSON: Expecting value")
     (tmp_path / "bad.yaml").write_text("a: [1\n")
     refused(cli("check", str(tmp_path / "bad.yaml")), "not valid YAML")
+
+
+def test_calibrate_refuses_an_unknown_engine_before_showing_points(
+    cli: Run, tmp_path: Path
+) -> None:
+    """The fuzz's case: --engine '' with --show-points printed the points, then the error;
+    a refusal is one line on stderr and nothing before it."""
+    points = tmp_path / "points.yaml"
+    points.write_text(
+        "- model: llama-3.1-8b\n  gpu: h100-sxm\n  context: 1000\n"
+        "  ms_per_token: 8.1\n  source: x\n"
+    )
+    for name in ("", "vlm"):
+        r = cli("calibrate", str(points), "--engine", name, "--show-points")
+        assert r.code == 2 and r.out == "" and len(r.err.splitlines()) == 1, r.err
+        assert r.err.startswith("decodecalc: error: unknown engine")
