@@ -16,15 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from decodecalc.context import MAX_CONTEXT_TOKENS
 from decodecalc.record import record
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.engine_terms import Packed
 from decodecalc.step.flops import matmul_params
 from decodecalc.step.memory import MemoryFit, RequestLimit, whole_blocks
 from decodecalc.step.step import StepModel
-
-MAX_CONTEXT = 2**31
-"""Past any context a sweep takes (token counts are capped at 2^30)."""
 
 ROW_FIELDS = (
     "context",
@@ -214,7 +212,7 @@ class FastStep:
             return 0
         held, beyond = 1, 2
         while pool.holds(batch, beyond, ranks):
-            if beyond > MAX_CONTEXT:
+            if beyond > MAX_CONTEXT_TOKENS:  # (past any context a sweep takes)
                 return None
             held, beyond = beyond, beyond * 2
         while beyond - held > 1:
