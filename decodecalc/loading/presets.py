@@ -675,7 +675,15 @@ def _duration(f: Fields, key: str) -> float | None:
     if not f.has(key):
         f.read.add(key)
         return None
-    return _parsed(f, key, lambda text: parse_duration(text, key))
+    return _parsed(f, key, lambda text: _seconds(text, key))
+
+
+@functools.cache
+def _seconds(text: str, key: str) -> float:
+    """parse_duration, once per text and field: a query reads a dozen parameter sets, and
+    most of their durations repeat (0.00us, a family's shared costs), each read exactly
+    (a dozen microseconds apiece). A text it refuses is not kept: it raises again."""
+    return parse_duration(text, key)
 
 
 def _efficiency(f: Fields, key: str) -> float:
