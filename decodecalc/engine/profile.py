@@ -8,6 +8,7 @@ stands in on a family it has none for. The step they enter is step/engine_terms.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ default configuration takes BLOCK_SIZE_M 16 while the tokens number no more than
 experts (get_default_config, `M <= E`)."""
 
 
+@functools.cache  # a query sorts and compares a dozen lines some fifty times
 def release_order(line: str) -> tuple[int, ...]:
     """A release line as numbers, oldest first: '0.7' < '0.10' < '0.11', '2023-12' <
     '2024-05' (one engine's lines are all of one kind).
