@@ -181,8 +181,8 @@ def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[s
     or a vendor nobody measured), each cost, lent by the source family's pooled fit or
     the engine's own, stays the source's time: every GPU's kernels take a fixed time, and
     with no figure of the target's the source's is the nearest known (a public Metal
-    microbenchmark puts a 155 kB mat-vec on an M3 Pro at 5.15 us in all, the order of an
-    H100's 6.53 us: docs/accuracy.md). Dropping the lent costs there, as this once did,
+    microbenchmark runs a 155 kB mat-vec on an M3 Pro in 4.9-5.2 us all told, the order of
+    an H100's 6.53 us: docs/accuracy.md). Dropping the lent costs there, as this once did,
     priced an Apple step as if its kernels were free: with Apple left out (points.yaml),
     llama.cpp on Apple GPUs ran 0.82 of the measured step at the median, 18.3% off, and
     0.88, 11.9%, with the costs kept. The per-MoE-layer cost, where the target's kernel
