@@ -101,26 +101,105 @@ def recent(dates: Sequence[str]) -> bool:
     for text in dates:
         if not text:
             continue
-        day = date.fromisoformat(text if len(text) == 10 else f"{text}-01")
-        if 0 <= (AS_OF - day).days <= RECENT_DAYS:
+        if 0 <= (AS_OF - day_of(text)).days <= RECENT_DAYS:
             return True
     return False
 
 
+def day_of(text: str) -> date:
+    """A line's date ('YYYY-MM-DD', or 'YYYY-MM' counted from its first day)."""
+    return date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+
+
+def line_day(profile: EngineProfile, release: str) -> tuple[str | None, bool]:
+    """How recent a release line is known to be ('YYYY-MM-DD' or 'YYYY-MM'), and whether
+    that is its own date: the newest of its own dates, else the newest date of an older
+    line of the same engine (a release comes after its engine's older ones: vLLM's 0.11
+    line, whose versions name no date, after 0.10's build of 2025-08-12), else (None,
+    False)."""
+    here = release_order(release)
+    own = [d for x in profile.release_lines() if x.release == release for d in x.dates if d]
+    older = [
+        d for x in profile.release_lines() if release_order(x.release) < here for d in x.dates if d
+    ]
+    found = own or older
+    return (max(found, key=day_of) if found else None), bool(own)
+
+
+@record
+class Window:
+    """The twelve months the typical band's votes come from where no line measured on
+    the family is dated within those before AS_OF (current_on)."""
+
+    end: str
+    """The newest date known of a line measured on the family (line_day)."""
+    newest: str
+    """That line, ``NAME@LINE``."""
+    own: bool
+    """Whether ``end`` is the line's own date (else its engine's older line's)."""
+    older: tuple[str, ...]
+    """The votes left out: lines whose own dates lie over RECENT_DAYS before ``end``."""
+    undated: tuple[str, ...]
+    """The votes no date places (a line without dates, or a profile without lines)."""
+
+
+def current_on(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[list[tuple[str, EngineParams]], Window | None]:
+    """Today's engines on a family as far as its lines' dates tell, where none is dated
+    within RECENT_DAYS before AS_OF (recent_on): the twelve months ending at the newest
+    date known of a line with points of the family's own (line_day: its own dates, else
+    its engine's older line's), each profile measured there voting as ``--engine NAME``
+    takes it (as_named) unless its line's own dates lie over RECENT_DAYS before that end.
+    A line no date places votes: its age is not in the data (the fit dates lines only from
+    their points' version strings: validation/fit_engines.py dates_of). On NVIDIA
+    datacenter GPUs that leaves out llama.cpp's December 2023 build, whose 1.7x top made
+    Llama-3.1-8B's band on an H100 5.5-19.0 ms (issue 28). None: no line is dated there,
+    and every profile measured on the family votes (measured_on)."""
+    chosen = measured_on(profiles, family)
+    ends = [
+        (found, f"{p.id}@{x.release}", own)
+        for p in profiles
+        if measured(p, family)
+        for x in p.release_lines()
+        if (mine := dict(x.families).get(family)) is not None
+        and mine.points
+        and not mine.transferred
+        for found, own in (line_day(p, x.release),)
+        if found is not None
+    ]
+    if not ends:
+        return chosen, None
+    end, newest, own = max(ends, key=lambda e: (day_of(e[0]), e[2]))  # (a tie: its own)
+    by_id = {p.id: p for p in profiles}
+    kept, older, undated = [], [], []
+    for name, params in chosen:
+        engine, _, line = name.partition("@")
+        day, dated = line_day(by_id[engine], line) if line else (None, False)
+        if dated and day is not None and (day_of(end) - day_of(day)).days > RECENT_DAYS:
+            older.append(name)
+            continue
+        kept.append((name, params))
+        if day is None:
+            undated.append(name)
+    return kept, Window(end, newest, own, tuple(older), tuple(undated))
+
+
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     """The band across today's engines on this family (recent_on: each profile measured
-    there in the twelve months before AS_OF), else across every profile measured on it
-    (measured_on), each voting with what ``--engine NAME`` takes on the family (as_named:
-    its newest line, a transfer's where that line has no points there; older lines stay
-    under ``NAME@LINE``). On a family none has measured, across every family every
-    profile was measured on, through the GPU's own figures (engine/transfer.py across):
-    engines measured on other chips are nearer than the roofline, which none of them
-    reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM of May 2026, where SGLang 0.4
-    (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x slower and stretched the band
-    past 5x (docs/accuracy.md)."""
+    there in the twelve months before AS_OF), else across those of the twelve months
+    ending at the newest line dated there (current_on: every profile measured on it but
+    those its lines' own dates show older), each voting with what ``--engine NAME``
+    takes on the family (as_named: its newest line, a transfer's where that line has no
+    points there; older lines stay under ``NAME@LINE``). On a family none has measured,
+    across every family every profile was measured on, through the GPU's own figures
+    (engine/transfer.py across): engines measured on other chips are nearer than the
+    roofline, which none of them reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM
+    of May 2026, where SGLang 0.4 (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x
+    slower and stretched the band past 5x (docs/accuracy.md)."""
     chosen = (
         recent_on(profiles, family)
-        or measured_on(profiles, family)
+        or current_on(profiles, family)[0]
         or [
             (f"{p.id} ({fitted})", across(params, fitted, family))
             for p in profiles
@@ -495,7 +574,7 @@ def typical_engine(
     on it."""
     engine = typical(profiles, family)
     if any(measured(p, family) for p in profiles):
-        return engine, transferred_votes(engine)
+        return engine, (*window_note(profiles, family), *transferred_votes(engine))
     shown = (
         "are the roofline"
         if engine.is_roofline
@@ -506,6 +585,30 @@ def typical_engine(
             "no-engine-data",
             f"no engine profile has data for {family} GPUs: the expected figures {shown} "
             "('decodecalc engines' lists what each profile was fitted on)",
+        ),
+    )
+
+
+def window_note(profiles: Sequence[EngineProfile], family: str) -> tuple[Note, ...]:
+    """Where no line measured on the family is dated within the twelve months before
+    AS_OF: the twelve months the typical band's votes come from instead (current_on), the
+    line that ends them, the lines left out as older and those no date places, which
+    vote."""
+    if recent_on(profiles, family):
+        return ()
+    _, window = current_on(profiles, family)
+    if window is None:
+        return ()
+    engine = window.newest.partition("@")[0]
+    dated = "" if window.own else f", newer than {engine}'s line of that date"
+    older = f", leaving out {', '.join(window.older)} as older" if window.older else ""
+    undated = f"; undated, so voting: {', '.join(window.undated)}" if window.undated else ""
+    return (
+        Note(
+            "typical-window",
+            f"no line measured on {family} GPUs is dated within the 12 months to "
+            f"{AS_OF.isoformat()}: the typical band takes the 12 months to {window.end} "
+            f"({window.newest}{dated}){older}{undated}",
         ),
     )
 
