@@ -4,13 +4,17 @@ profiles (each point with its own engine at its line, and with the typical band)
 
     .venv/bin/python validation/band_widths.py validation/points.yaml
     .venv/bin/python validation/band_widths.py --shipped validation/points-2026-thin-regimes.yaml
+    .venv/bin/python validation/band_widths.py --reach validation/points-2026.yaml
 
 A band's width is high / low; the figures are medians over the points (docs/accuracy.md,
-'Bands that hold')."""
+'Bands that hold'). --reach: per family, the most that any band of a given width around
+the typical band's expected figure could hold, placed after seeing the points (an upper
+bound on every way of making that band), and the narrowest that holds 80%."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from collections.abc import Sequence
@@ -76,13 +80,56 @@ def shipped(items: Sequence[Labelled], catalog: Catalog) -> None:
         print(f"{family:18} {len(mine):4} points  " + "  ".join(cells))
 
 
+REACH_WIDTHS = (1.5, 2.0, 2.5, 3.0, 4.0)
+
+
+def reach(items: Sequence[Labelled], catalog: Catalog) -> None:
+    """Each GPU family: measured / expected of the typical band's expected figure at every
+    point, and for each width in REACH_WIDTHS the largest share of points one band that
+    wide (the same multiple of the expected figure at every point) holds, however placed;
+    then the narrowest such band holding 80%. Any band whose edges are fixed multiples of
+    the expected figure holds no more."""
+    profiles = catalog.engines()
+    for family in sorted({p.family for p in items}):
+        mine = [p for p in items if p.family == family]
+        params, _ = stand_in(profiles, TYPICAL, family)
+        logs = sorted(
+            math.log(
+                p.terms.measured_s / predicted(p, widened_for(params, p.facts)[0], TYPICAL).seconds
+            )
+            for p in mine
+        )
+        cells = [f"x{w:g} {100 * _most(logs, math.log(w)) / len(logs):5.1f}%" for w in REACH_WIDTHS]
+        need = math.ceil(0.8 * len(logs))
+        narrowest = min(logs[i + need - 1] - logs[i] for i in range(len(logs) - need + 1))
+        print(
+            f"{family:18} {len(mine):4} points  "
+            + "  ".join(cells)
+            + f"  80%: x{math.exp(narrowest):.2f}"
+        )
+
+
+def _most(logs: Sequence[float], span: float) -> int:
+    """The most sorted ``logs`` one interval ``span`` long holds."""
+    best = end = 0
+    for start, low in enumerate(logs):
+        while end < len(logs) and logs[end] - low <= span:
+            end += 1
+        best = max(best, end - start)
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", type=Path, nargs="+")
     parser.add_argument("--shipped", action="store_true", help="the shipped profiles only")
+    parser.add_argument("--reach", action="store_true", help="what a band of each width can hold")
     args = parser.parse_args(argv)
     catalog = Catalog((presets_dir(),))
     items = labelled([m for f in args.files for m in read_points(f, catalog)], catalog)
+    if args.reach:
+        reach(items, catalog)
+        return 0
     if not args.shipped:
         left_out(items)
     shipped(items, catalog)

@@ -135,8 +135,6 @@ class Window:
     """The newest date known of a line measured on the family (line_day)."""
     newest: str
     """That line, ``NAME@LINE``."""
-    own: bool
-    """Whether ``end`` is the line's own date (else its engine's older line's)."""
     older: tuple[str, ...]
     """The votes left out: lines whose own dates lie over RECENT_DAYS before ``end``."""
     undated: tuple[str, ...]
@@ -170,7 +168,7 @@ def current_on(
     ]
     if not ends:
         return chosen, None
-    end, newest, own = max(ends, key=lambda e: (day_of(e[0]), e[2]))  # (a tie: its own)
+    end, newest, _ = max(ends, key=lambda e: (day_of(e[0]), e[2]))  # (a tie: an own date)
     by_id = {p.id: p for p in profiles}
     kept, older, undated = [], [], []
     for name, params in chosen:
@@ -182,7 +180,7 @@ def current_on(
         kept.append((name, params))
         if day is None:
             undated.append(name)
-    return kept, Window(end, newest, own, tuple(older), tuple(undated))
+    return kept, Window(end, newest, tuple(older), tuple(undated))
 
 
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
@@ -599,16 +597,13 @@ def window_note(profiles: Sequence[EngineProfile], family: str) -> tuple[Note, .
     _, window = current_on(profiles, family)
     if window is None:
         return ()
-    engine = window.newest.partition("@")[0]
-    dated = "" if window.own else f", newer than {engine}'s line of that date"
-    older = f", leaving out {', '.join(window.older)} as older" if window.older else ""
-    undated = f"; undated, so voting: {', '.join(window.undated)}" if window.undated else ""
+    older = f", without {', '.join(window.older)}" if window.older else ""
+    undated = f"; undated: {', '.join(window.undated)}" if window.undated else ""
     return (
         Note(
             "typical-window",
-            f"no line measured on {family} GPUs is dated within the 12 months to "
-            f"{AS_OF.isoformat()}: the typical band takes the 12 months to {window.end} "
-            f"({window.newest}{dated}){older}{undated}",
+            f"typical: no {family} line is dated in the 12 months to {AS_OF.isoformat()}; "
+            f"votes from the 12 months to {window.end} ({window.newest}){older}{undated}",
         ),
     )
 

@@ -65,7 +65,7 @@ def test_nvidia_datacenter_takes_the_12_months_to_its_newest_dated_line() -> Non
         "vllm@0.11",
     }
     assert window is not None
-    assert (window.end, window.newest, window.own) == ("2025-08-12", "vllm@0.11", False)
+    assert (window.end, window.newest) == ("2025-08-12", "vllm@0.11")
     assert window.older == ("llama.cpp@2023-12",)
     assert set(window.undated) == {"gpt-fast", "lmdeploy@0.1", "tensorrt-llm@1.2", "torchao"}
     assert typical(profiles, "nvidia-datacenter").names == tuple(n for n, _ in chosen)
@@ -81,7 +81,7 @@ def test_nvidia_consumer_takes_llama_cpp_s_2025_builds_and_vllm() -> None:
     chosen, window = current_on(profiles, "nvidia-consumer")
     assert {n for n, _ in chosen} == {"llama.cpp@2025-11", "vllm@0.15"}
     assert window is not None
-    assert (window.end, window.newest, window.own) == ("2025-11", "llama.cpp@2025-11", True)
+    assert (window.end, window.newest) == ("2025-11", "llama.cpp@2025-11")
     assert window.older == ("mlc@2023-08",) and window.undated == ()
 
 
@@ -117,7 +117,7 @@ def test_the_window_ends_at_the_newest_date_known_and_keeps_the_undated() -> Non
     chosen, window = current_on([new, mid, old, bare], FAMILY)
     assert [n for n, _ in chosen] == ["new@2.0", "mid@1.0", "bare@1.0"]
     assert window is not None
-    assert (window.end, window.newest, window.own) == ("2024-03-10", "new@2.0", False)
+    assert (window.end, window.newest) == ("2024-03-10", "new@2.0")
     assert (window.older, window.undated) == (("old@1.0",), ("bare@1.0",))
 
 
@@ -136,8 +136,11 @@ def test_the_window_note_says_which_months_and_lines(cli: Run) -> None:
     voting undated; on an MI300X (lines of May 2026) no such note."""
     doc = json.loads(cli("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--json").out)
     (note,) = [n["message"] for n in doc["notes"] if n["code"] == "typical-window"]
-    assert "12 months to 2026-12-02" in note and "12 months to 2025-08-12" in note
-    assert "leaving out llama.cpp@2023-12" in note and "tensorrt-llm@1.2" in note
+    assert note == (
+        "typical: no nvidia-datacenter line is dated in the 12 months to 2026-12-02; votes "
+        "from the 12 months to 2025-08-12 (vllm@0.11), without llama.cpp@2023-12; undated: "
+        "gpt-fast, lmdeploy@0.1, tensorrt-llm@1.2, torchao"
+    )
     doc = json.loads(cli("estimate", "-m", "llama-3.1-8b", "-g", "mi300x", "--json").out)
     assert not [n for n in doc["notes"] if n["code"] == "typical-window"]
 
