@@ -117,13 +117,13 @@ def line_day(profile: EngineProfile, release: str) -> tuple[str | None, bool]:
     line of the same engine (a release comes after its engine's older ones: vLLM's 0.11
     line, whose versions name no date, after 0.10's build of 2025-08-12), else (None,
     False)."""
+    dated = [x for x in profile.release_lines() if any(x.dates)]
+    own = [d for x in dated if x.release == release for d in x.dates if d]
+    if own:
+        return max(own, key=day_of), True
     here = release_order(release)
-    own = [d for x in profile.release_lines() if x.release == release for d in x.dates if d]
-    older = [
-        d for x in profile.release_lines() if release_order(x.release) < here for d in x.dates if d
-    ]
-    found = own or older
-    return (max(found, key=day_of) if found else None), bool(own)
+    older = [d for x in dated if release_order(x.release) < here for d in x.dates if d]
+    return (max(older, key=day_of) if older else None), False
 
 
 @record
@@ -152,8 +152,8 @@ def current_on(
     A line no date places votes: its age is not in the data (the fit dates lines only from
     their points' version strings: validation/fit_engines.py dates_of). On NVIDIA
     datacenter GPUs that leaves out llama.cpp's December 2023 build, whose 1.7x top made
-    Llama-3.1-8B's band on an H100 5.5-19.0 ms (issue 28). None: no line is dated there,
-    and every profile measured on the family votes (measured_on)."""
+    Llama-3.1-8B's band on an H100 5.5-19.0 ms (issue 28). Where no line there is dated,
+    every profile measured on the family votes (measured_on) and the window is None."""
     chosen = measured_on(profiles, family)
     ends = [
         (found, f"{p.id}@{x.release}", own)
@@ -195,16 +195,31 @@ def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     roofline, which none of them reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM
     of May 2026, where SGLang 0.4 (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x
     slower and stretched the band past 5x (docs/accuracy.md)."""
-    chosen = (
-        recent_on(profiles, family)
-        or current_on(profiles, family)[0]
-        or [
-            (f"{p.id} ({fitted})", across(params, fitted, family))
-            for p in profiles
-            for fitted, params in p.families
-            if params.points
-        ]
-    )
+    return typical_of(voting(profiles, family)[0], family)
+
+
+def voting(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[list[tuple[str, EngineParams]], Window | None]:
+    """typical's votes, by name, and the window they come from where it is not the
+    twelve months before AS_OF (current_on; None otherwise)."""
+    recent = recent_on(profiles, family)
+    if recent:
+        return recent, None
+    chosen, window = current_on(profiles, family)
+    if chosen:
+        return chosen, window
+    every = [
+        (f"{p.id} ({fitted})", across(params, fitted, family))
+        for p in profiles
+        for fitted, params in p.families
+        if params.points
+    ]
+    return every, None
+
+
+def typical_of(chosen: Sequence[tuple[str, EngineParams]], family: str) -> Engine:
+    """The typical engine of its votes (voting), the roofline where there are none."""
     if not chosen:  # (no profile measured anywhere)
         return roofline(family, "typical")
     names = tuple(name for name, _ in chosen)
@@ -570,9 +585,10 @@ def typical_engine(
 ) -> tuple[Engine, tuple[Note, ...]]:
     """The typical band on a family (typical), with a note where no profile was measured
     on it."""
-    engine = typical(profiles, family)
+    chosen, window = voting(profiles, family)
+    engine = typical_of(chosen, family)
     if any(measured(p, family) for p in profiles):
-        return engine, (*window_note(profiles, family), *transferred_votes(engine))
+        return engine, (*window_note(window, family), *transferred_votes(engine))
     shown = (
         "are the roofline"
         if engine.is_roofline
@@ -587,14 +603,11 @@ def typical_engine(
     )
 
 
-def window_note(profiles: Sequence[EngineProfile], family: str) -> tuple[Note, ...]:
+def window_note(window: Window | None, family: str) -> tuple[Note, ...]:
     """Where no line measured on the family is dated within the twelve months before
     AS_OF: the twelve months the typical band's votes come from instead (current_on), the
     line that ends them, the lines left out as older and those no date places, which
     vote."""
-    if recent_on(profiles, family):
-        return ()
-    _, window = current_on(profiles, family)
     if window is None:
         return ()
     older = f", without {', '.join(window.older)}" if window.older else ""
