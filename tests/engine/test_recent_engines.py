@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from datetime import date
 
+import pytest
+
 from decodecalc.engine.profile import EngineParams, EngineProfile, ReleaseLine
 from decodecalc.engine.select import AS_OF, current_on, recent, recent_on, typical
 from decodecalc.loading.catalog import Catalog
@@ -179,3 +181,19 @@ def test_the_typical_band_names_its_lines(cli: Run) -> None:
     shown = cli("explain", "-m", "llama-3.1-70b", "-g", "mi355x", "--tp", "8").out
     seven = shown.split("7. What a typical engine would measure")[1].split("Assumptions")[0]
     assert "atom@2026-05:" in seven and "vllm@0.19:" in seven and "sglang" not in seven
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-80gb", "rtx-4090", "mi300x", "m4-max-128gb"])
+@pytest.mark.parametrize("batch", ["1", "64"])
+def test_the_typical_band_holds_its_figure_above_the_roofline(
+    cli: Run, gpu: str, batch: str
+) -> None:
+    """On each family, whichever months its votes come from, the band's low end is at or
+    above the roofline and the expected figure lies inside the band, at every context
+    asked (within_band's order: roofline <= low <= expected <= high)."""
+    args = ("estimate", "-m", "llama-3.1-8b", "-g", gpu, "-c", "1K,32K", "--batch", batch)
+    rows = json.loads(cli(*args, "--json").out)["rows"]
+    assert len(rows) >= 2  # (and the crossover's row, where it lies between)
+    for row in rows:
+        low, mid = row["expected_low_ms_per_token"], row["expected_ms_per_token"]
+        assert row["roofline_ms_per_token"] <= low <= mid <= row["expected_high_ms_per_token"]
