@@ -112,7 +112,7 @@ def validate_serving(points: Sequence[MeasuredPoint], catalog: Catalog) -> Servi
             engine, _ = choose_engine(catalog, "typical", scenario.gpu)
         elif point.release is None:  # no line named: the pooled fit, as the estimate's
             profile = catalog.engine(point.engine)  # validation takes it (stand_in)
-            engine, _ = engine_for(profile, gpu_family(scenario.gpu), catalog.engines())
+            engine, _ = engine_for(profile, gpu_family(scenario.gpu), catalog.engines)
         else:  # at the point's own release line, as the estimate's validation takes it
             engine = engine_at(catalog, point.engine, point.release, scenario.gpu)
         engine, _ = extrapolation(engine, scenario.model, scenario.batch, scenario.gpu)

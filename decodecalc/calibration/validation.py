@@ -381,7 +381,9 @@ def profiles_of(fits: Fits) -> tuple[EngineProfile, ...]:
             e,
             tuple(families),
             lines=tuple(
-                ReleaseLine(line, families=tuple(held), points=sum(p.points for _, p in held))
+                ReleaseLine(
+                    line, params_by_family=tuple(held), points=sum(p.points for _, p in held)
+                )
                 for line, held in sorted(
                     lines.get(e, {}).items(), key=lambda i: release_order(i[0])
                 )
@@ -402,7 +404,7 @@ def stand_in(
     if profile is not None:
         if line is not None:
             profile = at_line(profile, line, family)
-        found, fitted = engine_for(profile, family, profiles)
+        found, fitted = engine_for(profile, family, lambda: profiles)
         if fitted is None:
             return found.params, f"{engine} on {family}"
         others = len(found.params) - 1
@@ -659,7 +661,9 @@ def banded(profiles: Sequence[EngineProfile], table: Bands) -> tuple[EngineProfi
         replace(
             profile,
             params_by_family=each(profile.families),
-            lines=tuple(replace(x, families=each(x.families)) for x in profile.release_lines()),
+            lines=tuple(
+                replace(x, params_by_family=each(x.families)) for x in profile.release_lines()
+            ),
             pending_lines=None,
         )
         for profile in profiles

@@ -245,8 +245,40 @@ ROOFLINE = roofline()
 """A scenario's engine where none is named through resolve (a Scenario built by hand)."""
 
 
+class ByFamily:
+    """Parameters per GPU family, given (``params_by_family``) or a preset's, each parsed
+    on first use (``pending_families``; given ones take precedence): read them through
+    family(), family_names and families."""
+
+    params_by_family: tuple[tuple[str, EngineParams], ...]
+    pending_families: PendingFamilies | None
+
+    def family(self, name: str) -> EngineParams | None:
+        """The parameters fitted on one GPU family (None: none there)."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            return dict(self.params_by_family).get(name)
+        return pending.parse(name) if name in pending.names else None
+
+    @property
+    def family_names(self) -> tuple[str, ...]:
+        """The GPU families with parameters, none of them parsed for it."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            return tuple(name for name, _ in self.params_by_family)
+        return pending.names
+
+    @property
+    def families(self) -> tuple[tuple[str, EngineParams], ...]:
+        """(GPU family, parameters) for every family with parameters."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            return self.params_by_family
+        return tuple((name, pending.parse(name)) for name in pending.names)
+
+
 @record
-class ReleaseLine:
+class ReleaseLine(ByFamily):
     """One release line of an engine ('0.5' for SGLang 0.5.x; 'YYYY-MM' for builds named by
     date): the versions and dates of its points, and its parameters on each GPU family
     where it has enough points of its own (validation/fit_engines.py)."""
@@ -256,21 +288,24 @@ class ReleaseLine:
     dates: tuple[str, ...] = ()
     """When the versions behind the points were released or built (YYYY-MM-DD or
     YYYY-MM), where the points' sources say."""
-    families: tuple[tuple[str, EngineParams], ...] = ()
+    params_by_family: tuple[tuple[str, EngineParams], ...] = ()
+    """(GPU family, parameters) fitted on the line's own points (or transferred to it)."""
     points: int = 0
     """The line's points over every family (some may be too few to fit a family)."""
+    pending_families: PendingFamilies | None = None
+    """A preset's line families, each parsed on first use (loading/presets.py): a query
+    reads one family of a few lines."""
 
 
 @record
-class EngineProfile:
+class EngineProfile(ByFamily):
     """An engine preset: parameters per GPU family, with where they came from."""
 
     id: str
     name: str
     params_by_family: tuple[tuple[str, EngineParams], ...] = ()
     """(GPU family, parameters) fitted on every point of the engine, whatever its line: the
-    line-less fallback. Read them as ``families`` or family(): a preset's are parsed on
-    first use (``pending_families``); given ones take precedence."""
+    line-less fallback."""
     versions: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
@@ -303,29 +338,6 @@ class EngineProfile:
     def release_lines(self) -> tuple[ReleaseLine, ...]:
         """The release lines, oldest first (``lines``, or the preset's pending ones)."""
         return self.pending_lines() if self.pending_lines is not None else self.lines
-
-    def family(self, name: str) -> EngineParams | None:
-        """The parameters fitted on one GPU family (None: the profile has none there)."""
-        pending = self.pending_families
-        if self.params_by_family or pending is None:
-            return dict(self.params_by_family).get(name)
-        return pending.parse(name) if name in pending.names else None
-
-    @property
-    def family_names(self) -> tuple[str, ...]:
-        """The GPU families the profile was fitted on, none of them parsed for it."""
-        pending = self.pending_families
-        if self.params_by_family or pending is None:
-            return tuple(name for name, _ in self.params_by_family)
-        return pending.names
-
-    @property
-    def families(self) -> tuple[tuple[str, EngineParams], ...]:
-        """(GPU family, parameters) for every family the profile was fitted on."""
-        pending = self.pending_families
-        if self.params_by_family or pending is None:
-            return self.params_by_family
-        return tuple((name, pending.parse(name)) for name in pending.names)
 
     def params_for(self, family: str) -> tuple[EngineParams, str]:
         """The parameters for a family, and the family they were fitted on: the same one,

@@ -7,7 +7,7 @@ profile measured on the family (typical)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Protocol
 
@@ -85,7 +85,7 @@ def recent_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[str,
         if stated is not None and not recent((dict(stated).get(family, ""),)):
             continue  # (no line of it is recent there: its lines stay unparsed)
         if any(
-            (own := dict(x.families).get(family)) is not None
+            (own := x.family(family)) is not None
             and own.points
             and not own.transferred
             and recent(x.dates)
@@ -160,9 +160,7 @@ def current_on(
         for p in profiles
         if measured(p, family)
         for x in p.release_lines()
-        if (mine := dict(x.families).get(family)) is not None
-        and mine.points
-        and not mine.transferred
+        if (mine := x.family(family)) is not None and mine.points and not mine.transferred
         for found, own in (line_day(p, x.release),)
         if found is not None
     ]
@@ -227,7 +225,7 @@ def typical_of(chosen: Sequence[tuple[str, EngineParams]], family: str) -> Engin
 
 
 def engine_for(
-    profile: EngineProfile, family: str, profiles: Sequence[EngineProfile]
+    profile: EngineProfile, family: str, profiles: Callable[[], Sequence[EngineProfile]]
 ) -> tuple[Engine, str | None]:
     """A profile's engine on a GPU family, and the family its own parameters come from
     when it has none for this one (None when it has).
@@ -241,7 +239,9 @@ def engine_for(
     neither alone transfers (docs/accuracy.md). Parameters of another
     vendor's family stand in through the GPU's own figures (engine/transfer.py across).
     `decodecalc validate` predicts each left-out group by this same rule, so its
-    leave-one-group-out error is what a user of such a fallback gets."""
+    leave-one-group-out error is what a user of such a fallback gets. ``profiles`` is
+    asked for only then: a profile with parameters of its own there stands alone, and a
+    query naming it reads its own preset, not every profile's."""
     own = profile.family(family)
     if own is not None:
         return Engine(profile.id, (own,), family, (profile.id,), profile.serving), None
@@ -249,7 +249,7 @@ def engine_for(
     params = across(found, fitted, family)
     others = [
         (name, p)
-        for name, p in measured_on(profiles, family)
+        for name, p in measured_on(profiles(), family)
         if name.partition("@")[0] != profile.id
     ]
     return (
@@ -282,7 +282,7 @@ def at_line(profile: EngineProfile, line: str | None, family: str) -> EngineProf
     here = release_order(name)
     lines = sorted(profile.release_lines(), key=lambda found: release_order(found.release))
     families: list[tuple[str, EngineParams]] = []
-    moved = [k for x in lines for k, _ in x.families if k not in profile.family_names]
+    moved = [k for x in lines for k in x.family_names if k not in profile.family_names]
     for kind in (*profile.family_names, *dict.fromkeys(moved)):
         params = line_params(profile, lines, kind, here)
         if params is not None:  # (none: a family only a newer line was transferred to)
@@ -296,11 +296,11 @@ def line_params(
     """at_line's parameters on one family for the line at ``here`` (release_order), from
     the profile's ``lines`` oldest first: that line's own, else the nearest line's, else
     the pooled fit's (parsed only where it stands in)."""
-    fitted = [x for x in lines if family in dict(x.families)]
+    fitted = [x for x in lines if family in x.family_names]
     older = [x for x in fitted if release_order(x.release) <= here]
     newer = [x for x in fitted if stands_in(profile, family, x, here)] if not older else []
     nearest = older[-1] if older else (newer[0] if newer else None)
-    return profile.family(family) if nearest is None else dict(nearest.families)[family]
+    return (profile if nearest is None else nearest).family(family)
 
 
 def stands_in(
@@ -312,7 +312,8 @@ def stands_in(
     from the pooled fit (validation/fit_engines.py: with_lines, vLLM 0.19 on AMD Instinct)
     leaves the older lines to the pooled fit, which holds their points, and stands in only
     for a release past them all that lies nearer to it (nearer_apart)."""
-    if dict(newer.families)[family].transferred:
+    own = newer.family(family)
+    if own is None or own.transferred:  # (none there: nothing to stand in with)
         return False
     pooled = profile.family(family)
     held = pooled.range.lines if pooled is not None and pooled.range is not None else ()
@@ -347,7 +348,7 @@ def newest_line(profile: EngineProfile, family: str) -> str:
     profile's newest."""
     pooled = profile.family(family)
     measured = pooled.range.lines if pooled is not None and pooled.range else ()
-    held = [x.release for x in profile.release_lines() if family in dict(x.families)]
+    held = [x.release for x in profile.release_lines() if family in x.family_names]
     every = [x.release for x in profile.release_lines()]
     return max([*measured, *held] or every, key=release_order)
 
@@ -544,7 +545,7 @@ def choose_engine(
     name, _, line = word.partition("@")
     profile = profiles.engine(name)
     view = at_line(profile, release_line(profile, line) if "@" in word else None, family)
-    engine, fitted = engine_for(view, family, profiles.engines())
+    engine, fitted = engine_for(view, family, profiles.engines)
     engine = replace(engine, line=view.line)
     notes = [] if "@" in word else list(newer_lines(profile, view.line, family))
     moved = engine.params[0].transferred
@@ -576,7 +577,7 @@ def engine_at(profiles: Profiles, name: str, line: str | None, gpu: GpuSpec | No
     ``line`` None: the newest."""
     family = gpu_family(gpu)
     view = at_line(profiles.engine(name), line, family)
-    engine, _ = engine_for(view, family, profiles.engines())
+    engine, _ = engine_for(view, family, profiles.engines)
     return replace(engine, line=view.line)
 
 

@@ -205,9 +205,6 @@ class Catalog:
     def engine(self, name: str) -> EngineProfile:
         from decodecalc.engine.profile import EngineProfile
 
-        # Whoever names a profile reads them all too (the profiles measured on the GPU
-        # stand beside it), so the listing's one cache entry serves the name as well.
-        self._all("engines", EngineProfile)
         return self._find("engines", name, EngineProfile)
 
     def engines(self) -> list[EngineProfile]:

@@ -468,7 +468,9 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
             return tuple(sorted(found, key=lambda x: release_order(x.release)))
 
         if not doc.cached:
-            lines()
+            for line in lines():
+                for family in line.family_names:
+                    line.family(family)
         pending_lines, dates = lines, latest_dates(table.data)
     # Built once its lines are known: a profile built and then replaced costs each query a
     # record's construction and checks per profile.
@@ -511,26 +513,20 @@ def _line(f: Fields, release: str) -> ReleaseLine:
         release,
         versions=f.texts("versions"),
         dates=f.texts("dates"),
-        families=_families(f.mapping("families")) if f.has("families") else (),
         points=f.integer("points", default=0, minimum=0),
+        pending_families=_pending_families(f.mapping("families")) if f.has("families") else None,
     )
 
 
 def _pending_families(table: Fields) -> PendingFamilies:
-    """A profile's families, named and checked for unknown keys now, each parsed when
-    first asked for (EngineProfile.family)."""
+    """A profile's or a line's families, named and checked for unknown keys now, each
+    parsed when first asked for (ByFamily.family)."""
     from decodecalc.engine.profile import PendingFamilies
 
     names = _family_names(table)
     table.read.update(names)
     table.finish()
     return PendingFamilies(names, functools.cache(lambda family: _params(table, family)))
-
-
-def _families(table: Fields) -> tuple[tuple[str, EngineParams], ...]:
-    families = tuple((family, _params(table, family)) for family in _family_names(table))
-    table.finish()
-    return families
 
 
 def _family_names(table: Fields) -> tuple[str, ...]:

@@ -135,7 +135,7 @@ def _line(line: ReleaseLine, family: str) -> dict[str, object]:
     """A release line as the engines listing shows it beside a family's row: its versions,
     dates and points, and its own parameters on the family (None: another line's, or the
     pooled fit's, stand in there)."""
-    own = dict(line.families).get(family)
+    own = line.family(family)
     return {
         "release": line.release,
         "versions": list(line.versions),
@@ -203,7 +203,7 @@ def engines_report(profiles: list[EngineProfile]) -> Report:
             "lines": [_line(x, family) for x in profile.release_lines()],
             "newest_line": newest_line(profile, family) if profile.release_lines() else None,
             "lines_shown": ", ".join(
-                x.release + "*" * (family in dict(x.families)) for x in profile.release_lines()
+                x.release + "*" * (family in x.family_names) for x in profile.release_lines()
             ),
             "taken": _taken(profile, family),
         }

@@ -160,7 +160,7 @@ def _recomputed(items: list[Labelled], ways: dict[str, Any]) -> dict[str, dict[s
                     lines=tuple(
                         replace(
                             x,
-                            families=tuple(
+                            params_by_family=tuple(
                                 (f, _banded(q, f, calibration, beyond, near)) for f, q in x.families
                             ),
                         )

@@ -28,7 +28,7 @@ def _profile(name: str, line: str, day: str, params: EngineParams) -> EngineProf
         name,
         name,
         ((FAMILY, params),),
-        lines=(ReleaseLine(line, dates=(day,), families=((FAMILY, params),), points=12),),
+        lines=(ReleaseLine(line, dates=(day,), params_by_family=((FAMILY, params),), points=12),),
     )
 
 

@@ -44,8 +44,8 @@ PROFILE = EngineProfile(
     "Toy",
     (("nvidia-datacenter", POOLED), ("amd-instinct", POOLED)),
     lines=(
-        ReleaseLine("0.4", families=(("nvidia-datacenter", OLD),), points=5),
-        ReleaseLine("0.5", families=(("nvidia-datacenter", NEW),), points=5),
+        ReleaseLine("0.4", params_by_family=(("nvidia-datacenter", OLD),), points=5),
+        ReleaseLine("0.5", params_by_family=(("nvidia-datacenter", NEW),), points=5),
     ),
 )
 
@@ -74,7 +74,7 @@ def _apart_on_amd(pooled: EngineParams, held: tuple[str, ...], apart: str) -> En
     newer line ``apart`` fitted apart there (e_w 0.8, validation/fit_engines.py:
     with_lines)."""
     lines = (*(ReleaseLine(x, points=5) for x in held), ReleaseLine(apart, points=5))
-    lines = (*lines[:-1], replace(lines[-1], families=(("amd-instinct", NEW),)))
+    lines = (*lines[:-1], replace(lines[-1], params_by_family=(("amd-instinct", NEW),)))
     return EngineProfile("toy", "Toy", (("amd-instinct", pooled),), lines=lines)
 
 

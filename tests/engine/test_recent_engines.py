@@ -98,7 +98,7 @@ def _dated(name: str, lines: tuple[tuple[str, str, int], ...]) -> EngineProfile:
             ReleaseLine(
                 release,
                 dates=(day,) if day else (),
-                families=((FAMILY, replace(params, points=n)),) if n else (),
+                params_by_family=((FAMILY, replace(params, points=n)),) if n else (),
             )
             for release, day, n in lines
         ),
