@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from decodecalc.engine.profile import CUDA_HIDDEN_BYTES
 from decodecalc.model.dtypes import DType
 from decodecalc.model.kvcache import KVCurve
+from decodecalc.model.layers import DenseMLP
 from decodecalc.model.precision import Overrides, weight_bytes
 from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record
@@ -112,13 +113,11 @@ def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int
 
 def _ffn_width(ffn: FFN, hidden: int, tp: int) -> int:
     """Elements per token a feed-forward block holds at its peak on one GPU."""
-    from decodecalc.model.moe import MoE
-
-    if isinstance(ffn, MoE):
-        width = ffn.matrices
-        routed = ffn.experts_per_token * (width * ffn.expert_intermediate_size // tp + hidden)
-        return max(routed, width * ffn.shared_intermediate_size // tp)
-    return (3 if ffn.gated else 2) * ffn.intermediate_size // tp
+    if isinstance(ffn, DenseMLP):  # (not MoE: a dense model's query never imports it)
+        return (3 if ffn.gated else 2) * ffn.intermediate_size // tp
+    width = ffn.matrices
+    routed = ffn.experts_per_token * (width * ffn.expert_intermediate_size // tp + hidden)
+    return max(routed, width * ffn.shared_intermediate_size // tp)
 
 
 class RequestLimit(Protocol):
