@@ -260,6 +260,24 @@ class ByFamily:
             return dict(self.params_by_family).get(name)
         return pending.parse(name) if name in pending.names else None
 
+    def points_on(self, name: str) -> int:
+        """The points the parameters on one GPU family were fitted on (0: none there, or
+        carried over), without parsing them."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            found = dict(self.params_by_family).get(name)
+            return 0 if found is None else found.points
+        return pending.points(name) if name in pending.names else 0
+
+    def fitted_lines(self, name: str) -> tuple[str, ...]:
+        """The release lines of the points the parameters on one GPU family were fitted
+        on (their range's; empty: none there, or none recorded), without parsing them."""
+        pending = self.pending_families
+        if self.params_by_family or pending is None:
+            found = dict(self.params_by_family).get(name)
+            return found.range.lines if found is not None and found.range is not None else ()
+        return pending.lines(name) if name in pending.names else ()
+
     @property
     def family_names(self) -> tuple[str, ...]:
         """The GPU families with parameters, none of them parsed for it."""
@@ -356,6 +374,11 @@ class PendingFamilies:
 
     names: tuple[str, ...]
     parse: Callable[[str], EngineParams]
+    points: Callable[[str], int]
+    lines: Callable[[str], tuple[str, ...]]
+    """A family's points and fitted lines (ByFamily.points_on, fitted_lines), read
+    without parsing it: the typical band asks them of every profile (engine/select.py
+    measured, newest_line), and most vote with a line's parameters, not these."""
 
 
 CUDA_HIDDEN_BYTES = 450 * MIB

@@ -42,9 +42,8 @@ def measured_on(profiles: Sequence[EngineProfile], family: str) -> list[tuple[st
 
 def measured(profile: EngineProfile, family: str) -> bool:
     """Whether a profile's fit over every line holds points of this family's own (read
-    without parsing its lines)."""
-    found = profile.family(family)
-    return found is not None and found.points > 0
+    without parsing its lines or those parameters)."""
+    return profile.points_on(family) > 0
 
 
 def as_named(profile: EngineProfile, family: str) -> tuple[str, EngineParams] | None:
@@ -315,8 +314,7 @@ def stands_in(
     own = newer.family(family)
     if own is None or own.transferred:  # (none there: nothing to stand in with)
         return False
-    pooled = profile.family(family)
-    held = pooled.range.lines if pooled is not None and pooled.range is not None else ()
+    held = profile.fitted_lines(family)
     return not held or newer.release in held or nearer_apart(newer.release, here, held)
 
 
@@ -346,8 +344,7 @@ def newest_line(profile: EngineProfile, family: str) -> str:
     GPU family, its own or transferred from another family (issue 28: today's release by
     default), or newer with points there (the pooled fit's range says which), else the
     profile's newest."""
-    pooled = profile.family(family)
-    measured = pooled.range.lines if pooled is not None and pooled.range else ()
+    measured = profile.fitted_lines(family)
     held = [x.release for x in profile.release_lines() if family in x.family_names]
     every = [x.release for x in profile.release_lines()]
     return max([*measured, *held] or every, key=release_order)

@@ -526,7 +526,13 @@ def _pending_families(table: Fields) -> PendingFamilies:
     names = _family_names(table)
     table.read.update(names)
     table.finish()
-    return PendingFamilies(names, functools.cache(lambda family: _params(table, family)))
+    return PendingFamilies(
+        names,
+        functools.cache(lambda family: _params(table, family)),
+        # (checked already: a document is cached, or read at all, only once parsed whole)
+        lambda family: table.data[family].get("points") or 0,
+        lambda family: tuple((table.data[family].get("range") or {}).get("lines") or ()),
+    )
 
 
 def _family_names(table: Fields) -> tuple[str, ...]:

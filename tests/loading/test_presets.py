@@ -232,6 +232,19 @@ def test_engine_families_read_whole_or_one_at_a_time_agree() -> None:
         assert profile.family("no-such-family") is None
 
 
+def test_engine_points_and_lines_read_unparsed_agree_with_the_parsed() -> None:
+    """The typical band asks every profile's points and fitted lines on a family without
+    parsing its parameters (ByFamily.points_on, fitted_lines, read from the document):
+    they are the parsed parameters' own, for a profile's families and each line's."""
+    for profile in Catalog().engines():
+        for found in (profile, *profile.release_lines()):
+            for family in (*found.family_names, "no-such-family"):
+                params = found.family(family)
+                lines = params.range.lines if params and params.range else ()
+                assert found.points_on(family) == (params.points if params else 0), family
+                assert found.fitted_lines(family) == lines, (profile.id, family)
+
+
 @pytest.mark.parametrize("gpu", ["h100-sxm", "h100"])
 def test_a_broken_file_of_yours_fails_every_look_up_of_its_kind(tmp_path: Path, gpu: str) -> None:
     """Review item 14: a broken gpus/bad.yaml failed -g h100 (an alias: every file read)
