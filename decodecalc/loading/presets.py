@@ -526,9 +526,18 @@ def _pending_families(table: Fields) -> PendingFamilies:
     names = _family_names(table)
     table.read.update(names)
     table.finish()
+    parsed: dict[str, EngineParams] = {}
+
+    def parse(family: str) -> EngineParams:
+        # (a dict, not functools.cache: its wrapper copies name and docstring, 17K
+        # instructions for each of the two dozen families a query sets pending)
+        if family not in parsed:
+            parsed[family] = _params(table, family)
+        return parsed[family]
+
     return PendingFamilies(
         names,
-        functools.cache(lambda family: _params(table, family)),
+        parse,
         # (checked already: a document is cached, or read at all, only once parsed whole)
         lambda family: table.data[family].get("points") or 0,
         lambda family: tuple((table.data[family].get("range") or {}).get("lines") or ()),
