@@ -392,8 +392,11 @@ def _approximate(given: _Given) -> Model:
         hidden=1,
         notes="; approximate: layers of width 1 stand in for the real ones, so bytes and "
         "memory follow from params, active_params and kv_bytes_per_token (16-bit), while "
-        "FLOP counts, per-layer costs, TP all-reduce sizes and which TP sizes work are rough",
+        "FLOP counts, per-layer costs, TP all-reduce sizes and which TP sizes work are rough; "
+        "a server's activation peak (1 to 4 GB per GPU on real models, from their widths and "
+        "vocabulary) is left out of memory, so its fits are that much too generous",
         vocab_size=1,
+        stand_in_widths=True,
         tie_word_embeddings=True,
         layers=(Layer(attention, ffn),) * count,
         extra_groups=unread,

@@ -66,6 +66,10 @@ class Model:
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
+    stand_in_widths: bool = False
+    """The layers are stand-ins one unit wide carrying the right byte counts (the short
+    numbers form, loading/numbers.py): their widths, vocabulary and hidden size are no
+    real ones, so nothing sized by them per token (a server's activation peak) is counted."""
 
     def tensor_groups(self) -> tuple[TensorGroup, ...]:
         """Every parameter once, grouped by role and summed over layers."""

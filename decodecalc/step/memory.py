@@ -99,7 +99,13 @@ def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int
     hidden-size buffers (residual, normed input, the block's output). The sampler pass then
     draws one row per sequence, min(max_num_seqs, budget), over the whole vocabulary, which
     TP does not split: on large-vocabulary models it is the larger pass.
+
+    A model of stand-in widths (the short numbers form) has no real width or vocabulary:
+    its peak is left out (0, and its note says so). Counted from the stand-in, one layer
+    holding every parameter in its MLP, 8B parameters would peak at 131 TB.
     """
+    if model.stand_in_widths:
+        return 0
     tokens = limits.max_num_batched_tokens
     widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer in model.layers)
     widest = max(widths, default=0)

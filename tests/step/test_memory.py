@@ -220,3 +220,29 @@ def test_recurrent_state_bounds_the_batch_at_context_zero() -> None:
     assert est.memory is not None and est.memory.stored_weight_bytes == 167_072
     assert est.memory.max_batch == 929
     assert any("929 sequences fit at 0 tokens" in line for line in estimate_report(est).title)
+
+
+def test_short_form_model_leaves_the_activation_peak_out(catalog: Catalog, cli: Run) -> None:
+    # Review s40 #1. 'params=8B,kv_bytes_per_token=131072': one stand-in layer of width 1
+    # holds every parameter in its MLP, so a peak counted from it was 8,192 tokens x
+    # (3 + 3 x 2.67e9) x 2 B = 131 TB. It is left out (its note says so): usable is the
+    # H100's 76,544,055,705 B (worked above) less the 268,435,456 B reserve =
+    # 76,275,620,249 B. Weights 8e9 x 2 B = 16.00e9 B (within a millionth): free about
+    # 60,275,620,249 B; a sequence of 8,192 tokens holds 8,192 x 131,072 = 1,073,741,824 B,
+    # floor(60.28e9 / 1.074e9) = 56 fit; at batch 1, 60,275,620,249 / 131,072 = 459,866.5
+    # tokens, in whole 16-token blocks 28,741 x 16 = 459,856.
+    est = estimate(
+        scenario(catalog, "params=8B,kv_bytes_per_token=131072", gpu="h100-sxm"), [8_192]
+    )
+    assert est.memory is not None
+    assert est.memory.room.activation_bytes == 0
+    assert est.memory.room.usable_bytes == 76_275_620_249
+    assert est.memory.stored_weight_bytes == pytest.approx(16e9, rel=1e-6)
+    assert (est.memory.max_batch, est.memory.max_context) == (56, 459_856)
+    assert est.rows[0].fits is True
+    served = cli(
+        "serving", "-m", "params=8B,kv_bytes_per_token=131072", "-g", "h100", "--input-len",
+        "1000", "--output-len", "100", "--concurrency", "1", "--json",
+    )  # fmt: skip
+    assert json.loads(served.out)["kv_pool_tokens"] == 459_856
+    assert "activation peak" in served.err and "left out" in served.err
