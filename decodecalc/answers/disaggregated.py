@@ -162,24 +162,6 @@ def prompt_kv_bytes(decode: Scenario, prompt: int) -> tuple[int, int]:
     return one, per_gpu
 
 
-def decode_worker_requests(decode: Scenario, pool: KvPool, tokens: int) -> float:
-    """Requests of ``tokens`` tokens one decode worker's KV pool holds. The pool is sized
-    for a tensor-parallel layout (step/kv_pool.py); under data-parallel attention each
-    rank holds its own sequences' whole cache and a whole copy of every weight outside the
-    routed experts, so the pool's bytes per GPU, less those extra weights, are divided by
-    the whole cache per token and multiplied by the ranks (blocks and windows ignored)."""
-    if pool.blocks <= 0:
-        return 0.0
-    if not decode.dp_attention:
-        return pool.max_concurrency(tokens)
-    whole = replace(decode, tp=1, pp=1, ep=False, dp_attention=False, eplb_redundant=0)
-    per_gpu = pool.kv_bytes_per_token
-    full = StepModel.at(whole, 1).kv_bytes_per_token()
-    stored = max(st.stored_weight_bytes for st in StepModel.at(decode, 1).stages)
-    room = pool.tokens * per_gpu - max(0, stored - pool.weight_bytes)
-    return max(0.0, decode.tp * room / full / tokens)
-
-
 def prefill_ranks(prefill: Scenario) -> int:
     """Prompts a prefill worker computes side by side: one per attention rank under
     data-parallel attention (each rank takes its own requests, SGLang's and vLLM's DP
@@ -224,8 +206,8 @@ class _Deployment:
                 f"of {d.model.max_context_tokens:,}: a server refuses such requests"
             )
         self.pool = kv_pool(d, limits)
-        self.max_kv = decode_worker_requests(d, self.pool, longest)
-        if self.max_kv < 1:
+        self.max_kv = self.pool.max_concurrency(longest)
+        if not self.pool.held_requests(longest):  # a whole request on a rank
             raise Refused(
                 f"a decode worker ({d.gpus} x {_gpu(d)}, TP {d.tp}) cannot hold the model and "
                 f"one request of {longest:,} tokens",
@@ -246,9 +228,8 @@ class _Deployment:
         spec = workload.speculative
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         queries = 1 if spec is None else spec.queries
-        self.cap = min(
-            limits.max_num_seqs, math.floor(self.max_kv), limits.max_num_batched_tokens // queries
-        )
+        whole = self.pool.held_requests(longest) or 0
+        self.cap = min(limits.max_num_seqs, whole, limits.max_num_batched_tokens // queries)
         self.closed_within = workload.concurrency
         """A closed loop's requests (None: an open loop)."""
         self.steps = step_prices(d, workload) if steps is None else steps

@@ -581,7 +581,7 @@ def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
     usable = room.usable_bytes
     batch = step.scenario.batch
     if need <= usable and memory.pool is not None:
-        held = memory.pool.held_requests(context, step.attention_ranks) or 0
+        held = memory.pool.held_requests(context) or 0
         return Miss(
             "fit",
             batch,

@@ -320,10 +320,11 @@ class _Server:
         if pool.blocks <= 0:
             used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
             raise Refused(_no_pool(pool, limits, scenario), "fit", used, pool.budget_bytes)
-        if self.max_kv < 1:
+        held = pool.held_requests(longest) or 0
+        if held < 1:
             raise Refused(
                 f"one request of {longest:,} tokens does not fit in the KV pool of "
-                f"{pool.tokens:,} tokens",
+                f"{pool.tokens:,} tokens" + (" per attention rank" if pool.ranks > 1 else ""),
                 "fit",
                 longest,
                 pool.tokens,
@@ -337,7 +338,7 @@ class _Server:
             )
         caps = {
             "max-num-seqs": limits.max_num_seqs,
-            "kv-pool": math.floor(self.max_kv),
+            "kv-pool": held,
             "batched-tokens": budget_seqs,
         }
         self.cap_name, self.cap = min(caps.items(), key=lambda item: item[1])

@@ -172,6 +172,12 @@ class Scenario:
         return 1 if self.dp_attention else self.tp
 
     @property
+    def attention_ranks(self) -> int:
+        """Ranks that each hold their own sequences' cache, each in a KV pool of its own:
+        the tp GPUs under data-parallel attention, else 1 (the TP group shares one)."""
+        return self.tp if self.dp_attention else 1
+
+    @property
     def expert_ranks(self) -> int:
         """GPUs a layer's routed experts are spread over: the TP group under expert
         parallelism, where each holds whole experts and runs only the tokens routed to

@@ -14,13 +14,19 @@ the utilization leaves (vLLM 0.19.0 only warns that this changes in a later vers
     tokens    = blocks x block_size
 
 The pool is per GPU, but every GPU of a tensor-parallel group holds its own heads of the
-same tokens, so ``tokens`` is the replica's. Under pipeline parallelism a stage's GPUs
-hold only its layers' weights (the first stage the embedding, the last the LM head) and
-its layers' cache, for every token the replica runs: each stage's pool is sized alone, on
-its own weights and bytes per token, and the stage with the fewest blocks (the one with
-the most weights or layers) decides, as vLLM gives every rank the smallest rank's block
-count (v1/core/kv_cache_utils.py ``get_kv_cache_configs``): the split that
-``StepModel.held_bytes`` checks estimate and plan against (step/step.py).
+same tokens, so ``tokens`` is the replica's. Under data-parallel attention each of the tp
+GPUs is an attention rank with its own requests: it holds their whole cache (every head)
+and a whole copy of every weight outside the routed experts, and sizes a pool of its own
+on those, so the replica holds ``ranks`` pools like it (vLLM's data-parallel engines each
+profile and allocate their own; SGLang's DP-attention ranks likewise).
+
+Under pipeline parallelism a stage's GPUs hold only its layers' weights (the first stage
+the embedding, the last the LM head) and its layers' cache, for every token the replica
+runs: each stage's pool is sized alone, on its own weights and bytes per token, and the
+stage with the fewest blocks (the one with the most weights or layers) decides, as vLLM
+gives every rank the smallest rank's block count (v1/core/kv_cache_utils.py
+``get_kv_cache_configs``): the split that ``StepModel.held_bytes`` checks estimate and
+plan against (step/step.py).
 
 A model mixing layer kinds (sliding-window and global attention) shares one block pool
 between groups of equally many layers, the group size being the smallest kind's count (or
@@ -100,23 +106,33 @@ class KvPool:
     max_num_batched_tokens: int
     state_bytes_per_sequence: int = 0
     """Recurrent state a request holds whatever its length (linear-attention layers)."""
+    ranks: int = 1
+    """Data-parallel attention ranks, each with a pool like this one for its own requests
+    (1: the TP group shares this one)."""
+
+    @property
+    def replica_tokens(self) -> int:
+        """KV cache tokens the replica holds over its ranks' pools."""
+        return self.tokens * self.ranks
 
     def max_concurrency(self, tokens_per_request: int) -> float:
-        """Requests of ``tokens_per_request`` (input + output) tokens the pool holds at
-        once: blocks / blocks one request needs (vLLM's "Maximum concurrency" line)."""
+        """Requests of ``tokens_per_request`` (input + output) tokens the replica holds at
+        once: blocks / blocks one request needs (vLLM's "Maximum concurrency" line), on
+        every rank."""
         if tokens_per_request < 1:
             raise InputError(f"tokens per request {tokens_per_request} must be at least 1")
         if self.blocks <= 0:
             return 0.0
-        return float(self.blocks / self.blocks_per_request(tokens_per_request))
+        return float(self.blocks / self.blocks_per_request(tokens_per_request)) * self.ranks
 
-    def held_requests(self, tokens_per_request: int, ranks: int = 1) -> int | None:
-        """Whole requests of ``tokens_per_request`` tokens the pool holds at once, over
-        ``ranks`` data-parallel attention ranks each with a pool like it (None: the pool
-        sets no limit, as a request holds no block: context 0, or no layer caches)."""
+    def held_requests(self, tokens_per_request: int) -> int | None:
+        """Whole requests of ``tokens_per_request`` tokens the replica holds at once, a
+        whole number on each rank (None: the pool sets no limit, as a request holds no
+        block: context 0, or no layer caches)."""
         if tokens_per_request < 1 or not self.kinds:
             return None
-        return math.floor(self.max_concurrency(tokens_per_request)) * ranks
+        per_rank = self.blocks / self.blocks_per_request(tokens_per_request)
+        return math.floor(per_rank) * self.ranks
 
     @property
     def limits_as_bytes(self) -> bool:
@@ -129,9 +145,9 @@ class KvPool:
         (kind,) = self.kinds
         return kind.window is None and kind.slots == kind.layers
 
-    def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool:
-        """The pool (over ``ranks`` data-parallel ranks) holds ``requests`` at once."""
-        held = self.held_requests(tokens_per_request, ranks)
+    def holds(self, requests: int, tokens_per_request: int) -> bool:
+        """The replica's pools hold ``requests`` at once."""
+        held = self.held_requests(tokens_per_request)
         return held is None or requests <= held
 
     def blocks_per_request(self, tokens_per_request: int) -> Fraction:
@@ -186,7 +202,7 @@ def _stage_pool(
     and the reserve, per GPU) less the stage's weights, in blocks over its layers' slots."""
     kinds = layer_kinds(scenario, mixers)
     slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
-    weights = stored_weight_bytes(groups, scenario.weights, scenario.tp, scenario.weight_overrides)
+    weights = stored_weight_bytes(scenario, groups)
     available = room.usable_bytes - weights
     blocks = 0
     if slot_bytes and available > 0:
@@ -204,8 +220,9 @@ def _stage_pool(
         kinds=kinds,
         max_num_batched_tokens=limits.max_num_batched_tokens,
         state_bytes_per_sequence=ceil_bytes(
-            sum((m.state_bytes(scenario.tp) for m in mixers), start=Fraction(0))
+            sum((m.state_bytes(scenario.attention_tp) for m in mixers), start=Fraction(0))
         ),
+        ranks=scenario.attention_ranks,
     )
 
 
@@ -246,8 +263,9 @@ def _pooled_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKin
 
 
 def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:
-    """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs."""
-    elements = mixer.kv_elements_per_token(scenario.tp)
+    """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs
+    (every head under data-parallel attention)."""
+    elements = mixer.kv_elements_per_token(scenario.attention_tp)
     values = v_elements(mixer, elements)
     v_dtype = scenario.v_dtype or scenario.kv_dtype
     return scenario.kv_dtype.bytes_for(elements - values) + v_dtype.bytes_for(values)

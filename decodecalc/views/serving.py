@@ -66,7 +66,7 @@ def _row(r: ServingResult) -> dict[str, Any]:
         "mixed_step_ms": r.mixed_step_s * 1000,
         "utilization": r.utilization,
         "max_concurrency_kv": r.max_concurrency_kv,
-        "kv_pool_tokens": r.pool.tokens,
+        "kv_pool_tokens": r.pool.replica_tokens,
         **cost_fields(r.costs),
     }
 
@@ -138,7 +138,7 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
             "reserve_bytes": limits.reserve_bytes,
             "source": limits.source,
         },
-        kv_pool_tokens=first.pool.tokens,
+        kv_pool_tokens=first.pool.replica_tokens,
         max_concurrency_kv=first.max_concurrency_kv,
         saturation_rate_per_s=first.saturation_rate_per_s,
         break_even_batch=first.break_even_batch,
@@ -222,7 +222,9 @@ def _title(
         ),
         f"scheduler: max-num-batched-tokens {limits.max_num_batched_tokens:,}, max-num-seqs "
         f"{limits.max_num_seqs:,} ({limits.source})",
-        f"KV pool: {r.pool.tokens:,} tokens per replica = {r.max_concurrency_kv:,.1f} requests "
+        f"KV pool: {r.pool.replica_tokens:,} tokens per replica"
+        + (f" ({r.pool.ranks} ranks of {r.pool.tokens:,})" if r.pool.ranks > 1 else "")
+        + f" = {r.max_concurrency_kv:,.1f} requests "
         f"of {w.input_len + w.output_len:,} tokens at once",
         f"saturation: {r.saturation_rate_per_s:,.3f} requests/s"
         + (
