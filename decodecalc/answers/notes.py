@@ -158,7 +158,14 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
         usable = est.memory.room.usable_bytes
         budget = f"{usable / 1e9:,.2f} GB per GPU"
         longest = est.memory.max_context  # the bytes' limit at the batch
-        if est.memory.stored_weight_bytes > usable:
+        room = est.memory.room
+        if room.overhead_overflows:
+            where = (
+                f"the server's activation peak ({room.activation_bytes / 1e9:,.2f} GB) and "
+                f"runtime reserve ({room.reserve_bytes / 1e9:,.2f} GB) alone take the "
+                f"{room.budget_bytes / 1e9:,.2f} GB per GPU its memory utilization gives: none is"
+            )
+        elif est.memory.stored_weight_bytes > usable:
             where = f"the weights alone need more than the {budget}"
         elif longest is None or misfits[0] <= longest:
             where = (

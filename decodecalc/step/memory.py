@@ -69,8 +69,15 @@ class ServerRoom:
 
     @property
     def usable_bytes(self) -> int:
-        """What weights, KV cache and state may hold: the budget less the other two."""
-        return self.budget_bytes - self.activation_bytes - self.reserve_bytes
+        """What weights, KV cache and state may hold: the budget less the other two, or
+        none (0) where those two alone take it: no byte count below zero is room."""
+        return max(0, self.budget_bytes - self.activation_bytes - self.reserve_bytes)
+
+    @property
+    def overhead_overflows(self) -> bool:
+        """The activation peak and the reserve alone take the whole budget: nothing is
+        left even for the weights (serving refuses such a server)."""
+        return self.activation_bytes + self.reserve_bytes >= self.budget_bytes
 
 
 def whole_blocks(tokens: int, block_size: int) -> int:

@@ -296,6 +296,8 @@ def _memory_line(est: Estimate) -> str:
         if m.max_context is None
         else f"up to {m.max_context:,} tokens fit"
         if m.max_context
+        else "the activation peak and reserve alone overflow"
+        if m.room.overhead_overflows
         else "the weights alone overflow"
         if m.stored_weight_bytes > m.room.usable_bytes
         else "not one token of cache fits beside the weights"
@@ -306,8 +308,9 @@ def _memory_line(est: Estimate) -> str:
         else f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
     )
     assert s.gpu is not None
+    usable = "none" if m.room.overhead_overflows else h.size(m.room.usable_bytes)
     return (
-        f"memory per GPU: {h.size(m.room.usable_bytes)} usable "
+        f"memory per GPU: {usable} usable "
         f"({h.binary_size(s.gpu.memory_bytes)}, sized as vLLM does), "
         f"{h.size(m.stored_weight_bytes)} of weights; "
         f"{sequences} at {longest:,} tokens; at batch {s.batch:,} {context}"

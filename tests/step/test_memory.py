@@ -246,3 +246,25 @@ def test_short_form_model_leaves_the_activation_peak_out(catalog: Catalog, cli: 
     )  # fmt: skip
     assert json.loads(served.out)["kv_pool_tokens"] == 459_856
     assert "activation peak" in served.err and "left out" in served.err
+
+
+def test_no_room_reads_none_and_zero_never_a_negative_size(cli: Run) -> None:
+    # Review s40 #14. A 1 GiB H100: (1,073,741,824 - 471,859,200) x 0.9 = 541,694,361 B of
+    # budget; a GPU under 70 GiB takes vLLM's 2,048 tokens and 256 sequences, so the
+    # sampler peaks at 256 x 128,256 x 15 = 492,503,040 B (the forward pass, 2,048 x
+    # (3 x 4,096 + 3 x 14,336) x 2 = 226,557,952 B, is less); with the 268,435,456 B reserve
+    # 760,938,496 B > 541,694,361 B: nothing is usable, 0 and not -219,244,135.
+    doc = json.loads(
+        cli("estimate", "-m", "llama-3.1-8b", "-g", "h100,memory=1GiB", "-c", "8K", "--json").out
+    )
+    assert doc["activation_peak_bytes"] == 492_503_040
+    assert doc["memory_usable_bytes"] == 0
+    assert (doc["max_batch_that_fits"], doc["rows"][0]["fits"]) == (0, False)
+    # --memory-utilization 0.01 on an H100: floor(85,048,950,784 x 0.01) = 850,489,507 B
+    # against 1,970,012,160 + 268,435,456 B: the table says none, as serving refuses it.
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "8K", "--memory-utilization",
+            "0.01")  # fmt: skip
+    assert "memory per GPU: none usable" in r.out
+    assert "alone overflow" in r.out.replace("\n", "")
+    assert "-" not in r.out.split("memory per GPU:")[1].split("usable")[0]
+    assert "alone take the 0.85 GB per GPU" in r.err.replace("\n", "")
