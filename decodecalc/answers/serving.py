@@ -480,6 +480,9 @@ class _Server:
                     "and --max-num-seqs for its own)",
                 )
             )
+        unmeasured = prefill_unmeasured(engine)
+        if unmeasured is not None:
+            found.append(unmeasured)
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
             why = {
                 "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
@@ -505,6 +508,21 @@ class _Server:
                 )
             )
         return tuple(found)
+
+
+def prefill_unmeasured(engine: Engine) -> Note | None:
+    """What a profile with no prefill figures (e_p 1 and c_req 0 in every parameter set:
+    a profile calibrate fitted on decode steps alone, or one never measured at a first
+    token) does to a time to first token: it is the bound, not an engine's."""
+    if engine.is_roofline or any(
+        p.prefill_efficiency != 1 or p.per_request_s for p in engine.params
+    ):
+        return None
+    return Note(
+        "prefill-unmeasured",
+        f"{engine.id} has no prefill measured on {engine.family} GPUs: prompts compute at "
+        "peak FLOP/s with no per-request cost, so times to first token are a lower bound",
+    )
 
 
 def per_request_seconds(engine: Engine) -> float:
