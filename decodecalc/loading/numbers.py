@@ -445,6 +445,7 @@ def gpu_with_overrides(preset: GpuSpec, text: str) -> GpuSpec:
     changes: dict[str, Any] = {}
     if given.has("memory"):
         changes["memory_bytes"] = given.parsed("memory", parse_size)
+        changes["memory_nominal"] = False  # the user's own figure
     if given.has("bandwidth"):
         changes["bandwidth_bytes_per_s"] = given.parsed("bandwidth", parse_bandwidth)
         changes["sustained_bandwidth_bytes_per_s"] = None

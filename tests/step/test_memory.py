@@ -268,3 +268,23 @@ def test_no_room_reads_none_and_zero_never_a_negative_size(cli: Run) -> None:
     assert "alone overflow" in r.out.replace("\n", "")
     assert "-" not in r.out.split("memory per GPU:")[1].split("usable")[0]
     assert "alone take the 0.85 GB per GPU" in r.err.replace("\n", "")
+
+
+def test_a_mac_with_nominal_memory_says_so(cli: Run) -> None:
+    # Review s40 #4. m3-max-64gb gives the nominal 64 GiB (no Metal working set was found
+    # to cite), m1-max-64gb the 48 GiB Metal reports: the figures stay as fitted, and the
+    # nominal one says it is generous. 64 GiB = 68,719,476,736 B - 471,859,200 = 68,247,617,536
+    # x 0.9 -> 61,422,855,782 B; Gemma 3 27B under vLLM's small-GPU limits (2,048 tokens,
+    # 256 sequences): sampler 256 x 262,208 x 15 = 1,006,878,720 B (the forward pass,
+    # 2,048 x 3 x (5,376 + 21,504) x 2 = 330,301,440 B, is less); reserve 268,435,456 B:
+    # usable 60,147,541,606 B.
+    args = ["estimate", "-m", "gemma-3-27b", "-c", "8K", "--engine", "roofline"]
+    doc = json.loads(cli(*args, "-g", "m3-max-64gb", "--json").out)
+    assert doc["memory_usable_bytes"] == 60_147_541_606
+    assert "memory-nominal-unified" in [n["code"] for n in doc["notes"]]
+    table = cli(*args, "-g", "m3-max-64gb")
+    assert "vLLM's deductions standing in" in table.out
+    assert "sized as vLLM does" not in table.out and "Metal" in table.err
+    for gpu in ("m1-max-64gb", "m3-max-64gb,memory=48GiB", "h100"):
+        notes = json.loads(cli(*args, "-g", gpu, "--json").out)["notes"]
+        assert "memory-nominal-unified" not in [n["code"] for n in notes], gpu
