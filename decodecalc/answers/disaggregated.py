@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
+from decodecalc.answers.speculative import drafter
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
@@ -205,7 +206,8 @@ class _Deployment:
                 f"input + output = {longest:,} tokens is past {d.model.id}'s maximum context "
                 f"of {d.model.max_context_tokens:,}: a server refuses such requests"
             )
-        self.pool = kv_pool(d, limits)
+        spec = workload.speculative  # the decode workers run the drafter
+        self.pool = kv_pool(d, limits, None if spec is None else drafter(d, spec))
         self.max_kv = self.pool.max_concurrency(longest)
         if not self.pool.held_requests(longest):  # a whole request on a rank
             raise Refused(

@@ -23,7 +23,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.speculative import draft_scenario
+from decodecalc.answers.speculative import draft_scenario, drafter
 from decodecalc.engine.profile import Engine, roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
@@ -314,7 +314,7 @@ class _Server:
         self.per_request_s = per_request_seconds(engine)
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         self.queries = 1 if spec is None else spec.queries
-        self.pool = kv_pool(scenario, limits)
+        self.pool = kv_pool(scenario, limits, None if spec is None else drafter(scenario, spec))
         self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
         pool = self.pool
         if pool.blocks <= 0:
@@ -575,7 +575,12 @@ def _no_pool(pool: KvPool, limits: SchedulerLimits, scenario: Scenario) -> str:
     return (
         f"no room for a KV cache: {limits.memory_utilization:g} {reported} is "
         f"{pool.budget_bytes / GB:,.2f} GB, and the weights take {pool.weight_bytes / GB:,.2f} "
-        f"GB, the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
+        + (
+            f"GB ({pool.draft_weight_bytes / GB:,.2f} GB of them the speculative drafter's)"
+            if pool.draft_weight_bytes
+            else "GB"
+        )
+        + f", the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
         f"{pool.reserve_bytes / GB:,.2f} GB per GPU ({hint})"
     )
 

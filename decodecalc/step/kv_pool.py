@@ -80,6 +80,21 @@ class LayerKind:
 
 
 @record
+class Drafter:
+    """A speculative drafter a server holds beside its target on the same GPUs: its
+    weights, and its caching layers, whose cache vLLM allocates from the same pool (the
+    drafter's layers are one more group of the KV cache config), for every request."""
+
+    scenario: Scenario
+    """The drafter's model, formats and TP (answers/speculative.py draft_scenario)."""
+    groups: tuple[TensorGroup, ...]
+    """What it holds beyond the target's weights (an EAGLE or MTP head reads the target's
+    embedding and LM head: only its layers)."""
+    mixers: tuple[Mixer, ...]
+    """Its caching layers."""
+
+
+@record
 class KvPool:
     """A server's KV cache pool, per GPU and in tokens per replica. Under pipeline
     parallelism the per-GPU figures are those of the stage that decides (fewest blocks)."""
@@ -106,6 +121,8 @@ class KvPool:
     max_num_batched_tokens: int
     state_bytes_per_sequence: int = 0
     """Recurrent state a request holds whatever its length (linear-attention layers)."""
+    draft_weight_bytes: int = 0
+    """Per GPU: the speculative drafter's share of weight_bytes (its cache is in kinds)."""
     ranks: int = 1
     """Data-parallel attention ranks, each with a pool like this one for its own requests
     (1: the TP group shares this one)."""
@@ -171,11 +188,12 @@ class KvPool:
         return blocks + Fraction(self.state_bytes_per_sequence) / block_bytes
 
 
-def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
+def kv_pool(scenario: Scenario, limits: SchedulerLimits, drafter: Drafter | None = None) -> KvPool:
     """The pool the engine allocates for a scenario on its GPUs (the scenario's weights,
     overrides, KV formats, TP and PP; the limits' utilization, budget and reserve): each
     pipeline stage's, and of those the one with the fewest blocks (then the least room).
-    Every stage is charged the whole activation peak and reserve."""
+    Every stage is charged the whole activation peak and reserve; a speculative
+    ``drafter``'s weights and cache the last stage, which runs it."""
     gpu = scenario.gpu
     if gpu is None:
         raise InputError("the KV pool needs a GPU preset (its memory): give --gpu")
@@ -187,7 +205,8 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
     for count, groups in zip(counts, stage_groups(scenario.model, scenario.pp), strict=True):
         stage = mixers[start : start + count]
         start += count
-        pools.append(_stage_pool(scenario, limits, stage, groups, room))
+        last = start == len(mixers)
+        pools.append(_stage_pool(scenario, limits, stage, groups, room, drafter if last else None))
     return min(pools, key=lambda pool: (pool.blocks, pool.available_bytes))
 
 
@@ -197,12 +216,18 @@ def _stage_pool(
     mixers: Sequence[Mixer],
     groups: Sequence[TensorGroup],
     room: ServerRoom,
+    drafter: Drafter | None,
 ) -> KvPool:
     """One stage's pool: the room the server leaves (the budget less the activation peak
-    and the reserve, per GPU) less the stage's weights, in blocks over its layers' slots."""
+    and the reserve, per GPU) less the stage's weights (and a drafter's), in blocks over
+    its layers' slots (and the drafter's layers, grouped apart)."""
     kinds = layer_kinds(scenario, mixers)
+    draft_weights = 0
+    if drafter is not None:
+        kinds += layer_kinds(drafter.scenario, drafter.mixers)
+        draft_weights = stored_weight_bytes(drafter.scenario, drafter.groups)
     slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
-    weights = stored_weight_bytes(scenario, groups)
+    weights = stored_weight_bytes(scenario, groups) + draft_weights
     available = room.usable_bytes - weights
     blocks = 0
     if slot_bytes and available > 0:
@@ -222,6 +247,7 @@ def _stage_pool(
         state_bytes_per_sequence=ceil_bytes(
             sum((m.state_bytes(scenario.attention_tp) for m in mixers), start=Fraction(0))
         ),
+        draft_weight_bytes=draft_weights,
         ranks=scenario.attention_ranks,
     )
 
