@@ -78,6 +78,9 @@ class TargetResult:
     passed: bool
     served: bool = False
     """Held to the server under the deployment's workload (check_serving), not to a step."""
+    saturated: bool = False
+    """Missed because the workload's request rate reaches the server's saturation rate: its
+    queue grows without bound, so there is no steady state and no value (checks/run.py)."""
 
 
 def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:

@@ -94,6 +94,50 @@ class TestServingTargets:
         )
 
 
+class TestSaturatedServer:
+    """A request rate the server cannot carry is a valid file whose serving targets are
+    missed (exit 1, a JUnit failure), as plan counts it; the other deployments are checked.
+    An 8,192-token prompt of Llama-3.1-8B is 2 x 8.03e9 x 8,192 = 1.32e14 FLOPs of prefill,
+    0.133 s at the H100's 989.4 TFLOP/s: at most 7.5 requests/s, so 1,000/s is past any
+    saturation rate, and 1/s keeps the server busy 13% of the time."""
+
+    FILE = """\
+defaults:
+  model: llama-3.1-8b
+  gpu: h100-sxm
+  engine: roofline
+  targets: {max_tpot_ms: 20, max_ttft_ms: 500, must_fit: true}
+deployments:
+  - name: flooded
+    workload: {request_rate: 1000, input_len: 8K, output_len: 2}
+  - name: calm
+    workload: {request_rate: 1, input_len: 8K, output_len: 2}
+"""
+
+    def test_a_missed_target_not_an_invalid_file(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.FILE), "-f", "json")
+        assert r.code == 1, r.err
+        rows = [
+            (x["deployment"], x["target"], x["value"], x["passed"])
+            for x in json.loads(r.out)["results"]
+        ]
+        flooded = {t: (v, p) for d, t, v, p in rows if d == "flooded"}
+        assert flooded == {
+            "must_fit": (True, True),
+            "max_ttft_ms": (None, False),
+            "max_tpot_ms": (None, False),
+        }
+        assert all(p for d, _, _, p in rows if d == "calm")  # still checked
+        assert "request rate 1000/s reaches the server's saturation rate" in r.err
+
+    def test_junit_failure(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.FILE), "-f", "junit")
+        root = ET.fromstring(r.out)
+        assert (root.get("failures"), root.get("errors")) == ("2", "0")
+        failure = next(root.iter("failure"))
+        assert failure.get("message", "").startswith("saturated: the queue grows without bound")
+
+
 class TestStepTargetsUnderAWorkload:
     """Under a workload min_throughput_tokens_per_s is the server's output tokens/s, and
     max_kv_share and min_crossover_context a decode step at its mean decode batch and the
