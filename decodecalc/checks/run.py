@@ -36,6 +36,22 @@ class CheckedDeployment:
     def passed(self) -> bool:
         return all(r.passed for r in self.results)
 
+    @property
+    def at_contexts(self) -> bool:
+        """Whether a target was held to a step at the file's batch and contexts (under a
+        workload perhaps none: every other target is held to the server)."""
+        return any(not r.served for r in self.results)
+
+    @property
+    def stepped(self) -> bool:
+        """Whether a speed target was held to a decode step at the file's contexts."""
+        return any(r.timed and not r.served for r in self.results)
+
+    @property
+    def under_workload(self) -> bool:
+        """Whether a target was held to the server under the deployment's workload."""
+        return any(r.served for r in self.results)
+
 
 def check_deployment(d: Deployment) -> CheckedDeployment:
     """One deployment against its targets (or, for a vLLM config given none, against

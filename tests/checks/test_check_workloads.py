@@ -94,6 +94,38 @@ class TestServingTargets:
         )
 
 
+class TestWhatTheReportsSayTargetsWereHeldTo:
+    """Under a workload the JSON and JUnit say what the table says: the serving targets
+    were held to the server (its steps the roofline's here), and no decode step at the
+    file's contexts was checked, so no contexts, crossover or step figure is reported."""
+
+    def test_json(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n"), "--json")
+        deployment = json.loads(r.out)["deployments"][0]
+        (result,) = json.loads(r.out)["results"]
+        assert (result["basis"], result["held_to"]) == ("roofline", "workload")
+        assert [deployment[k] for k in ("contexts", "crossover_context", "held_to")] == [None] * 3
+        assert deployment["served_to"] == (
+            "the server's steady state under its workload (decodecalc serving), its steps at "
+            "the roofline"
+        )
+
+    def test_must_fit_keeps_the_files_contexts(self, cli: Run, tmp_path: Path) -> None:
+        """must_fit stays at the file's batch and contexts: Llama-3.1-8B's maximum, 131,072
+        (max_position_embeddings in its config.json)."""
+        path = write(tmp_path, ONE_STREAM + "  must_fit: true\n  max_tpot_ms: 4.6\n")
+        doc = json.loads(cli("check", path, "--json").out)
+        held = {r["target"]: (r["basis"], r["held_to"]) for r in doc["results"]}
+        assert held == {"must_fit": (None, "contexts"), "max_tpot_ms": ("roofline", "workload")}
+        assert doc["deployments"][0]["contexts"] == [131072]
+        assert doc["deployments"][0]["held_to"] is None  # no speed target at a context
+
+    def test_junit_properties(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n"), "-f", "junit")
+        names = [p.get("name") for p in ET.fromstring(r.out).iter("property")]
+        assert names == ["one.served_to"]
+
+
 class TestSaturatedServer:
     """A request rate the server cannot carry is a valid file whose serving targets are
     missed (exit 1, a JUnit failure), as plan counts it; the other deployments are checked.
@@ -169,7 +201,7 @@ targets:
         assert r.code == 0, r.err
         (row,) = json.loads(r.out)["results"]
         assert row["value"] == pytest.approx(223.2, rel=1e-3)
-        assert (row["context"], row["basis"]) == (None, None)
+        assert (row["context"], row["basis"], row["held_to"]) == (None, "roofline", "workload")
         assert "min_throughput_tokens_per_s is held to the server's output tokens" in r.err
 
     def test_the_same_figure_as_the_servers_output_throughput(
