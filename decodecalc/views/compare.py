@@ -10,7 +10,7 @@ from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.answers.sweep import RATE_FIELDS, rate_columns
-from decodecalc.notes import many_notes
+from decodecalc.notes import Note, many_notes
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.fast import ROW_FIELDS, Columns
@@ -79,11 +79,14 @@ def varying(scenarios: Sequence[Scenario]) -> tuple[list[str], str]:
     return names, shared
 
 
-def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
+def compare_report(
+    estimates: Sequence[Estimate], contexts: Sequence[int], skipped: Sequence[Note] = ()
+) -> Report:
     """One row per scenario and context; the ratios are the step over the first scenario's,
     the headline's (answers/headline.py; ratio_to_first, and expected_ratio_to_first as
     schema 1 named it) and the roofline's. Fits only when some scenario
-    names a GPU: a bare bandwidth has no memory to fit in."""
+    names a GPU: a bare bandwidth has no memory to fit in. ``skipped``: the note on the
+    grid's combinations that were no valid deployment (answers/sweep.py valid_scenarios)."""
     first = {r.context_tokens: r.seconds_per_token for r in estimates[0].rows}
     first_head = {
         r.context_tokens: head.seconds
@@ -168,7 +171,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
             for i, e in enumerate(estimates)
         ]
     )
-    return with_notes(Report(doc, columns, tuple(records)), notes)
+    return with_notes(Report(doc, columns, tuple(records)), [*skipped, *notes])
 
 
 def _ms_band(value: float) -> str:

@@ -130,6 +130,41 @@ def test_sweep_skips_and_counts_invalid_combinations(cli: Run) -> None:
     assert "skipped 1 combinations" in r.err and "tp 3" in r.err
 
 
+class TestCompareSkipsWhatSweepSkips:
+    """Qwen2.5-7B has 28 attention heads (its config.json), which TP 8 does not split;
+    Llama-3.1-8B's 32 it does: of the four combinations three are deployments."""
+
+    GRID = ("-m", "llama-3.1-8b,qwen2.5-7b", "-g", "h100", "--tp", "1,8", "-c", "8K")
+
+    def test_the_valid_combinations_and_a_note(self, cli: Run) -> None:
+        r = cli("compare", *self.GRID, "--json")
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        assert [(x["model"], x["tp"]) for x in doc["scenarios"]] == [
+            ("llama-3.1-8b", 1),
+            ("llama-3.1-8b", 8),
+            ("qwen2.5-7b", 1),
+        ]
+        (skipped,) = [n for n in doc["notes"] if n["code"] == "skipped-combinations"]
+        assert skipped["message"].startswith(
+            "skipped 1 combinations that are no valid deployment; first: model=qwen2.5-7b, "
+            "gpu=h100, batch=1, tp=8: tp 8 does not split qwen2.5-7b's attention heads"
+        )
+        swept = cli("sweep", *self.GRID)
+        assert len(swept.out.splitlines()) == 1 + 3  # the same three, as sweep skips
+        assert skipped["message"] in swept.err
+
+    def test_no_valid_combination_is_an_error(self, cli: Run) -> None:
+        r = cli("compare", "-m", "qwen2.5-7b", "-g", "h100", "--tp", "3,8", "-c", "8K")
+        assert r.code == 2 and r.out == ""
+        assert r.err.startswith("decodecalc: error: no combination is a valid deployment; ")
+        alone = cli("compare", "-m", "qwen2.5-7b", "-g", "h100", "--tp", "8", "-c", "8K")
+        assert alone.err == (
+            "decodecalc: error: tp 8 does not split qwen2.5-7b's attention heads evenly; valid: "
+            "1, 2, 4, 28\n"
+        )
+
+
 def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
     r = cli(
         "sweep", "-m", "gemma-3-27b", "-g", "h100", "--batch", "1,8", "-c", "512,4K", "-f", "jsonl"
