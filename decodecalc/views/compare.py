@@ -266,6 +266,7 @@ def write_sweep_csv(
         *COST_KEYS,
         *RATE_FIELDS,
         *ROOFLINE_FIELDS,
+        *LAST_KEYS,
     )
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
@@ -282,7 +283,9 @@ def write_sweep_csv(
         per_ms = _cost_per_ms(scenario)
         costs = "".join("," + CSV_FLOAT if f is not None else "," for f in per_ms)
         rates = ("," + CSV_FLOAT) * (len(RATE_FIELDS) + len(ROOFLINE_FIELDS))
-        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
+        last = "".join("," + ("" if v is None else str(v)) for v in _last(scenario).values())
+        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + last
+        line += "\n"
         known = [f for f in per_ms if f is not None]
         for columns in chunks:
             scaled = _figures(columns, known)
@@ -295,6 +298,16 @@ def write_sweep_csv(
         if progress is not None:
             progress(count)
     return count
+
+
+LAST_KEYS = ("engine_line",)
+"""Added after the roofline's columns, so after what earlier CSV readers expect by
+position: the engine's release line (``engine`` is the profile's id alone: vllm@0.7 and
+vllm@0.19 rows both say vllm; empty for a profile without lines, typical and roofline)."""
+
+
+def _last(s: Scenario) -> dict[str, object]:
+    return {"engine_line": s.engine.line}
 
 
 PARALLEL_KEYS = ("pp", "ep", "dp_attention")
@@ -345,6 +358,7 @@ def write_sweep_jsonl(
                 "v_dtype": _v_dtype(scenario),
                 **_parallel(scenario),
                 **dict(zip(added, row[width:], strict=True)),
+                **_last(scenario),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

@@ -120,6 +120,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         *("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens"),
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
+        "engine_line",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -165,6 +166,24 @@ class TestCompareSkipsWhatSweepSkips:
         )
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_sweep_rows_carry_the_engines_release_line(cli: Run, fmt: str) -> None:
+    """vllm@0.7 and vllm@0.19 on an MI300X are two rows whose engine is vllm: the added
+    engine_line (last) tells them apart, as compare's labels do; --engine vllm takes the
+    newest line (0.19), typical none."""
+    r = cli("sweep", "-m", "llama-3.1-8b", "-g", "mi300x", "-c", "8K", "-f", fmt,
+            "--engine", "vllm@0.7,vllm@0.19,vllm,typical")  # fmt: skip
+    assert r.code == 0, r.err
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(r.out)))
+        assert r.out.splitlines()[0].endswith(",engine_line")
+    else:
+        rows = [json.loads(line) for line in r.out.splitlines()]
+    found = [(row["engine"], row["engine_line"]) for row in rows]
+    none = "" if fmt == "csv" else None
+    assert found == [("vllm", "0.7"), ("vllm", "0.19"), ("vllm", "0.19"), ("typical", none)]
+
+
 def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
     r = cli(
         "sweep", "-m", "gemma-3-27b", "-g", "h100", "--batch", "1,8", "-c", "512,4K", "-f", "jsonl"
@@ -181,6 +200,7 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
+        "engine_line",
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 
