@@ -50,6 +50,8 @@ def label_parts(scenario: Scenario) -> tuple[str, ...]:
     (with its release line)."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    if s.bandwidth_given:  # the GPU at another bandwidth (--bandwidth): h200@1TB/s
+        gpu += "@" + h.bandwidth(s.bandwidth_bytes_per_s).replace(" ", "")
     engine = "" if s.engine.id == "typical" else s.engine.id
     if s.engine.line:
         engine += f"@{s.engine.line}"  # its release line: vllm@0.7 beside vllm@0.11
@@ -300,14 +302,15 @@ def write_sweep_csv(
     return count
 
 
-LAST_KEYS = ("engine_line",)
+LAST_KEYS = ("engine_line", "bandwidth_bytes_per_s")
 """Added after the roofline's columns, so after what earlier CSV readers expect by
 position: the engine's release line (``engine`` is the profile's id alone: vllm@0.7 and
-vllm@0.19 rows both say vllm; empty for a profile without lines, typical and roofline)."""
+vllm@0.19 rows both say vllm; empty for a profile without lines, typical and roofline),
+and the bandwidth the row was priced at (the GPU's own, or --bandwidth's)."""
 
 
 def _last(s: Scenario) -> dict[str, object]:
-    return {"engine_line": s.engine.line}
+    return {"engine_line": s.engine.line, "bandwidth_bytes_per_s": s.bandwidth_bytes_per_s}
 
 
 PARALLEL_KEYS = ("pp", "ep", "dp_attention")

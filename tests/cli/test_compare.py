@@ -121,6 +121,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
         "engine_line",
+        "bandwidth_bytes_per_s",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -176,12 +177,44 @@ def test_sweep_rows_carry_the_engines_release_line(cli: Run, fmt: str) -> None:
     assert r.code == 0, r.err
     if fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(r.out)))
-        assert r.out.splitlines()[0].endswith(",engine_line")
+        assert ",engine_line" in r.out.splitlines()[0]
     else:
         rows = [json.loads(line) for line in r.out.splitlines()]
     found = [(row["engine"], row["engine_line"]) for row in rows]
     none = "" if fmt == "csv" else None
     assert found == [("vllm", "0.7"), ("vllm", "0.19"), ("vllm", "0.19"), ("typical", none)]
+
+
+class TestABandwidthGivenBesideSeveralGpus:
+    """-b 1TB/s with -g h100,h200: both rows are priced at 1 TB/s (15.01 GB of weights
+    and 1.07 GB of KV at 8K: 16.08 ms at the roofline, for either GPU), so each row says
+    the bandwidth it was priced at, and a note each GPU's own: 3.35 TB/s for the H100 SXM
+    and 4.8 TB/s for the H200 (their datasheets)."""
+
+    GRID = ("-m", "llama-3.1-8b", "-g", "h100,h200", "-b", "1TB/s", "-c", "8K")
+
+    def test_compare_labels_and_notes(self, cli: Run) -> None:
+        r = cli("compare", *self.GRID, "--engine", "roofline", "--json")
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        assert [row["label"] for row in doc["rows"]] == [
+            "llama-3.1-8b h100-sxm@1TB/s bf16/bf16 B1 TP1 roofline",
+            "llama-3.1-8b h200@1TB/s bf16/bf16 B1 TP1 roofline",
+        ]
+        assert [row["ms_per_token"] for row in doc["rows"]] == pytest.approx([16.084] * 2, 1e-4)
+        given = [n["message"] for n in doc["notes"] if "(--bandwidth) stands in" in n["message"]]
+        assert len(given) == 2
+        assert "h100-sxm's own 3,350 GB/s" in given[0] and "h200's own 4,800 GB/s" in given[1]
+
+    def test_sweep_has_a_bandwidth_column(self, cli: Run) -> None:
+        r = cli("sweep", *self.GRID)
+        rows = list(csv.DictReader(io.StringIO(r.out)))
+        assert [(x["gpu"], x["bandwidth_bytes_per_s"]) for x in rows] == [
+            ("h100-sxm", "1000000000000"),
+            ("h200", "1000000000000"),
+        ]
+        own = cli("sweep", "-m", "llama-3.1-8b", "-g", "h200", "-c", "8K", "--json")
+        assert json.loads(own.out)["bandwidth_bytes_per_s"] == 4_800_000_000_000
 
 
 def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
@@ -201,6 +234,7 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
         "engine_line",
+        "bandwidth_bytes_per_s",
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 
