@@ -110,21 +110,27 @@ def _frozen_delattr(self: Any, name: str) -> None:
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: type[T]) -> type[T]:
     """Make a class with annotated fields an immutable record."""
-    import inspect  # already loaded by Typer; reads annotations the way new Pythons store them
+    namespace = cls.__dict__  # (read once: every ``cls.__dict__`` builds a new view)
+    annotations = namespace.get("__annotations__")
+    if not isinstance(annotations, dict):  # annotations evaluated lazily (PEP 649)
+        import inspect  # already loaded by Typer
 
-    names = tuple(inspect.get_annotations(cls))
-    defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+        annotations = inspect.get_annotations(cls)
+    names = tuple(annotations)
+    defaults = {n: namespace[n] for n in names if n in namespace}
     for name in defaults:
         delattr(cls, name)  # defaults live on the record's own table, not as class attributes
+    # What _init starts from: each field's plain default, _MISSING or a _Factory for the
+    # rest (__record_unfilled__ names those).
+    template = dict.fromkeys(names, _MISSING)
+    template.update(defaults)
     methods = {
         "__record_fields__": names,
         "__record_defaults__": defaults,
         "__record_names__": frozenset(names),
-        # What _init starts from: each field's plain default, _MISSING or a _Factory for
-        # the rest (__record_unfilled__ names those).
-        "__record_template__": {n: defaults.get(n, _MISSING) for n in names},
+        "__record_template__": template,
         "__record_unfilled__": tuple(
-            n for n in names if n not in defaults or isinstance(defaults[n], _Factory)
+            n for n, d in template.items() if d is _MISSING or isinstance(d, _Factory)
         ),
         "__record_values__": _getter(names),
         "__init__": _init,

@@ -104,6 +104,15 @@ def scenario_notes(s: Scenario) -> list[Note]:
             )
         )
     notes.extend(assumed_step(s))
+    if s.gpu is not None and s.bandwidth_given:
+        notes.append(
+            Note(
+                "bandwidth-given",
+                f"{s.bandwidth_bytes_per_s / 1e9:,g} GB/s (--bandwidth) stands in for "
+                f"{s.gpu.id}'s own {s.gpu.bandwidth_bytes_per_s / 1e9:,g} GB/s: the memory "
+                "and FLOP/s stay the GPU's",
+            )
+        )
     if s.gpu is not None and s.peak_flops() is None:
         notes.append(
             Note(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, ServingResult, serve, step_prices
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
+from decodecalc.errors import InputError
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.scenarios.fields import MAX_BATCH
@@ -321,7 +322,18 @@ def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     """Every candidate evaluated: those meeting every target first, cheapest first (cost
     per million tokens, then GPUs, then latency); the others after, fewest misses first and
     then the nearest (the least missed by, in all). Options whose figures are identical
-    appear once (the first in that order)."""
+    appear once (the first in that order). A context past the model's maximum is refused,
+    as serving refuses a request past it: no server of the model runs it, so no deployment
+    can be planned for it."""
+    candidates = list(candidates)
+    if targets.workload is None:
+        for model in {s.model.id: s.model for s in candidates}.values():
+            if targets.context > model.max_context_tokens:
+                raise InputError(
+                    f"context {targets.context:,} tokens is past {model.id}'s maximum context "
+                    f"of {model.max_context_tokens:,}: a server refuses such requests (plan "
+                    "a context up to it)"
+                )
     options = sorted((evaluate(s, targets) for s in candidates), key=_rank)
     if targets.disaggregated and targets.workload is not None:
         options = sorted([*options, *_disaggregated(options, targets)], key=_rank)
@@ -722,8 +734,6 @@ def _given_gpus(
 ) -> list[str]:
     """The GPUs named in --gpus, checked, less those ``priced`` (None: a price in dollars
     prices every one) leaves without a price; an error if that leaves none."""
-    from decodecalc.errors import InputError
-
     for name in names:
         try:
             catalog.gpu(name)

@@ -8,6 +8,7 @@ stands in on a family it has none for. The step they enter is step/engine_terms.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ default configuration takes BLOCK_SIZE_M 16 while the tokens number no more than
 experts (get_default_config, `M <= E`)."""
 
 
+@functools.cache  # a query sorts and compares a dozen lines some fifty times
 def release_order(line: str) -> tuple[int, ...]:
     """A release line as numbers, oldest first: '0.7' < '0.10' < '0.11', '2023-12' <
     '2024-05' (one engine's lines are all of one kind).
@@ -149,8 +151,10 @@ class EngineParams:
     lent: tuple[str, ...] = ()
     """The fixed costs (FIXED_COSTS' names) the parameters' own points could not identify,
     taken from one fit over every engine's points on their GPU family
-    (calibration/validation.py family_prior, lent_sequence_cost): that family's runtime,
-    not this engine's, so they never cross to another vendor (engine/transfer.py across)."""
+    (calibration/validation.py family_prior): that family's runtime,
+    not this engine's, as the presets record it for their reader. A transfer prices them
+    as the engine's own (engine/transfer.py fixed_costs_across: dropped where the target's
+    kernel fixed time is unknown, they priced Apple's kernels as free)."""
     allreduce_rates: tuple[AllReduceRates, ...] = ()
     """The engine's own all-reduce measured per tensor-parallel size (the GPU's kernel
     tables, loading/kernels.py with_kernel_rates): where they hold the group's size, they

@@ -101,33 +101,125 @@ def recent(dates: Sequence[str]) -> bool:
     for text in dates:
         if not text:
             continue
-        day = date.fromisoformat(text if len(text) == 10 else f"{text}-01")
-        if 0 <= (AS_OF - day).days <= RECENT_DAYS:
+        if 0 <= (AS_OF - day_of(text)).days <= RECENT_DAYS:
             return True
     return False
 
 
+def day_of(text: str) -> date:
+    """A line's date ('YYYY-MM-DD', or 'YYYY-MM' counted from its first day)."""
+    return date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+
+
+def line_day(profile: EngineProfile, release: str) -> tuple[str | None, bool]:
+    """How recent a release line is known to be ('YYYY-MM-DD' or 'YYYY-MM'), and whether
+    that is its own date: the newest of its own dates, else the newest date of an older
+    line of the same engine (a release comes after its engine's older ones: vLLM's 0.11
+    line, whose versions name no date, after 0.10's build of 2025-08-12), else (None,
+    False)."""
+    dated = [x for x in profile.release_lines() if any(x.dates)]
+    own = [d for x in dated if x.release == release for d in x.dates if d]
+    if own:
+        return max(own, key=day_of), True
+    here = release_order(release)
+    older = [d for x in dated if release_order(x.release) < here for d in x.dates if d]
+    return (max(older, key=day_of) if older else None), False
+
+
+@record
+class Window:
+    """The twelve months the typical band's votes come from where no line measured on
+    the family is dated within those before AS_OF (current_on)."""
+
+    end: str
+    """The newest date known of a line measured on the family (line_day)."""
+    newest: str
+    """That line, ``NAME@LINE``."""
+    older: tuple[str, ...]
+    """The votes left out: lines whose own dates lie over RECENT_DAYS before ``end``."""
+    undated: tuple[str, ...]
+    """The votes no date places (a line without dates, or a profile without lines)."""
+
+
+def current_on(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[list[tuple[str, EngineParams]], Window | None]:
+    """Today's engines on a family as far as its lines' dates tell, where none is dated
+    within RECENT_DAYS before AS_OF (recent_on): the twelve months ending at the newest
+    date known of a line with points of the family's own (line_day: its own dates, else
+    its engine's older line's), each profile measured there voting as ``--engine NAME``
+    takes it (as_named) unless its line's own dates lie over RECENT_DAYS before that end.
+    A line no date places votes: its age is not in the data (the fit dates lines only from
+    their points' version strings: validation/fit_engines.py dates_of). On NVIDIA
+    datacenter GPUs that leaves out llama.cpp's December 2023 build, whose 1.7x top made
+    Llama-3.1-8B's band on an H100 5.5-19.0 ms (issue 28). Where no line there is dated,
+    every profile measured on the family votes (measured_on) and the window is None."""
+    chosen = measured_on(profiles, family)
+    ends = [
+        (found, f"{p.id}@{x.release}", own)
+        for p in profiles
+        if measured(p, family)
+        for x in p.release_lines()
+        if (mine := dict(x.families).get(family)) is not None
+        and mine.points
+        and not mine.transferred
+        for found, own in (line_day(p, x.release),)
+        if found is not None
+    ]
+    if not ends:
+        return chosen, None
+    end, newest, _ = max(ends, key=lambda e: (day_of(e[0]), e[2]))  # (a tie: an own date)
+    by_id = {p.id: p for p in profiles}
+    kept, older, undated = [], [], []
+    for name, params in chosen:
+        engine, _, line = name.partition("@")
+        day, dated = line_day(by_id[engine], line) if line else (None, False)
+        if dated and day is not None and (day_of(end) - day_of(day)).days > RECENT_DAYS:
+            older.append(name)
+            continue
+        kept.append((name, params))
+        if day is None:
+            undated.append(name)
+    return kept, Window(end, newest, tuple(older), tuple(undated))
+
+
 def typical(profiles: Sequence[EngineProfile], family: str) -> Engine:
     """The band across today's engines on this family (recent_on: each profile measured
-    there in the twelve months before AS_OF), else across every profile measured on it
-    (measured_on), each voting with what ``--engine NAME`` takes on the family (as_named:
-    its newest line, a transfer's where that line has no points there; older lines stay
-    under ``NAME@LINE``). On a family none has measured, across every family every
-    profile was measured on, through the GPU's own figures (engine/transfer.py across):
-    engines measured on other chips are nearer than the roofline, which none of them
-    reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM of May 2026, where SGLang 0.4
-    (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x slower and stretched the band
-    past 5x (docs/accuracy.md)."""
-    chosen = (
-        recent_on(profiles, family)
-        or measured_on(profiles, family)
-        or [
-            (f"{p.id} ({fitted})", across(params, fitted, family))
-            for p in profiles
-            for fitted, params in p.families
-            if params.points
-        ]
-    )
+    there in the twelve months before AS_OF), else across those of the twelve months
+    ending at the newest line dated there (current_on: every profile measured on it but
+    those its lines' own dates show older), each voting with what ``--engine NAME``
+    takes on the family (as_named: its newest line, a transfer's where that line has no
+    points there; older lines stay under ``NAME@LINE``). On a family none has measured,
+    across every family every profile was measured on, through the GPU's own figures
+    (engine/transfer.py across): engines measured on other chips are nearer than the
+    roofline, which none of them reaches. On AMD Instinct that leaves vLLM 0.19 and ATOM
+    of May 2026, where SGLang 0.4 (February 2025) and vLLM's 2025 fit ran MoE steps 2-3x
+    slower and stretched the band past 5x (docs/accuracy.md)."""
+    return typical_of(voting(profiles, family)[0], family)
+
+
+def voting(
+    profiles: Sequence[EngineProfile], family: str
+) -> tuple[list[tuple[str, EngineParams]], Window | None]:
+    """typical's votes, by name, and the window they come from where it is not the
+    twelve months before AS_OF (current_on; None otherwise)."""
+    recent = recent_on(profiles, family)
+    if recent:
+        return recent, None
+    chosen, window = current_on(profiles, family)
+    if chosen:
+        return chosen, window
+    every = [
+        (f"{p.id} ({fitted})", across(params, fitted, family))
+        for p in profiles
+        for fitted, params in p.families
+        if params.points
+    ]
+    return every, None
+
+
+def typical_of(chosen: Sequence[tuple[str, EngineParams]], family: str) -> Engine:
+    """The typical engine of its votes (voting), the roofline where there are none."""
     if not chosen:  # (no profile measured anywhere)
         return roofline(family, "typical")
     names = tuple(name for name, _ in chosen)
@@ -493,9 +585,10 @@ def typical_engine(
 ) -> tuple[Engine, tuple[Note, ...]]:
     """The typical band on a family (typical), with a note where no profile was measured
     on it."""
-    engine = typical(profiles, family)
+    chosen, window = voting(profiles, family)
+    engine = typical_of(chosen, family)
     if any(measured(p, family) for p in profiles):
-        return engine, transferred_votes(engine)
+        return engine, (*window_note(window, family), *transferred_votes(engine))
     shown = (
         "are the roofline"
         if engine.is_roofline
@@ -506,6 +599,24 @@ def typical_engine(
             "no-engine-data",
             f"no engine profile has data for {family} GPUs: the expected figures {shown} "
             "('decodecalc engines' lists what each profile was fitted on)",
+        ),
+    )
+
+
+def window_note(window: Window | None, family: str) -> tuple[Note, ...]:
+    """Where no line measured on the family is dated within the twelve months before
+    AS_OF: the twelve months the typical band's votes come from instead (current_on), the
+    line that ends them, the lines left out as older and those no date places, which
+    vote."""
+    if window is None:
+        return ()
+    older = f", without {', '.join(window.older)}" if window.older else ""
+    undated = f"; undated: {', '.join(window.undated)}" if window.undated else ""
+    return (
+        Note(
+            "typical-window",
+            f"typical: no {family} line is dated in the 12 months to {AS_OF.isoformat()}; "
+            f"votes from the 12 months to {window.end} ({window.newest}){older}{undated}",
         ),
     )
 

@@ -10,9 +10,9 @@ MI355X's 8 TB/s: KERNEL_STREAM_SHARE). The fixed costs (per step, layer, MoE lay
 sequence) are kernels and runtime of the source vendor's stack: within a vendor they
 carry as times, across
 vendors they scale by the two vendors' kernel fixed times, and where one is unknown
-(Apple) those the source family's pooled fit lent go (fixed_costs_across); the per-MoE-
-layer cost is the target's own fused MoE kernel's fixed time where its tables hold one
-(KERNEL_MOE_FIXED_S). The all-reduce
+(Apple, or a vendor nobody measured) they stay the source's times (fixed_costs_across);
+the per-MoE-layer cost is the target's own fused MoE kernel's fixed time where its tables
+hold one (KERNEL_MOE_FIXED_S). The all-reduce
 latency a fit on the source found is the source's link and gives way to the target
 link's preset (across, which any parameters standing in on another vendor's family go
 through). What differs between vendors' kernels beyond that
@@ -123,7 +123,8 @@ block-scaled FP8 GEMMs on the MI300X (presets/kernels/mi300x.yaml, gemm fp8-128x
 x1.05). The tables' ``launch`` figures (2.73 and 5.91 us) are not like for like: an
 H100's smallest BF16 GEMM against aiter's smallest FP8 block-scaled one; through them,
 NVIDIA's costs made vLLM's Llama-3.1 on MI300X at TP 8 1.25-1.65x too slow with AMD left
-out (docs/accuracy.md). Apple's GPUs have no kernel tables."""
+out (docs/accuracy.md). Apple's GPUs have no kernel tables: to and from them the fixed costs
+keep the source's times (fixed_costs_across)."""
 
 
 KERNEL_STREAM_SHARE = {"nvidia": 0.800, "amd": 0.680}
@@ -176,27 +177,26 @@ def fixed_costs_across(params: EngineParams, source: str, target: str) -> dict[s
     ``source`` vendor's GPUs as they stand on the ``target`` vendor's: each is kernels
     and runtime of the source vendor's stack. Where both vendors' kernel fixed times are
     known (KERNEL_FIXED_S), each cost is scaled by their ratio (the same kernels, each
-    taking the target's fixed time: x1.10 from NVIDIA to AMD). Where one is not (Apple),
-    a cost lent by the source family's pooled fit (EngineParams.lent) goes: it is the
-    source's runtime, identified on other engines' points, and no figure of the target's
-    replaces it; a cost the engine's own points identified stays, the engine's own
-    runtime with nothing to scale it by. The per-MoE-layer cost, where the target's kernel
+    taking the target's fixed time: x1.10 from NVIDIA to AMD). Where one is not (Apple,
+    or a vendor nobody measured), each cost, lent by the source family's pooled fit or
+    the engine's own, stays the source's time: every GPU's kernels take a fixed time, and
+    with no figure of the target's the source's is the nearest known (a public Metal
+    microbenchmark runs a 155 kB mat-vec on an M3 Pro in 4.9-5.2 us all told, the order of
+    an H100's 6.53 us: docs/accuracy.md). Dropping the lent costs there, as this once did,
+    priced an Apple step as if its kernels were free: with Apple left out (points.yaml),
+    llama.cpp on Apple GPUs ran 0.82 of the measured step at the median, 18.3% off, and
+    0.88, 11.9%, with the costs kept. The per-MoE-layer cost, where the target's kernel
     tables hold its MoE kernel's fixed time (KERNEL_MOE_FIXED_S), is that time instead:
     the source's fitted cost is its own stack's MoE dispatch, no figure of the target's.
     Measured on validation/points.yaml with each vendor left out (docs/accuracy.md):
     carried as times, AMD's lent 1.39 ms per step and its 2025 MoE-layer costs slowed
     NVIDIA steps 1.15-3.3x."""
-    ratio = fixed_time_ratio(source, target)
+    ratio = fixed_time_ratio(source, target) or 1.0
     out = {}
     for cost in FIXED_COSTS:
         value: float = getattr(params, f"{cost}_s")
-        if cost == "per_moe_layer" and target in KERNEL_MOE_FIXED_S:
-            value = KERNEL_MOE_FIXED_S[target]
-        elif ratio is not None:
-            value *= ratio
-        elif cost in params.lent:
-            value = 0.0
-        out[f"{cost}_s"] = value
+        moe = cost == "per_moe_layer" and target in KERNEL_MOE_FIXED_S
+        out[f"{cost}_s"] = KERNEL_MOE_FIXED_S[target] if moe else value * ratio
     return out
 
 

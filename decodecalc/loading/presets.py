@@ -20,7 +20,6 @@ from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
 from decodecalc.model.precision import GROUP_NAMES, Mix, WeightRecipe
-from decodecalc.record import replace
 from decodecalc.scenarios.rates import MAX_POWER_W, MAX_PRICE, PriceList
 
 if TYPE_CHECKING:
@@ -448,37 +447,45 @@ def load_engine(doc: Document, preset_id: str) -> EngineProfile:
         )
     has_lines = top.has("lines")
     top.read.add("lines")
-    profile = EngineProfile(
-        id=preset_id,
-        name=name,
-        pending_families=families,
-        versions=top.texts("versions"),
-        source=source,
-        notes=top.text("notes", ""),
-        aliases=aliases,
-        serving=_serving(top.mapping("serving"), name) if top.has("serving") else None,
-    )
+    versions, notes = top.texts("versions"), top.text("notes", "")
+    serving = _serving(top.mapping("serving"), name) if top.has("serving") else None
     top.finish()
     if not doc.cached:
         for family in families.names:
             families.parse(family)
-    if not has_lines:
-        return profile
-    table = top.mapping("lines")  # after finish: read, and checked, on first use
+    pending_lines, dates = None, None
+    if has_lines:
+        table = top.mapping("lines")  # after finish: read, and checked, on first use
 
-    @functools.cache
-    def lines() -> tuple[ReleaseLine, ...]:
-        found = []
-        for release in table.data:
-            if not isinstance(release, str) or not release_order(release):
-                raise table.error(str(release), "a release line holds numbers ('0.10', '2024-05')")
-            found.append(_line(table.mapping(release), release))
-        table.finish()
-        return tuple(sorted(found, key=lambda x: release_order(x.release)))
+        @functools.cache
+        def lines() -> tuple[ReleaseLine, ...]:
+            found = []
+            for release in table.data:
+                if not isinstance(release, str) or not release_order(release):
+                    raise table.error(
+                        str(release), "a release line holds numbers ('0.10', '2024-05')"
+                    )
+                found.append(_line(table.mapping(release), release))
+            table.finish()
+            return tuple(sorted(found, key=lambda x: release_order(x.release)))
 
-    if not doc.cached:
-        lines()
-    return replace(profile, pending_lines=lines, latest_dates=latest_dates(table.data))
+        if not doc.cached:
+            lines()
+        pending_lines, dates = lines, latest_dates(table.data)
+    # Built once its lines are known: a profile built and then replaced costs each query a
+    # record's construction and checks per profile.
+    return EngineProfile(
+        id=preset_id,
+        name=name,
+        pending_families=families,
+        versions=versions,
+        source=source,
+        notes=notes,
+        aliases=aliases,
+        serving=serving,
+        pending_lines=pending_lines,
+        latest_dates=dates,
+    )
 
 
 def latest_dates(lines: dict[Any, Any]) -> tuple[tuple[str, str], ...]:
@@ -677,7 +684,15 @@ def _duration(f: Fields, key: str) -> float | None:
     if not f.has(key):
         f.read.add(key)
         return None
-    return _parsed(f, key, lambda text: parse_duration(text, key))
+    return _parsed(f, key, lambda text: _seconds(text, key))
+
+
+@functools.cache
+def _seconds(text: str, key: str) -> float:
+    """parse_duration, once per text and field: a query reads a dozen parameter sets, and
+    most of their durations repeat (0.00us, a family's shared costs), each read exactly
+    (a dozen microseconds apiece). A text it refuses is not kept: it raises again."""
+    return parse_duration(text, key)
 
 
 def _efficiency(f: Fields, key: str) -> float:

@@ -17,7 +17,7 @@ from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
-from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
+from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype, mix_text
 from decodecalc.notes import Note, unique
 from decodecalc.record import record, replace
 from decodecalc.scenarios.fields import MAX_TP, SCENARIO_FIELDS
@@ -453,6 +453,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *format_notes(model, weights, (kv, v_kv), gpu),
             *head_notes,
             *_export_name_note(model, weights.id, spec.weights is not None),
+            *_recipe_note(catalog, spec.weights, model, overrides),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
@@ -508,6 +509,31 @@ def resolve_weights(
         return found, (), None
     default, overrides = expand(found, (g.name for g in model.tensor_groups()), catalog.dtype)
     return default, overrides, found.id
+
+
+def _recipe_note(
+    catalog: Catalog, value: str | DType | WeightRecipe | None, model: Model, overrides: Overrides
+) -> tuple[Note, ...]:
+    """A recipe given (-w) that stores nothing of this model otherwise than its default: the
+    groups it names in other formats (routed experts, for an experts-only recipe) are none
+    of the model's, so it prices as --weights DEFAULT would, and says so, as --v-dtype
+    says where there is no V to store (format_notes)."""
+    found = catalog.weights(value) if isinstance(value, str) else value
+    if not isinstance(found, WeightRecipe) or overrides:
+        return ()
+    named = [(group, mix_text(mix)) for group, mix in found.overrides]
+    other = [(group, text) for group, text in named if text != found.default]
+    if not other:
+        return ()
+    stored = ", ".join(f"{group} in {text}" for group, text in other)
+    return (
+        Note(
+            "recipe-unused",
+            f"-w {found.id} prices nothing here beyond {found.default}: it stores only "
+            f"{stored} otherwise, and {model.id} has none of them, so every weight is "
+            f"{found.default}",
+        ),
+    )
 
 
 def _dtype(catalog: Catalog, value: str | DType) -> DType:

@@ -157,6 +157,12 @@ class Scenario:
             )
 
     @property
+    def bandwidth_given(self) -> bool:
+        """Whether the bandwidth is another than the GPU preset's own (--bandwidth beside
+        --gpu): its rows then carry the GPU's name, memory and FLOP/s at that bandwidth."""
+        return self.gpu is not None and self.bandwidth_bytes_per_s != self.gpu.bandwidth_bytes_per_s
+
+    @property
     def effective_bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_bytes_per_s * self.efficiency
 

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.errors import InputError
 from decodecalc.model.dtypes import ceil_bytes
+from decodecalc.model.model import counted
 from decodecalc.record import record
 from decodecalc.step.memory import ServerRoom, server_room, stored_weight_bytes
 from decodecalc.step.parallelism import stage_groups, stage_layer_counts
@@ -221,10 +222,11 @@ def _stage_pool(
     """One stage's pool: the room the server leaves (the budget less the activation peak
     and the reserve, per GPU) less the stage's weights (and a drafter's), in blocks over
     its layers' slots (and the drafter's layers, grouped apart)."""
-    kinds = layer_kinds(scenario, mixers)
+    pairs = counted(mixers)  # a few distinct layer objects, not one per layer
+    kinds = layer_kinds(scenario, pairs)
     draft_weights = 0
     if drafter is not None:
-        kinds += layer_kinds(drafter.scenario, drafter.mixers)
+        kinds += layer_kinds(drafter.scenario, counted(drafter.mixers))
         draft_weights = stored_weight_bytes(drafter.scenario, drafter.groups)
     slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
     weights = stored_weight_bytes(scenario, groups) + draft_weights
@@ -245,24 +247,25 @@ def _stage_pool(
         kinds=kinds,
         max_num_batched_tokens=limits.max_num_batched_tokens,
         state_bytes_per_sequence=ceil_bytes(
-            sum((m.state_bytes(scenario.attention_tp) for m in mixers), start=Fraction(0))
+            sum((n * m.state_bytes(scenario.attention_tp) for m, n in pairs), start=Fraction(0))
         ),
         draft_weight_bytes=draft_weights,
         ranks=scenario.attention_ranks,
     )
 
 
-def layer_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKind, ...]:
-    """The caching layers (``mixers``: the model's, or a pipeline stage's) by kind, each
-    with the slots vLLM's grouping gives it: one kind fills its own group; with several,
-    every kind is padded to a multiple of the group size (the smallest kind's count, or
-    the largest's when all are close)."""
+def layer_kinds(scenario: Scenario, pairs: Sequence[tuple[Mixer, int]]) -> tuple[LayerKind, ...]:
+    """The caching layers (``pairs``: the model's, or a pipeline stage's, each distinct
+    mixer with its count, model/model.py counted) by kind, each with the slots vLLM's
+    grouping gives it: one kind fills its own group; with several, every kind is padded
+    to a multiple of the group size (the smallest kind's count, or the largest's when all
+    are close)."""
     counts: dict[tuple[int | None, Fraction], int] = {}
-    for mixer in mixers:
+    for mixer, n in pairs:
         per_token = _layer_bytes_per_token(scenario, mixer)
         if per_token:
             key = (mixer.sliding_window, per_token)
-            counts[key] = counts.get(key, 0) + 1
+            counts[key] = counts.get(key, 0) + n
     if not counts:
         return ()
     smallest, largest = min(counts.values()), max(counts.values())
@@ -272,19 +275,19 @@ def layer_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKind,
         LayerKind(window, n, -(-n // group) * group, per_token)
         for (window, per_token), n in ordered
     )
-    return regular + _pooled_kinds(scenario, mixers)
+    return regular + _pooled_kinds(scenario, pairs)
 
 
-def _pooled_kinds(scenario: Scenario, mixers: Sequence[Mixer]) -> tuple[LayerKind, ...]:
+def _pooled_kinds(scenario: Scenario, pairs: Sequence[tuple[Mixer, int]]) -> tuple[LayerKind, ...]:
     """DeepSeek-V4's pooled entries (and a CSA layer's index keys) as kinds of their own
     that every token of a request keeps: per layer, d / r elements a token in the KV dtype,
     plus the index keys' fixed bytes. Each ratio is a pool of its own in the engines, so
     no group pads them."""
     counts: dict[Fraction, int] = {}
-    for mixer in mixers:
+    for mixer, n in pairs:
         for _, elements, _ in mixer.compressed_kv:
             per_token = scenario.kv_dtype.bytes_for(elements) + mixer.fixed_kv_bytes_per_token
-            counts[per_token] = counts.get(per_token, 0) + 1
+            counts[per_token] = counts.get(per_token, 0) + n
     return tuple(LayerKind(None, n, n, per_token) for per_token, n in counts.items())
 
 

@@ -115,7 +115,8 @@ def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int
     if model.stand_in_widths:
         return 0
     tokens = limits.max_num_batched_tokens
-    widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer in model.layers)
+    # Over the distinct layer objects (model/model.py counted): the widest is among them.
+    widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer, _ in model.layer_counts())
     widest = max(widths, default=0)
     forward = tokens * (3 * model.hidden_size + widest) * ACTIVATION_BYTES
     rows = min(limits.max_num_seqs, tokens)

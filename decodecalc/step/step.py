@@ -450,7 +450,9 @@ class StepModel:
         if self.held_bytes(held) > memory.room.usable_bytes:
             return False
         pool = memory.pool
-        return pool is None or pool.holds(self.scenario.batch, context_tokens)
+        if pool is None or pool.limits_as_bytes:  # the bytes above said it (as the sweep)
+            return True
+        return pool.holds(self.scenario.batch, context_tokens)
 
     def held_bytes(self, context_tokens: int) -> int:
         """What the fullest GPU holds: its stage's stored weights, the cache its layers

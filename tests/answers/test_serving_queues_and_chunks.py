@@ -147,9 +147,10 @@ def test_open_loop_near_saturation_says_requests_queue(cli: Run) -> None:
     assert "decodecalc: note: at 99.0% of the saturation rate" in result.err
     assert_little(doc)
     # Far below saturation the wait is a sliver of TTFT and nothing is noted of it (only
-    # that the typical band's engines, most fitted at batch 1, run past their range).
+    # the typical band's months on an H100 and that its engines, most fitted at batch 1,
+    # run past their range).
     notes = run_json(cli, *sizes, "--request-rate", "1")["notes"]
-    assert [n["code"] for n in notes] == ["engine-extrapolated"]
+    assert [n["code"] for n in notes] == ["typical-window", "engine-extrapolated"]
 
 
 def test_weights_past_the_memory_say_so(cli: Run) -> None:

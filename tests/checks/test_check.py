@@ -571,7 +571,8 @@ def test_max_ms_per_token_under_a_workload_is_the_servers_tpot(cli: Run, tmp_pat
     (result,) = json.loads(r.out)["results"]
     assert result["target"] == "max_ms_per_token"
     assert result["value"] == pytest.approx(tpot_ms, rel=1e-12)
-    assert result["context"] is None and result["basis"] is None  # no step at a context
+    # No step at a context: the server's, its steps the typical engine's expected ones.
+    assert (result["context"], result["basis"], result["held_to"]) == (None, "expected", "workload")
     assert r.code == 1 and result["passed"] is (tpot_ms <= 5)
     assert "max_ms_per_token is held to the server's TPOT" in r.err
     table = cli("check", write(tmp_path, UNDER_LOAD))
@@ -606,7 +607,7 @@ def test_min_tokens_per_s_under_a_workload_is_one_over_the_servers_tpot(
     results = {x["target"]: x for x in json.loads(r.out)["results"]}
     speed = results["min_tokens_per_s"]
     assert speed["value"] == pytest.approx(1000 / tpot_ms, rel=1e-12)
-    assert speed["context"] is None and speed["basis"] is None  # no step at a context
+    assert (speed["context"], speed["basis"], speed["held_to"]) == (None, "expected", "workload")
     assert speed["passed"] is False and results["max_ms_per_token"]["passed"] is True
     assert r.code == 1
     assert "min_tokens_per_s to 1000 / TPOT ms per sequence" in r.err

@@ -139,15 +139,46 @@ def test_a_transferred_step_by_hand(cli: Run) -> None:
 
 def test_fixed_costs_across_vendors_scale_by_the_kernels_fixed_times() -> None:
     """AMD's costs on NVIDIA GPUs: x 6.53 / 7.21 (an H100's FP8 GEMM fixed time over an
-    MI300X's), lent or not; to Apple, where no kernel's fixed time is known, a lent cost
-    goes and the engine's own stays."""
+    MI300X's), lent or not; to Apple or a vendor nobody measured, where no kernel's fixed
+    time is known, every cost stays the source's time, lent or not (never zero: a GPU's
+    kernels are never free)."""
     own_and_lent = replace(SOURCE, lent=("per_step",))
     on_nvidia = across(own_and_lent, "amd-instinct", "nvidia-datacenter")
     assert on_nvidia.per_step_s == pytest.approx(100e-6 * 6.53 / 7.21)  # 90.6 us
     assert on_nvidia.per_layer_s == pytest.approx(10e-6 * 6.53 / 7.21)
-    on_apple = across(own_and_lent, "nvidia-datacenter", "apple")
-    assert on_apple.per_step_s == 0.0  # lent by the NVIDIA family's pooled fit
-    assert on_apple.per_layer_s == 10e-6 and on_apple.per_moe_layer_s == 20e-6
+    for target in ("apple", "other"):
+        moved = across(own_and_lent, "nvidia-datacenter", target)
+        assert moved.per_step_s == 100e-6  # lent by the NVIDIA family's pooled fit
+        assert moved.per_layer_s == 10e-6 and moved.per_moe_layer_s == 20e-6
+    assert across(own_and_lent, "apple", "amd-instinct").per_step_s == 100e-6
+
+
+def test_a_step_crossed_to_a_vendor_without_kernel_tables_by_hand() -> None:
+    """Llama-3.1-8B in BF16 on an M2 Ultra (800 GB/s) at 1,024 tokens, batch 1, priced by
+    SGLang 0.5's H100 fit crossed to Apple, which has no kernel tables: the efficiencies as
+    they are (no streaming share is known for Apple) and the 76.99 us per layer its
+    family's pooled fit lent it kept as a time (it was dropped, and the step 2.46 ms short).
+    The shipped profile's nvidia-datacenter block of the 0.5 line (as fitted on
+    2026-12-02): e_w 0.9785, e_kv 0.8318, 76.99 us per layer, no per-step cost. By hand:
+    weights 15,009,849,344 B (8,030,261,248 params less the 525,336,576 of the embedding,
+    x 2 bytes) / (800 GB/s x 0.9785) = 19.17456 ms; KV 32 layers x 8 heads x 128 x 2 (K,
+    V) x 2 bytes = 131,072 B a token x 1,024 = 134,217,728 B / (800 GB/s x 0.8318) =
+    0.20170 ms; 32 layers x 76.99 us = 2.46368 ms; step 21.83994 ms."""
+    from decodecalc.loading.catalog import Catalog
+    from decodecalc.resolving.resolve import resolve
+    from decodecalc.scenarios.spec import ScenarioSpec
+    from decodecalc.step.step import StepModel, engine_step
+
+    catalog = Catalog()
+    lines = {x.release: dict(x.families) for x in catalog.engine("sglang").release_lines()}
+    source = lines["0.5"]["nvidia-datacenter"]
+    assert "per_layer" in source.lent
+    moved = across(source, "nvidia-datacenter", "apple")
+    spec = ScenarioSpec(model="llama-3.1-8b", gpu="m2-ultra-192gb", engine="roofline")
+    step = StepModel.of(resolve(spec, catalog))
+    found = engine_step(step, step.row(1024), moved)
+    assert found.fixed_s == pytest.approx(2.46368e-3, rel=1e-4)
+    assert found.seconds == pytest.approx(21.83994e-3, rel=1e-4)
 
 
 def test_across_vendors_an_moe_layer_costs_the_targets_moe_kernel() -> None:
@@ -212,7 +243,7 @@ def test_a_fit_records_the_costs_its_family_lent_it() -> None:
 
 PAIRS = [
     (gpu, model)
-    for gpu in ("mi300x", "mi355x", "h200", "rtx-4090", "m4-max", "b200")
+    for gpu in ("mi300x", "mi355x", "h200", "rtx-4090", "m4-max", "b200", "gaudi3", "tpu-v6e")
     for model in ("llama-3.1-8b", "qwen3-30b-a3b")
 ]
 

@@ -27,8 +27,8 @@ from tests.conftest import Run
 from tests.engine.test_lines_and_bands import RANGE as FITTED
 
 SCENARIOS = {
-    # the review's two (docs: /work/review.md item 2), NVIDIA datacenter (every profile
-    # measured there: none has a line dated in the last 12 months)
+    # the review's two (docs: /work/review.md item 2), NVIDIA datacenter (none has a line
+    # dated in the last 12 months: those of the 12 months to 2025-08-12, current_on)
     "llama-70b-h100": ("-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "--tp", "4",
                        "--batch", "8", "-c", "8K"),
     "deepseek-h200": ("-m", "deepseek-v3", "-g", "h200", "-w", "fp8", "--tp", "8",
@@ -143,17 +143,18 @@ def test_one_note_says_how_many_votes_extrapolate_and_mostly_why() -> None:
 
 
 def test_the_shipped_typical_notes_an_extrapolation_and_only_then(cli: Run) -> None:
-    """Llama-3.1-8B on an H100 at batch 128: every NVIDIA datacenter vote was fitted at
-    batch 8 or below (the review's item 7: each --engine NAME says it extrapolates, the
-    default said nothing), in the table's stderr and the JSON alike. gpt-oss-120b (116.8B,
-    MoE) on an MI355X at batch 16 lies inside both AMD votes' ranges (ATOM 2026-05:
-    70.6B-671B, dense and MoE, batch 4-256, MI355X; vLLM 0.19: 116.8B-352.8B MoE, batch
-    4-256, MI355X): no note."""
+    """Llama-3.1-8B on an H100 at batch 128: every NVIDIA datacenter vote (six: the 12
+    months to 2025-08-12 leave llama.cpp's 2023-12 line out) was fitted at batch 8 or
+    below (the review's item 7: each --engine NAME says it extrapolates, the default said
+    nothing), in the table's stderr and the JSON alike. gpt-oss-120b (116.8B, MoE) on an
+    MI355X at batch 16 lies inside both AMD votes' ranges (ATOM 2026-05: 70.6B-671B, dense
+    and MoE, batch 4-256, MI355X; vLLM 0.19: 116.8B-352.8B MoE, batch 4-256, MI355X): no
+    note."""
     args = ("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "4K", "--batch", "128")
     doc = json.loads(cli(*args, "--json").out)
     (note,) = [n["message"] for n in doc["notes"] if n["code"] == "engine-extrapolated"]
-    assert note.startswith("typical extrapolated: 7 of its 7 engines are outside their fitted")
-    assert "most on batch (7;" in note
+    assert note.startswith("typical extrapolated: 6 of its 6 engines are outside their fitted")
+    assert "most on batch (6;" in note
     assert f"decodecalc: note: {note}" in cli(*args).err
     quiet = ("estimate", "-m", "gpt-oss-120b", "-g", "mi355x", "--batch", "16", "-c", "4K")
     doc = json.loads(cli(*quiet, "--json").out)

@@ -20,8 +20,10 @@ README = ROOT / "README.md"
 
 def test_readme_stays_a_landing_page() -> None:
     """The details live under docs/, split by purpose; the README greets with three
-    examples. 12 KB holds them (box-drawing characters are 3 bytes) and a little growth."""
-    assert len(README.read_bytes()) <= 12_000
+    examples. 12.3 KB holds them (box-drawing characters are 3 bytes) and a little growth:
+    12 KB did until the first example's H100 answer noted the typical band's months
+    (typical-window, about 230 bytes)."""
+    assert len(README.read_bytes()) <= 12_300
 
 
 @pytest.mark.parametrize(

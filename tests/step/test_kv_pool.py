@@ -440,3 +440,43 @@ def test_a_sweep_fits_the_rows_estimate_fits(
     rows = json.loads(cli("estimate", *flags, "-c", contexts, "--json").out)["rows"]
     estimated = {r["context"]: r["fits"] for r in rows if not r["crossover"]}
     assert {r["context"]: r["fits"] for r in map(json.loads, swept.out.splitlines())} == estimated
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "weights", "tp", "pp", "dp_attention"),
+    [  # ONE_MODEL_CASES of one kind of layer keeping every token (no window), and DP attention
+        ("llama-3.1-8b", "h100-sxm", "bf16", 1, 1, False),
+        ("qwen2.5-72b", "h100-sxm", "fp8", 1, 1, False),
+        ("llama-3.1-70b", "h200", "fp8", 2, 2, False),
+        ("deepseek-v3", "h200", "fp8", 8, 1, False),
+        ("deepseek-v3", "h200", "fp8", 8, 1, True),
+    ],
+)
+@pytest.mark.parametrize("batch", [1, 7, 64])
+def test_a_fit_that_leaves_the_pool_unasked_is_the_pools_at_the_edge(
+    model: str, gpu: str, weights: str, tp: int, pp: int, batch: int, dp_attention: bool
+) -> None:
+    """StepModel.fits leaves the pool unasked where it limits nothing the byte count does
+    not (KvPool.limits_as_bytes: one kind, every token kept, unpadded, no state), as the
+    sweep does: around the longest context whose bytes fit, the pool holds the batch
+    wherever the bytes fit, so the fit is the one asking the pool gives."""
+    from decodecalc.step.step import StepModel
+
+    spec = ScenarioSpec(
+        model=model, gpu=gpu, weights=weights, tp=tp, pp=pp, batch=batch, dp_attention=dp_attention
+    )
+    scenario = resolve(spec, Catalog())
+    step = StepModel.of(scenario)
+    memory = step.memory(1 << 20)
+    assert memory is not None and memory.pool is not None and memory.pool.limits_as_bytes
+
+    def bytes_fit(context: int) -> bool:
+        return step.held_bytes(memory.room.held_tokens(context)) <= memory.room.usable_bytes
+
+    longest, beyond = 0, 1 << 30  # the longest context whose bytes fit, by halving
+    while beyond - longest > 1:
+        middle = (longest + beyond) // 2
+        longest, beyond = (middle, beyond) if bytes_fit(middle) else (longest, middle)
+    for context in {max(1, longest + d) for d in (-17, -16, -1, 0, 1, 15, 16, 17)}:
+        asked = bytes_fit(context) and memory.pool.holds(batch, context)
+        assert step.fits(context, memory) == asked == bytes_fit(context)
