@@ -22,11 +22,19 @@ rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
+from decodecalc.answers.serving import (
+    Refused,
+    Saturated,
+    erlang_c,
+    per_request_seconds,
+    step_prices,
+    sustained_each,
+)
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
@@ -441,6 +449,17 @@ def serve_disaggregated(
         else:
             high = middle
     return deployment.at_rate(high, float(concurrency))
+
+
+def serve_disaggregated_each(
+    pools: Pools, workloads: Sequence[Workload], limits: SchedulerLimits
+) -> tuple[list[DisaggregatedResult], list[Saturated]]:
+    """serve_disaggregated at each workload: the ones the pools sustain, and the request
+    rates past their saturation, each with what it would need, as the one-pool server
+    reports a rate list (answers/serving.py sustained_each)."""
+    return sustained_each(
+        lambda workload: serve_disaggregated(pools, workload, limits), workloads, "the pools'"
+    )
 
 
 @record

@@ -18,9 +18,10 @@ throughput.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import cached_property
+from typing import TypeVar
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.speculative import draft_scenario
@@ -38,6 +39,8 @@ from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
+
+_R = TypeVar("_R")
 
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
@@ -577,6 +580,9 @@ class Saturated:
 
     request_rate_per_s: float
     saturation_rate_per_s: float
+    whose: str = "the server's"
+    """Whose saturation rate it reaches: the server's, or a disaggregated deployment's pools'
+    (naming the pool that saturates first)."""
 
     @property
     def replicas_needed(self) -> int:
@@ -587,8 +593,8 @@ class Saturated:
     def note(self) -> Note:
         return Note(
             "serving-saturated",
-            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches the "
-            f"server's saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
+            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches "
+            f"{self.whose} saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
             f"grows without bound; it would need {self.replicas_needed} replicas (each "
             f"taking {self.request_rate_per_s / self.replicas_needed:.3g}/s)",
         )
@@ -598,19 +604,29 @@ def serve_each(
     scenario: Scenario, workloads: Sequence[Workload], limits: SchedulerLimits
 ) -> tuple[list[ServingResult], list[Saturated]]:
     """serve() at each workload: the ones the server sustains, and the request rates past
-    its saturation, each with what it would need. Refused when none is sustained (nothing
-    to report), or for any other reason (no room for a request)."""
-    results: list[ServingResult] = []
+    its saturation, each with what it would need (sustained_each)."""
+    return sustained_each(lambda workload: serve(scenario, workload, limits), workloads)
+
+
+def sustained_each(
+    serve_one: Callable[[Workload], _R], workloads: Sequence[Workload], whose: str = ""
+) -> tuple[list[_R], list[Saturated]]:
+    """``serve_one`` at each workload: the ones sustained, and the request rates past
+    saturation, each a Saturated (``whose``: whose saturation rate, the server's when
+    empty), so that a rate list sweeps up to the knee in every serving mode. Refused when
+    none is sustained (nothing to report), or for any other reason (no room for a
+    request)."""
+    results: list[_R] = []
     saturated: list[Saturated] = []
     refusal: Refused | None = None
     for workload in workloads:
         try:
-            results.append(serve(scenario, workload, limits))
+            results.append(serve_one(workload))
         except Refused as exc:
             if exc.target != "load" or workload.request_rate is None:
                 raise
             refusal = refusal or exc
-            saturated.append(Saturated(workload.request_rate, exc.value))
+            saturated.append(Saturated(workload.request_rate, exc.value, whose or "the server's"))
     if not results and refusal is not None:
         raise refusal
     return results, saturated

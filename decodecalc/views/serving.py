@@ -27,6 +27,7 @@ from decodecalc.views.report import Column, Report, document, with_notes
 if TYPE_CHECKING:
     from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
     from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.scenarios.workload import Workload
 
 
 def knee(results: Sequence[ServingResult]) -> int | None:
@@ -146,24 +147,8 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
         **({} if (costs := cost_inputs(s)) is None else {"cost": costs}),
         rows=rows,
     )
-    if saturated:
-        doc["saturated"] = [
-            {
-                "request_rate_per_s": x.request_rate_per_s,
-                "saturation_rate_per_s": x.saturation_rate_per_s,
-                "replicas_needed": x.replicas_needed,
-            }
-            for x in saturated
-        ]
-    flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
-    columns = (
-        *(Column(k, k) for k in flat_inputs),
-        Column("input_len", "input_len"),
-        Column("output_len", "output_len"),
-        *(Column(k, k) for k in rows[0]),
-    )
-    sizes = {"input_len": first.workload.input_len, "output_len": first.workload.output_len}
-    records = tuple({**flat_inputs, **sizes, **row} for row in rows)
+    doc.update(saturated_document(saturated))
+    columns, records = rows_with_inputs(inputs, first.workload, rows)
     report = Report(
         document=doc,
         columns=columns,
@@ -178,6 +163,43 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
         *cost_notes(s),
     ]
     return with_notes(report, unique(found))
+
+
+def saturated_document(saturated: Sequence[Saturated]) -> dict[str, Any]:
+    """The document's ``saturated`` entry, present only when a rate asked for is past
+    saturation."""
+    if not saturated:
+        return {}
+    return {
+        "saturated": [
+            {
+                "request_rate_per_s": x.request_rate_per_s,
+                "saturation_rate_per_s": x.saturation_rate_per_s,
+                "replicas_needed": x.replicas_needed,
+            }
+            for x in saturated
+        ]
+    }
+
+
+def saturated_clauses(saturated: Sequence[Saturated]) -> str:
+    """The title's words for the rates past saturation, each with what it would need."""
+    return "".join(
+        f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
+        f"{x.replicas_needed} replicas)"
+        for x in saturated
+    )
+
+
+def rows_with_inputs(
+    inputs: dict[str, Any], workload: Workload, rows: Sequence[dict[str, Any]]
+) -> tuple[tuple[Column, ...], tuple[dict[str, Any], ...]]:
+    """CSV's columns and records: the scenario's flat inputs and the request sizes lead
+    every row, as estimate's do, so that every serving mode's files stack."""
+    flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
+    sizes = {"input_len": workload.input_len, "output_len": workload.output_len}
+    columns = tuple(Column(k, k) for k in (*flat_inputs, *sizes, *rows[0]))
+    return columns, tuple({**flat_inputs, **sizes, **row} for row in rows)
 
 
 def human_view(report: Report) -> Report:
@@ -249,11 +271,7 @@ def _title(
         lines.append(
             "open loop (Poisson arrivals): utilization "
             + ", ".join(f"{u or 0:.1%} at {rate:g} requests/s" for rate, u in loads)
-            + "".join(
-                f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
-                f"{x.replicas_needed} replicas)"
-                for x in saturated
-            )
+            + saturated_clauses(saturated)
         )
     return tuple(lines)
 
