@@ -17,6 +17,7 @@ from decodecalc.views.estimate import cost_fields, cost_inputs, parallel_label, 
 from decodecalc.views.report import Column, Report, document, with_notes
 from decodecalc.views.serving import (
     deployment_title,
+    rows_with_inputs,
     saturated_clauses,
     saturated_document,
 )
@@ -141,8 +142,8 @@ def disaggregated_report(
         f"{first.balanced_prefill_per_decode:.2f} prefill workers per decode worker balance "
         "them)" + saturated_clauses(saturated),
     )
-    columns = tuple(Column(k, k) for k in rows[0])
-    report = Report(document=doc, columns=columns, records=tuple(rows), title=title)
+    columns, records = rows_with_inputs(inputs, w, rows)
+    report = Report(document=doc, columns=columns, records=records, title=title)
     found = [
         *serving_scenario_notes(s),
         *(n for r in results for n in r.notes),
