@@ -388,7 +388,7 @@ class _Deployment:
             else cost_and_energy(
                 1.0, output_per_s, pools.gpus, rates.price_per_gpu_hour, rates.power_w
             ),
-            notes=(*self.notes(), *wider),
+            notes=(*self.notes(), *(decode_pool(n) for n in wider)),
         )
 
     def notes(self) -> tuple[Note, ...]:
@@ -411,6 +411,12 @@ class _Deployment:
     @property
     def first_to_saturate(self) -> str:
         return "prefill" if self.prefill_capacity <= self.decode_capacity else "decode"
+
+
+def decode_pool(note: Note) -> Note:
+    """A note of the decode workers' steps (their engine's fitted range at their batch),
+    said of the decode pool: the prefill pool runs the same engine at other batches."""
+    return replace(note, message=f"decode pool: {note.message}", pool="decode")
 
 
 def _gpu(s: Scenario) -> str:

@@ -17,6 +17,7 @@ from decodecalc.views.estimate import cost_fields, cost_inputs, parallel_label, 
 from decodecalc.views.report import Column, Report, document, with_notes
 from decodecalc.views.serving import (
     deployment_title,
+    load_notes,
     rows_with_inputs,
     saturated_clauses,
     saturated_document,
@@ -146,7 +147,7 @@ def disaggregated_report(
     report = Report(document=doc, columns=columns, records=records, title=title)
     found = [
         *serving_scenario_notes(s),
-        *(n for r in results for n in r.notes),
+        *load_notes(results),
         *(x.note() for x in saturated),
         *cost_notes(s),
     ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import Saturated, ServingResult
-from decodecalc.notes import unique
+from decodecalc.notes import Note, many_notes, unique
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
@@ -25,6 +25,7 @@ from decodecalc.views.estimate import (
 from decodecalc.views.report import Column, Report, document, with_notes
 
 if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import DisaggregatedResult
     from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
     from decodecalc.scenarios.scenario import Scenario
     from decodecalc.scenarios.workload import Workload
@@ -158,7 +159,7 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
     )
     found = [
         *serving_scenario_notes(s),
-        *(n for r in results for n in r.notes),
+        *load_notes(results),
         *(x.note() for x in saturated),
         *cost_notes(s),
     ]
@@ -276,7 +277,14 @@ def _title(
     return tuple(lines)
 
 
-def _load(r: ServingResult) -> str:
+def load_notes(results: Sequence[ServingResult | DisaggregatedResult]) -> tuple[Note, ...]:
+    """The rows' notes: one every load has, once; one some loads have (an engine's fitted
+    range left at the larger batches, a queue), named with the first loads it is of, so
+    that two such notes of different loads are told apart."""
+    return many_notes((_load(r), r.notes) for r in results)
+
+
+def _load(r: ServingResult | DisaggregatedResult) -> str:
     """A row's load as given: the closed loop's concurrency or the open loop's rate."""
     rate = r.workload.request_rate
     return f"concurrency {r.concurrency:g}" if rate is None else f"{rate:g} requests/s"

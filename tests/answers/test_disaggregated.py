@@ -279,3 +279,25 @@ def test_laws_hold_at_any_load(
     ]
     assert at_rate[1] >= at_rate[0]
     assert base.concurrency == pytest.approx(base.request_throughput_per_s * base.e2e_s, rel=1e-6)
+
+
+def test_extrapolation_notes_name_the_decode_pool_and_their_load(cli: Run) -> None:
+    """The decode workers' steps leave the engines' fitted range differently at 1 and at 32
+    requests a worker: each such note says it is the decode pool's (in the text and as the
+    note's pool in JSON) and at which load; the hand-over note, the same at every load and
+    the deployment's, names neither."""
+    result = cli(
+        "serving", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "-w", "fp8",
+        "--input-len", "2K", "--output-len", "512", "--concurrency", "1,64",
+        "--prefill-workers", "1", "--decode-workers", "2", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    notes = json.loads(result.out)["notes"]
+    wide = [n for n in notes if n["code"] == "engine-extrapolated"]
+    assert [n["message"].split(" typical extrapolated")[0] for n in wide] == [
+        "concurrency 1: decode pool:",
+        "concurrency 64: decode pool:",
+    ]
+    assert [n.get("pool") for n in wide] == ["decode", "decode"]
+    (handover,) = [n for n in notes if n["code"] == "kv-transfer-after-prefill"]
+    assert "pool" not in handover and handover["message"].startswith("the prompt's KV")
