@@ -392,6 +392,10 @@ class _Deployment:
         )
 
     def notes(self) -> tuple[Note, ...]:
+        """What the hand-over's timing leaves out; nothing where it costs nothing (--kv-link
+        none: the same GPUs, or a transfer the user prices at zero)."""
+        if self.transfer_s <= 0:
+            return ()
         layers = len(self.pools.decode.model.layers)
         hidden = self.transfer_s * (1 - 1 / layers)
         return (

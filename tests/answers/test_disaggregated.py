@@ -301,3 +301,16 @@ def test_extrapolation_notes_name_the_decode_pool_and_their_load(cli: Run) -> No
     assert [n.get("pool") for n in wide] == ["decode", "decode"]
     (handover,) = [n for n in notes if n["code"] == "kv-transfer-after-prefill"]
     assert "pool" not in handover and handover["message"].startswith("the prompt's KV")
+
+
+def test_a_free_hand_over_has_no_note(cli: Run) -> None:
+    """--kv-link none: no transfer time, so no note on hiding it (0.00 ms of 0.00 ms); over
+    a link the note stays, with the transfer it is about."""
+    args = ("--input-len", "4K", "--output-len", "500", "--concurrency", "32")
+    args += ("--prefill-workers", "1", "--decode-workers", "1")
+    free = run(cli, *args, "--kv-link", "none")
+    assert free["rows"][0]["kv_transfer_ms"] == 0
+    assert "kv-transfer-after-prefill" not in [n["code"] for n in free["notes"]]
+    linked = run(cli, *args)
+    assert linked["rows"][0]["kv_transfer_ms"] > 0
+    assert "kv-transfer-after-prefill" in [n["code"] for n in linked["notes"]]
