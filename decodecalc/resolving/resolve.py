@@ -96,8 +96,7 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     if spec.gpus_per_node is not None and not 1 <= spec.gpus_per_node <= MAX_TP:
         raise InputError(f"gpus per node {spec.gpus_per_node} must be from 1 to {MAX_TP}")
     per_node = spec.gpus_per_node or (None if link is None else link.gpus)
-    name = spec.node_link or DEFAULT_NODE_LINK
-    node = name if isinstance(name, Link) else catalog.link(name)  # a typo errs even unused
+    node = node_network(catalog, spec.node_link)  # a typo errs even unused
     if link is None or per_node is None or spec.tp * spec.pp <= per_node:
         return Links(link, None, per_node)
     notes = []
@@ -128,6 +127,20 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
             )
         )
     return Links(link, node, per_node, tuple(notes))
+
+
+def node_network(catalog: Catalog, name: str | Link | None) -> Link:
+    """The network between nodes --node-link names (DEFAULT_NODE_LINK when None): a link
+    that joins any number of GPUs (InfiniBand, RoCE), not one that joins those of one node
+    or rack (NVLink, PCIe, Infinity Fabric: a group past it crosses the network instead)."""
+    found = name if isinstance(name, Link) else catalog.link(name or DEFAULT_NODE_LINK)
+    if found.gpus is None:
+        return found
+    networks = [link.id for link in catalog.links() if link.gpus is None]
+    raise InputError(
+        f"--node-link {found.id}: {found.name} joins the GPUs inside one node or rack "
+        f"({found.gpus} of them), not nodes; a network between nodes: {', '.join(networks)}"
+    )
 
 
 def resolve_kv_link(
@@ -381,9 +394,10 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     check_fraction("memory utilization", spec.memory_utilization)
     if str(spec.efficiency).strip().lower() not in EFFICIENCY_WORDS:
         check_efficiency(resolve_efficiency(str(spec.efficiency), None).fraction)
-    for link in (spec.link, spec.node_link):
-        if isinstance(link, str) and link.strip().lower() != "none":
-            catalog.link(link)
+    if isinstance(spec.link, str) and spec.link.strip().lower() != "none":
+        catalog.link(spec.link)
+    if spec.node_link is not None:
+        node_network(catalog, spec.node_link)
     if spec.power is not None:
         resolve_rates(catalog, None, spec.power, None)
     if isinstance(spec.price, str):
