@@ -97,7 +97,7 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
         raise InputError(f"gpus per node {spec.gpus_per_node} must be from 1 to {MAX_TP}")
     per_node = spec.gpus_per_node or (None if link is None else link.gpus)
     node = node_network(catalog, spec.node_link)  # a typo errs even unused
-    if link is None or per_node is None or spec.tp * spec.pp <= per_node:
+    if link is None or per_node is None or not _spans(link, per_node, spec):
         return Links(link, None, per_node)
     notes = []
     if spec.tp > per_node:
@@ -127,6 +127,23 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
             )
         )
     return Links(link, node, per_node, tuple(notes))
+
+
+def _spans(link: Link | None, per_node: int | None, spec: ScenarioSpec) -> bool:
+    """Whether tp x pp GPUs fill more than one node of ``per_node`` (none without a link)."""
+    return link is not None and per_node is not None and spec.tp * spec.pp > per_node
+
+
+def spans_nodes(catalog: Catalog, spec: ScenarioSpec) -> bool:
+    """Whether a spec's tp x pp GPUs fill more than one node (resolve_links' rule), before
+    the rest of it is resolved; False where its GPU or link is unknown or none is given
+    (resolving the spec says why)."""
+    try:
+        gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
+        link = resolve_link(catalog, gpu, spec.tp, spec.link, None, spec.pp)
+    except InputError:
+        return False
+    return _spans(link, spec.gpus_per_node or (None if link is None else link.gpus), spec)
 
 
 def node_network(catalog: Catalog, name: str | Link | None) -> Link:
