@@ -186,8 +186,7 @@ def sweep(
     if (misfit := misfits.note(label)) is not None:
         note(misfit.message)
     if skipped:
-        first = skipped[0]
-        note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
+        note(options.invalid_combinations("skipped", skipped))
 
 
 def _sweep_format(fmt: str | None, as_json: bool, output: str | None) -> str:

@@ -385,6 +385,17 @@ def _link_uses(ctx: typer.Context, specs: list[ScenarioSpec]) -> list[tuple[int,
     ]
 
 
+def invalid_combinations(verb: str, skipped: Sequence[str]) -> str:
+    """The note on a grid's combinations that are no valid deployment (``skipped``: each
+    one's description and why), counted, the first shown: ``verb`` says what became of
+    them."""
+    many = len(skipped) > 1
+    return (
+        f"{verb} {len(skipped):,} combination{'s that are' if many else ' that is'} no valid "
+        f"deployment; first: {skipped[0]}"
+    )
+
+
 def split_list(text: str, what: str) -> list[str]:
     from decodecalc.loading.numbers import split_items  # a numbers spec keeps its commas
 

@@ -17,6 +17,7 @@ from decodecalc.cli import (
 )
 from decodecalc.cli.options import (
     ReportOpt,
+    invalid_combinations,
     refuse_links_unused,
     scenario_options,
     spec_of,
@@ -240,10 +241,7 @@ def plan(
         plan_page(ctx, page, options, targets, shown, found.notes)
     out.emit(report)
     if found.skipped:
-        note(
-            f"left out {len(found.skipped)} combinations that are no valid deployment; "
-            f"first: {found.skipped[0]}"
-        )
+        note(invalid_combinations("left out", found.skipped))
 
 
 def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":

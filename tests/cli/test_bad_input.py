@@ -62,7 +62,7 @@ def test_sweep_skips_only_valid_values_that_cannot_go_together(cli: Run) -> None
     r = cli(*shlex.split(SWEEP), "--tp", "3,1")
     assert r.code == 0
     assert len(r.out.splitlines()) == 1 + 2  # the header and TP 1 at two contexts
-    assert "skipped 1 combinations that are no valid deployment" in r.err
+    assert "skipped 1 combination that is no valid deployment" in r.err
     assert "tp 3 does not split llama-3.1-8b's attention heads evenly" in r.err
 
 
