@@ -499,14 +499,26 @@ class _Server:
             )
         spec = self.workload.speculative
         if spec is not None and even is not None and point.running >= even:
+            since = (
+                ", at every batch: it never pays"
+                if even == 1
+                else f" (it stops paying from {even:,} running)"
+            )
             found.append(
                 Note(
                     "speculation-does-not-pay",
-                    f"with {point.running:,.1f} requests running speculation gives a longer "
-                    f"TPOT than plain decoding would (it stops paying from {even:,} running)",
+                    f"with {requests_running(point.running)} speculation gives a longer TPOT "
+                    f"than plain decoding would{since}",
                 )
             )
         return tuple(found)
+
+
+def requests_running(count: float) -> str:
+    """A running count in words: a closed loop's whole count whole ("16 requests running"),
+    an open loop's mean to a tenth ("16.3 requests running"), one in the singular."""
+    shown = f"{count:,.0f}" if count == round(count) else f"{count:,.1f}"
+    return f"{shown} request{'' if shown == '1' else 's'} running"
 
 
 def per_request_seconds(engine: Engine) -> float:

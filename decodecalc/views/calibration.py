@@ -199,7 +199,7 @@ def validation_report(v: Validation) -> Report:
         Column("stand_in", "Left out: predicted by", numeric=False, drop=3),
     )
     title = (
-        f"{h.things(summary['n'], 'point')}: median absolute error {summary['mdape']:.1f}% "
+        f"{h.things(v.shipped.n, 'point')}: median absolute error {summary['mdape']:.1f}% "
         f"with the shipped profiles (p90 {summary['p90']:.1f}%, {v.band_coverage:.0f}% inside "
         "their band); each group left out and predicted by profiles fitted without it: median "
         f"{summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",

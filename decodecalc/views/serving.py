@@ -262,7 +262,9 @@ def _title(
             + (f" ({spec.draft_model.id})" if spec.draft_model else "")
             + f", {spec.proposed} proposed, {spec.tokens_per_step:.3f} tokens per verify step; "
             + (
-                f"stops paying from {even:,} requests running"
+                "never pays: plain decoding is faster from one request running"
+                if even == 1
+                else f"stops paying from {even:,} requests running"
                 if even is not None
                 else "pays at every batch the server runs"
             )

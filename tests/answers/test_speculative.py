@@ -9,7 +9,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.scenarios.workload import Speculation
 from decodecalc.step.step import streamed_weight_bytes
-from tests.conftest import preset_scenario
+from tests.conftest import Run, preset_scenario
 
 
 def test_tokens_per_step_for_a_constant_rate() -> None:
@@ -66,3 +66,23 @@ def test_draft_model_falls_back_to_one_gpu(catalog: Catalog) -> None:
     assert (drafter.model.id, drafter.tp, drafter.link) == ("qwen2.5-7b", 1, None)
     small = catalog.model("llama-3.2-1b")
     assert draft_scenario(target, Speculation("draft", 4, (0.7,), small)).tp == 8
+
+
+def test_speculation_accepting_nothing_is_said_never_to_pay(cli: Run) -> None:
+    """Acceptance 0: every verify step emits one token, as a plain step does, and computes
+    k + 1 query tokens and the drafter's passes on top, so it loses from one request
+    running (break-even 1). The closed loop's 16 requests read as 16, not 16.0, and the
+    words say it never pays, not that it stops paying from 1."""
+    result = cli(
+        "serving", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "2", "-w", "fp8",
+        "--input-len", "1000", "--output-len", "500", "--concurrency", "16",
+        "--speculative", "eagle", "--acceptance", "0",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert (
+        "note: with 16 requests running speculation gives a longer TPOT than plain decoding "
+        "would, at every batch: it never pays\n" in result.err
+    )
+    out = " ".join(result.out.split())
+    assert "never pays: plain decoding is faster from one request running" in out
+    assert "from 1 requests" not in out
