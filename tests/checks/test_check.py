@@ -286,6 +286,20 @@ class TestVllm:
         assert r.code == 2 and message in r.err
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"), [("true", "true (a boolean)"), ("no", "false (a boolean)")]
+)
+def test_a_yaml_word_in_an_error_reads_as_the_file_wrote_it(
+    cli: Run, tmp_path: Path, value: str, shown: str
+) -> None:
+    """YAML's true (or no, which YAML reads as false) is named as a file writes it, not as
+    Python prints it (True)."""
+    text = PASSING.replace("max_ms_per_token: 25", f"max_ms_per_token: {value}")
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2 and r.out == ""
+    assert r.err.endswith(f"targets.max_ms_per_token: expected a number, got {shown}\n"), r.err
+
+
 class TestReports:
     def test_json_flag_prints_the_json_report(self, cli: Run, tmp_path: Path) -> None:
         r = cli("check", write(tmp_path, PASSING), "--json")
