@@ -91,6 +91,13 @@ SERVING = "serving -m llama-3.1-8b -g h100 --input-len 100 --output-len 10"
     ("command", "message"),
     [
         (f"{ONE_GPU} --link-bandwidth nan", "bandwidth 'nan'"),
+        # a power in another unit, or a price below zero, is out of range, not unreadable
+        (f"{ONE_GPU} --power 1MW", "power '1MW' must be more than 0 and at most 100,000 watts"),
+        (f"{ONE_GPU} --power=-5W", "power '-5W' must be more than 0 and at most 100,000 watts"),
+        (
+            f"{ONE_GPU} --price=-1",
+            "price '-1' must be more than 0 and at most 10,000 dollars per GPU-hour",
+        ),
         (f"{ONE_GPU} --link X", "unknown link 'X'"),
         (f"{ONE_GPU} --node-link X", "unknown link 'X'"),
         (f"{ONE_GPU} --gpus-per-node 0", "gpus per node 0 must be a whole number"),
