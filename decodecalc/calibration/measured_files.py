@@ -167,19 +167,20 @@ def _points_file(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
 
 
 def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
-    """A benchmark run as a point: the deployment from the options and the file."""
+    """A benchmark run as a point: the deployment from the options and the file; weights
+    neither gives are the checkpoint's own format, as every command takes a model's (and
+    as an engine serves a checkpoint it is not told to quantize)."""
     model = given.model or run.model
     weights = given.weights or run.weights
     kv = given.kv_dtype or run.kv_dtype or (SERVING_KV if run.input_len is not None else None)
     for value, option, what in (
         (model, "-m", "model"),
         (given.gpu, "-g", "GPU"),
-        (weights, "-w", "weights format"),
         (kv, "-k", "KV cache format"),
     ):
         if value is None:
             raise InputError(f"{run.where}: the file does not say the {what}: give {option}")
-    assert model is not None and weights is not None and kv is not None
+    assert model is not None and kv is not None
     replicas = replicas_of(run, given)
     batch = max(1, round(run.batch / replicas))
     # Measured at efficiency 1 with no overhead, as every point (calibration/points.py).
@@ -204,6 +205,9 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
         ttft = None if run.ttft_ms is None else run.ttft_ms / 1000
         serving = ServingLoad(run.input_len, run.output_len, batch, ttft)
     split = f"; {run.batch} / {replicas} replicas = batch {batch}" if replicas > 1 else ""
+    if weights is None:
+        own = scenario.weights_recipe or scenario.weights.id
+        split += f"; weights the checkpoint's {own} (-w to say otherwise)"
     return MeasuredPoint(
         scenario,
         run.context,
