@@ -326,25 +326,16 @@ def refuse_links_unused(ctx: typer.Context, uses: Sequence[tuple[int, bool]]) ->
     ``uses``: each scenario's GPUs and whether its group spans nodes. --link,
     --link-bandwidth and --gpus-per-node need a scenario of more than one GPU; --node-link
     one whose group spans nodes, or disaggregated serving, whose prompt KV it carries when
-    --kv-link is not given."""
-    if max(gpus for gpus, _ in uses) <= 1:
-        for name in ("link", "link_bandwidth", "gpus_per_node"):
-            if str(ctx.params.get(name)).strip().lower() == "none":
-                continue  # --link none asks for nothing to be sent: so it is, on one GPU
-            if name in ctx.params and given(ctx, name):
-                flag = "--" + name.replace("_", "-")
-                raise InputError(
-                    f"{flag} prices what GPUs send each other, and every scenario here is one "
-                    "GPU: give --tp or --pp above 1"
-                )
+    --kv-link is not given (resolving/resolve.py unused_link)."""
+    from decodecalc.resolving.resolve import LINK_OPTIONS, unused_link
+
+    typed = {
+        name: ctx.params[name] for name in LINK_OPTIONS if name in ctx.params and given(ctx, name)
+    }
     carries_kv = ctx.params.get("prefill_workers") is not None and not ctx.params.get("kv_link")
-    spanning = any(spans for _, spans in uses)
-    if "node_link" in ctx.params and given(ctx, "node_link") and not (carries_kv or spanning):
-        raise InputError(
-            "--node-link prices what GPUs send between nodes, and every GPU group here "
-            "fits in one node: give --tp x --pp above the GPUs a node joins "
-            "(--gpus-per-node, by default the GPU's link's)"
-        )
+    problem = unused_link(typed, uses, carries_kv, lambda name: "--" + name.replace("_", "-"))
+    if problem is not None:
+        raise InputError(problem)
 
 
 def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:

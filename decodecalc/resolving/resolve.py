@@ -6,6 +6,8 @@ KV dtype, the link, a calibrated overhead) filled in. Every door into the estima
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from decodecalc.engine.profile import Engine
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
@@ -134,6 +136,38 @@ def _spans(link: Link | None, per_node: int | None, spec: ScenarioSpec) -> bool:
     return link is not None and per_node is not None and spec.tp * spec.pp > per_node
 
 
+LINK_OPTIONS = ("link", "link_bandwidth", "gpus_per_node", "node_link")
+"""The interconnect settings: what GPUs send each other is priced over them."""
+
+
+def unused_link(
+    given: dict[str, Any],
+    uses: Sequence[tuple[int, bool]],
+    carries_kv: bool,
+    flag: Callable[[str], str],
+) -> str | None:
+    """Why an interconnect setting given (``given``: name to value) prices nothing, the
+    one rule of every command and file (None: each is used): link, link_bandwidth and
+    gpus_per_node need a scenario of more than one GPU ('none' asks for nothing to be sent:
+    so it is); node_link one whose group spans nodes, or a disaggregated deployment whose
+    prompt KV it carries (``carries_kv``). ``uses``: each scenario's GPUs and whether its
+    group spans nodes; ``flag``: how a setting is named (--link-bandwidth, link_bandwidth)."""
+    if max(gpus for gpus, _ in uses) <= 1:
+        for name in LINK_OPTIONS[:3]:
+            if name in given and str(given[name]).strip().lower() != "none":
+                return (
+                    f"{flag(name)} prices what GPUs send each other, and every scenario here "
+                    f"is one GPU: give {flag('tp')} or {flag('pp')} above 1"
+                )
+    if "node_link" in given and not (carries_kv or any(spans for _, spans in uses)):
+        return (
+            f"{flag('node_link')} prices what GPUs send between nodes, and every GPU group "
+            f"here fits in one node: give {flag('tp')} x {flag('pp')} above the GPUs a node "
+            f"joins ({flag('gpus_per_node')}, by default the GPU's link's)"
+        )
+    return None
+
+
 def spans_nodes(catalog: Catalog, spec: ScenarioSpec) -> bool:
     """Whether a spec's tp x pp GPUs fill more than one node (resolve_links' rule), before
     the rest of it is resolved; False where its GPU or link is unknown or none is given
@@ -155,7 +189,7 @@ def node_network(catalog: Catalog, name: str | Link | None) -> Link:
         return found
     networks = [link.id for link in catalog.links() if link.gpus is None]
     raise InputError(
-        f"--node-link {found.id}: {found.name} joins the GPUs inside one node or rack "
+        f"node link {found.id}: {found.name} joins the GPUs inside one node or rack "
         f"({found.gpus} of them), not nodes; a network between nodes: {', '.join(networks)}"
     )
 
