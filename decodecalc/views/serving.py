@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import Saturated, ServingResult
-from decodecalc.notes import Note, many_notes, unique
+from decodecalc.notes import Note, unique
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
@@ -281,9 +281,23 @@ def _title(
 
 def load_notes(results: Sequence[ServingResult | DisaggregatedResult]) -> tuple[Note, ...]:
     """The rows' notes: one every load has, once; one some loads have (an engine's fitted
-    range left at the larger batches, a queue), named with the first loads it is of, so
-    that two such notes of different loads are told apart."""
-    return many_notes((_load(r), r.notes) for r in results)
+    range left at the larger batches, a queue), named with those loads ("concurrency 32,
+    128: ..."), so that two such notes of different loads are told apart."""
+    loads: dict[Note, list[float]] = {}
+    for r in results:
+        load = r.concurrency if r.workload.request_rate is None else r.workload.request_rate
+        for n in dict.fromkeys(r.notes):
+            loads.setdefault(n, []).append(load)
+    closed = results[0].workload.request_rate is None
+    found = []
+    for n, of in loads.items():
+        if len(of) == len(results):
+            found.append(n)
+            continue
+        shown = ", ".join(f"{x:g}" for x in of)
+        where = f"concurrency {shown}" if closed else f"{shown} requests/s"
+        found.append(replace(n, message=f"{where}: {n.message}"))
+    return tuple(found)
 
 
 def _load(r: ServingResult | DisaggregatedResult) -> str:
