@@ -18,6 +18,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import resolve
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
 SERVING_KV = "bf16"
@@ -166,6 +167,12 @@ def _points_file(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
         ) from None
 
 
+def _checkpoint_weights(scenario: Scenario) -> str:
+    """What a point read at the checkpoint's own weights says of them."""
+    own = scenario.weights_recipe or scenario.weights.id
+    return f"; weights the checkpoint's {own} (-w to say otherwise)"
+
+
 def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
     """A benchmark run as a point: the deployment from the options and the file; weights
     neither gives are the checkpoint's own format, as every command takes a model's (and
@@ -205,9 +212,7 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
         ttft = None if run.ttft_ms is None else run.ttft_ms / 1000
         serving = ServingLoad(run.input_len, run.output_len, batch, ttft)
     split = f"; {run.batch} / {replicas} replicas = batch {batch}" if replicas > 1 else ""
-    if weights is None:
-        own = scenario.weights_recipe or scenario.weights.id
-        split += f"; weights the checkpoint's {own} (-w to say otherwise)"
+    split += "" if weights is not None else _checkpoint_weights(scenario)
     return MeasuredPoint(
         scenario,
         run.context,
