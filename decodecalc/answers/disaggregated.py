@@ -22,11 +22,19 @@ rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
+from decodecalc.answers.serving import (
+    Refused,
+    Saturated,
+    erlang_c,
+    per_request_seconds,
+    step_prices,
+    sustained_each,
+)
 from decodecalc.answers.speculative import drafter
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
@@ -363,10 +371,14 @@ class _Deployment:
             else cost_and_energy(
                 1.0, output_per_s, pools.gpus, rates.price_per_gpu_hour, rates.power_w
             ),
-            notes=(*self.notes(), *wider),
+            notes=(*self.notes(), *(decode_pool(n) for n in wider)),
         )
 
     def notes(self) -> tuple[Note, ...]:
+        """What the hand-over's timing leaves out; nothing where it costs nothing (--kv-link
+        none: the same GPUs, or a transfer the user prices at zero)."""
+        if self.transfer_s <= 0:
+            return ()
         layers = len(self.pools.decode.model.layers)
         hidden = self.transfer_s * (1 - 1 / layers)
         return (
@@ -386,6 +398,12 @@ class _Deployment:
     @property
     def first_to_saturate(self) -> str:
         return "prefill" if self.prefill_capacity <= self.decode_capacity else "decode"
+
+
+def decode_pool(note: Note) -> Note:
+    """A note of the decode workers' steps (their engine's fitted range at their batch),
+    said of the decode pool: the prefill pool runs the same engine at other batches."""
+    return replace(note, message=f"decode pool: {note.message}", pool="decode")
 
 
 def _gpu(s: Scenario) -> str:
@@ -424,6 +442,17 @@ def serve_disaggregated(
         else:
             high = middle
     return deployment.at_rate(high, float(concurrency))
+
+
+def serve_disaggregated_each(
+    pools: Pools, workloads: Sequence[Workload], limits: SchedulerLimits
+) -> tuple[list[DisaggregatedResult], list[Saturated]]:
+    """serve_disaggregated at each workload: the ones the pools sustain, and the request
+    rates past their saturation, each with what it would need, as the one-pool server
+    reports a rate list (answers/serving.py sustained_each)."""
+    return sustained_each(
+        lambda workload: serve_disaggregated(pools, workload, limits), workloads, "the pools'"
+    )
 
 
 @record

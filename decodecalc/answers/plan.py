@@ -472,7 +472,8 @@ def _evaluate_pools(
 
 
 def why_first(o: Option) -> str:
-    """One line on why the first answer wins: what holds its TTFT and its TPOT."""
+    """One line on why the first answer wins: what holds its TTFT and its TPOT, at the
+    batch its row shows (the decoding requests' mean rounded up: what a step must hold)."""
     served = o.served
     if served is None:
         return "the cheapest per million tokens that meets every target"
@@ -480,7 +481,7 @@ def why_first(o: Option) -> str:
         return (
             f"one pool of {o.scenario.gpus} GPU{'s' if o.scenario.gpus > 1 else ''} holds "
             f"TTFT at {served.ttft_s * 1000:,.0f} ms and TPOT at {served.tpot_s * 1000:,.1f} "
-            f"ms with prefill mixed into {served.decode_batch:,.0f} decoding requests, the "
+            f"ms with prefill mixed into up to {o.scenario.batch:,} decoding requests, the "
             "cheapest per million tokens"
         )
     p = o.pools
@@ -491,7 +492,7 @@ def why_first(o: Option) -> str:
         f"worker{'s' if p.prefill_workers > 1 else ''}{prefill}; TPOT "
         f"({served.tpot_s * 1000:,.1f} ms) by {p.decode_workers} decode "
         f"worker{'s' if p.decode_workers > 1 else ''}"
-        f"{'' if own else ' of ' + layout_label(p.decode)} at {served.decode_batch:,.0f} "
+        f"{'' if own else ' of ' + layout_label(p.decode)} at up to {o.scenario.batch:,} "
         "requests each; the cheapest per million tokens"
     )
 

@@ -18,9 +18,10 @@ throughput.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import cached_property
+from typing import TypeVar
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.speculative import draft_scenario, drafter
@@ -38,6 +39,8 @@ from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
+
+_R = TypeVar("_R")
 
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
@@ -500,11 +503,16 @@ class _Server:
             )
         spec = self.workload.speculative
         if spec is not None and even is not None and point.running >= even:
+            since = (
+                ", at every batch: it never pays"
+                if even == 1
+                else f" (it stops paying from {even:,} running)"
+            )
             found.append(
                 Note(
                     "speculation-does-not-pay",
-                    f"with {point.running:,.1f} requests running speculation gives a longer "
-                    f"TPOT than plain decoding would (it stops paying from {even:,} running)",
+                    f"with {requests_running(point.running)} speculation gives a longer TPOT "
+                    f"than plain decoding would{since}",
                 )
             )
         return tuple(found)
@@ -523,6 +531,13 @@ def prefill_unmeasured(engine: Engine) -> Note | None:
         f"{engine.id} has no prefill measured on {engine.family} GPUs: prompts compute at "
         "peak FLOP/s with no per-request cost, so times to first token are a lower bound",
     )
+
+
+def requests_running(count: float) -> str:
+    """A running count in words: a closed loop's whole count whole ("16 requests running"),
+    an open loop's mean to a tenth ("16.3 requests running"), one in the singular."""
+    shown = f"{count:,.0f}" if count == round(count) else f"{count:,.1f}"
+    return f"{shown} request{'' if shown == '1' else 's'} running"
 
 
 def per_request_seconds(engine: Engine) -> float:
@@ -601,6 +616,9 @@ class Saturated:
 
     request_rate_per_s: float
     saturation_rate_per_s: float
+    whose: str = "the server's"
+    """Whose saturation rate it reaches: the server's, or a disaggregated deployment's pools'
+    (naming the pool that saturates first)."""
 
     @property
     def replicas_needed(self) -> int:
@@ -611,8 +629,8 @@ class Saturated:
     def note(self) -> Note:
         return Note(
             "serving-saturated",
-            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches the "
-            f"server's saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
+            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches "
+            f"{self.whose} saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
             f"grows without bound; it would need {self.replicas_needed} replicas (each "
             f"taking {self.request_rate_per_s / self.replicas_needed:.3g}/s)",
         )
@@ -622,19 +640,29 @@ def serve_each(
     scenario: Scenario, workloads: Sequence[Workload], limits: SchedulerLimits
 ) -> tuple[list[ServingResult], list[Saturated]]:
     """serve() at each workload: the ones the server sustains, and the request rates past
-    its saturation, each with what it would need. Refused when none is sustained (nothing
-    to report), or for any other reason (no room for a request)."""
-    results: list[ServingResult] = []
+    its saturation, each with what it would need (sustained_each)."""
+    return sustained_each(lambda workload: serve(scenario, workload, limits), workloads)
+
+
+def sustained_each(
+    serve_one: Callable[[Workload], _R], workloads: Sequence[Workload], whose: str = ""
+) -> tuple[list[_R], list[Saturated]]:
+    """``serve_one`` at each workload: the ones sustained, and the request rates past
+    saturation, each a Saturated (``whose``: whose saturation rate, the server's when
+    empty), so that a rate list sweeps up to the knee in every serving mode. Refused when
+    none is sustained (nothing to report), or for any other reason (no room for a
+    request)."""
+    results: list[_R] = []
     saturated: list[Saturated] = []
     refusal: Refused | None = None
     for workload in workloads:
         try:
-            results.append(serve(scenario, workload, limits))
+            results.append(serve_one(workload))
         except Refused as exc:
             if exc.target != "load" or workload.request_rate is None:
                 raise
             refusal = refusal or exc
-            saturated.append(Saturated(workload.request_rate, exc.value))
+            saturated.append(Saturated(workload.request_rate, exc.value, whose or "the server's"))
     if not results and refusal is not None:
         raise refusal
     return results, saturated

@@ -140,12 +140,15 @@ def skipped_combination(spec: ScenarioSpec, exc: Conflict) -> str:
     return f"{shown}: {exc}"
 
 
-def skipped_note(skipped: Sequence[str]) -> Note:
-    """What a grid (sweep, compare) skipped: combinations of valid values that are no
-    valid deployment (cli.md, "Grids"), counted, with the first."""
+def skipped_note(skipped: Sequence[str], verb: str = "skipped") -> Note:
+    """What a grid (sweep, compare, plan's candidates) set aside: combinations of valid
+    values that are no valid deployment (cli.md, "Grids"), counted, with the first;
+    ``verb`` says what became of them."""
+    many = len(skipped) > 1
     return Note(
         "skipped-combinations",
-        f"skipped {len(skipped)} combinations that are no valid deployment; first: {skipped[0]}",
+        f"{verb} {len(skipped):,} combination{'s that are' if many else ' that is'} no valid "
+        f"deployment; first: {skipped[0]}",
     )
 
 

@@ -411,17 +411,23 @@ SHORT_HELP = (
 )
 
 
-def _count(text: str) -> int:
-    """A parameter count: 70553706496, 70.6B, 671e9 (k, M, B, T decimal, as model cards)."""
+def parameter_count(text: str) -> int:
+    """A parameter count: 70553706496, 70.6B, 671e9 (k, M, B, T decimal, as model cards),
+    whatever its size (the caller says which it takes)."""
     scale = {"k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}.get(text[-1:].lower(), 1)
     digits = text[:-1] if scale > 1 else text
     try:
-        value = exact_number(digits) * scale
+        return round(exact_number(digits) * scale)
     except (ValueError, OverflowError):
         raise InputError(f"{text!r} is not a parameter count (e.g. 70.6B, 8030261248)") from None
+
+
+def _count(text: str) -> int:
+    """A parameter count from 1 to 10^15 (parameter_count)."""
+    value = parameter_count(text)
     if not 1 <= value <= 10**15:
         raise InputError(f"{text!r} is not a parameter count from 1 to 10^15")
-    return round(value)
+    return value
 
 
 def _bytes(text: str) -> int:

@@ -118,3 +118,23 @@ def test_mtp_layers_come_out_of_the_pool(cli: Run) -> None:
     plain = json.loads(cli(*args).out)
     mtp = json.loads(cli(*args, "--speculative", "mtp", "--acceptance", "0.7").out)
     assert mtp["kv_pool_tokens"] < plain["kv_pool_tokens"] * 70_272 / 71_424
+
+
+def test_speculation_accepting_nothing_is_said_never_to_pay(cli: Run) -> None:
+    """Acceptance 0: every verify step emits one token, as a plain step does, and computes
+    k + 1 query tokens and the drafter's passes on top, so it loses from one request
+    running (break-even 1). The closed loop's 16 requests read as 16, not 16.0, and the
+    words say it never pays, not that it stops paying from 1."""
+    result = cli(
+        "serving", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "2", "-w", "fp8",
+        "--input-len", "1000", "--output-len", "500", "--concurrency", "16",
+        "--speculative", "eagle", "--acceptance", "0",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert (
+        "note: with 16 requests running speculation gives a longer TPOT than plain decoding "
+        "would, at every batch: it never pays\n" in result.err
+    )
+    out = " ".join(result.out.split())
+    assert "never pays: plain decoding is faster from one request running" in out
+    assert "from 1 requests" not in out

@@ -129,7 +129,7 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
 def test_sweep_skips_and_counts_invalid_combinations(cli: Run) -> None:
     r = cli("sweep", "-m", "llama-3.1-8b", "-g", "h100", "--tp", "1,3", "-c", "1K")
     assert len(r.out.splitlines()) == 2  # header + the TP 1 row
-    assert "skipped 1 combinations" in r.err and "tp 3" in r.err
+    assert "skipped 1 combination that is no valid deployment" in r.err and "tp 3" in r.err
 
 
 class TestCompareSkipsWhatSweepSkips:

@@ -510,6 +510,15 @@ class TestReadAsImpossible:
         # 153.8 in flight over 4 replicas: batch round(38.45) = 38
         assert "batch 38" in doc["measured"][0]["deployment"]
 
+    def test_weights_the_file_does_not_say_are_the_checkpoints(self, cli: Run) -> None:
+        """As every command takes a model's weights: Llama-3.2-3B's checkpoint is BF16, so
+        leaving -w out gives the run -w bf16 gives (review s40 #25: it was refused)."""
+        given = cli("check", "--measured", str(VLLM), *self.SETUP, "-f", "json")
+        bare = [a for a in self.SETUP if a not in ("-w", "bf16")]
+        assumed = cli("check", "--measured", str(VLLM), *bare, "-f", "json")
+        assert assumed.code == given.code == 0, assumed.err
+        assert json.loads(assumed.out)["measured"] == json.loads(given.out)["measured"]
+
     def test_one_replica_is_below_the_roofline(self, cli: Run) -> None:
         r = cli("check", "--measured", str(VLLM), *self.SETUP, "--replicas", "1", "-f", "json")
         assert r.code == 1, r.err
