@@ -149,7 +149,7 @@ class TestCompareSkipsWhatSweepSkips:
         ]
         (skipped,) = [n for n in doc["notes"] if n["code"] == "skipped-combinations"]
         assert skipped["message"].startswith(
-            "skipped 1 combinations that are no valid deployment; first: model=qwen2.5-7b, "
+            "skipped 1 combination that is no valid deployment; first: model=qwen2.5-7b, "
             "gpu=h100, batch=1, tp=8: tp 8 does not split qwen2.5-7b's attention heads"
         )
         swept = cli("sweep", *self.GRID)
