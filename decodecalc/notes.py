@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from decodecalc.record import record
+from decodecalc.record import record, replace
 
 
 @record
@@ -20,9 +20,13 @@ class Note:
     code: str
     """Stable, kebab-case: what scripts match on."""
     message: str
+    pool: str | None = None
+    """Which pool of a disaggregated deployment the note is of (``prefill``, ``decode``;
+    None: the whole deployment, or one server): JSON carries it as ``pool`` where set."""
 
     def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+        found = {"code": self.code, "message": self.message}
+        return found if self.pool is None else {**found, "pool": self.pool}
 
 
 def unique(notes: Sequence[Note]) -> tuple[Note, ...]:
@@ -51,5 +55,5 @@ def many_notes(labelled: Iterable[tuple[str, Sequence[Note]]]) -> tuple[Note, ..
             continue
         more = count[n] - len(labels)
         shown = ", ".join(labels) + (f" and {more:,} more" if more else "")
-        merged.append(Note(n.code, f"{shown}: {n.message}"))
+        merged.append(replace(n, message=f"{shown}: {n.message}"))
     return tuple(merged)

@@ -152,9 +152,12 @@ ENGINES = {
     "tgi": About(
         "Text Generation Inference",
         ("text-generation-inference",),
-        "No published points in validation/points.yaml: vLLM's parameters carried over "
-        "(TGI also runs paged flash attention with CUDA graphs); its band does not cover "
-        "TGI's own differences.",
+        "No published points in validation/points.yaml: vLLM's parameters carried over, its "
+        "fit to every release line's points pooled on each GPU family (vllm.yaml's "
+        "families), not the newest line alone that --engine vllm takes, so the two can "
+        "differ by a third or more (DeepSeek-V3 on H200, Llama-3.1-8B on MI300X); TGI also "
+        "runs paged flash attention with CUDA graphs. Its band does not cover TGI's own "
+        "differences.",
         carried_from="vllm",
     ),
     # --- MLX on Apple (validation/points-apple.yaml; FITTED_SHARES below) ---

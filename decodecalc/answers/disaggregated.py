@@ -22,11 +22,20 @@ rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, erlang_c, per_request_seconds, step_prices
+from decodecalc.answers.serving import (
+    Refused,
+    Saturated,
+    erlang_c,
+    per_request_seconds,
+    step_prices,
+    sustained_each,
+)
+from decodecalc.answers.speculative import drafter
 from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
@@ -162,24 +171,6 @@ def prompt_kv_bytes(decode: Scenario, prompt: int) -> tuple[int, int]:
     return one, per_gpu
 
 
-def decode_worker_requests(decode: Scenario, pool: KvPool, tokens: int) -> float:
-    """Requests of ``tokens`` tokens one decode worker's KV pool holds. The pool is sized
-    for a tensor-parallel layout (step/kv_pool.py); under data-parallel attention each
-    rank holds its own sequences' whole cache and a whole copy of every weight outside the
-    routed experts, so the pool's bytes per GPU, less those extra weights, are divided by
-    the whole cache per token and multiplied by the ranks (blocks and windows ignored)."""
-    if pool.blocks <= 0:
-        return 0.0
-    if not decode.dp_attention:
-        return pool.max_concurrency(tokens)
-    whole = replace(decode, tp=1, pp=1, ep=False, dp_attention=False, eplb_redundant=0)
-    per_gpu = pool.kv_bytes_per_token
-    full = StepModel.at(whole, 1).kv_bytes_per_token()
-    stored = max(st.stored_weight_bytes for st in StepModel.at(decode, 1).stages)
-    room = pool.tokens * per_gpu - max(0, stored - pool.weight_bytes)
-    return max(0.0, decode.tp * room / full / tokens)
-
-
 def prefill_ranks(prefill: Scenario) -> int:
     """Prompts a prefill worker computes side by side: one per attention rank under
     data-parallel attention (each rank takes its own requests, SGLang's and vLLM's DP
@@ -223,9 +214,10 @@ class _Deployment:
                 f"input + output = {longest:,} tokens is past {d.model.id}'s maximum context "
                 f"of {d.model.max_context_tokens:,}: a server refuses such requests"
             )
-        self.pool = kv_pool(d, limits)
-        self.max_kv = decode_worker_requests(d, self.pool, longest)
-        if self.max_kv < 1:
+        spec = workload.speculative  # the decode workers run the drafter
+        self.pool = kv_pool(d, limits, None if spec is None else drafter(d, spec))
+        self.max_kv = self.pool.max_concurrency(longest)
+        if not self.pool.held_requests(longest):  # a whole request on a rank
             raise Refused(
                 f"a decode worker ({d.gpus} x {_gpu(d)}, TP {d.tp}) cannot hold the model and "
                 f"one request of {longest:,} tokens",
@@ -246,9 +238,8 @@ class _Deployment:
         spec = workload.speculative
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         queries = 1 if spec is None else spec.queries
-        self.cap = min(
-            limits.max_num_seqs, math.floor(self.max_kv), limits.max_num_batched_tokens // queries
-        )
+        whole = self.pool.held_requests(longest) or 0
+        self.cap = min(limits.max_num_seqs, whole, limits.max_num_batched_tokens // queries)
         self.closed_within = workload.concurrency
         """A closed loop's requests (None: an open loop)."""
         self.steps = step_prices(d, workload) if steps is None else steps
@@ -380,10 +371,14 @@ class _Deployment:
             else cost_and_energy(
                 1.0, output_per_s, pools.gpus, rates.price_per_gpu_hour, rates.power_w
             ),
-            notes=(*self.notes(), *wider),
+            notes=(*self.notes(), *(decode_pool(n) for n in wider)),
         )
 
     def notes(self) -> tuple[Note, ...]:
+        """What the hand-over's timing leaves out; nothing where it costs nothing (--kv-link
+        none: the same GPUs, or a transfer the user prices at zero)."""
+        if self.transfer_s <= 0:
+            return ()
         layers = len(self.pools.decode.model.layers)
         hidden = self.transfer_s * (1 - 1 / layers)
         return (
@@ -403,6 +398,12 @@ class _Deployment:
     @property
     def first_to_saturate(self) -> str:
         return "prefill" if self.prefill_capacity <= self.decode_capacity else "decode"
+
+
+def decode_pool(note: Note) -> Note:
+    """A note of the decode workers' steps (their engine's fitted range at their batch),
+    said of the decode pool: the prefill pool runs the same engine at other batches."""
+    return replace(note, message=f"decode pool: {note.message}", pool="decode")
 
 
 def _gpu(s: Scenario) -> str:
@@ -441,6 +442,17 @@ def serve_disaggregated(
         else:
             high = middle
     return deployment.at_rate(high, float(concurrency))
+
+
+def serve_disaggregated_each(
+    pools: Pools, workloads: Sequence[Workload], limits: SchedulerLimits
+) -> tuple[list[DisaggregatedResult], list[Saturated]]:
+    """serve_disaggregated at each workload: the ones the pools sustain, and the request
+    rates past their saturation, each with what it would need, as the one-pool server
+    reports a rate list (answers/serving.py sustained_each)."""
+    return sustained_each(
+        lambda workload: serve_disaggregated(pools, workload, limits), workloads, "the pools'"
+    )
 
 
 @record

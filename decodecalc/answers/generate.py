@@ -265,5 +265,10 @@ def _notes(scenario: Scenario, prompt: Prefill, last_context: int) -> tuple[Note
     """The notes of the last decode step's estimate (the longest context: whether it fits,
     whether it is past the model's maximum) and the prefill's own."""
     last = estimate(scenario, [last_context], crossover_row=False)
-    own = (UNKNOWN_COMPUTE,) if prompt.tokens and prompt.compute_seconds is None else ()
+    from decodecalc.answers.serving import prefill_unmeasured
+
+    own = [UNKNOWN_COMPUTE] if prompt.tokens and prompt.compute_seconds is None else []
+    unmeasured = prefill_unmeasured(scenario.engine) if prompt.tokens else None
+    if unmeasured is not None:
+        own.append(unmeasured)
     return unique([*estimate_notes(last), *own])

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from decodecalc.engine.profile import gpu_family
 from decodecalc.notes import Note, unique
 
 if TYPE_CHECKING:
+    from decodecalc.model.hardware import GpuSpec
     from decodecalc.scenarios.scenario import Scenario
     from decodecalc.step.memory import MemoryFit
     from decodecalc.step.step import Row
@@ -83,6 +85,12 @@ def assumed_step(s: Scenario) -> list[Note]:
     ]
 
 
+def unified_nominal(gpu: GpuSpec) -> bool:
+    """An Apple GPU whose preset gives the whole unified RAM (no working set was found to
+    cite): Metal lets the GPU wire only part of it by default."""
+    return gpu.memory_nominal and gpu_family(gpu) == "apple"
+
+
 def scenario_notes(s: Scenario) -> list[Note]:
     """What holds for a scenario at any context."""
     notes = list(s.notes)
@@ -96,6 +104,15 @@ def scenario_notes(s: Scenario) -> list[Note]:
             )
         )
     notes.extend(assumed_step(s))
+    if s.gpu is not None and s.bandwidth_given:
+        notes.append(
+            Note(
+                "bandwidth-given",
+                f"{s.bandwidth_bytes_per_s / 1e9:,g} GB/s (--bandwidth) stands in for "
+                f"{s.gpu.id}'s own {s.gpu.bandwidth_bytes_per_s / 1e9:,g} GB/s: the memory "
+                "and FLOP/s stay the GPU's",
+            )
+        )
     if s.gpu is not None and s.peak_flops() is None:
         notes.append(
             Note(
@@ -110,6 +127,17 @@ def scenario_notes(s: Scenario) -> list[Note]:
                 "announced-gpu",
                 f"{s.gpu.id} is announced, not shipping: its figures are the vendor's "
                 f"announcement ({s.gpu.announced}), not a datasheet of a part one can measure",
+            )
+        )
+    if s.gpu is not None and unified_nominal(s.gpu):
+        notes.append(
+            Note(
+                "memory-nominal-unified",
+                f"{s.gpu.id}'s memory is its nominal {s.gpu.memory_bytes / 2**30:,.0f} GiB of "
+                "unified RAM, not what Metal lets the GPU use (recommendedMaxWorkingSetSize, "
+                "48 GiB of 64 on an M1 Max, unless raised with sysctl iogpu.wired_limit_mb): "
+                "fits are that much too generous; give "
+                f"-g '{s.gpu.id},memory=SIZE' for your Mac's figure",
             )
         )
     if s.link is None and (s.tp > 1 or s.pp > 1):
@@ -158,7 +186,14 @@ def estimate_notes(est: Estimated) -> tuple[Note, ...]:
         usable = est.memory.room.usable_bytes
         budget = f"{usable / 1e9:,.2f} GB per GPU"
         longest = est.memory.max_context  # the bytes' limit at the batch
-        if est.memory.stored_weight_bytes > usable:
+        room = est.memory.room
+        if room.overhead_overflows:
+            where = (
+                f"the server's activation peak ({room.activation_bytes / 1e9:,.2f} GB) and "
+                f"runtime reserve ({room.reserve_bytes / 1e9:,.2f} GB) alone take the "
+                f"{room.budget_bytes / 1e9:,.2f} GB per GPU its memory utilization gives: none is"
+            )
+        elif est.memory.stored_weight_bytes > usable:
             where = f"the weights alone need more than the {budget}"
         elif longest is None or misfits[0] <= longest:
             where = (

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.serving import Refused, ServingResult, serve, step_prices
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
+from decodecalc.errors import InputError
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.scenarios.fields import MAX_BATCH
@@ -321,7 +322,18 @@ def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     """Every candidate evaluated: those meeting every target first, cheapest first (cost
     per million tokens, then GPUs, then latency); the others after, fewest misses first and
     then the nearest (the least missed by, in all). Options whose figures are identical
-    appear once (the first in that order)."""
+    appear once (the first in that order). A context past the model's maximum is refused,
+    as serving refuses a request past it: no server of the model runs it, so no deployment
+    can be planned for it."""
+    candidates = list(candidates)
+    if targets.workload is None:
+        for model in {s.model.id: s.model for s in candidates}.values():
+            if targets.context > model.max_context_tokens:
+                raise InputError(
+                    f"context {targets.context:,} tokens is past {model.id}'s maximum context "
+                    f"of {model.max_context_tokens:,}: a server refuses such requests (plan "
+                    "a context up to it)"
+                )
     options = sorted((evaluate(s, targets) for s in candidates), key=_rank)
     if targets.disaggregated and targets.workload is not None:
         options = sorted([*options, *_disaggregated(options, targets)], key=_rank)
@@ -460,7 +472,8 @@ def _evaluate_pools(
 
 
 def why_first(o: Option) -> str:
-    """One line on why the first answer wins: what holds its TTFT and its TPOT."""
+    """One line on why the first answer wins: what holds its TTFT and its TPOT, at the
+    batch its row shows (the decoding requests' mean rounded up: what a step must hold)."""
     served = o.served
     if served is None:
         return "the cheapest per million tokens that meets every target"
@@ -468,7 +481,7 @@ def why_first(o: Option) -> str:
         return (
             f"one pool of {o.scenario.gpus} GPU{'s' if o.scenario.gpus > 1 else ''} holds "
             f"TTFT at {served.ttft_s * 1000:,.0f} ms and TPOT at {served.tpot_s * 1000:,.1f} "
-            f"ms with prefill mixed into {served.decode_batch:,.0f} decoding requests, the "
+            f"ms with prefill mixed into up to {o.scenario.batch:,} decoding requests, the "
             "cheapest per million tokens"
         )
     p = o.pools
@@ -479,7 +492,7 @@ def why_first(o: Option) -> str:
         f"worker{'s' if p.prefill_workers > 1 else ''}{prefill}; TPOT "
         f"({served.tpot_s * 1000:,.1f} ms) by {p.decode_workers} decode "
         f"worker{'s' if p.decode_workers > 1 else ''}"
-        f"{'' if own else ' of ' + layout_label(p.decode)} at {served.decode_batch:,.0f} "
+        f"{'' if own else ' of ' + layout_label(p.decode)} at up to {o.scenario.batch:,} "
         "requests each; the cheapest per million tokens"
     )
 
@@ -581,7 +594,7 @@ def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
     usable = room.usable_bytes
     batch = step.scenario.batch
     if need <= usable and memory.pool is not None:
-        held = memory.pool.held_requests(context, step.attention_ranks) or 0
+        held = memory.pool.held_requests(context) or 0
         return Miss(
             "fit",
             batch,
@@ -722,8 +735,6 @@ def _given_gpus(
 ) -> list[str]:
     """The GPUs named in --gpus, checked, less those ``priced`` (None: a price in dollars
     prices every one) leaves without a price; an error if that leaves none."""
-    from decodecalc.errors import InputError
-
     for name in names:
         try:
             catalog.gpu(name)

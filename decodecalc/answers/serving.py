@@ -18,12 +18,13 @@ throughput.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import cached_property
+from typing import TypeVar
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.speculative import draft_scenario
+from decodecalc.answers.speculative import draft_scenario, drafter
 from decodecalc.engine.profile import Engine, roofline
 from decodecalc.engine.scheduler import SchedulerLimits
 from decodecalc.engine.select import beyond, extrapolation_note, facts_for
@@ -38,6 +39,8 @@ from decodecalc.step.kv_pool import KvPool, kv_pool
 from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
+
+_R = TypeVar("_R")
 
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
@@ -314,16 +317,17 @@ class _Server:
         self.per_request_s = per_request_seconds(engine)
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         self.queries = 1 if spec is None else spec.queries
-        self.pool = kv_pool(scenario, limits)
+        self.pool = kv_pool(scenario, limits, None if spec is None else drafter(scenario, spec))
         self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
         pool = self.pool
         if pool.blocks <= 0:
             used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
             raise Refused(_no_pool(pool, limits, scenario), "fit", used, pool.budget_bytes)
-        if self.max_kv < 1:
+        held = pool.held_requests(longest) or 0
+        if held < 1:
             raise Refused(
                 f"one request of {longest:,} tokens does not fit in the KV pool of "
-                f"{pool.tokens:,} tokens",
+                f"{pool.tokens:,} tokens" + (" per attention rank" if pool.ranks > 1 else ""),
                 "fit",
                 longest,
                 pool.tokens,
@@ -337,7 +341,7 @@ class _Server:
             )
         caps = {
             "max-num-seqs": limits.max_num_seqs,
-            "kv-pool": math.floor(self.max_kv),
+            "kv-pool": held,
             "batched-tokens": budget_seqs,
         }
         self.cap_name, self.cap = min(caps.items(), key=lambda item: item[1])
@@ -479,6 +483,9 @@ class _Server:
                     "and --max-num-seqs for its own)",
                 )
             )
+        unmeasured = prefill_unmeasured(engine)
+        if unmeasured is not None:
+            found.append(unmeasured)
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
             why = {
                 "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
@@ -496,14 +503,41 @@ class _Server:
             )
         spec = self.workload.speculative
         if spec is not None and even is not None and point.running >= even:
+            since = (
+                ", at every batch: it never pays"
+                if even == 1
+                else f" (it stops paying from {even:,} running)"
+            )
             found.append(
                 Note(
                     "speculation-does-not-pay",
-                    f"with {point.running:,.1f} requests running speculation gives a longer "
-                    f"TPOT than plain decoding would (it stops paying from {even:,} running)",
+                    f"with {requests_running(point.running)} speculation gives a longer TPOT "
+                    f"than plain decoding would{since}",
                 )
             )
         return tuple(found)
+
+
+def prefill_unmeasured(engine: Engine) -> Note | None:
+    """What a profile with no prefill figures (e_p 1 and c_req 0 in every parameter set:
+    a profile calibrate fitted on decode steps alone, or one never measured at a first
+    token) does to a time to first token: it is the bound, not an engine's."""
+    if engine.is_roofline or any(
+        p.prefill_efficiency != 1 or p.per_request_s for p in engine.params
+    ):
+        return None
+    return Note(
+        "prefill-unmeasured",
+        f"{engine.id} has no prefill measured on {engine.family} GPUs: prompts compute at "
+        "peak FLOP/s with no per-request cost, so times to first token are a lower bound",
+    )
+
+
+def requests_running(count: float) -> str:
+    """A running count in words: a closed loop's whole count whole ("16 requests running"),
+    an open loop's mean to a tenth ("16.3 requests running"), one in the singular."""
+    shown = f"{count:,.0f}" if count == round(count) else f"{count:,.1f}"
+    return f"{shown} request{'' if shown == '1' else 's'} running"
 
 
 def per_request_seconds(engine: Engine) -> float:
@@ -556,7 +590,12 @@ def _no_pool(pool: KvPool, limits: SchedulerLimits, scenario: Scenario) -> str:
     return (
         f"no room for a KV cache: {limits.memory_utilization:g} {reported} is "
         f"{pool.budget_bytes / GB:,.2f} GB, and the weights take {pool.weight_bytes / GB:,.2f} "
-        f"GB, the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
+        + (
+            f"GB ({pool.draft_weight_bytes / GB:,.2f} GB of them the speculative drafter's)"
+            if pool.draft_weight_bytes
+            else "GB"
+        )
+        + f", the activation peak {pool.activation_bytes / GB:,.2f} GB and the runtime reserve "
         f"{pool.reserve_bytes / GB:,.2f} GB per GPU ({hint})"
     )
 
@@ -577,6 +616,9 @@ class Saturated:
 
     request_rate_per_s: float
     saturation_rate_per_s: float
+    whose: str = "the server's"
+    """Whose saturation rate it reaches: the server's, or a disaggregated deployment's pools'
+    (naming the pool that saturates first)."""
 
     @property
     def replicas_needed(self) -> int:
@@ -587,8 +629,8 @@ class Saturated:
     def note(self) -> Note:
         return Note(
             "serving-saturated",
-            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches the "
-            f"server's saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
+            f"request rate {self.request_rate_per_s:g}/s is saturated: it reaches "
+            f"{self.whose} saturation rate of {self.saturation_rate_per_s:.3g}/s, so the queue "
             f"grows without bound; it would need {self.replicas_needed} replicas (each "
             f"taking {self.request_rate_per_s / self.replicas_needed:.3g}/s)",
         )
@@ -598,19 +640,29 @@ def serve_each(
     scenario: Scenario, workloads: Sequence[Workload], limits: SchedulerLimits
 ) -> tuple[list[ServingResult], list[Saturated]]:
     """serve() at each workload: the ones the server sustains, and the request rates past
-    its saturation, each with what it would need. Refused when none is sustained (nothing
-    to report), or for any other reason (no room for a request)."""
-    results: list[ServingResult] = []
+    its saturation, each with what it would need (sustained_each)."""
+    return sustained_each(lambda workload: serve(scenario, workload, limits), workloads)
+
+
+def sustained_each(
+    serve_one: Callable[[Workload], _R], workloads: Sequence[Workload], whose: str = ""
+) -> tuple[list[_R], list[Saturated]]:
+    """``serve_one`` at each workload: the ones sustained, and the request rates past
+    saturation, each a Saturated (``whose``: whose saturation rate, the server's when
+    empty), so that a rate list sweeps up to the knee in every serving mode. Refused when
+    none is sustained (nothing to report), or for any other reason (no room for a
+    request)."""
+    results: list[_R] = []
     saturated: list[Saturated] = []
     refusal: Refused | None = None
     for workload in workloads:
         try:
-            results.append(serve(scenario, workload, limits))
+            results.append(serve_one(workload))
         except Refused as exc:
             if exc.target != "load" or workload.request_rate is None:
                 raise
             refusal = refusal or exc
-            saturated.append(Saturated(workload.request_rate, exc.value))
+            saturated.append(Saturated(workload.request_rate, exc.value, whose or "the server's"))
     if not results and refusal is not None:
         raise refusal
     return results, saturated

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from decodecalc.answers.headline import ROOFLINE, basis
 from decodecalc.answers.notes import context_notes, scenario_notes
-from decodecalc.errors import Conflict
+from decodecalc.errors import Conflict, InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.notes import Note
 from decodecalc.resolving.resolve import resolve
@@ -99,16 +99,57 @@ def sweep_scenarios(
             scenario = resolve(spec, catalog)
             fast = FastStep.of(scenario)
         except Conflict as exc:  # any other error is a bad value: the sweep stops on it
-            given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
-            given.update(batch=spec.batch, tp=spec.tp)
-            shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)
-            skipped.append(f"{shown}: {exc}")
+            skipped.append(skipped_combination(spec, exc))
             continue
         notes.append((scenario, [*scenario_notes(scenario), *context_notes(scenario, contexts)]))
         chunks = fast.chunks(contexts, labels)
         if misfits is not None:
             chunks = _tallied(scenario, chunks, misfits, False if labels is None else labels[False])
         yield scenario, fast.crossover, chunks
+
+
+def valid_scenarios(
+    specs: Sequence[ScenarioSpec], catalog: Catalog
+) -> tuple[list[Scenario], list[str]]:
+    """A grid's combinations resolved (compare), those that are no valid deployment (a TP
+    that does not split the heads, --ep on a dense model) skipped and named, as sweep
+    skips them; an error when none is valid: the only one's own, else the first named."""
+    scenarios: list[Scenario] = []
+    skipped: list[str] = []
+    first: Conflict | None = None
+    for spec in specs:
+        try:
+            scenarios.append(resolve(spec, catalog))
+        except Conflict as exc:  # any other error is a bad value: the grid stops on it
+            first = first or exc
+            skipped.append(skipped_combination(spec, exc))
+    if first is not None and not scenarios:
+        if len(specs) == 1:
+            raise first
+        raise InputError(f"no combination is a valid deployment; the first: {skipped[0]}")
+    return scenarios, skipped
+
+
+def skipped_combination(spec: ScenarioSpec, exc: Conflict) -> str:
+    """A grid's combination that is no valid deployment, in words: its values (a loaded
+    preset by its id) and why."""
+    given = {k: getattr(spec, k) for k in ("model", "gpu", "weights", "kv_dtype")}
+    given = {k: getattr(v, "id", v) for k, v in given.items()}
+    given.update(batch=spec.batch, tp=spec.tp)
+    shown = ", ".join(f"{k}={v}" for k, v in given.items() if v is not None)
+    return f"{shown}: {exc}"
+
+
+def skipped_note(skipped: Sequence[str], verb: str = "skipped") -> Note:
+    """What a grid (sweep, compare, plan's candidates) set aside: combinations of valid
+    values that are no valid deployment (cli.md, "Grids"), counted, with the first;
+    ``verb`` says what became of them."""
+    many = len(skipped) > 1
+    return Note(
+        "skipped-combinations",
+        f"{verb} {len(skipped):,} combination{'s that are' if many else ' that is'} no valid "
+        f"deployment; first: {skipped[0]}",
+    )
 
 
 def _tallied(scenario: Scenario, chunks: Chunks, misfits: Misfits, no: object) -> Chunks:

@@ -170,7 +170,8 @@ def profile_text(cal: Calibration, name: str, source: str) -> str:
     """The fit as an engine profile (one set of parameters for each GPU family among the
     points), its band from the points' own residuals (validation.band_of)."""
     params = replace(cal.fit.params, band=band_of([1 / (1 + c.error) for c in cal.points]))
-    families = [FamilyProfile(f, params, cal.fit.describe()) for f in cal.families]
+    fitted = f"{cal.fit.describe()}; {_prefill_held(params)}"
+    families = [FamilyProfile(f, params, fitted) for f in cal.families]
     versions = sorted({p.point.engine_version for p in cal.points if p.point.engine_version})
     releases = {p.point.release for p in cal.points}
     # Points of one release line (--engine NAME@LINE) make that line of the profile too, so
@@ -187,6 +188,21 @@ def profile_text(cal: Calibration, name: str, source: str) -> str:
         versions=versions,
         notes=f"Fitted by decodecalc calibrate on {len(cal.points)} points.",
         lines=lines,
+    )
+
+
+def _prefill_held(params: EngineParams) -> str:
+    """What the profile's prefill is, which calibrate never fits (its points are decode
+    steps): --engine's e_p and c_req, else peak FLOP/s and none, said at use too
+    (answers/serving.py prefill_unmeasured)."""
+    if params.prefill_efficiency == 1 and not params.per_request_s:
+        return (
+            "prefill_efficiency 1, per_request 0 us (no prefill measured: prompts at peak "
+            "FLOP/s; --engine NAME carries a profile's)"
+        )
+    return (
+        f"prefill_efficiency {params.prefill_efficiency:.4g}, per_request "
+        f"{params.per_request_s * 1e6:.0f} us (--engine's: calibrate fits decode steps only)"
     )
 
 

@@ -18,6 +18,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.resolving.resolve import resolve
+from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
 
 SERVING_KV = "bf16"
@@ -166,20 +167,27 @@ def _points_file(path: Path, catalog: Catalog) -> list[MeasuredPoint]:
         ) from None
 
 
+def _checkpoint_weights(scenario: Scenario) -> str:
+    """What a point read at the checkpoint's own weights says of them."""
+    own = scenario.weights_recipe or scenario.weights.id
+    return f"; weights the checkpoint's {own} (-w to say otherwise)"
+
+
 def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
-    """A benchmark run as a point: the deployment from the options and the file."""
+    """A benchmark run as a point: the deployment from the options and the file; weights
+    neither gives are the checkpoint's own format, as every command takes a model's (and
+    as an engine serves a checkpoint it is not told to quantize)."""
     model = given.model or run.model
     weights = given.weights or run.weights
     kv = given.kv_dtype or run.kv_dtype or (SERVING_KV if run.input_len is not None else None)
     for value, option, what in (
         (model, "-m", "model"),
         (given.gpu, "-g", "GPU"),
-        (weights, "-w", "weights format"),
         (kv, "-k", "KV cache format"),
     ):
         if value is None:
             raise InputError(f"{run.where}: the file does not say the {what}: give {option}")
-    assert model is not None and weights is not None and kv is not None
+    assert model is not None and kv is not None
     replicas = replicas_of(run, given)
     batch = max(1, round(run.batch / replicas))
     # Measured at efficiency 1 with no overhead, as every point (calibration/points.py).
@@ -204,6 +212,7 @@ def point_of(run: BenchRun, catalog: Catalog, given: Given) -> MeasuredPoint:
         ttft = None if run.ttft_ms is None else run.ttft_ms / 1000
         serving = ServingLoad(run.input_len, run.output_len, batch, ttft)
     split = f"; {run.batch} / {replicas} replicas = batch {batch}" if replicas > 1 else ""
+    split += "" if weights is not None else _checkpoint_weights(scenario)
     return MeasuredPoint(
         scenario,
         run.context,

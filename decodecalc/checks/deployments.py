@@ -46,7 +46,7 @@ from decodecalc.loading.fields import suggest
 from decodecalc.notes import Note
 from decodecalc.paths import expand_user
 from decodecalc.record import record, replace
-from decodecalc.resolving.resolve import resolve
+from decodecalc.resolving.resolve import LINK_OPTIONS, resolve, unused_link
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.spec import ScenarioSpec
@@ -437,6 +437,13 @@ class DeploymentReader:
             return None
         except InputError as exc:
             problems.items.append(f"{at(str(exc))}: {exc}")
+            return None
+        links = {k: given[k] for k in LINK_OPTIONS if given.get(k) is not None}
+        carries_kv = pooled is not None and pooled.kv_link is None
+        uses = [(scenario.gpus, scenario.node_link is not None)]
+        unused = unused_link(links, uses, carries_kv, lambda name: name)
+        if unused is not None:  # as the command line's options are refused; at its line
+            problems.items.append(f"{at(unused)}: {unused.split(' ', 1)[1]}")
             return None
         where = at("")
         given_limits = {k: v for k, v in limits.items() if v is not None}

@@ -18,10 +18,11 @@ from decodecalc.calibration.measured_files import ReadPoint
 from decodecalc.calibration.points import MeasuredPoint
 from decodecalc.calibration.validation import prefill_share
 from decodecalc.engine.profile import Engine
-from decodecalc.engine.select import choose_engine
+from decodecalc.engine.select import choose_engine, extrapolation
 from decodecalc.loading.catalog import Catalog
 from decodecalc.notes import Note
-from decodecalc.record import record
+from decodecalc.record import record, replace
+from decodecalc.resolving.resolve import kernel_rated
 from decodecalc.step.step import StepModel, expected_for
 
 
@@ -60,11 +61,16 @@ def check_measured(
         p = r.point
         named = p.engine if p.release is None else f"{p.engine}@{p.release}"
         chosen, notes = choose_engine(catalog, named if p.engine else engine, p.scenario.gpu)
-        step = StepModel.of(p.scenario)
-        expected = expected_for(step, step.row(p.context_tokens), chosen)
+        s = p.scenario
+        # As estimate and validate price the point: the band widened where it lies outside
+        # the profile's fitted range (said in a note), the GPU's kernel rates at its batch.
+        wide, outside = extrapolation(chosen, s.model, s.batch, s.gpu)
+        rated = kernel_rated(replace(s, engine=wide), s.batch).engine
+        step = StepModel.of(s)
+        expected = expected_for(step, step.row(p.context_tokens), rated)
         share = prefill_share(p, catalog)
         impossible = below_roofline(p, r.where)
-        said = (*notes, *r.notes, *(() if impossible is None else (impossible,)))
+        said = (*notes, *outside, *r.notes, *(() if impossible is None else (impossible,)))
         checks.append(
             MeasuredCheck(
                 p,

@@ -36,6 +36,22 @@ class CheckedDeployment:
     def passed(self) -> bool:
         return all(r.passed for r in self.results)
 
+    @property
+    def at_contexts(self) -> bool:
+        """Whether a target was held to a step at the file's batch and contexts (under a
+        workload perhaps none: every other target is held to the server)."""
+        return any(not r.served for r in self.results)
+
+    @property
+    def stepped(self) -> bool:
+        """Whether a speed target was held to a decode step at the file's contexts."""
+        return any(r.timed and not r.served for r in self.results)
+
+    @property
+    def under_workload(self) -> bool:
+        """Whether a target was held to the server under the deployment's workload."""
+        return any(r.served for r in self.results)
+
 
 def check_deployment(d: Deployment) -> CheckedDeployment:
     """One deployment against its targets (or, for a vLLM config given none, against
@@ -78,8 +94,15 @@ def _under_workload(
     defaults) is not what a user then sees; max_kv_share and min_crossover_context are
     held to a decode step at the server's mean decode batch and mean context."""
     assert d.workload is not None and d.limits is not None  # (every read deployment's)
+    from decodecalc.answers.serving import Refused
+
     asked = set(d.targets.asked())
-    served = _served(d)
+    try:
+        served = _served(d)
+    except Refused as exc:
+        if exc.target != "load":  # no room for a request: the file asks the impossible
+            raise
+        return _saturated(d, results, notes, exc)
     gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
     results = (*results, *check_serving(served, gpus, d.targets))
     if asked & set(TPOT_TARGETS):
@@ -97,6 +120,21 @@ def _under_workload(
         results = (*results, *(replace(r, served=True) for r in check(at, step_targets)))
         notes = (*notes, _mean_step_note(step_targets, batch, context))
     return results, (*notes, *served.notes)
+
+
+def _saturated(
+    d: Deployment, results: tuple[TargetResult, ...], notes: tuple[Note, ...], exc: Exception
+) -> tuple[tuple[TargetResult, ...], tuple[Note, ...]]:
+    """A request rate at or past the server's saturation rate: a valid deployment that
+    cannot carry its workload, so every target held to the server is missed (its queue,
+    TTFT and TPOT grow without bound; it has no steady state to give a value), as plan
+    counts it a missed target, and the note says the saturation."""
+    held = [name for name in d.targets.asked() if name != "must_fit"]
+    missed = tuple(
+        TargetResult(name, getattr(d.targets, name), None, None, False, True, saturated=True)
+        for name in held
+    )
+    return (*results, *missed), (*notes, Note("serving-saturated", f"{exc}"))
 
 
 TPOT_NOTE = Note(

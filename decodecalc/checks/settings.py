@@ -58,8 +58,14 @@ def locate_key(doc: Document, key_path: KeyPath) -> str:
 
 
 def show(value: Any) -> str:
-    """A value for an error message, cut short: a YAML alias bomb must not be printed."""
+    """A value for an error message, cut short: a YAML alias bomb must not be printed.
+    A file's words as the file wrote them (true, not Python's True; nothing for null)."""
     import reprlib
+
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if value is None:
+        return "nothing"
 
     shown = reprlib.Repr()
     shown.maxstring, shown.maxother, shown.maxlist, shown.maxlevel = 40, 40, 4, 2

@@ -78,6 +78,22 @@ class TargetResult:
     passed: bool
     served: bool = False
     """Held to the server under the deployment's workload (check_serving), not to a step."""
+    saturated: bool = False
+    """Missed because the workload's request rate reaches the server's saturation rate: its
+    queue grows without bound, so there is no steady state and no value (checks/run.py)."""
+
+    @property
+    def timed(self) -> bool:
+        """A speed or serving target: held to step times priced on the engine's expected
+        step (or the roofline), a decode step's or the server's, where memory, KV share and
+        crossover targets take no step time."""
+        return self.target in SPEED_TARGETS or self.target in SERVING_TARGETS
+
+    @property
+    def held_to(self) -> str:
+        """'workload': the server under the deployment's workload; 'contexts': a decode
+        step at the file's batch and contexts."""
+        return "workload" if self.served else "contexts"
 
 
 def _worst(rows: list[Row], key: str, highest: bool) -> tuple[float, int]:

@@ -463,6 +463,31 @@ def _help_for(exc: Exception, args: list[str]) -> str:
     return f"decodecalc {args[0]} --help"
 
 
+def _no_such_option(exc: Exception) -> str | None:
+    """An unknown option's message with the command's options that look like it, compared
+    without their dashes: Click compares them with, so every '--' option shares two
+    characters with the typo and --report drew --ep, --format and --power. None: not an
+    unknown option (Click's own message stands). Typer carries its own copy of Click, so
+    the error is known by its class's name."""
+    import difflib
+
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ != "NoSuchOption" or ctx is None:
+        return None
+    typed: str = getattr(exc, "option_name", "")
+    names = [
+        name
+        for param in ctx.command.params
+        if param.param_type_name == "option"
+        for name in (*param.opts, *param.secondary_opts)
+        if name.startswith("--")
+    ]
+    bare = {name.lstrip("-"): name for name in names}
+    close = difflib.get_close_matches(typed.lstrip("-"), list(bare), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(bare[c] for c in close)}?)" if close else ""
+    return f"No such option: {typed}{hint}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; usage errors become one line on stderr."""
     args = sys.argv[1:] if argv is None else argv
@@ -486,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         format_message = getattr(exc, "format_message", None)
         if format_message is None:
             raise
-        return _error(f"{format_message()} (see '{_help_for(exc, args)}')")
+        message = _no_such_option(exc) or format_message()
+        return _error(f"{message} (see '{_help_for(exc, args)}')")
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this exit code, in silence
         print("decodecalc: interrupted; a file being written is left as it was", file=sys.stderr)
     return result if isinstance(result, int) else EXIT_OK

@@ -45,7 +45,8 @@ def calibrate(
             "--engine",
             help="Engine profile (NAME, or NAME@LINE for a release line) whose values stand in "
             "for what the points cannot identify (default: KV read at the weights' "
-            "efficiency, no fixed costs, the link's all-reduce latency).",
+            "efficiency, no fixed costs, the link's all-reduce latency, prefill at peak "
+            "FLOP/s with no per-request cost: a profile saved so says so where it is used).",
             metavar="ENGINE",
         ),
     ] = None,

@@ -51,7 +51,7 @@ def compare(
       decodecalc compare -m llama-3.1-8b,qwen3-8b,mistral-7b -g l40s -c 64K --chart
     """
     from decodecalc.answers.estimate import estimate as run_estimate
-    from decodecalc.resolving.resolve import resolve
+    from decodecalc.answers.sweep import skipped_note, valid_scenarios
     from decodecalc.views.charts import series_of
     from decodecalc.views.compare import compare_report, human_compare, label
 
@@ -64,13 +64,15 @@ def compare(
     _check_size(len(specs), len(contexts))
     # One row per deployment: a GPU or format named twice through an alias (-g
     # h100,h100-sxm) resolves to one scenario, as a repeated name does.
-    scenarios = [resolve(replace(s, model=models[str(s.model)]), catalog) for s in specs]
+    scenarios, skipped = valid_scenarios(
+        [replace(s, model=models[str(s.model)]) for s in specs], catalog
+    )
     estimates = [run_estimate(s, contexts) for s in dict.fromkeys(scenarios)]
     if page:
         from decodecalc.cli.report import compare_page
 
         compare_page(ctx, page, estimates, contexts)
-    report = compare_report(estimates, contexts)
+    report = compare_report(estimates, contexts, (skipped_note(skipped),) if skipped else ())
     if out.format in (Format.table, Format.markdown):
         report = human_compare(report, [e.scenario for e in estimates])
     out.emit(report)
@@ -128,7 +130,7 @@ def sweep(
     Example: decodecalc sweep -m llama-3.1-8b,llama-3.1-70b -g h100,h200 -w bf16,fp8
     --batch 1,8,64 -c 1K..128K > grid.csv
     """
-    from decodecalc.answers.sweep import MAX_SWEEP_ROWS, Misfits, sweep_scenarios
+    from decodecalc.answers.sweep import MAX_SWEEP_ROWS, Misfits, skipped_note, sweep_scenarios
     from decodecalc.context import parse_context
     from decodecalc.engine.select import choose_engine
     from decodecalc.notes import many_notes
@@ -186,8 +188,7 @@ def sweep(
     if (misfit := misfits.note(label)) is not None:
         note(misfit.message)
     if skipped:
-        first = skipped[0]
-        note(f"skipped {len(skipped)} combinations that are no valid deployment; first: {first}")
+        note(skipped_note(skipped).message)
 
 
 def _sweep_format(fmt: str | None, as_json: bool, output: str | None) -> str:

@@ -68,17 +68,17 @@ def run_disaggregated(
 ) -> None:
     """Serve every load on the pools and emit the report (``output``: format, whether
     JSON, where to); ``page``: write the HTML page there too (--report)."""
-    from decodecalc.answers.disaggregated import serve_disaggregated
+    from decodecalc.answers.disaggregated import serve_disaggregated_each
     from decodecalc.cli import Format, emit
     from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
 
     fmt, as_json, to = output
-    results = [serve_disaggregated(pools, load, limits) for load in loads]
+    results, saturated = serve_disaggregated_each(pools, loads, limits)
     if page:
         from decodecalc.cli.report import disaggregated_page
 
         disaggregated_page(ctx, page, results)
-    report = disaggregated_report(results)
+    report = disaggregated_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_disaggregated(report)
     emit(report, fmt, as_json, False, to)

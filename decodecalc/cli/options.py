@@ -4,7 +4,7 @@ shared by the commands that take them, and what turns them into core inputs."""
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -19,7 +19,7 @@ from decodecalc.cli import (
     whole_number,
 )
 from decodecalc.errors import InputError
-from decodecalc.record import field_defaults
+from decodecalc.record import field_defaults, replace
 from decodecalc.scenarios.fields import SCENARIO_FIELDS, ScenarioField
 from decodecalc.scenarios.spec import ScenarioSpec
 
@@ -316,20 +316,26 @@ def scenario_of(ctx: typer.Context) -> Any:
     from decodecalc.resolving.resolve import resolve
 
     scenario = resolve(spec_of(ctx), load_catalog(ctx.params.get("presets")))
-    refuse_links_unused(ctx, [scenario.gpus])
+    refuse_links_unused(ctx, [(scenario.gpus, scenario.node_link is not None)])
     return scenario
 
 
-def refuse_links_unused(ctx: typer.Context, gpus: list[int]) -> None:
-    """--link and --link-bandwidth price what GPUs send each other: on one GPU (every
-    scenario of a comparison on one) nothing is sent, and the option would read as priced in."""
-    if max(gpus) > 1:
-        return
-    for name, flag in (("link", "--link"), ("link_bandwidth", "--link-bandwidth")):
-        if str(ctx.params.get(name)).strip().lower() == "none":
-            continue  # --link none asks for nothing to be sent: so it is, on one GPU
-        if name in ctx.params and given(ctx, name):
-            raise InputError(f"{flag} prices what GPUs send each other: give --tp or --pp above 1")
+def refuse_links_unused(ctx: typer.Context, uses: Sequence[tuple[int, bool]]) -> None:
+    """The interconnect options price what GPUs send each other, one rule for the four:
+    one that nothing in the run is sent over is refused, for it would read as priced in.
+    ``uses``: each scenario's GPUs and whether its group spans nodes. --link,
+    --link-bandwidth and --gpus-per-node need a scenario of more than one GPU; --node-link
+    one whose group spans nodes, or disaggregated serving, whose prompt KV it carries when
+    --kv-link is not given (resolving/resolve.py unused_link)."""
+    from decodecalc.resolving.resolve import LINK_OPTIONS, unused_link
+
+    typed = {
+        name: ctx.params[name] for name in LINK_OPTIONS if name in ctx.params and given(ctx, name)
+    }
+    carries_kv = ctx.params.get("prefill_workers") is not None and not ctx.params.get("kv_link")
+    problem = unused_link(typed, uses, carries_kv, lambda name: "--" + name.replace("_", "-"))
+    if problem is not None:
+        raise InputError(problem)
 
 
 def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
@@ -346,10 +352,27 @@ def specs_of(ctx: typer.Context) -> list[ScenarioSpec]:
         items = split_list(given, option.flags[0])
         values.append(items if option.kind != "count" else whole_numbers(items, option.flags[0]))
     names = [o.name for o in SCENARIO_FIELDS]
-    tps, pps = values[names.index("tp")], values[names.index("pp")]
-    refuse_links_unused(ctx, [(tp or 1) * (pp or 1) for tp in tps for pp in pps])
-    return [
+    specs = [
         ScenarioSpec(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)
+    ]
+    refuse_links_unused(ctx, _link_uses(ctx, specs))
+    return specs
+
+
+def _link_uses(ctx: typer.Context, specs: list[ScenarioSpec]) -> list[tuple[int, bool]]:
+    """Each layout's GPUs and whether its group spans nodes (refuse_links_unused), from the
+    specs before they are resolved: a grid resolves its scenarios one by one, later. Whether
+    a group spans nodes is looked up only where --node-link asks."""
+    from decodecalc.resolving.resolve import node_network, spans_nodes
+
+    layouts = {(s.gpu, s.tp or 1, s.pp or 1, s.link, s.gpus_per_node): s for s in specs}
+    catalog = load_catalog(ctx.params.get("presets")) if given(ctx, "node_link") else None
+    if catalog is not None:  # a bad name is the error to give, before whether it is used
+        for name in {s.node_link for s in specs}:
+            node_network(catalog, name)
+    return [
+        (s.tp * s.pp, catalog is not None and spans_nodes(catalog, s))
+        for s in (replace(s, tp=s.tp or 1, pp=s.pp or 1) for s in layouts.values())
     ]
 
 

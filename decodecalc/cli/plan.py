@@ -17,6 +17,7 @@ from decodecalc.cli import (
 )
 from decodecalc.cli.options import (
     ReportOpt,
+    refuse_links_unused,
     scenario_options,
     spec_of,
     split_list,
@@ -227,6 +228,7 @@ def plan(
     if not found.scenarios:
         first = f": {found.skipped[0]}" if found.skipped else ""
         raise InputError(f"no deployment to plan{first}")
+    refuse_links_unused(ctx, [(s.gpus, s.node_link is not None) for s in found.scenarios])
     # CSV, like JSON, holds every option; a table or Markdown the chosen few.
     machine = as_json or fmt in (Format.json, Format.csv)
     shown = None if machine else Shown(top=None if show_all or top == 0 else top, why=why)
@@ -238,10 +240,9 @@ def plan(
         plan_page(ctx, page, options, targets, shown, found.notes)
     out.emit(report)
     if found.skipped:
-        note(
-            f"left out {len(found.skipped)} combinations that are no valid deployment; "
-            f"first: {found.skipped[0]}"
-        )
+        from decodecalc.answers.sweep import skipped_note
+
+        note(skipped_note(found.skipped, "left out").message)
 
 
 def _with_ttft(targets: "Targets", max_ttft_ms: float) -> "Targets":

@@ -17,7 +17,6 @@ from decodecalc.cli import (
     output_file,
     output_options,
     output_stream,
-    whole_number,
 )
 from decodecalc.errors import InputError
 
@@ -157,11 +156,10 @@ def import_config(
         typer.Option("--source", help="Where the config came from (a URL).", metavar="URL"),
     ] = None,
     official_params: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--official-params",
-            help="The model card's parameter count, to check against.",
-            parser=whole_number,
+            help="The model card's parameter count, to check against (8030261248, 8.03B).",
             metavar="N",
         ),
     ] = None,
@@ -173,21 +171,30 @@ def import_config(
 
     Example: decodecalc import ./Llama-3.1-8B/config.json --name Llama-3.1-8B -o my.yaml
     """
-    from decodecalc.loading.datafile import is_file
+    from decodecalc.loading.datafile import folder_config, is_dir, is_file
+    from decodecalc.loading.numbers import parameter_count
     from decodecalc.loading.presets import MAX_PARAMS, preset_from_config
     from decodecalc.loading.quantization import read_config
     from decodecalc.paths import expand_user
 
-    if official_params is not None and not 1 <= official_params <= MAX_PARAMS:
-        raise InputError(
-            f"--official-params {official_params} must be a count from 1 to {MAX_PARAMS:,}"
-        )
+    official = None
+    if official_params is not None:
+        try:
+            official = parameter_count(official_params.strip())
+        except InputError as exc:
+            raise InputError(f"--official-params {exc}") from None
+        if not 1 <= official <= MAX_PARAMS:
+            raise InputError(
+                f"--official-params {official_params} must be a count from 1 to {MAX_PARAMS:,}"
+            )
     path = expand_user(config)
+    if is_dir(path):  # a checkpoint folder, as --model takes one
+        path = folder_config(path, config)
     if not is_file(path):
         raise InputError(f"config file {config!r} does not exist")
     # hf_quant_config.json beside it sets the default weight recipe, as with --model.
     doc = read_config(path)
-    preset = preset_from_config(doc, name, source, official_params)
+    preset = preset_from_config(doc, name, source, official)
     import yaml
 
     text = yaml.safe_dump(preset, sort_keys=False, default_flow_style=False)

@@ -210,4 +210,5 @@ def _write(ctx: typer.Context, path: str, page: Page) -> None:
 
     with output_stream(destination(ctx, "page" if "page" in ctx.params else "output")) as out:
         out.write(page_html(page))
-    note(f"wrote {path}")
+    # Said when the command ends, after its own notes: the last line names the file.
+    ctx.call_on_close(lambda: note(f"wrote {path}"))

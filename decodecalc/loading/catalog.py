@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from decodecalc.errors import InputError, InputErrors, PresetError
 from decodecalc.loading import cache
-from decodecalc.loading.datafile import Document, fragment, is_dir, is_file, read_yaml
+from decodecalc.loading.datafile import (
+    Document,
+    folder_config,
+    fragment,
+    is_dir,
+    is_file,
+    read_yaml,
+)
 from decodecalc.loading.fields import suggest
 from decodecalc.loading.presets import LOADERS, config_model_id, model_from_config, preset_id_of
 from decodecalc.model.dtypes import DType
@@ -130,9 +137,8 @@ class Catalog:
         folder (a checkpoint, as vLLM takes one) is read from its config.json."""
         path = expand_user(name)
         if is_dir(path) and (os.sep in name or not self._lookup("models", name, Model)[0]):
-            if not is_file(path / "config.json"):
-                raise InputError(f"model folder {name!r} has no config.json to read")
-            path, name = path / "config.json", str(path / "config.json")
+            path = folder_config(path, name)
+            name = str(path)
         if is_numbers(name) and not is_file(path):
             from decodecalc.loading.numbers import model_from_numbers
 

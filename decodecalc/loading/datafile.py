@@ -215,6 +215,14 @@ def is_dir(path: Path) -> bool:
         return False
 
 
+def folder_config(path: Path, name: str) -> Path:
+    """A model folder's config.json (a checkpoint, as vLLM takes one), where every command
+    that reads a config takes the folder too."""
+    if not is_file(path / "config.json"):
+        raise InputError(f"model folder {name!r} has no config.json to read")
+    return path / "config.json"
+
+
 def _read_text(path: Path) -> str:
     import stat
 

@@ -40,9 +40,45 @@ class Architecture:
     max_context_tokens: int
     extra_groups: tuple[TensorGroup, ...] = ()
     default_weights: WeightRecipe | None = None
+    mtp_layers: int = 0
 
 
 Reader = Callable[[Fields, str], Architecture]
+
+MTP_FAMILIES = frozenset(
+    {
+        "deepseek_v3",
+        "deepseek_v32",
+        "deepseek_v4",
+        "glm4_moe",
+        "glm4_moe_lite",
+        "glm_moe_dsa",
+        "mimo",
+        "mimo_v2_flash",
+        "ernie4_5_moe",
+        "qwen3_next",
+        "qwen3_5",
+        "qwen3_5_text",
+        "qwen3_5_moe",
+        "qwen3_5_moe_text",
+        "longcat_flash",
+    }
+)
+"""Model types whose released checkpoints ship multi-token-prediction layers that vLLM
+drafts with (vllm/config/speculative.py MTP_MODEL_TYPES: deepseek_mtp, mimo_mtp,
+glm4_moe_mtp, ernie_mtp, qwen3_next_mtp, longcat_flash_mtp, and the Qwen3.5 cards'
+qwen3_next_mtp): one layer each where the config does not count them. Any other type has
+none unless its config says so (num_nextn_predict_layers, mtp_num_hidden_layers)."""
+
+
+def _mtp_layers(cfg: Fields, model_type: str) -> int:
+    """The checkpoint's multi-token-prediction layers: the config's count, else MTP_FAMILIES'
+    one layer, else none."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        if cfg.has(key):
+            return cfg.integer(key, minimum=0, maximum=MAX_LAYERS)
+    return 1 if model_type in MTP_FAMILIES else 0
+
 
 MAX_SIZE = 10**7
 """The largest width, head count, vocabulary, expert count or other size a config.json may
@@ -1672,6 +1708,7 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
         text = cfg.mapping("text_config")
         text_type = text.text("model_type", WRAPPERS[model_type])
     arch = _reader(text, text_type)(text, text_type)
+    arch = Architecture(**{**arch.__dict__, "mtp_layers": _mtp_layers(text, text_type)})
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
         if model_type in FLAT_WRAPPERS:  # (transformers 4.5x's form: both places)

@@ -120,10 +120,8 @@ COMMON = frozenset(
         "aux_loss_alpha",
         "seq_aux",
         "ep_size",
-        # Multi-token prediction layers: stored in the checkpoint, read only when speculative
-        # decoding drafts with them (priced there as one decoder layer like the last).
-        "num_nextn_predict_layers",
-        "mtp_num_hidden_layers",
+        # (num_nextn_predict_layers and mtp_num_hidden_layers count the multi-token
+        # prediction layers: read, loading/families.py _mtp_layers.)
         "mtp_use_dedicated_embeddings",
         # A multimodal wrapper's token ids and projector activation (the tower is counted
         # from vision_config).
@@ -347,7 +345,6 @@ READER_IGNORES: dict[str, dict[str, str]] = {
     },
     "ernie4_5": {"use_rmsnorm": "RMSNorm, as counted"},
     "ernie4_5_moe": {
-        "num_nextn_predict_layers": "the MTP layer: stored, read only by speculative decoding",
         "moe_capacity": "training-time capacity factors",
         "moe_gate": "routing rule",
         "moe_use_aux_free": "the correction bias is counted either way",

@@ -392,8 +392,11 @@ def _approximate(given: _Given) -> Model:
         hidden=1,
         notes="; approximate: layers of width 1 stand in for the real ones, so bytes and "
         "memory follow from params, active_params and kv_bytes_per_token (16-bit), while "
-        "FLOP counts, per-layer costs, TP all-reduce sizes and which TP sizes work are rough",
+        "FLOP counts, per-layer costs, TP all-reduce sizes and which TP sizes work are rough; "
+        "a server's activation peak (1 to 4 GB per GPU on real models, from their widths and "
+        "vocabulary) is left out of memory, so its fits are that much too generous",
         vocab_size=1,
+        stand_in_widths=True,
         tie_word_embeddings=True,
         layers=(Layer(attention, ffn),) * count,
         extra_groups=unread,
@@ -408,17 +411,23 @@ SHORT_HELP = (
 )
 
 
-def _count(text: str) -> int:
-    """A parameter count: 70553706496, 70.6B, 671e9 (k, M, B, T decimal, as model cards)."""
+def parameter_count(text: str) -> int:
+    """A parameter count: 70553706496, 70.6B, 671e9 (k, M, B, T decimal, as model cards),
+    whatever its size (the caller says which it takes)."""
     scale = {"k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}.get(text[-1:].lower(), 1)
     digits = text[:-1] if scale > 1 else text
     try:
-        value = exact_number(digits) * scale
+        return round(exact_number(digits) * scale)
     except (ValueError, OverflowError):
         raise InputError(f"{text!r} is not a parameter count (e.g. 70.6B, 8030261248)") from None
+
+
+def _count(text: str) -> int:
+    """A parameter count from 1 to 10^15 (parameter_count)."""
+    value = parameter_count(text)
     if not 1 <= value <= 10**15:
         raise InputError(f"{text!r} is not a parameter count from 1 to 10^15")
-    return round(value)
+    return value
 
 
 def _bytes(text: str) -> int:
@@ -442,6 +451,7 @@ def gpu_with_overrides(preset: GpuSpec, text: str) -> GpuSpec:
     changes: dict[str, Any] = {}
     if given.has("memory"):
         changes["memory_bytes"] = given.parsed("memory", parse_size)
+        changes["memory_nominal"] = False  # the user's own figure
     if given.has("bandwidth"):
         changes["bandwidth_bytes_per_s"] = given.parsed("bandwidth", parse_bandwidth)
         changes["sustained_bandwidth_bytes_per_s"] = None

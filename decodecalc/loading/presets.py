@@ -158,7 +158,8 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
     name, aliases, source = _common(top)
     bandwidth = _parsed(top, "bandwidth", parse_bandwidth)
     memory = _parsed(top, "memory", parse_size)
-    top.text("memory_source", "")  # where the device-reported capacity was seen; data only
+    # where the device-reported capacity was seen; "nominal" where none was
+    memory_nominal = top.text("memory_source", "").startswith("nominal")
     flops: list[tuple[str, int]] = []
     if top.has("flops"):
         table = top.mapping("flops")
@@ -181,6 +182,7 @@ def load_gpu(doc: Document, preset_id: str) -> GpuSpec:
         sustained_bandwidth_bytes_per_s=_sustained(top),
         sustained_source=top.text("sustained_source", ""),
         family=_family(top),
+        memory_nominal=memory_nominal,
         power_w=_power(top),
         power_source=top.text("power_source", ""),
         announced=top.text("announced", ""),

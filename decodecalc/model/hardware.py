@@ -39,6 +39,10 @@ class GpuSpec:
     announced: str = ""
     """Where an announced, not yet shipping part was announced (empty: in service): its
     figures are the vendor's announcement, not a datasheet of a product one can measure."""
+    memory_nominal: bool = False
+    """The capacity is the nominal figure (the preset's memory_source says "nominal"), not
+    one the device was seen to report: on unified memory, the whole RAM, of which the OS
+    gives the GPU only part by default."""
 
     def peak_flops(self, matmul: str) -> tuple[str, int] | None:
         """The rate for a matmul class, falling back to a wider class the chip has

@@ -181,6 +181,10 @@ class Attention:
         )
 
     def tp_rule(self) -> TpRule:
+        """One KV head (multi-query attention) splits across no GPUs: said as such, not
+        "up to 1 GPUs"."""
+        if self.num_kv_heads == 1:
+            return TpRule("one KV head, replicated on every TP rank")
         return TpRule(
             "KV heads split across up to {limits} GPUs, then replicated", self.num_kv_heads
         )

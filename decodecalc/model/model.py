@@ -66,6 +66,14 @@ class Model:
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers the checkpoint ships beside the decoder stack
+    (num_nextn_predict_layers): plain decode never reads them, speculative decoding's MTP
+    drafts with them, and a server holds them (loading/families.py MTP_FAMILIES)."""
+    stand_in_widths: bool = False
+    """The layers are stand-ins one unit wide carrying the right byte counts (the short
+    numbers form, loading/numbers.py): their widths, vocabulary and hidden size are no
+    real ones, so nothing sized by them per token (a server's activation peak) is counted."""
 
     def tensor_groups(self) -> tuple[TensorGroup, ...]:
         """Every parameter once, grouped by role and summed over layers."""

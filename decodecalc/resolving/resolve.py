@@ -6,6 +6,8 @@ KV dtype, the link, a calibrated overhead) filled in. Every door into the estima
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from decodecalc.engine.profile import Engine
 from decodecalc.engine.select import choose_engine, extrapolation, releases_note
@@ -17,7 +19,7 @@ from decodecalc.loading.presets import NUMBERS_PREFIX
 from decodecalc.model.dtypes import DType
 from decodecalc.model.hardware import GpuSpec, Link
 from decodecalc.model.model import Model
-from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype
+from decodecalc.model.precision import Overrides, WeightRecipe, expand, group_dtype, mix_text
 from decodecalc.notes import Note, unique
 from decodecalc.record import record, replace
 from decodecalc.scenarios.fields import MAX_TP, SCENARIO_FIELDS
@@ -96,9 +98,8 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
     if spec.gpus_per_node is not None and not 1 <= spec.gpus_per_node <= MAX_TP:
         raise InputError(f"gpus per node {spec.gpus_per_node} must be from 1 to {MAX_TP}")
     per_node = spec.gpus_per_node or (None if link is None else link.gpus)
-    name = spec.node_link or DEFAULT_NODE_LINK
-    node = name if isinstance(name, Link) else catalog.link(name)  # a typo errs even unused
-    if link is None or per_node is None or spec.tp * spec.pp <= per_node:
+    node = node_network(catalog, spec.node_link)  # a typo errs even unused
+    if link is None or per_node is None or not _spans(link, per_node, spec):
         return Links(link, None, per_node)
     notes = []
     if spec.tp > per_node:
@@ -128,6 +129,69 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
             )
         )
     return Links(link, node, per_node, tuple(notes))
+
+
+def _spans(link: Link | None, per_node: int | None, spec: ScenarioSpec) -> bool:
+    """Whether tp x pp GPUs fill more than one node of ``per_node`` (none without a link)."""
+    return link is not None and per_node is not None and spec.tp * spec.pp > per_node
+
+
+LINK_OPTIONS = ("link", "link_bandwidth", "gpus_per_node", "node_link")
+"""The interconnect settings: what GPUs send each other is priced over them."""
+
+
+def unused_link(
+    given: dict[str, Any],
+    uses: Sequence[tuple[int, bool]],
+    carries_kv: bool,
+    flag: Callable[[str], str],
+) -> str | None:
+    """Why an interconnect setting given (``given``: name to value) prices nothing, the
+    one rule of every command and file (None: each is used): link, link_bandwidth and
+    gpus_per_node need a scenario of more than one GPU ('none' asks for nothing to be sent:
+    so it is); node_link one whose group spans nodes, or a disaggregated deployment whose
+    prompt KV it carries (``carries_kv``). ``uses``: each scenario's GPUs and whether its
+    group spans nodes; ``flag``: how a setting is named (--link-bandwidth, link_bandwidth)."""
+    if max(gpus for gpus, _ in uses) <= 1:
+        for name in LINK_OPTIONS[:3]:
+            if name in given and str(given[name]).strip().lower() != "none":
+                return (
+                    f"{flag(name)} prices what GPUs send each other, and every scenario here "
+                    f"is one GPU: give {flag('tp')} or {flag('pp')} above 1"
+                )
+    if "node_link" in given and not (carries_kv or any(spans for _, spans in uses)):
+        return (
+            f"{flag('node_link')} prices what GPUs send between nodes, and every GPU group "
+            f"here fits in one node: give {flag('tp')} x {flag('pp')} above the GPUs a node "
+            f"joins ({flag('gpus_per_node')}, by default the GPU's link's)"
+        )
+    return None
+
+
+def spans_nodes(catalog: Catalog, spec: ScenarioSpec) -> bool:
+    """Whether a spec's tp x pp GPUs fill more than one node (resolve_links' rule), before
+    the rest of it is resolved; False where its GPU or link is unknown or none is given
+    (resolving the spec says why)."""
+    try:
+        gpu = catalog.gpu(spec.gpu) if isinstance(spec.gpu, str) else spec.gpu
+        link = resolve_link(catalog, gpu, spec.tp, spec.link, None, spec.pp)
+    except InputError:
+        return False
+    return _spans(link, spec.gpus_per_node or (None if link is None else link.gpus), spec)
+
+
+def node_network(catalog: Catalog, name: str | Link | None) -> Link:
+    """The network between nodes --node-link names (DEFAULT_NODE_LINK when None): a link
+    that joins any number of GPUs (InfiniBand, RoCE), not one that joins those of one node
+    or rack (NVLink, PCIe, Infinity Fabric: a group past it crosses the network instead)."""
+    found = name if isinstance(name, Link) else catalog.link(name or DEFAULT_NODE_LINK)
+    if found.gpus is None:
+        return found
+    networks = [link.id for link in catalog.links() if link.gpus is None]
+    raise InputError(
+        f"node link {found.id}: {found.name} joins the GPUs inside one node or rack "
+        f"({found.gpus} of them), not nodes; a network between nodes: {', '.join(networks)}"
+    )
 
 
 def resolve_kv_link(
@@ -381,9 +445,10 @@ def check_values(spec: ScenarioSpec, catalog: Catalog) -> None:
     check_fraction("memory utilization", spec.memory_utilization)
     if str(spec.efficiency).strip().lower() not in EFFICIENCY_WORDS:
         check_efficiency(resolve_efficiency(str(spec.efficiency), None).fraction)
-    for link in (spec.link, spec.node_link):
-        if isinstance(link, str) and link.strip().lower() != "none":
-            catalog.link(link)
+    if isinstance(spec.link, str) and spec.link.strip().lower() != "none":
+        catalog.link(spec.link)
+    if spec.node_link is not None:
+        node_network(catalog, spec.node_link)
     if spec.power is not None:
         resolve_rates(catalog, None, spec.power, None)
     if isinstance(spec.price, str):
@@ -453,6 +518,7 @@ def resolve(spec: ScenarioSpec, catalog: Catalog) -> Scenario:
             *format_notes(model, weights, (kv, v_kv), gpu),
             *head_notes,
             *_export_name_note(model, weights.id, spec.weights is not None),
+            *_recipe_note(catalog, spec.weights, model, overrides),
         ),
         engine=engine,
         rates=resolve_rates(catalog, spec.price, spec.power, gpu),
@@ -508,6 +574,31 @@ def resolve_weights(
         return found, (), None
     default, overrides = expand(found, (g.name for g in model.tensor_groups()), catalog.dtype)
     return default, overrides, found.id
+
+
+def _recipe_note(
+    catalog: Catalog, value: str | DType | WeightRecipe | None, model: Model, overrides: Overrides
+) -> tuple[Note, ...]:
+    """A recipe given (-w) that stores nothing of this model otherwise than its default: the
+    groups it names in other formats (routed experts, for an experts-only recipe) are none
+    of the model's, so it prices as --weights DEFAULT would, and says so, as --v-dtype
+    says where there is no V to store (format_notes)."""
+    found = catalog.weights(value) if isinstance(value, str) else value
+    if not isinstance(found, WeightRecipe) or overrides:
+        return ()
+    named = [(group, mix_text(mix)) for group, mix in found.overrides]
+    other = [(group, text) for group, text in named if text != found.default]
+    if not other:
+        return ()
+    stored = ", ".join(f"{group} in {text}" for group, text in other)
+    return (
+        Note(
+            "recipe-unused",
+            f"-w {found.id} prices nothing here beyond {found.default}: it stores only "
+            f"{stored} otherwise, and {model.id} has none of them, so every weight is "
+            f"{found.default}",
+        ),
+    )
 
 
 def _dtype(catalog: Catalog, value: str | DType) -> DType:

@@ -53,10 +53,13 @@ class PriceList:
 # Patterns compiled (and kept by re) on first use: compiled at import, they cost every
 # query 0.3 ms, and few queries give a price or a power.
 _PRICE = (
-    r"^\$?(?P<number>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(?:\$|usd)?"
+    r"^\$?(?P<number>[+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(?:\$|usd)?"
     r"\s*(?:/\s*(?:gpu-?)?(?:h|hr|hour))?$"
 )
-_POWER = r"^(?P<number>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(?P<unit>w|kw)?$"
+_POWER = r"^(?P<number>[+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(?P<unit>w|kw|mw|gw)?$"
+_WATTS = {"w": 1.0, "kw": 1e3, "mw": 1e6, "gw": 1e9}
+"""Each power unit's watts; mw is a megawatt whatever its case (no GPU draws milliwatts),
+so that 1mW is refused as above the limit, not read as a thousandth of a watt."""
 
 
 def parse_price(text: str) -> float | None:
@@ -69,11 +72,12 @@ def parse_price(text: str) -> float | None:
 
 
 def parse_power(text: str) -> float:
-    """Watts from ``700``, ``700W`` or ``1.2kW``."""
+    """Watts from ``700``, ``700W`` or ``1.2kW``; a number in another unit of power (1MW)
+    or below zero is read, so that its error says what it is out of (the range)."""
     found = re.match(_POWER, text.strip().lower())
     if found is None:
         raise InputError(f"power {text!r} is not a number of watts, e.g. 700W or 1.2kW")
-    scale = 1000 if found["unit"] == "kw" else 1
+    scale = _WATTS[found["unit"] or "w"]
     return _checked(float(found["number"]) * scale, MAX_POWER_W, f"power {text!r}", "watts")
 
 

@@ -157,6 +157,12 @@ class Scenario:
             )
 
     @property
+    def bandwidth_given(self) -> bool:
+        """Whether the bandwidth is another than the GPU preset's own (--bandwidth beside
+        --gpu): its rows then carry the GPU's name, memory and FLOP/s at that bandwidth."""
+        return self.gpu is not None and self.bandwidth_bytes_per_s != self.gpu.bandwidth_bytes_per_s
+
+    @property
     def effective_bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_bytes_per_s * self.efficiency
 
@@ -170,6 +176,12 @@ class Scenario:
         """How many ways a sequence's cache and attention are split: 1 under data-parallel
         attention, where a rank holds whole sequences."""
         return 1 if self.dp_attention else self.tp
+
+    @property
+    def attention_ranks(self) -> int:
+        """Ranks that each hold their own sequences' cache, each in a KV pool of its own:
+        the tp GPUs under data-parallel attention, else 1 (the TP group shares one)."""
+        return self.tp if self.dp_attention else 1
 
     @property
     def expert_ranks(self) -> int:

@@ -79,8 +79,6 @@ class FastStep:
     """Tokens per KV block: a sequence holds room for whole blocks (ServerRoom.held_tokens)."""
     pool: RequestLimit | None = None
     """The server's KV pool, which must hold the batch too (StepModel.fits)."""
-    ranks: int = 1
-    """Data-parallel attention ranks, each with a pool of its own."""
 
     @classmethod
     def of(cls, scenario: Scenario) -> FastStep:
@@ -120,7 +118,6 @@ class FastStep:
             budget_bytes=None if memory is None else memory.room.usable_bytes,
             block_size=1 if memory is None else memory.room.block_size,
             pool=None if memory is None or _bytes_suffice(memory) else memory.pool,
-            ranks=step.attention_ranks,
             stored_bytes=0 if memory is None else memory.stored_weight_bytes,
             crossover=None if (t_star := step.crossover()) is None else float(t_star),
             engine_terms=step.engine_terms,
@@ -205,19 +202,19 @@ class FastStep:
         context). A request's blocks never shrink as its context grows, so the requests
         the pool holds never grow: the limit is found by doubling, then halving, in about
         60 of the pool's Fraction sums instead of one per row."""
-        pool, batch, ranks = self.pool, self.batch, self.ranks
+        pool, batch = self.pool, self.batch
         if pool is None:
             return None
-        if not pool.holds(batch, 1, ranks):
+        if not pool.holds(batch, 1):
             return 0
         held, beyond = 1, 2
-        while pool.holds(batch, beyond, ranks):
+        while pool.holds(batch, beyond):
             if beyond > MAX_CONTEXT_TOKENS:  # (past any context a sweep takes)
                 return None
             held, beyond = beyond, beyond * 2
         while beyond - held > 1:
             middle = (held + beyond) // 2
-            held, beyond = (middle, beyond) if pool.holds(batch, middle, ranks) else (held, middle)
+            held, beyond = (middle, beyond) if pool.holds(batch, middle) else (held, middle)
         return held
 
     def _kv_bytes(self, contexts: tuple[int, ...]) -> list[int]:

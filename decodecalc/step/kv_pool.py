@@ -14,13 +14,19 @@ the utilization leaves (vLLM 0.19.0 only warns that this changes in a later vers
     tokens    = blocks x block_size
 
 The pool is per GPU, but every GPU of a tensor-parallel group holds its own heads of the
-same tokens, so ``tokens`` is the replica's. Under pipeline parallelism a stage's GPUs
-hold only its layers' weights (the first stage the embedding, the last the LM head) and
-its layers' cache, for every token the replica runs: each stage's pool is sized alone, on
-its own weights and bytes per token, and the stage with the fewest blocks (the one with
-the most weights or layers) decides, as vLLM gives every rank the smallest rank's block
-count (v1/core/kv_cache_utils.py ``get_kv_cache_configs``): the split that
-``StepModel.held_bytes`` checks estimate and plan against (step/step.py).
+same tokens, so ``tokens`` is the replica's. Under data-parallel attention each of the tp
+GPUs is an attention rank with its own requests: it holds their whole cache (every head)
+and a whole copy of every weight outside the routed experts, and sizes a pool of its own
+on those, so the replica holds ``ranks`` pools like it (vLLM's data-parallel engines each
+profile and allocate their own; SGLang's DP-attention ranks likewise).
+
+Under pipeline parallelism a stage's GPUs hold only its layers' weights (the first stage
+the embedding, the last the LM head) and its layers' cache, for every token the replica
+runs: each stage's pool is sized alone, on its own weights and bytes per token, and the
+stage with the fewest blocks (the one with the most weights or layers) decides, as vLLM
+gives every rank the smallest rank's block count (v1/core/kv_cache_utils.py
+``get_kv_cache_configs``): the split that ``StepModel.held_bytes`` checks estimate and
+plan against (step/step.py).
 
 A model mixing layer kinds (sliding-window and global attention) shares one block pool
 between groups of equally many layers, the group size being the smallest kind's count (or
@@ -75,6 +81,21 @@ class LayerKind:
 
 
 @record
+class Drafter:
+    """A speculative drafter a server holds beside its target on the same GPUs: its
+    weights, and its caching layers, whose cache vLLM allocates from the same pool (the
+    drafter's layers are one more group of the KV cache config), for every request."""
+
+    scenario: Scenario
+    """The drafter's model, formats and TP (answers/speculative.py draft_scenario)."""
+    groups: tuple[TensorGroup, ...]
+    """What it holds beyond the target's weights (an EAGLE or MTP head reads the target's
+    embedding and LM head: only its layers)."""
+    mixers: tuple[Mixer, ...]
+    """Its caching layers."""
+
+
+@record
 class KvPool:
     """A server's KV cache pool, per GPU and in tokens per replica. Under pipeline
     parallelism the per-GPU figures are those of the stage that decides (fewest blocks)."""
@@ -101,23 +122,35 @@ class KvPool:
     max_num_batched_tokens: int
     state_bytes_per_sequence: int = 0
     """Recurrent state a request holds whatever its length (linear-attention layers)."""
+    draft_weight_bytes: int = 0
+    """Per GPU: the speculative drafter's share of weight_bytes (its cache is in kinds)."""
+    ranks: int = 1
+    """Data-parallel attention ranks, each with a pool like this one for its own requests
+    (1: the TP group shares this one)."""
+
+    @property
+    def replica_tokens(self) -> int:
+        """KV cache tokens the replica holds over its ranks' pools."""
+        return self.tokens * self.ranks
 
     def max_concurrency(self, tokens_per_request: int) -> float:
-        """Requests of ``tokens_per_request`` (input + output) tokens the pool holds at
-        once: blocks / blocks one request needs (vLLM's "Maximum concurrency" line)."""
+        """Requests of ``tokens_per_request`` (input + output) tokens the replica holds at
+        once: blocks / blocks one request needs (vLLM's "Maximum concurrency" line), on
+        every rank."""
         if tokens_per_request < 1:
             raise InputError(f"tokens per request {tokens_per_request} must be at least 1")
         if self.blocks <= 0:
             return 0.0
-        return float(self.blocks / self.blocks_per_request(tokens_per_request))
+        return float(self.blocks / self.blocks_per_request(tokens_per_request)) * self.ranks
 
-    def held_requests(self, tokens_per_request: int, ranks: int = 1) -> int | None:
-        """Whole requests of ``tokens_per_request`` tokens the pool holds at once, over
-        ``ranks`` data-parallel attention ranks each with a pool like it (None: the pool
-        sets no limit, as a request holds no block: context 0, or no layer caches)."""
+    def held_requests(self, tokens_per_request: int) -> int | None:
+        """Whole requests of ``tokens_per_request`` tokens the replica holds at once, a
+        whole number on each rank (None: the pool sets no limit, as a request holds no
+        block: context 0, or no layer caches)."""
         if tokens_per_request < 1 or not self.kinds:
             return None
-        return math.floor(self.max_concurrency(tokens_per_request)) * ranks
+        per_rank = self.blocks / self.blocks_per_request(tokens_per_request)
+        return math.floor(per_rank) * self.ranks
 
     @property
     def limits_as_bytes(self) -> bool:
@@ -130,9 +163,9 @@ class KvPool:
         (kind,) = self.kinds
         return kind.window is None and kind.slots == kind.layers
 
-    def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool:
-        """The pool (over ``ranks`` data-parallel ranks) holds ``requests`` at once."""
-        held = self.held_requests(tokens_per_request, ranks)
+    def holds(self, requests: int, tokens_per_request: int) -> bool:
+        """The replica's pools hold ``requests`` at once."""
+        held = self.held_requests(tokens_per_request)
         return held is None or requests <= held
 
     def blocks_per_request(self, tokens_per_request: int) -> Fraction:
@@ -156,11 +189,12 @@ class KvPool:
         return blocks + Fraction(self.state_bytes_per_sequence) / block_bytes
 
 
-def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
+def kv_pool(scenario: Scenario, limits: SchedulerLimits, drafter: Drafter | None = None) -> KvPool:
     """The pool the engine allocates for a scenario on its GPUs (the scenario's weights,
     overrides, KV formats, TP and PP; the limits' utilization, budget and reserve): each
     pipeline stage's, and of those the one with the fewest blocks (then the least room).
-    Every stage is charged the whole activation peak and reserve."""
+    Every stage is charged the whole activation peak and reserve; a speculative
+    ``drafter``'s weights and cache the last stage, which runs it."""
     gpu = scenario.gpu
     if gpu is None:
         raise InputError("the KV pool needs a GPU preset (its memory): give --gpu")
@@ -172,7 +206,8 @@ def kv_pool(scenario: Scenario, limits: SchedulerLimits) -> KvPool:
     for count, groups in zip(counts, stage_groups(scenario.model, scenario.pp), strict=True):
         stage = mixers[start : start + count]
         start += count
-        pools.append(_stage_pool(scenario, limits, stage, groups, room))
+        last = start == len(mixers)
+        pools.append(_stage_pool(scenario, limits, stage, groups, room, drafter if last else None))
     return min(pools, key=lambda pool: (pool.blocks, pool.available_bytes))
 
 
@@ -182,13 +217,19 @@ def _stage_pool(
     mixers: Sequence[Mixer],
     groups: Sequence[TensorGroup],
     room: ServerRoom,
+    drafter: Drafter | None,
 ) -> KvPool:
     """One stage's pool: the room the server leaves (the budget less the activation peak
-    and the reserve, per GPU) less the stage's weights, in blocks over its layers' slots."""
+    and the reserve, per GPU) less the stage's weights (and a drafter's), in blocks over
+    its layers' slots (and the drafter's layers, grouped apart)."""
     pairs = counted(mixers)  # a few distinct layer objects, not one per layer
     kinds = layer_kinds(scenario, pairs)
+    draft_weights = 0
+    if drafter is not None:
+        kinds += layer_kinds(drafter.scenario, counted(drafter.mixers))
+        draft_weights = stored_weight_bytes(drafter.scenario, drafter.groups)
     slot_bytes = sum((k.slots * k.bytes_per_token for k in kinds), start=Fraction(0))
-    weights = stored_weight_bytes(groups, scenario.weights, scenario.tp, scenario.weight_overrides)
+    weights = stored_weight_bytes(scenario, groups) + draft_weights
     available = room.usable_bytes - weights
     blocks = 0
     if slot_bytes and available > 0:
@@ -206,8 +247,10 @@ def _stage_pool(
         kinds=kinds,
         max_num_batched_tokens=limits.max_num_batched_tokens,
         state_bytes_per_sequence=ceil_bytes(
-            sum((n * m.state_bytes(scenario.tp) for m, n in pairs), start=Fraction(0))
+            sum((n * m.state_bytes(scenario.attention_tp) for m, n in pairs), start=Fraction(0))
         ),
+        draft_weight_bytes=draft_weights,
+        ranks=scenario.attention_ranks,
     )
 
 
@@ -249,8 +292,9 @@ def _pooled_kinds(scenario: Scenario, pairs: Sequence[tuple[Mixer, int]]) -> tup
 
 
 def _layer_bytes_per_token(scenario: Scenario, mixer: Mixer) -> Fraction:
-    """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs."""
-    elements = mixer.kv_elements_per_token(scenario.tp)
+    """One layer's cache per token on one GPU: K in kv_dtype, V in v_dtype when it differs
+    (every head under data-parallel attention)."""
+    elements = mixer.kv_elements_per_token(scenario.attention_tp)
     values = v_elements(mixer, elements)
     v_dtype = scenario.v_dtype or scenario.kv_dtype
     return scenario.kv_dtype.bytes_for(elements - values) + v_dtype.bytes_for(values)

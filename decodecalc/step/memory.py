@@ -16,18 +16,19 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
 from decodecalc.engine.profile import CUDA_HIDDEN_BYTES
-from decodecalc.model.dtypes import DType
 from decodecalc.model.kvcache import KVCurve
 from decodecalc.model.layers import DenseMLP
-from decodecalc.model.precision import Overrides, weight_bytes
+from decodecalc.model.precision import weight_bytes
 from decodecalc.model.tensors import TensorGroup
 from decodecalc.record import record
 from decodecalc.step.flops import ACTIVATION_BYTES
+from decodecalc.step.parallelism import gpu_params
 
 if TYPE_CHECKING:
     from decodecalc.engine.scheduler import SchedulerLimits
     from decodecalc.model.layers import FFN
     from decodecalc.model.model import Model
+    from decodecalc.scenarios.scenario import Scenario
 
 SAMPLER_BYTES_PER_LOGIT = 15
 """The sampler pass's peak per logit of its dummy batch, one row per sequence over the
@@ -37,13 +38,13 @@ for Llama-3.1-8B's 128,256 logits a row and 2.87 GiB for gpt-oss-20b's 201,088, 
 beside the bfloat16 logits (2) make 14."""
 
 
-def stored_weight_bytes(
-    groups: Iterable[TensorGroup], weights: DType, tp: int, overrides: Overrides = ()
-) -> int:
-    """Every parameter of ``groups`` (a model's, or one pipeline stage's) one GPU holds,
-    read each step or not, each group in its format."""
-    parts = ((g.name, g.params_per_gpu(tp)) for g in groups)
-    return weight_bytes(parts, weights, overrides)
+def stored_weight_bytes(scenario: Scenario, groups: Iterable[TensorGroup]) -> int:
+    """Every parameter of ``groups`` (a model's, or one pipeline stage's) one of the
+    scenario's GPUs holds, read each step or not, each group in its format: its TP shard,
+    under data-parallel attention a whole copy of all but the routed experts, under --ep
+    the redundant experts' replicas too (step/parallelism.py gpu_params)."""
+    parts = ((g.name, gpu_params(scenario, g)) for g in groups)
+    return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
 
 
 @record
@@ -69,8 +70,15 @@ class ServerRoom:
 
     @property
     def usable_bytes(self) -> int:
-        """What weights, KV cache and state may hold: the budget less the other two."""
-        return self.budget_bytes - self.activation_bytes - self.reserve_bytes
+        """What weights, KV cache and state may hold: the budget less the other two, or
+        none (0) where those two alone take it: no byte count below zero is room."""
+        return max(0, self.budget_bytes - self.activation_bytes - self.reserve_bytes)
+
+    @property
+    def overhead_overflows(self) -> bool:
+        """The activation peak and the reserve alone take the whole budget: nothing is
+        left even for the weights (serving refuses such a server)."""
+        return self.activation_bytes + self.reserve_bytes >= self.budget_bytes
 
 
 def whole_blocks(tokens: int, block_size: int) -> int:
@@ -100,7 +108,13 @@ def activation_peak_bytes(model: Model, tp: int, limits: SchedulerLimits) -> int
     hidden-size buffers (residual, normed input, the block's output). The sampler pass then
     draws one row per sequence, min(max_num_seqs, budget), over the whole vocabulary, which
     TP does not split: on large-vocabulary models it is the larger pass.
+
+    A model of stand-in widths (the short numbers form) has no real width or vocabulary:
+    its peak is left out (0, and its note says so). Counted from the stand-in, one layer
+    holding every parameter in its MLP, 8B parameters would peak at 131 TB.
     """
+    if model.stand_in_widths:
+        return 0
     tokens = limits.max_num_batched_tokens
     # Over the distinct layer objects (model/model.py counted): the widest is among them.
     widths = (_ffn_width(layer.ffn, model.hidden_size, tp) for layer, _ in model.layer_counts())
@@ -124,9 +138,9 @@ class RequestLimit(Protocol):
     """What a fit needs of a server's KV pool (step/kv_pool.py KvPool): how many requests
     of a length it holds at once (None: it sets no limit)."""
 
-    def held_requests(self, tokens_per_request: int, ranks: int = 1) -> int | None: ...
+    def held_requests(self, tokens_per_request: int) -> int | None: ...
 
-    def holds(self, requests: int, tokens_per_request: int, ranks: int = 1) -> bool: ...
+    def holds(self, requests: int, tokens_per_request: int) -> bool: ...
 
     @property
     def limits_as_bytes(self) -> bool: ...

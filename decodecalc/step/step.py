@@ -38,7 +38,13 @@ from decodecalc.step.engine_terms import (
 from decodecalc.step.flops import step_flops
 from decodecalc.step.kv_pool import kv_pool
 from decodecalc.step.kv_pool import v_elements as v_elements
-from decodecalc.step.memory import MemoryFit, ServerRoom, memory_fit, server_room
+from decodecalc.step.memory import (
+    MemoryFit,
+    ServerRoom,
+    memory_fit,
+    server_room,
+    stored_weight_bytes,
+)
 from decodecalc.step.operations import MIN_TILE_ROWS as MIN_TILE_ROWS
 from decodecalc.step.operations import (
     OPERATION_CLASSES,
@@ -144,15 +150,10 @@ def streamed_weight_bytes(scenario: Scenario, tokens: int) -> int:
     )
 
 
-def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int | None) -> int:
-    """Bytes of the groups one GPU holds (``tokens`` None) or streams over ``tokens``."""
-    parts = (
-        (
-            g.name,
-            gpu_params(scenario, g) * (1 if tokens is None else read_share(scenario, g, tokens)),
-        )
-        for g in groups
-    )
+def _group_bytes(scenario: Scenario, groups: Iterable[TensorGroup], tokens: int) -> int:
+    """Bytes of the groups one GPU streams over ``tokens`` (what it holds:
+    step/memory.py stored_weight_bytes)."""
+    parts = ((g.name, gpu_params(scenario, g) * read_share(scenario, g, tokens)) for g in groups)
     return weight_bytes(parts, scenario.weights, scenario.weight_overrides)
 
 
@@ -400,15 +401,10 @@ class StepModel:
         room = server_room(s.gpu.memory_bytes, s.model, s.tp, limits)
         fit = self._bytes_fit(context_tokens, room)
         pool = kv_pool(s, limits)
-        held = pool.held_requests(context_tokens, self.attention_ranks)
+        held = pool.held_requests(context_tokens)
         if fit.max_batch is not None and held is not None:
             fit = replace(fit, max_batch=min(fit.max_batch, held))
         return replace(fit, pool=pool)
-
-    @property
-    def attention_ranks(self) -> int:
-        """Ranks that each hold their own sequences' cache (data-parallel attention)."""
-        return self.scenario.tp if self.scenario.dp_attention else 1
 
     def _bytes_fit(self, context_tokens: int, room: ServerRoom) -> MemoryFit:
         """The limits the bytes set in ``room``: each stage's weights, cache and state."""
@@ -435,7 +431,7 @@ class StepModel:
         return MemoryFit(
             budget_bytes=budget,
             stored_weight_bytes=max(f.stored_weight_bytes for f in fits),
-            max_batch=min(batches) * self.attention_ranks if batches else None,
+            max_batch=min(batches) * self.scenario.attention_ranks if batches else None,
             max_context=min(contexts) if contexts else None,
             room=room,
         )
@@ -456,7 +452,7 @@ class StepModel:
         pool = memory.pool
         if pool is None or pool.limits_as_bytes:  # the bytes above said it (as the sweep)
             return True
-        return pool.holds(self.scenario.batch, context_tokens, self.attention_ranks)
+        return pool.holds(self.scenario.batch, context_tokens)
 
     def held_bytes(self, context_tokens: int) -> int:
         """What the fullest GPU holds: its stage's stored weights, the cache its layers
@@ -534,7 +530,7 @@ def _stages(scenario: Scenario, units: KVCurve) -> tuple[Stage, ...]:
             Stage(
                 layers=count,
                 weight_bytes=_group_bytes(scenario, groups, batch),
-                stored_weight_bytes=_group_bytes(scenario, groups, None),
+                stored_weight_bytes=stored_weight_bytes(scenario, groups),
                 kv_units=units if scenario.pp == 1 else kv_units_for(scenario, mixers)[0],
                 state_bytes=ceil_bytes(state),
             )

@@ -129,7 +129,7 @@ LEFT_OUT_WORDS = {
 
 def _left_out_line(o: LeftOut) -> str:
     return (
-        f"left out {LEFT_OUT_WORDS[o.unit]}, {o.errors.n} points: median "
+        f"left out {LEFT_OUT_WORDS[o.unit]}, {h.things(o.errors.n, 'point')}: median "
         f"{o.errors.mdape:.1f}%, p90 {o.errors.p90:.1f}%, inside the band {o.band_coverage:.0f}%"
     )
 
@@ -199,9 +199,9 @@ def validation_report(v: Validation) -> Report:
         Column("stand_in", "Left out: predicted by", numeric=False, drop=3),
     )
     title = (
-        f"{summary['n']} points: median absolute error {summary['mdape']:.1f}% with the shipped "
-        f"profiles (p90 {summary['p90']:.1f}%, {v.band_coverage:.0f}% inside their band); each "
-        "group left out and predicted by profiles fitted without it: median "
+        f"{h.things(v.shipped.n, 'point')}: median absolute error {summary['mdape']:.1f}% "
+        f"with the shipped profiles (p90 {summary['p90']:.1f}%, {v.band_coverage:.0f}% inside "
+        "their band); each group left out and predicted by profiles fitted without it: median "
         f"{summary['logo_mdape']:.1f}% (p90 {summary['logo_p90']:.1f}%)",
         *(_left_out_line(o) for o in v.left_out),
         "Median and p90 of |expected / measured - 1| per engine+GPU-family group; 'Left out': "

@@ -126,8 +126,10 @@ MAX_TICKS = 6
 
 def token_ticks(series: list[Series]) -> list[float]:
     """Contexts to label on a token axis (32K, not 32768): those the series hold, every
-    n-th of them past MAX_TICKS, the last always kept."""
-    contexts = sorted({c for s in series for c in s.contexts})
+    n-th of them past MAX_TICKS, the last always kept; a crossover's own row, between the
+    contexts asked for, gets no tick (its 100.247K would crowd them; its 'x' marks it)."""
+    crossovers = {s.crossover[0] for s in series if s.crossover is not None}
+    contexts = sorted({c for s in series for c in s.contexts} - crossovers)
     if len(contexts) <= MAX_TICKS:
         return contexts
     step = -(-len(contexts) // MAX_TICKS)

@@ -89,6 +89,8 @@ def _limit_text(r: TargetResult) -> str:
 
 def _value_text(r: TargetResult) -> str:
     at = f" at {r.context:,} tokens" if r.context is not None else ""
+    if r.saturated:
+        return "saturated: the queue grows without bound"
     match r.target:
         case "max_ms_per_token" if r.served:
             return f"{r.value:,.3f} ms TPOT under the workload"
@@ -137,8 +139,11 @@ def _record(c: CheckedDeployment, r: TargetResult) -> dict[str, Any]:
         "value": r.value,
         "context": r.context,
         "passed": r.passed,
-        # Added: the step a speed target was held to (null for the other targets).
-        "basis": basis(c.deployment.scenario) if _stepped(r) else None,
+        # Added: the step a speed or serving target was held to, the server's steps under
+        # a workload (null for the other targets).
+        "basis": basis(c.deployment.scenario) if r.timed else None,
+        # Added: 'contexts' (a step at the file's batch and contexts) or 'workload'.
+        "held_to": r.held_to,
     }
 
 
@@ -219,9 +224,12 @@ def check_report(checked: list[CheckedDeployment]) -> Report:
                 "file": c.deployment.file,
                 "deployment": c.deployment.name,
                 "inputs": scenario_inputs(c.deployment.scenario),
-                "contexts": list(c.deployment.contexts),
-                "crossover_context": c.estimate.crossover_context,
-                "held_to": held_to(c),
+                # Null where every target was held to the server under the workload.
+                "contexts": list(c.deployment.contexts) if c.at_contexts else None,
+                "crossover_context": c.estimate.crossover_context if c.at_contexts else None,
+                "held_to": held_to(c) if c.stepped else None,
+                # Added: what the targets held to the server under the workload were held to.
+                "served_to": served_to(c) if c.under_workload else None,
                 # Added: which step the speed targets were held to (answers/headline.py).
                 "basis": basis(c.deployment.scenario),
                 "notes": [n.as_dict() for n in c.notes],
@@ -310,8 +318,13 @@ def _junit_suite(
     if group:
         properties = ET.SubElement(suite, "properties")
         for c in group:
-            name = f"{c.deployment.name}.held_to"
-            ET.SubElement(properties, "property", name=name, value=held_to(c))
+            for key, applies, figure in (
+                ("held_to", c.stepped, held_to),
+                ("served_to", c.under_workload, served_to),
+            ):
+                if applies:
+                    name = f"{c.deployment.name}.{key}"
+                    ET.SubElement(properties, "property", name=name, value=figure(c))
     if found:
         case = ET.SubElement(suite, "testcase", classname=file, name="valid input", time="0")
         error = ET.SubElement(case, "error", message=found[0], type="InvalidInput")

@@ -10,7 +10,7 @@ from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import basis
 from decodecalc.answers.notes import estimate_notes
 from decodecalc.answers.sweep import RATE_FIELDS, rate_columns
-from decodecalc.notes import many_notes
+from decodecalc.notes import Note, many_notes
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.fast import ROW_FIELDS, Columns
@@ -50,6 +50,8 @@ def label_parts(scenario: Scenario) -> tuple[str, ...]:
     (with its release line)."""
     s = scenario
     gpu = s.gpu.id if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    if s.bandwidth_given:  # the GPU at another bandwidth (--bandwidth): h200@1TB/s
+        gpu += "@" + h.bandwidth(s.bandwidth_bytes_per_s).replace(" ", "")
     engine = "" if s.engine.id == "typical" else s.engine.id
     if s.engine.line:
         engine += f"@{s.engine.line}"  # its release line: vllm@0.7 beside vllm@0.11
@@ -79,11 +81,14 @@ def varying(scenarios: Sequence[Scenario]) -> tuple[list[str], str]:
     return names, shared
 
 
-def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Report:
+def compare_report(
+    estimates: Sequence[Estimate], contexts: Sequence[int], skipped: Sequence[Note] = ()
+) -> Report:
     """One row per scenario and context; the ratios are the step over the first scenario's,
     the headline's (answers/headline.py; ratio_to_first, and expected_ratio_to_first as
     schema 1 named it) and the roofline's. Fits only when some scenario
-    names a GPU: a bare bandwidth has no memory to fit in."""
+    names a GPU: a bare bandwidth has no memory to fit in. ``skipped``: the note on the
+    grid's combinations that were no valid deployment (answers/sweep.py valid_scenarios)."""
     first = {r.context_tokens: r.seconds_per_token for r in estimates[0].rows}
     first_head = {
         r.context_tokens: head.seconds
@@ -168,7 +173,7 @@ def compare_report(estimates: Sequence[Estimate], contexts: Sequence[int]) -> Re
             for i, e in enumerate(estimates)
         ]
     )
-    return with_notes(Report(doc, columns, tuple(records)), notes)
+    return with_notes(Report(doc, columns, tuple(records)), [*skipped, *notes])
 
 
 def _ms_band(value: float) -> str:
@@ -263,6 +268,7 @@ def write_sweep_csv(
         *COST_KEYS,
         *RATE_FIELDS,
         *ROOFLINE_FIELDS,
+        *LAST_KEYS,
     )
     out.write(",".join([*SCENARIO_COLUMNS, *ROW_FIELDS, *added]) + "\n")
     count = 0
@@ -279,7 +285,9 @@ def write_sweep_csv(
         per_ms = _cost_per_ms(scenario)
         costs = "".join("," + CSV_FLOAT if f is not None else "," for f in per_ms)
         rates = ("," + CSV_FLOAT) * (len(RATE_FIELDS) + len(ROOFLINE_FIELDS))
-        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + "\n"
+        last = "".join("," + ("" if v is None else str(v)) for v in _last(scenario).values())
+        line = prefix.replace("%", "%%") + "," + _CSV_ROW + "," + suffix + costs + rates + last
+        line += "\n"
         known = [f for f in per_ms if f is not None]
         for columns in chunks:
             scaled = _figures(columns, known)
@@ -292,6 +300,17 @@ def write_sweep_csv(
         if progress is not None:
             progress(count)
     return count
+
+
+LAST_KEYS = ("engine_line", "bandwidth_bytes_per_s")
+"""Added after the roofline's columns, so after what earlier CSV readers expect by
+position: the engine's release line (``engine`` is the profile's id alone: vllm@0.7 and
+vllm@0.19 rows both say vllm; empty for a profile without lines, typical and roofline),
+and the bandwidth the row was priced at (the GPU's own, or --bandwidth's)."""
+
+
+def _last(s: Scenario) -> dict[str, object]:
+    return {"engine_line": s.engine.line, "bandwidth_bytes_per_s": s.bandwidth_bytes_per_s}
 
 
 PARALLEL_KEYS = ("pp", "ep", "dp_attention")
@@ -342,6 +361,7 @@ def write_sweep_jsonl(
                 "v_dtype": _v_dtype(scenario),
                 **_parallel(scenario),
                 **dict(zip(added, row[width:], strict=True)),
+                **_last(scenario),
             }
             out.write(json.dumps(record, allow_nan=False))
             out.write("\n")

@@ -8,13 +8,20 @@ from typing import Any
 
 from decodecalc.answers.disaggregated import DisaggregatedResult
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
+from decodecalc.answers.serving import Saturated
 from decodecalc.notes import unique
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.views import humanize as h
 from decodecalc.views.estimate import cost_fields, cost_inputs, parallel_label, scenario_inputs
 from decodecalc.views.report import Column, Report, document, with_notes
-from decodecalc.views.serving import deployment_title
+from decodecalc.views.serving import (
+    deployment_title,
+    load_notes,
+    rows_with_inputs,
+    saturated_clauses,
+    saturated_document,
+)
 
 
 def _row(r: DisaggregatedResult) -> dict[str, Any]:
@@ -80,7 +87,12 @@ COLUMNS = (
 )
 
 
-def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
+def disaggregated_report(
+    results: Sequence[DisaggregatedResult], saturated: Sequence[Saturated] = ()
+) -> Report:
+    """Rows in the order given; CSV leads with the inputs, as the one-pool server's does.
+    ``saturated``: the request rates asked for past the pools' saturation, each a note and
+    an entry of the document's ``saturated``, as the one-pool server reports them."""
     first = results[0]
     pools, w = first.pools, first.workload
     rows = [_row(r) for r in results]
@@ -116,6 +128,7 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
             else {"cost": {**costs, "gpus": pools.gpus}}
         ),
         rows=rows,
+        **saturated_document(saturated),
     )
     s, p = pools.decode, pools.prefill
     title = (
@@ -128,13 +141,14 @@ def disaggregated_report(results: Sequence[DisaggregatedResult]) -> Report:
         f"saturation: prefill pool {first.prefill_saturation_per_s:.3f} requests/s, decode pool "
         f"{first.decode_saturation_per_s:.3f} ({first.saturates} saturates first; "
         f"{first.balanced_prefill_per_decode:.2f} prefill workers per decode worker balance "
-        "them)",
+        "them)" + saturated_clauses(saturated),
     )
-    columns = tuple(Column(k, k) for k in rows[0])
-    report = Report(document=doc, columns=columns, records=tuple(rows), title=title)
+    columns, records = rows_with_inputs(inputs, w, rows)
+    report = Report(document=doc, columns=columns, records=records, title=title)
     found = [
         *serving_scenario_notes(s),
-        *(n for r in results for n in r.notes),
+        *load_notes(results),
+        *(x.note() for x in saturated),
         *cost_notes(s),
     ]
     return with_notes(report, unique(found))

@@ -10,7 +10,7 @@ from decodecalc.answers.cost import cost_factors as cost_factors  # re-exported:
 from decodecalc.answers.estimate import Estimate
 from decodecalc.answers.headline import Headline, basis
 from decodecalc.answers.notes import cost_notes as cost_notes  # re-exported: compare
-from decodecalc.engine.profile import EngineKind
+from decodecalc.engine.profile import EngineKind, gpu_family
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.step.step import Row
@@ -296,6 +296,8 @@ def _memory_line(est: Estimate) -> str:
         if m.max_context is None
         else f"up to {m.max_context:,} tokens fit"
         if m.max_context
+        else "the activation peak and reserve alone overflow"
+        if m.room.overhead_overflows
         else "the weights alone overflow"
         if m.stored_weight_bytes > m.room.usable_bytes
         else "not one token of cache fits beside the weights"
@@ -306,9 +308,11 @@ def _memory_line(est: Estimate) -> str:
         else f"{m.max_batch:,} sequence{'s fit' if m.max_batch != 1 else ' fits'}"
     )
     assert s.gpu is not None
+    usable = "none" if m.room.overhead_overflows else h.size(m.room.usable_bytes)
+    # no Metal server's rule is modelled: vLLM's (a CUDA one) stands in on a Mac
+    rule = "vLLM's deductions standing in" if gpu_family(s.gpu) == "apple" else "sized as vLLM does"
     return (
-        f"memory per GPU: {h.size(m.room.usable_bytes)} usable "
-        f"({h.binary_size(s.gpu.memory_bytes)}, sized as vLLM does), "
+        f"memory per GPU: {usable} usable ({h.binary_size(s.gpu.memory_bytes)}, {rule}), "
         f"{h.size(m.stored_weight_bytes)} of weights; "
         f"{sequences} at {longest:,} tokens; at batch {s.batch:,} {context}"
     )

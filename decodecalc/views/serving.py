@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from decodecalc.answers.notes import cost_notes, serving_scenario_notes
 from decodecalc.answers.serving import Saturated, ServingResult
-from decodecalc.notes import unique
+from decodecalc.notes import Note, unique
 from decodecalc.record import replace
 from decodecalc.views import humanize as h
 from decodecalc.views.charts import Axes, Series
@@ -25,8 +25,10 @@ from decodecalc.views.estimate import (
 from decodecalc.views.report import Column, Report, document, with_notes
 
 if TYPE_CHECKING:
+    from decodecalc.answers.disaggregated import DisaggregatedResult
     from decodecalc.calibration.serving_points import ServingCheck, ServingValidation
     from decodecalc.scenarios.scenario import Scenario
+    from decodecalc.scenarios.workload import Workload
 
 
 def knee(results: Sequence[ServingResult]) -> int | None:
@@ -66,7 +68,7 @@ def _row(r: ServingResult) -> dict[str, Any]:
         "mixed_step_ms": r.mixed_step_s * 1000,
         "utilization": r.utilization,
         "max_concurrency_kv": r.max_concurrency_kv,
-        "kv_pool_tokens": r.pool.tokens,
+        "kv_pool_tokens": r.pool.replica_tokens,
         **cost_fields(r.costs),
     }
 
@@ -138,7 +140,7 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
             "reserve_bytes": limits.reserve_bytes,
             "source": limits.source,
         },
-        kv_pool_tokens=first.pool.tokens,
+        kv_pool_tokens=first.pool.replica_tokens,
         max_concurrency_kv=first.max_concurrency_kv,
         saturation_rate_per_s=first.saturation_rate_per_s,
         break_even_batch=first.break_even_batch,
@@ -146,24 +148,8 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
         **({} if (costs := cost_inputs(s)) is None else {"cost": costs}),
         rows=rows,
     )
-    if saturated:
-        doc["saturated"] = [
-            {
-                "request_rate_per_s": x.request_rate_per_s,
-                "saturation_rate_per_s": x.saturation_rate_per_s,
-                "replicas_needed": x.replicas_needed,
-            }
-            for x in saturated
-        ]
-    flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
-    columns = (
-        *(Column(k, k) for k in flat_inputs),
-        Column("input_len", "input_len"),
-        Column("output_len", "output_len"),
-        *(Column(k, k) for k in rows[0]),
-    )
-    sizes = {"input_len": first.workload.input_len, "output_len": first.workload.output_len}
-    records = tuple({**flat_inputs, **sizes, **row} for row in rows)
+    doc.update(saturated_document(saturated))
+    columns, records = rows_with_inputs(inputs, first.workload, rows)
     report = Report(
         document=doc,
         columns=columns,
@@ -173,11 +159,48 @@ def serving_report(results: Sequence[ServingResult], saturated: Sequence[Saturat
     )
     found = [
         *serving_scenario_notes(s),
-        *(n for r in results for n in r.notes),
+        *load_notes(results),
         *(x.note() for x in saturated),
         *cost_notes(s),
     ]
     return with_notes(report, unique(found))
+
+
+def saturated_document(saturated: Sequence[Saturated]) -> dict[str, Any]:
+    """The document's ``saturated`` entry, present only when a rate asked for is past
+    saturation."""
+    if not saturated:
+        return {}
+    return {
+        "saturated": [
+            {
+                "request_rate_per_s": x.request_rate_per_s,
+                "saturation_rate_per_s": x.saturation_rate_per_s,
+                "replicas_needed": x.replicas_needed,
+            }
+            for x in saturated
+        ]
+    }
+
+
+def saturated_clauses(saturated: Sequence[Saturated]) -> str:
+    """The title's words for the rates past saturation, each with what it would need."""
+    return "".join(
+        f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
+        f"{x.replicas_needed} replicas)"
+        for x in saturated
+    )
+
+
+def rows_with_inputs(
+    inputs: dict[str, Any], workload: Workload, rows: Sequence[dict[str, Any]]
+) -> tuple[tuple[Column, ...], tuple[dict[str, Any], ...]]:
+    """CSV's columns and records: the scenario's flat inputs and the request sizes lead
+    every row, as estimate's do, so that every serving mode's files stack."""
+    flat_inputs = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
+    sizes = {"input_len": workload.input_len, "output_len": workload.output_len}
+    columns = tuple(Column(k, k) for k in (*flat_inputs, *sizes, *rows[0]))
+    return columns, tuple({**flat_inputs, **sizes, **row} for row in rows)
 
 
 def human_view(report: Report) -> Report:
@@ -222,7 +245,9 @@ def _title(
         ),
         f"scheduler: max-num-batched-tokens {limits.max_num_batched_tokens:,}, max-num-seqs "
         f"{limits.max_num_seqs:,} ({limits.source})",
-        f"KV pool: {r.pool.tokens:,} tokens per replica = {r.max_concurrency_kv:,.1f} requests "
+        f"KV pool: {r.pool.replica_tokens:,} tokens per replica"
+        + (f" ({r.pool.ranks} ranks of {r.pool.tokens:,})" if r.pool.ranks > 1 else "")
+        + f" = {r.max_concurrency_kv:,.1f} requests "
         f"of {w.input_len + w.output_len:,} tokens at once",
         f"saturation: {r.saturation_rate_per_s:,.3f} requests/s"
         + (
@@ -239,7 +264,9 @@ def _title(
             + (f" ({spec.draft_model.id})" if spec.draft_model else "")
             + f", {spec.proposed} proposed, {spec.tokens_per_step:.3f} tokens per verify step; "
             + (
-                f"stops paying from {even:,} requests running"
+                "never pays: plain decoding is faster from one request running"
+                if even == 1
+                else f"stops paying from {even:,} requests running"
                 if even is not None
                 else "pays at every batch the server runs"
             )
@@ -249,16 +276,33 @@ def _title(
         lines.append(
             "open loop (Poisson arrivals): utilization "
             + ", ".join(f"{u or 0:.1%} at {rate:g} requests/s" for rate, u in loads)
-            + "".join(
-                f"; saturated at {x.request_rate_per_s:g} requests/s (no row: it would need "
-                f"{x.replicas_needed} replicas)"
-                for x in saturated
-            )
+            + saturated_clauses(saturated)
         )
     return tuple(lines)
 
 
-def _load(r: ServingResult) -> str:
+def load_notes(results: Sequence[ServingResult | DisaggregatedResult]) -> tuple[Note, ...]:
+    """The rows' notes: one every load has, once; one some loads have (an engine's fitted
+    range left at the larger batches, a queue), named with those loads ("concurrency 32,
+    128: ..."), so that two such notes of different loads are told apart."""
+    loads: dict[Note, list[float]] = {}
+    for r in results:
+        load = r.concurrency if r.workload.request_rate is None else r.workload.request_rate
+        for n in dict.fromkeys(r.notes):
+            loads.setdefault(n, []).append(load)
+    closed = results[0].workload.request_rate is None
+    found = []
+    for n, of in loads.items():
+        if len(of) == len(results):
+            found.append(n)
+            continue
+        shown = ", ".join(f"{x:g}" for x in of)
+        where = f"concurrency {shown}" if closed else f"{shown} requests/s"
+        found.append(replace(n, message=f"{where}: {n.message}"))
+    return tuple(found)
+
+
+def _load(r: ServingResult | DisaggregatedResult) -> str:
     """A row's load as given: the closed loop's concurrency or the open loop's rate."""
     rate = r.workload.request_rate
     return f"concurrency {r.concurrency:g}" if rate is None else f"{rate:g} requests/s"

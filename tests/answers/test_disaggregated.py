@@ -279,3 +279,38 @@ def test_laws_hold_at_any_load(
     ]
     assert at_rate[1] >= at_rate[0]
     assert base.concurrency == pytest.approx(base.request_throughput_per_s * base.e2e_s, rel=1e-6)
+
+
+def test_extrapolation_notes_name_the_decode_pool_and_their_load(cli: Run) -> None:
+    """The decode workers' steps leave the engines' fitted range differently at 1 and at 32
+    requests a worker: each such note says it is the decode pool's (in the text and as the
+    note's pool in JSON) and at which load; the hand-over note, the same at every load and
+    the deployment's, names neither."""
+    result = cli(
+        "serving", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "-w", "fp8",
+        "--input-len", "2K", "--output-len", "512", "--concurrency", "1,64",
+        "--prefill-workers", "1", "--decode-workers", "2", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    notes = json.loads(result.out)["notes"]
+    wide = [n for n in notes if n["code"] == "engine-extrapolated"]
+    assert [n["message"].split(" typical extrapolated")[0] for n in wide] == [
+        "concurrency 1: decode pool:",
+        "concurrency 64: decode pool:",
+    ]
+    assert [n.get("pool") for n in wide] == ["decode", "decode"]
+    (handover,) = [n for n in notes if n["code"] == "kv-transfer-after-prefill"]
+    assert "pool" not in handover and handover["message"].startswith("the prompt's KV")
+
+
+def test_a_free_hand_over_has_no_note(cli: Run) -> None:
+    """--kv-link none: no transfer time, so no note on hiding it (0.00 ms of 0.00 ms); over
+    a link the note stays, with the transfer it is about."""
+    args = ("--input-len", "4K", "--output-len", "500", "--concurrency", "32")
+    args += ("--prefill-workers", "1", "--decode-workers", "1")
+    free = run(cli, *args, "--kv-link", "none")
+    assert free["rows"][0]["kv_transfer_ms"] == 0
+    assert "kv-transfer-after-prefill" not in [n["code"] for n in free["notes"]]
+    linked = run(cli, *args)
+    assert linked["rows"][0]["kv_transfer_ms"] > 0
+    assert "kv-transfer-after-prefill" in [n["code"] for n in linked["notes"]]

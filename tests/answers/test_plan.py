@@ -342,6 +342,22 @@ def test_bad_input_is_one_line(cli: Run, flags: list[str]) -> None:
     assert result.err.count("\n") == 1
 
 
+def test_a_context_past_the_models_maximum_is_refused(cli: Run) -> None:
+    """Llama-3.1-8B's config.json has max_position_embeddings 131,072: 1M (1,048,576) is
+    past it, and serving refuses such a request, so plan plans nothing for it; 128K
+    (131,072) is the maximum itself, and every row's largest context is at least it."""
+    past = cli("plan", "-m", "llama-3.1-8b", "-g", "h100", "-c", "1M", "--max-ms-per-token", "30")
+    assert past.code == 2 and past.out == ""
+    assert past.err == (
+        "decodecalc: error: context 1,048,576 tokens is past llama-3.1-8b's maximum context of "
+        "131,072: a server refuses such requests (plan a context up to it)\n"
+    )
+    at = cli("plan", "-m", "llama-3.1-8b", "-g", "h100", "-c", "128K", "--json")
+    assert at.code == 0, at.err
+    fitting = [o for o in json.loads(at.out)["rows"] if o["max_context"]]
+    assert fitting and all(o["max_context"] == 131072 for o in fitting)
+
+
 @given(
     st.integers(0, 60),
     st.integers(0, 2000),

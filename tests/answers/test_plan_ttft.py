@@ -84,3 +84,21 @@ def test_disaggregated_needs_a_workload(cli: Run) -> None:
     result = cli("plan", "-m", "deepseek-r1", "-c", "8K", "--disaggregated")
     assert result.code == 2
     assert "--disaggregated splits a server" in result.err
+
+
+def test_why_the_first_names_the_batch_its_row_shows(cli: Run) -> None:
+    """The first answer's line and its row agree on the decode batch: the row's Batch is
+    the decoding requests' mean rounded up (a 30.007 mean is a step of 31), and the line
+    says "up to" that many (review s40 #25: the line said 30, the row 31)."""
+    doc = plan_json(
+        cli, "plan", "-m", "llama-3.1-70b", "-g", "h100", "-w", "fp8", "-k", "fp8", "--tp", "2",
+        "--input-len", "8K", "--output-len", "256", "--concurrency", "64",
+        "--max-ms-per-token", "40", "--disaggregated",
+    )  # fmt: skip
+    first = doc["rows"][0]
+    assert first["prefill_workers"] is not None
+    workers = first["decode_workers"]
+    assert (
+        f"by {workers} decode worker{'s' * (workers > 1)} at up to {first['batch']} requests "
+        "each" in doc["why_first"]
+    )

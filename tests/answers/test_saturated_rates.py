@@ -62,3 +62,36 @@ def test_no_rate_sustained_is_still_refused(cli: Run) -> None:
     result = cli(*SERVING, "--request-rate", "50,90")
     assert result.code == 2 and result.out == ""
     assert "reaches the server's saturation rate" in result.err
+
+
+DISAGGREGATED = [
+    "serving", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-w", "fp8", "--tp", "2",
+    "--input-len", "4K", "--output-len", "500", "--prefill-workers", "1",
+    "--decode-workers", "1",
+]  # fmt: skip
+
+
+def test_disaggregated_pools_skip_a_saturated_rate_as_one_server_does(cli: Run) -> None:
+    """The same rate list in both modes: the sustained rates get rows, the others an entry
+    with the replicas (of the whole deployment) each would need, and the run succeeds."""
+    result = cli(*DISAGGREGATED, "--request-rate", "1,100", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    saturation = min(doc["prefill_saturation_rate_per_s"], doc["decode_saturation_rate_per_s"])
+    assert 1 < saturation < 100  # the case holds: one rate below it, one above
+    assert [r["request_rate_per_s"] for r in doc["rows"]] == [1.0]
+    assert doc["saturated"] == [
+        {
+            "request_rate_per_s": 100.0,
+            "saturation_rate_per_s": saturation,
+            "replicas_needed": math.floor(100 / saturation) + 1,
+        }
+    ]
+    assert [n["code"] for n in doc["notes"]].count("serving-saturated") == 1
+    assert "request rate 100/s is saturated: it reaches the pools' saturation rate" in result.err
+
+
+def test_disaggregated_pools_refuse_when_no_rate_is_sustained(cli: Run) -> None:
+    result = cli(*DISAGGREGATED, "--request-rate", "100")
+    assert result.code == 2 and result.out == ""
+    assert "reaches the pools' saturation rate" in result.err

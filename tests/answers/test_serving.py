@@ -251,7 +251,7 @@ def test_plot_file(cli: Run, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("model", ["qwen3-30b-a3b", "gpt-oss-20b", "qwen3-next-80b-a3b"])
-@pytest.mark.parametrize("speculative", [None, Speculation("mtp", 2, (0.7,))])
+@pytest.mark.parametrize("speculative", [None, Speculation("eagle", 2, (0.7,))])
 def test_monotone_over_concurrency(
     catalog: Catalog, model: str, speculative: Speculation | None
 ) -> None:

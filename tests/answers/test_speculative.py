@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from decodecalc.answers.speculative import draft_scenario
@@ -9,7 +11,7 @@ from decodecalc.errors import InputError
 from decodecalc.loading.catalog import Catalog
 from decodecalc.scenarios.workload import Speculation
 from decodecalc.step.step import streamed_weight_bytes
-from tests.conftest import preset_scenario
+from tests.conftest import Run, preset_scenario
 
 
 def test_tokens_per_step_for_a_constant_rate() -> None:
@@ -59,10 +61,80 @@ def test_eagle_head_streams_one_layer_and_the_lm_head(catalog: Catalog) -> None:
 
 
 def test_draft_model_falls_back_to_one_gpu(catalog: Catalog) -> None:
-    target = preset_scenario(catalog, "llama-3.1-70b", tp=8, link=catalog.link("nvlink4"))
+    # (a draft shares its target's vocabulary: Qwen2.5's 152,064 tokens, both)
+    target = preset_scenario(catalog, "qwen2.5-72b", tp=8, link=catalog.link("nvlink4"))
     qwen = catalog.model("qwen2.5-7b")  # 28 query heads, 4 KV heads: no even split over 8
     assert not qwen.supports_tp(8)
     drafter = draft_scenario(target, Speculation("draft", 4, (0.7,), qwen))
     assert (drafter.model.id, drafter.tp, drafter.link) == ("qwen2.5-7b", 1, None)
-    small = catalog.model("llama-3.2-1b")
-    assert draft_scenario(target, Speculation("draft", 4, (0.7,), small)).tp == 8
+    wider = catalog.model("qwen2.5-32b")  # 40 query heads, 8 KV heads
+    assert draft_scenario(target, Speculation("draft", 4, (0.7,), wider)).tp == 8
+
+
+SERVE = ["serving", "-m", "llama-3.1-8b", "-g", "h100", "--input-len", "1000", "--output-len",
+         "500", "--concurrency", "1", "--acceptance", "0.7", "--json"]  # fmt: skip
+
+
+def test_the_drafter_takes_its_weights_and_cache_from_the_pool(cli: Run) -> None:
+    """Review s40 #3. On one H100 the room for Llama-3.1-8B's server is 74,305,608,089 B
+    (tests/step/test_memory.py: 76,544,055,705 less the 1,970,012,160 B sampler peak and
+    the 268,435,456 B reserve), its weights 16,060,522,496 B, its cache 131,072 B a token.
+    - llama-3.2-1b as the draft: 1,235,814,400 parameters x 2 B = 2,471,628,800 B (16
+      layers of 60,821,504, the tied embedding 128,256 x 2,048, a final norm); its cache
+      16 x 8 x 64 x 2 x 2 B = 32,768 B a token from the same pool. floor((74,305,608,089 -
+      16,060,522,496 - 2,471,628,800) / (16 x 163,840)) = floor(55,773,456,793 / 2,621,440)
+      = 21,275 blocks = 340,400 tokens (444,368 without a drafter).
+    - EAGLE: one layer like the last, 218,112,000 x 2 B = 436,224,000 B and 4,096 B a
+      token: floor(57,808,861,593 / (16 x 135,168)) = 26,730 blocks = 427,680 tokens."""
+    assert json.loads(cli(*SERVE[:-3], "--json").out)["kv_pool_tokens"] == 444_368
+    draft = json.loads(cli(*SERVE, "--speculative", "llama-3.2-1b").out)
+    assert draft["kv_pool_tokens"] == 340_400
+    # 1,500 tokens hold 94 blocks in each layer: 21,275 / 94
+    assert draft["max_concurrency_kv"] == pytest.approx(21_275 / 94)
+    assert json.loads(cli(*SERVE, "--speculative", "eagle").out)["kv_pool_tokens"] == 427_680
+    # A 70B draft (141.11 GB in BF16) beside the target cannot be on one 80 GB H100.
+    big = cli(*SERVE, "--speculative", "llama-3.1-70b")
+    assert big.code == 2 and "141.11 GB of them the speculative drafter's" in big.err
+
+
+def test_what_cannot_draft_is_refused(cli: Run) -> None:
+    """Review s40 #3 and #12: a draft model of another tokenizer (Qwen3's 151,936 tokens
+    against Llama 3's 128,256) and MTP on a checkpoint without MTP layers: one line, exit 2."""
+    other = cli(*SERVE, "--speculative", "qwen3-8b")
+    assert other.code == 2 and "151,936" in other.err and "128,256" in other.err
+    mtp = cli(*SERVE, "--speculative", "mtp")
+    assert mtp.code == 2 and "llama-3.1-8b has none" in mtp.err
+    assert len(mtp.err.strip().splitlines()) == 1
+
+
+def test_mtp_layers_come_out_of_the_pool(cli: Run) -> None:
+    """DeepSeek-V3 ships one MTP layer (config.json num_nextn_predict_layers 1): MTP takes
+    a MoE layer's weights and one more layer's MLA cache, 576 x 2 B = 1,152 B a token (on
+    every GPU, as MLA's latent is), from each GPU's pool: 61 x 1,152 = 70,272 B a token
+    without it, 71,424 with it, so the pool holds fewer tokens."""
+    args = ["serving", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "-w", "fp8",
+            "--input-len", "1000", "--output-len", "500", "--concurrency", "16",
+            "--json"]  # fmt: skip
+    plain = json.loads(cli(*args).out)
+    mtp = json.loads(cli(*args, "--speculative", "mtp", "--acceptance", "0.7").out)
+    assert mtp["kv_pool_tokens"] < plain["kv_pool_tokens"] * 70_272 / 71_424
+
+
+def test_speculation_accepting_nothing_is_said_never_to_pay(cli: Run) -> None:
+    """Acceptance 0: every verify step emits one token, as a plain step does, and computes
+    k + 1 query tokens and the drafter's passes on top, so it loses from one request
+    running (break-even 1). The closed loop's 16 requests read as 16, not 16.0, and the
+    words say it never pays, not that it stops paying from 1."""
+    result = cli(
+        "serving", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "2", "-w", "fp8",
+        "--input-len", "1000", "--output-len", "500", "--concurrency", "16",
+        "--speculative", "eagle", "--acceptance", "0",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert (
+        "note: with 16 requests running speculation gives a longer TPOT than plain decoding "
+        "would, at every batch: it never pays\n" in result.err
+    )
+    out = " ".join(result.out.split())
+    assert "never pays: plain decoding is faster from one request running" in out
+    assert "from 1 requests" not in out

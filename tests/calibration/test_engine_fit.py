@@ -163,6 +163,35 @@ class TestCalibrateRecovers:
         assert row["expected_ms_per_token"] == pytest.approx(8.0306, rel=1e-3)
         assert doc["inputs"]["engine"] == "my-h100"
 
+    def test_saved_engine_says_its_prefill_is_unmeasured(self, cli: Run, tmp_path: Path) -> None:
+        """Review s40 #10: decode points cannot identify a prefill, and without --engine
+        the profile keeps the roofline's (e_p 1, c_req 0): its fitted line says so, and a
+        serving or generate run on it says its TTFT is a bound, not silently."""
+        path = tmp_path / "points.yaml"
+        write_points(path, SCENARIOS, CONTEXTS)
+        presets = tmp_path / "presets"
+        presets.mkdir()
+        cli("calibrate", str(path), "--save-engine", "mine", "--presets", str(presets))
+        saved = yaml.safe_load((presets / "engines" / "mine.yaml").read_text())
+        family = saved["families"]["nvidia-datacenter"]
+        assert "prefill_efficiency" not in family and "per_request" not in family
+        assert "prefill_efficiency 1, per_request 0 us (no prefill measured" in family["fitted"]
+        common = ["-m", "llama-3.1-8b", "-g", "h100", "--engine", "mine", "--presets", str(presets)]
+        served = cli(
+            "serving", *common, "--input-len", "1000", "--output-len", "100", "--concurrency",
+            "1", "--json",
+        )  # fmt: skip
+        codes = [n["code"] for n in json.loads(served.out)["notes"]]
+        assert "prefill-unmeasured" in codes
+        generated = cli("generate", *common, "-p", "1000", "-n", "100", "--json")
+        doc = json.loads(generated.out)
+        assert doc["per_request_ms"] == 0
+        assert "prefill-unmeasured" in [n["code"] for n in doc["notes"]]
+        # A profile with prefill figures (vLLM's) says nothing of the kind.
+        plain = cli("serving", *common[:4], "--engine", "vllm", "--input-len", "1000",
+                    "--output-len", "100", "--concurrency", "1", "--json")  # fmt: skip
+        assert "prefill-unmeasured" not in [n["code"] for n in json.loads(plain.out)["notes"]]
+
     def test_saved_engine_needs_a_presets_directory(self, cli: Run, tmp_path: Path) -> None:
         path = tmp_path / "points.yaml"
         write_points(path, SCENARIOS, CONTEXTS)

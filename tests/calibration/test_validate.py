@@ -105,6 +105,21 @@ def test_table_and_output_file(cli: Run, toy: tuple[Path, Path], tmp_path: Path)
     assert "toy/nvidia-datacenter" in text
 
 
+def test_one_point_is_one_point(cli: Run, toy: tuple[Path, Path], tmp_path: Path) -> None:
+    """A file of one point: the summary and the left-out line say "1 point", not "1
+    points"; its error is 0 (measured = expected / (1 + 0))."""
+    path, presets = toy
+    (first, *_) = yaml.safe_load(path.read_text())["points"]
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump({"points": [first]}))
+    r = cli("validate", str(one), "--presets", str(presets))
+    assert r.code == 0, r.err
+    text = " ".join(r.out.split())
+    assert "1 point: median absolute error 0.0%" in text
+    assert "left out each engine+GPU-family group, 1 point: median" in text
+    assert "1 points" not in text
+
+
 def test_unknown_engine(cli: Run, toy: tuple[Path, Path]) -> None:
     path, _ = toy
     r = cli("validate", str(path))

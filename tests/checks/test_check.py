@@ -286,6 +286,52 @@ class TestVllm:
         assert r.code == 2 and message in r.err
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"), [("true", "true (a boolean)"), ("no", "false (a boolean)")]
+)
+def test_a_yaml_word_in_an_error_reads_as_the_file_wrote_it(
+    cli: Run, tmp_path: Path, value: str, shown: str
+) -> None:
+    """YAML's true (or no, which YAML reads as false) is named as a file writes it, not as
+    Python prints it (True)."""
+    text = PASSING.replace("max_ms_per_token: 25", f"max_ms_per_token: {value}")
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2 and r.out == ""
+    assert r.err.endswith(f"targets.max_ms_per_token: expected a number, got {shown}\n"), r.err
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (
+            "link: nvlink4\n",
+            "deploy.yaml:7:7: link: prices what GPUs send each other, and every scenario here "
+            "is one GPU: give tp or pp above 1",
+        ),
+        (
+            "tp: 2\nnode_link: ib-xdr\n",
+            "deploy.yaml:8:12: node_link: prices what GPUs send between nodes, and every GPU "
+            "group here fits in one node: give tp x pp above the GPUs a node joins "
+            "(gpus_per_node, by default the GPU's link's)",
+        ),
+        (
+            "tp: 16\nnode_link: nvlink4\n",
+            "node link nvlink4: NVLink 4 (H100/H200 SXM, NVSwitch) joins the GPUs inside one "
+            "node or rack (8 of them), not nodes; a network between nodes: ib-ndr, ib-xdr, "
+            "roce-400g",
+        ),
+    ],
+)
+def test_a_files_interconnect_settings_follow_the_options_rule(
+    cli: Run, tmp_path: Path, lines: str, message: str
+) -> None:
+    """Review s40 #17 and #19: a file's link settings are held to the command line's one
+    rule (refused where nothing is sent over them) and node_link takes only a network."""
+    text = PASSING.replace("batch: 1\n", "batch: 1\n" + lines)
+    r = cli("check", write(tmp_path, text))
+    assert r.code == 2 and r.out == "" and message in r.err, r.err
+
+
 class TestReports:
     def test_json_flag_prints_the_json_report(self, cli: Run, tmp_path: Path) -> None:
         r = cli("check", write(tmp_path, PASSING), "--json")
@@ -571,7 +617,8 @@ def test_max_ms_per_token_under_a_workload_is_the_servers_tpot(cli: Run, tmp_pat
     (result,) = json.loads(r.out)["results"]
     assert result["target"] == "max_ms_per_token"
     assert result["value"] == pytest.approx(tpot_ms, rel=1e-12)
-    assert result["context"] is None and result["basis"] is None  # no step at a context
+    # No step at a context: the server's, its steps the typical engine's expected ones.
+    assert (result["context"], result["basis"], result["held_to"]) == (None, "expected", "workload")
     assert r.code == 1 and result["passed"] is (tpot_ms <= 5)
     assert "max_ms_per_token is held to the server's TPOT" in r.err
     table = cli("check", write(tmp_path, UNDER_LOAD))
@@ -606,7 +653,7 @@ def test_min_tokens_per_s_under_a_workload_is_one_over_the_servers_tpot(
     results = {x["target"]: x for x in json.loads(r.out)["results"]}
     speed = results["min_tokens_per_s"]
     assert speed["value"] == pytest.approx(1000 / tpot_ms, rel=1e-12)
-    assert speed["context"] is None and speed["basis"] is None  # no step at a context
+    assert (speed["context"], speed["basis"], speed["held_to"]) == (None, "expected", "workload")
     assert speed["passed"] is False and results["max_ms_per_token"]["passed"] is True
     assert r.code == 1
     assert "min_tokens_per_s to 1000 / TPOT ms per sequence" in r.err

@@ -94,6 +94,82 @@ class TestServingTargets:
         )
 
 
+class TestWhatTheReportsSayTargetsWereHeldTo:
+    """Under a workload the JSON and JUnit say what the table says: the serving targets
+    were held to the server (its steps the roofline's here), and no decode step at the
+    file's contexts was checked, so no contexts, crossover or step figure is reported."""
+
+    def test_json(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n"), "--json")
+        deployment = json.loads(r.out)["deployments"][0]
+        (result,) = json.loads(r.out)["results"]
+        assert (result["basis"], result["held_to"]) == ("roofline", "workload")
+        assert [deployment[k] for k in ("contexts", "crossover_context", "held_to")] == [None] * 3
+        assert deployment["served_to"] == (
+            "the server's steady state under its workload (decodecalc serving), its steps at "
+            "the roofline"
+        )
+
+    def test_must_fit_keeps_the_files_contexts(self, cli: Run, tmp_path: Path) -> None:
+        """must_fit stays at the file's batch and contexts: Llama-3.1-8B's maximum, 131,072
+        (max_position_embeddings in its config.json)."""
+        path = write(tmp_path, ONE_STREAM + "  must_fit: true\n  max_tpot_ms: 4.6\n")
+        doc = json.loads(cli("check", path, "--json").out)
+        held = {r["target"]: (r["basis"], r["held_to"]) for r in doc["results"]}
+        assert held == {"must_fit": (None, "contexts"), "max_tpot_ms": ("roofline", "workload")}
+        assert doc["deployments"][0]["contexts"] == [131072]
+        assert doc["deployments"][0]["held_to"] is None  # no speed target at a context
+
+    def test_junit_properties(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, ONE_STREAM + "  max_tpot_ms: 4.6\n"), "-f", "junit")
+        names = [p.get("name") for p in ET.fromstring(r.out).iter("property")]
+        assert names == ["one.served_to"]
+
+
+class TestSaturatedServer:
+    """A request rate the server cannot carry is a valid file whose serving targets are
+    missed (exit 1, a JUnit failure), as plan counts it; the other deployments are checked.
+    An 8,192-token prompt of Llama-3.1-8B is 2 x 8.03e9 x 8,192 = 1.32e14 FLOPs of prefill,
+    0.133 s at the H100's 989.4 TFLOP/s: at most 7.5 requests/s, so 1,000/s is past any
+    saturation rate, and 1/s keeps the server busy 13% of the time."""
+
+    FILE = """\
+defaults:
+  model: llama-3.1-8b
+  gpu: h100-sxm
+  engine: roofline
+  targets: {max_tpot_ms: 20, max_ttft_ms: 500, must_fit: true}
+deployments:
+  - name: flooded
+    workload: {request_rate: 1000, input_len: 8K, output_len: 2}
+  - name: calm
+    workload: {request_rate: 1, input_len: 8K, output_len: 2}
+"""
+
+    def test_a_missed_target_not_an_invalid_file(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.FILE), "-f", "json")
+        assert r.code == 1, r.err
+        rows = [
+            (x["deployment"], x["target"], x["value"], x["passed"])
+            for x in json.loads(r.out)["results"]
+        ]
+        flooded = {t: (v, p) for d, t, v, p in rows if d == "flooded"}
+        assert flooded == {
+            "must_fit": (True, True),
+            "max_ttft_ms": (None, False),
+            "max_tpot_ms": (None, False),
+        }
+        assert all(p for d, _, _, p in rows if d == "calm")  # still checked
+        assert "request rate 1000/s reaches the server's saturation rate" in r.err
+
+    def test_junit_failure(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.FILE), "-f", "junit")
+        root = ET.fromstring(r.out)
+        assert (root.get("failures"), root.get("errors")) == ("2", "0")
+        failure = next(root.iter("failure"))
+        assert failure.get("message", "").startswith("saturated: the queue grows without bound")
+
+
 class TestStepTargetsUnderAWorkload:
     """Under a workload min_throughput_tokens_per_s is the server's output tokens/s, and
     max_kv_share and min_crossover_context a decode step at its mean decode batch and the
@@ -125,7 +201,7 @@ targets:
         assert r.code == 0, r.err
         (row,) = json.loads(r.out)["results"]
         assert row["value"] == pytest.approx(223.2, rel=1e-3)
-        assert (row["context"], row["basis"]) == (None, None)
+        assert (row["context"], row["basis"], row["held_to"]) == (None, "roofline", "workload")
         assert "min_throughput_tokens_per_s is held to the server's output tokens" in r.err
 
     def test_the_same_figure_as_the_servers_output_throughput(

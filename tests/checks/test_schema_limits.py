@@ -147,6 +147,8 @@ def _deployment(path: tuple[str, ...], value: Any) -> dict[str, Any]:
         del doc["workload"]["concurrency"]
     if path == ("eplb_redundant",):
         doc.update(REDUNDANT_EXPERTS)
+    if path == ("gpus_per_node",):  # refused as pricing nothing on one GPU (unused_link)
+        doc["tp"] = 2
     if path == ("efficiency",):  # below 1, one's own engine: only the roofline's step takes it
         doc["engine"] = "roofline"
     here = doc

@@ -62,7 +62,7 @@ def test_sweep_skips_only_valid_values_that_cannot_go_together(cli: Run) -> None
     r = cli(*shlex.split(SWEEP), "--tp", "3,1")
     assert r.code == 0
     assert len(r.out.splitlines()) == 1 + 2  # the header and TP 1 at two contexts
-    assert "skipped 1 combinations that are no valid deployment" in r.err
+    assert "skipped 1 combination that is no valid deployment" in r.err
     assert "tp 3 does not split llama-3.1-8b's attention heads evenly" in r.err
 
 
@@ -91,6 +91,13 @@ SERVING = "serving -m llama-3.1-8b -g h100 --input-len 100 --output-len 10"
     ("command", "message"),
     [
         (f"{ONE_GPU} --link-bandwidth nan", "bandwidth 'nan'"),
+        # a power in another unit, or a price below zero, is out of range, not unreadable
+        (f"{ONE_GPU} --power 1MW", "power '1MW' must be more than 0 and at most 100,000 watts"),
+        (f"{ONE_GPU} --power=-5W", "power '-5W' must be more than 0 and at most 100,000 watts"),
+        (
+            f"{ONE_GPU} --price=-1",
+            "price '-1' must be more than 0 and at most 10,000 dollars per GPU-hour",
+        ),
         (f"{ONE_GPU} --link X", "unknown link 'X'"),
         (f"{ONE_GPU} --node-link X", "unknown link 'X'"),
         (f"{ONE_GPU} --gpus-per-node 0", "gpus per node 0 must be a whole number"),

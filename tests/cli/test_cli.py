@@ -203,6 +203,26 @@ def test_errors_are_one_line_exit_2(cli: Run, args: tuple[str, ...], message: st
     assert "Traceback" not in r.err
 
 
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        # --report is estimate's, compare's, serving's and plan's: sweep has nothing like it
+        ("sweep -m llama-3.1-8b -g h100 -c 8K --report s.html", "No such option: --report ("),
+        ("estimate -m llama-3.1-8b -g h100 --reprot s.html", "(did you mean --report, --plot?)"),
+        ("estimate -m llama-3.1-8b -g h100 --batchh 2", "(did you mean --batch?)"),
+        ("serving -m llama-3.1-8b --concurency 3", "(did you mean --concurrency?)"),
+    ],
+)
+def test_an_unknown_option_suggests_only_options_that_look_like_it(
+    cli: Run, command: str, message: str
+) -> None:
+    """Compared without their dashes: --report once drew --ep, --format and --power."""
+    r = cli(*command.split())
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert message in r.err, r.err
+    assert "Possible options" not in r.err
+
+
 def test_malformed_user_preset_is_exit_2(cli: Run, tmp_path: object) -> None:
     from pathlib import Path
 

@@ -120,6 +120,8 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
         *("cost_per_million_tokens", "joules_per_token", "kwh_per_million_tokens"),
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
+        "engine_line",
+        "bandwidth_bytes_per_s",
     ]
     assert len(lines) - 1 == 2 * 3 * 2 * 1 * 3 * 11
 
@@ -127,7 +129,92 @@ def test_sweep_row_count_is_the_product_of_the_axes(cli: Run) -> None:
 def test_sweep_skips_and_counts_invalid_combinations(cli: Run) -> None:
     r = cli("sweep", "-m", "llama-3.1-8b", "-g", "h100", "--tp", "1,3", "-c", "1K")
     assert len(r.out.splitlines()) == 2  # header + the TP 1 row
-    assert "skipped 1 combinations" in r.err and "tp 3" in r.err
+    assert "skipped 1 combination that is no valid deployment" in r.err and "tp 3" in r.err
+
+
+class TestCompareSkipsWhatSweepSkips:
+    """Qwen2.5-7B has 28 attention heads (its config.json), which TP 8 does not split;
+    Llama-3.1-8B's 32 it does: of the four combinations three are deployments."""
+
+    GRID = ("-m", "llama-3.1-8b,qwen2.5-7b", "-g", "h100", "--tp", "1,8", "-c", "8K")
+
+    def test_the_valid_combinations_and_a_note(self, cli: Run) -> None:
+        r = cli("compare", *self.GRID, "--json")
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        assert [(x["model"], x["tp"]) for x in doc["scenarios"]] == [
+            ("llama-3.1-8b", 1),
+            ("llama-3.1-8b", 8),
+            ("qwen2.5-7b", 1),
+        ]
+        (skipped,) = [n for n in doc["notes"] if n["code"] == "skipped-combinations"]
+        assert skipped["message"].startswith(
+            "skipped 1 combination that is no valid deployment; first: model=qwen2.5-7b, "
+            "gpu=h100, batch=1, tp=8: tp 8 does not split qwen2.5-7b's attention heads"
+        )
+        swept = cli("sweep", *self.GRID)
+        assert len(swept.out.splitlines()) == 1 + 3  # the same three, as sweep skips
+        assert skipped["message"] in swept.err
+
+    def test_no_valid_combination_is_an_error(self, cli: Run) -> None:
+        r = cli("compare", "-m", "qwen2.5-7b", "-g", "h100", "--tp", "3,8", "-c", "8K")
+        assert r.code == 2 and r.out == ""
+        assert r.err.startswith("decodecalc: error: no combination is a valid deployment; ")
+        alone = cli("compare", "-m", "qwen2.5-7b", "-g", "h100", "--tp", "8", "-c", "8K")
+        assert alone.err == (
+            "decodecalc: error: tp 8 does not split qwen2.5-7b's attention heads evenly; valid: "
+            "1, 2, 4, 28\n"
+        )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_sweep_rows_carry_the_engines_release_line(cli: Run, fmt: str) -> None:
+    """vllm@0.7 and vllm@0.19 on an MI300X are two rows whose engine is vllm: the added
+    engine_line (last) tells them apart, as compare's labels do; --engine vllm takes the
+    newest line (0.19), typical none."""
+    r = cli("sweep", "-m", "llama-3.1-8b", "-g", "mi300x", "-c", "8K", "-f", fmt,
+            "--engine", "vllm@0.7,vllm@0.19,vllm,typical")  # fmt: skip
+    assert r.code == 0, r.err
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(r.out)))
+        assert ",engine_line" in r.out.splitlines()[0]
+    else:
+        rows = [json.loads(line) for line in r.out.splitlines()]
+    found = [(row["engine"], row["engine_line"]) for row in rows]
+    none = "" if fmt == "csv" else None
+    assert found == [("vllm", "0.7"), ("vllm", "0.19"), ("vllm", "0.19"), ("typical", none)]
+
+
+class TestABandwidthGivenBesideSeveralGpus:
+    """-b 1TB/s with -g h100,h200: both rows are priced at 1 TB/s (15.01 GB of weights
+    and 1.07 GB of KV at 8K: 16.08 ms at the roofline, for either GPU), so each row says
+    the bandwidth it was priced at, and a note each GPU's own: 3.35 TB/s for the H100 SXM
+    and 4.8 TB/s for the H200 (their datasheets)."""
+
+    GRID = ("-m", "llama-3.1-8b", "-g", "h100,h200", "-b", "1TB/s", "-c", "8K")
+
+    def test_compare_labels_and_notes(self, cli: Run) -> None:
+        r = cli("compare", *self.GRID, "--engine", "roofline", "--json")
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        assert [row["label"] for row in doc["rows"]] == [
+            "llama-3.1-8b h100-sxm@1TB/s bf16/bf16 B1 TP1 roofline",
+            "llama-3.1-8b h200@1TB/s bf16/bf16 B1 TP1 roofline",
+        ]
+        assert [row["ms_per_token"] for row in doc["rows"]] == pytest.approx([16.084] * 2, 1e-4)
+        given = [n["message"] for n in doc["notes"] if "(--bandwidth) stands in" in n["message"]]
+        assert len(given) == 2
+        assert "h100-sxm's own 3,350 GB/s" in given[0] and "h200's own 4,800 GB/s" in given[1]
+
+    def test_sweep_has_a_bandwidth_column(self, cli: Run) -> None:
+        r = cli("sweep", *self.GRID)
+        rows = list(csv.DictReader(io.StringIO(r.out)))
+        assert [(x["gpu"], x["bandwidth_bytes_per_s"]) for x in rows] == [
+            ("h100-sxm", "1000000000000"),
+            ("h200", "1000000000000"),
+        ]
+        own = cli("sweep", "-m", "llama-3.1-8b", "-g", "h200", "-c", "8K", "--json")
+        assert json.loads(own.out)["bandwidth_bytes_per_s"] == 4_800_000_000_000
 
 
 def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
@@ -146,6 +233,8 @@ def test_sweep_jsonl_parses_line_by_line(cli: Run) -> None:
         *("joules_per_token", "kwh_per_million_tokens"),  # the H100's board power; no price
         *("expected_tokens_per_s", "expected_throughput_tokens_per_s"),
         *("roofline_ms_per_token", "roofline_tokens_per_s", "roofline_throughput_tokens_per_s"),
+        "engine_line",
+        "bandwidth_bytes_per_s",
     }
     assert isinstance(records[0]["batch"], int) and isinstance(records[0]["kv_bytes"], int)
 

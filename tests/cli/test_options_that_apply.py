@@ -36,6 +36,65 @@ def test_an_option_that_does_not_apply_is_refused(cli: Run, command: str, messag
     assert message in result.err, result.err
 
 
+ONE_NODE = (
+    "--node-link prices what GPUs send between nodes, and every GPU group here fits in one "
+    "node: give --tp x --pp above the GPUs a node joins (--gpus-per-node, by default the "
+    "GPU's link's)"
+)
+ONE_GPU = (
+    " prices what GPUs send each other, and every scenario here is one GPU: give --tp or --pp "
+    "above 1"
+)
+PLAN = "plan -m llama-3.1-8b -g h100-sxm -c 8K --max-ms-per-token 30"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "estimate -m llama-3.1-8b -g h100-sxm -c 1K",
+        "compare -m llama-3.1-8b -g h100-sxm,h200 -c 1K",
+        "sweep -m llama-3.1-8b -g h100-sxm -c 1K",
+        SERVING,
+        "generate -m llama-3.1-8b -g h100-sxm -p 10 -n 10",
+        "explain -m llama-3.1-8b -g h100-sxm -c 1K",
+        f"{PLAN} --tp 1",
+    ],
+)
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--link nvlink4", "--link" + ONE_GPU),
+        ("--link-bandwidth 100GB/s", "--link-bandwidth" + ONE_GPU),
+        ("--gpus-per-node 4", "--gpus-per-node" + ONE_GPU),
+        ("--node-link ib-xdr", ONE_NODE),
+    ],
+)
+def test_an_interconnect_option_nothing_crosses_is_refused_by_every_command(
+    cli: Run, command: str, option: str, message: str
+) -> None:
+    """One rule for the four interconnect options in every command (review s40 #17): on
+    one GPU nothing is sent, so none of them prices anything."""
+    result = cli(*shlex.split(command), *shlex.split(option))
+    assert result.code == 2, result
+    assert result.out == "" and result.err == f"decodecalc: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "estimate -m llama-3.1-70b -g h100-sxm -c 1K --tp 4",
+        "compare -m llama-3.1-70b -g h100-sxm -c 1K --tp 2,4",
+        "sweep -m llama-3.1-70b -g h100-sxm -c 1K --tp 2,4",
+        "plan -m llama-3.1-8b -g h100-sxm -c 8K --max-ms-per-token 30 --tp 2,4",
+    ],
+)
+def test_a_network_no_group_crosses_is_refused(cli: Run, command: str) -> None:
+    """TP 2 and 4 of H100s stay on one 8-GPU NVLink board: nothing crosses --node-link."""
+    result = cli(*shlex.split(command), "--node-link", "ib-xdr")
+    assert result.code == 2, result
+    assert result.err == f"decodecalc: error: {ONE_NODE}\n"
+
+
 TAKEN = {
     f"{SERVING} --prefix-len 500 --prefix-hit-rate 0.5": "500-token shared prefix, cached for 50%",
     f"{SERVING} --tp 2 --link nvlink4": "2 x NVIDIA H100 SXM (TP 2)",
@@ -44,6 +103,15 @@ TAKEN = {
     "check examples/vllm-serve.yaml --gpu h200": "1 deployment, all targets met",
     # asks for nothing sent
     "estimate -m llama-3.1-8b -g h100-sxm -c 1K --link none": "Llama-3.1-8B on NVIDIA H100 SXM",
+    # TP 4 on nodes of 2 GPUs crosses the network; a comparison where one group does
+    "estimate -m llama-3.1-70b -g h100-sxm -c 1K --tp 4 --gpus-per-node 2 --node-link ib-xdr": (
+        "TP 4"
+    ),
+    "compare -m llama-3.1-70b -g h100-sxm -c 1K --tp 2,16 --node-link ib-xdr": "│ TP16 ",
+    # disaggregated serving's prompt KV crosses it, whatever the workers' size
+    f"{SERVING} --prefill-workers 1 --decode-workers 1 --node-link ib-xdr": (
+        "KV hand-over over InfiniBand XDR"
+    ),
 }
 """Each run where the option applies, and a line of what it prints that shows the run."""
 

@@ -142,3 +142,30 @@ def test_every_release_an_answer_draws_on_is_named(gpu: str) -> None:
             assert bool(said.strip()) >= mixed, (profile.id, model)
             if mixed and profile.serving:
                 assert f"scheduler defaults from {cited}" in said
+
+
+def test_tgi_says_which_vllm_fit_it_carries() -> None:
+    """TGI has no points of its own: it carries vLLM's fit pooled over every release line
+    on each family (vllm.yaml's families block), not the newest line --engine vllm takes;
+    its note says exactly that (review s40 #21: it said only "vLLM's parameters carried
+    over" while giving other figures than --engine vllm)."""
+    from pathlib import Path
+    from typing import Any
+
+    import yaml
+
+    root = Path(__file__).parents[2]
+
+    def load(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = yaml.safe_load((root / f"presets/engines/{name}.yaml").read_text())
+        return found
+
+    tgi, vllm = load("tgi"), load("vllm")
+    keys = ("weight_efficiency", "kv_efficiency", "per_layer", "per_step", "per_moe_layer")
+    for family, params in tgi["families"].items():
+        pooled = vllm["families"][family]
+        assert {k: params.get(k) for k in keys} == {k: pooled.get(k) for k in keys}, family
+    newest = vllm["lines"]["0.11"]["families"]["nvidia-datacenter"]
+    assert newest["weight_efficiency"] != tgi["families"]["nvidia-datacenter"]["weight_efficiency"]
+    assert "pooled on each GPU family" in tgi["notes"]
+    assert "not the newest line alone that --engine vllm takes" in tgi["notes"]

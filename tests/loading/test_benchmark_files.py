@@ -371,6 +371,67 @@ class TestCheckMeasured:
         assert r.code == (1 if int(root.get("failures", "0")) else 0)
 
 
+OUTSIDE_RANGE = {
+    "date": "20250101-000000",
+    "backend": "vllm",
+    "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "num_prompts": 100,
+    "request_rate": "inf",
+    "max_concurrency": 16,
+    "duration": 30.0,
+    "completed": 100,
+    "total_input_tokens": 100000,
+    "total_output_tokens": 50000,
+    "request_throughput": 3.33,
+    "output_throughput": 1666.0,
+    "mean_ttft_ms": 60.0,
+    "median_ttft_ms": 55.0,
+    "mean_tpot_ms": 11.0,
+    "median_tpot_ms": 9.4,
+    "mean_itl_ms": 9.6,
+    "median_itl_ms": 9.3,
+    "mean_e2el_ms": 4800.0,
+}
+"""A vllm bench serve result at 16 requests in flight: batch 16, past the batch 1-8 vLLM's
+line on NVIDIA datacenter GPUs was fitted on (review s40 #6), at 1,000 + 500 / 2 = 1,250
+tokens of context."""
+
+
+class TestOneBandForAPointOutsideTheFittedRange:
+    """check --measured, validate and estimate price the same point with one expected
+    step and one band: the band widened outside the fitted range, with the note."""
+
+    SETUP = ("-g", "h100-sxm", "--engine", "vllm", "-w", "bf16")
+
+    def test_three_commands_agree(self, cli: Run, tmp_path: Path) -> None:
+        path = tmp_path / "bench.json"
+        path.write_text(json.dumps(OUTSIDE_RANGE))
+        checked = cli("check", "--measured", str(path), *self.SETUP, "--json")
+        (m,) = json.loads(checked.out)["measured"]
+        scenario = ("-m", "llama-3.1-8b", *self.SETUP, "--batch", "16", "-c", "1250")
+        est = cli("estimate", *scenario, "--json")
+        (row,) = json.loads(est.out)["rows"]
+        step = [row[f"expected{k}_ms_per_token"] for k in ("_low", "", "_high")]
+        # check adds other requests' prefills to all three; validate takes them off the
+        # measured figure: the same step and band either way.
+        share = m["prefill_ms"]
+        assert share > 0
+        shown = [m["low_ms"] - share, m["expected_ms"] - share, m["high_ms"] - share]
+        assert shown == pytest.approx(step, rel=1e-9)
+        # Inside the range the band is x0.88-x1.20 (presets/engines/vllm.yaml): 11 ms
+        # would lie above 1.20 x 7.86 + 0.28 = 9.7 ms; the band widened outside it holds it.
+        assert step[2] / step[1] > 1.5 and m["passed"] and checked.code == 0
+        # validate widens it by the same rule: the same band about its expected step (a
+        # point naming no release is predicted by the pooled fit of every line there,
+        # estimate's --engine vllm by the newest line: 0.8% apart here).
+        (v,) = json.loads(cli("validate", str(path), *self.SETUP, "--json").out)["points"]
+        ratios = [v[f"expected{k}_ms"] / v["expected_ms"] for k in ("_low", "_high")]
+        assert ratios == pytest.approx([step[0] / step[1], step[2] / step[1]], rel=1e-3)
+        extrapolated = "vllm extrapolated: batch above the fitted 1-8"
+        assert extrapolated in checked.err and extrapolated in est.err
+
+
 class TestBadFiles:
     @pytest.mark.parametrize(
         ("content", "message"),
@@ -448,6 +509,15 @@ class TestReadAsImpossible:
         assert '"decode_replicas": 4' in r.err and "4 replicas" in r.err
         # 153.8 in flight over 4 replicas: batch round(38.45) = 38
         assert "batch 38" in doc["measured"][0]["deployment"]
+
+    def test_weights_the_file_does_not_say_are_the_checkpoints(self, cli: Run) -> None:
+        """As every command takes a model's weights: Llama-3.2-3B's checkpoint is BF16, so
+        leaving -w out gives the run -w bf16 gives (review s40 #25: it was refused)."""
+        given = cli("check", "--measured", str(VLLM), *self.SETUP, "-f", "json")
+        bare = [a for a in self.SETUP if a not in ("-w", "bf16")]
+        assumed = cli("check", "--measured", str(VLLM), *bare, "-f", "json")
+        assert assumed.code == given.code == 0, assumed.err
+        assert json.loads(assumed.out)["measured"] == json.loads(given.out)["measured"]
 
     def test_one_replica_is_below_the_roofline(self, cli: Run) -> None:
         r = cli("check", "--measured", str(VLLM), *self.SETUP, "--replicas", "1", "-f", "json")

@@ -121,3 +121,29 @@ def test_bad_configs_exit_2(cli: Run, tmp_path: Path, content: str, message: str
 def test_import_refuses_a_missing_file(cli: Run) -> None:
     r = cli("import", "/no/such/config.json", "--name", "x")
     assert r.code == 2 and "does not exist" in r.err
+
+
+def test_import_takes_a_checkpoint_folder_and_a_card_count(cli: Run, tmp_path: Path) -> None:
+    """As --model does: a folder holding config.json is read from it; --official-params
+    takes a card's count as the numbers form does ("Counts take k, M, B and T"):
+    8.03B = 8,030,000,000."""
+    import shutil
+
+    folder = tmp_path / "Llama-3.1-8B"
+    folder.mkdir()
+    shutil.copy(CONFIGS / "llama-3.1-8b.json", folder / "config.json")
+    r = cli("import", str(folder), "--name", "Llama", "--official-params", "8.03B")
+    assert r.code == 0, r.err
+    assert "official_params: 8030000000" in r.out and "num_key_value_heads: 8" in r.out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("import", str(empty), "--name", "x")
+    assert (
+        r.code == 2
+        and r.err == f"decodecalc: error: model folder '{empty}' has no config.json to read\n"
+    )
+    r = cli("import", str(folder), "--name", "x", "--official-params", "8x")
+    assert r.err == (
+        "decodecalc: error: --official-params '8x' is not a parameter count (e.g. 70.6B, "
+        "8030261248)\n"
+    )

@@ -107,3 +107,18 @@ def test_the_tp_rule_joins_each_kinds_words_kv_caches_first() -> None:
         "KV heads split across up to 8/16 GPUs, then replicated; "
         "Mamba state split by head (and by group where TP divides them)"
     )
+
+
+def test_one_kv_head_is_said_to_be_replicated_not_split_across_1_gpus() -> None:
+    """Multi-query attention has one KV head: TP splits it across no GPUs, so the rule says
+    it is replicated (review s40 #25: "split across up to 1 GPUs")."""
+    from decodecalc.model.layer_kind import tp_cache_rule
+    from decodecalc.model.layers import Attention
+
+    one = Attention(num_heads=32, num_kv_heads=1, head_dim=128)
+    assert tp_cache_rule([one]) == "one KV head, replicated on every TP rank"
+    eight = Attention(num_heads=32, num_kv_heads=8, head_dim=128)
+    assert tp_cache_rule([one, eight]) == (
+        "one KV head, replicated on every TP rank; "
+        "KV heads split across up to 8 GPUs, then replicated"
+    )

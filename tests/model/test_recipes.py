@@ -334,3 +334,33 @@ def test_a_vllm_config_with_dtype_auto_takes_the_checkpoint_s_formats(
     inputs = json.loads(r.out)["deployments"][0]["inputs"]
     assert inputs["weights_recipe"] == "checkpoint"
     assert inputs["weight_overrides"] == {"routed experts": "mxfp4"}
+
+
+@pytest.mark.parametrize(
+    ("recipe", "stored"),
+    [
+        ("nvfp4-experts-only", "routed experts in nvfp4"),
+        ("gpt-oss-mxfp4", "routed experts in mxfp4"),
+        ("int4-g32-experts", "routed experts in int4-g32-sym"),
+    ],
+)
+def test_an_experts_only_recipe_on_a_dense_model_says_it_prices_nothing(
+    cli: Run, recipe: str, stored: str
+) -> None:
+    """Llama-3.1-8B has no routed experts, so these recipes store all of it in BF16: its
+    step reads every group above but the input embedding, (1,073,741,824 + 268,435,456 +
+    5,637,144,576 + 525,336,576 + 266,240) x 2 B = 15,009,849,344 B, as -w bf16 would;
+    a note says so. qwen3-30b-a3b has experts: the same recipe says nothing there."""
+    run = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "8K", "-w", recipe, "--json")
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    assert doc["rows"][0]["weight_bytes"] == 2 * (
+        LLAMA_QO + LLAMA_KV + LLAMA_MLP + LLAMA_HEAD + LLAMA_NORMS
+    )
+    notes = {n["code"]: n["message"] for n in doc["notes"]}
+    assert notes["recipe-unused"] == (
+        f"-w {recipe} prices nothing here beyond bf16: it stores only {stored} otherwise, "
+        "and llama-3.1-8b has none of them, so every weight is bf16"
+    )
+    moe = cli("estimate", "-m", "qwen3-30b-a3b", "-g", "h100", "-c", "8K", "-w", recipe)
+    assert moe.code == 0 and "prices nothing" not in moe.err

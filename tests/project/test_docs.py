@@ -511,6 +511,20 @@ def test_estimate_field_table_names_every_field(cli: Run) -> None:
     assert documented == leaves
 
 
+def test_documented_schema_version_is_the_codes() -> None:
+    """Every place the docs state the current schema version states the one the code
+    writes (a page naming an old one misleads a reader pinning a parser to it)."""
+    from decodecalc.views.report import SCHEMA_VERSION
+
+    json_md = (ROOT / "docs/json.md").read_text()
+    stated = [
+        *re.findall(r'Each document starts with `"schema_version": (\d+)`', json_md),
+        *re.findall(r"\| `schema_version` \| int \| (\d+) \(see above\) \|", json_md),
+        *re.findall(r"`to_dict` writes JSON schema (\d+)", (ROOT / "docs/api.md").read_text()),
+    ]
+    assert stated == [str(SCHEMA_VERSION)] * 3
+
+
 LIMITS_PAGE = ROOT / "docs/development.md"
 LIMIT_CASES = [
     ("estimate -m llama-3.1-8b -g h100 -c 2G", "context '2G' is above the limit"),

@@ -287,6 +287,56 @@ def test_pool_and_estimate_see_the_same_stage() -> None:
         assert fit.max_batch == math.floor(pool.max_concurrency(context))
 
 
+def test_data_parallel_attention_ranks_each_hold_a_pool_by_hand(cli: Run) -> None:
+    """Review s40 #2: serving sized the pool as if attention were split over TP.
+    Qwen3-30B-A3B BF16 on 2 H200 with data-parallel attention (config.json: hidden 2,048,
+    48 layers, 32 heads and 4 KV heads of 128, 128 experts of 768, top 8, vocabulary
+    151,936, untied). Per layer q, o 2 x 2,048 x 4,096; k, v 2 x 2,048 x 512; q/k norms
+    256; 2 norms 4,096; router 128 x 2,048: 19,140,864; x 48 = 918,761,472, + embedding
+    and LM head 2 x 151,936 x 2,048 = 622,329,856, + final norm 2,048: 1,541,093,376 held
+    whole on each rank; the experts 48 x 128 x 3 x 2,048 x 768 = 28,991,029,248, half on
+    each. Weights (1,541,093,376 + 14,495,514,624) x 2 B = 32,073,216,000 B.
+    budget      (143,771 - 450) MiB x 0.9 = 150,282,960,896 x 0.9 -> 135,254,664,806 B
+    activation  the sampler, 1,024 x 151,936 x 15 = 2,333,736,960 B
+    reserve     0.25 GiB + 1.85 GiB = 268,435,456 + 1,986,422,374 = 2,254,857,830 B
+    available   135,254,664,806 - 32,073,216,000 - 2,333,736,960 - 2,254,857,830
+                = 98,592,854,016 B
+    per token   a rank keeps every KV head: 48 x 4 x 128 x 2 x 2 B = 98,304 B
+    blocks      floor(98,592,854,016 / (16 x 98,304)) = 62,683 -> 1,002,928 tokens a rank,
+                2,005,856 for the replica's two ranks
+    requests    of 1,500 tokens (94 blocks): 62,683 / 94 = 666.8 a rank, 1,333.7 in all;
+                of 4,500 (282 blocks): 62,683 / 282 = 222.3 a rank, 222 x 2 = 444 whole ones
+                run at once (below max-num-seqs), and estimate's largest batch is the same."""
+    scenario = resolve(
+        ScenarioSpec(model="qwen3-30b-a3b", gpu="h200", tp=2, dp_attention=True, engine="vllm"),
+        Catalog(),
+    )
+    pool = kv_pool(scenario, scheduler_limits(scenario.engine, scenario.gpu))
+    assert _terms(pool) == {
+        "budget": 135_254_664_806,
+        "weights": 32_073_216_000,
+        "activation": 2_333_736_960,
+        "reserve": 2_254_857_830,
+        "available": 98_592_854_016,
+        "per token": 98_304,
+        "blocks": 62_683,
+        "tokens": 1_002_928,
+    }
+    assert (pool.ranks, pool.replica_tokens) == (2, 2_005_856)
+    assert pool.max_concurrency(1500) == pytest.approx(62_683 / 94 * 2)
+    common = ["-m", "qwen3-30b-a3b", "-g", "h200", "--tp", "2", "--dp-attention", "--json"]
+    served = json.loads(
+        cli(
+            "serving", *common, "--input-len", "4000", "--output-len", "500",
+            "--concurrency", "1000",
+        ).out
+    )  # fmt: skip
+    assert served["kv_pool_tokens"] == 2_005_856
+    assert (served["rows"][0]["running"], served["rows"][0]["limit"]) == (444, "kv-pool")
+    fit = json.loads(cli("estimate", *common, "-c", "4500").out)
+    assert fit["max_batch_that_fits"] == 444
+
+
 ONE_MODEL_CASES = [
     # Global attention, windowed attention, a hybrid of both, MLA with MoE, TP and PP.
     ("llama-3.1-8b", "h100-sxm", "bf16", 1, 1),
@@ -428,5 +478,5 @@ def test_a_fit_that_leaves_the_pool_unasked_is_the_pools_at_the_edge(
         middle = (longest + beyond) // 2
         longest, beyond = (middle, beyond) if bytes_fit(middle) else (longest, middle)
     for context in {max(1, longest + d) for d in (-17, -16, -1, 0, 1, 15, 16, 17)}:
-        asked = bytes_fit(context) and memory.pool.holds(batch, context, step.attention_ranks)
+        asked = bytes_fit(context) and memory.pool.holds(batch, context)
         assert step.fits(context, memory) == asked == bytes_fit(context)

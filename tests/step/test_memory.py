@@ -220,3 +220,71 @@ def test_recurrent_state_bounds_the_batch_at_context_zero() -> None:
     assert est.memory is not None and est.memory.stored_weight_bytes == 167_072
     assert est.memory.max_batch == 929
     assert any("929 sequences fit at 0 tokens" in line for line in estimate_report(est).title)
+
+
+def test_short_form_model_leaves_the_activation_peak_out(catalog: Catalog, cli: Run) -> None:
+    # Review s40 #1. 'params=8B,kv_bytes_per_token=131072': one stand-in layer of width 1
+    # holds every parameter in its MLP, so a peak counted from it was 8,192 tokens x
+    # (3 + 3 x 2.67e9) x 2 B = 131 TB. It is left out (its note says so): usable is the
+    # H100's 76,544,055,705 B (worked above) less the 268,435,456 B reserve =
+    # 76,275,620,249 B. Weights 8e9 x 2 B = 16.00e9 B (within a millionth): free about
+    # 60,275,620,249 B; a sequence of 8,192 tokens holds 8,192 x 131,072 = 1,073,741,824 B,
+    # floor(60.28e9 / 1.074e9) = 56 fit; at batch 1, 60,275,620,249 / 131,072 = 459,866.5
+    # tokens, in whole 16-token blocks 28,741 x 16 = 459,856.
+    est = estimate(
+        scenario(catalog, "params=8B,kv_bytes_per_token=131072", gpu="h100-sxm"), [8_192]
+    )
+    assert est.memory is not None
+    assert est.memory.room.activation_bytes == 0
+    assert est.memory.room.usable_bytes == 76_275_620_249
+    assert est.memory.stored_weight_bytes == pytest.approx(16e9, rel=1e-6)
+    assert (est.memory.max_batch, est.memory.max_context) == (56, 459_856)
+    assert est.rows[0].fits is True
+    served = cli(
+        "serving", "-m", "params=8B,kv_bytes_per_token=131072", "-g", "h100", "--input-len",
+        "1000", "--output-len", "100", "--concurrency", "1", "--json",
+    )  # fmt: skip
+    assert json.loads(served.out)["kv_pool_tokens"] == 459_856
+    assert "activation peak" in served.err and "left out" in served.err
+
+
+def test_no_room_reads_none_and_zero_never_a_negative_size(cli: Run) -> None:
+    # Review s40 #14. A 1 GiB H100: (1,073,741,824 - 471,859,200) x 0.9 = 541,694,361 B of
+    # budget; a GPU under 70 GiB takes vLLM's 2,048 tokens and 256 sequences, so the
+    # sampler peaks at 256 x 128,256 x 15 = 492,503,040 B (the forward pass, 2,048 x
+    # (3 x 4,096 + 3 x 14,336) x 2 = 226,557,952 B, is less); with the 268,435,456 B reserve
+    # 760,938,496 B > 541,694,361 B: nothing is usable, 0 and not -219,244,135.
+    doc = json.loads(
+        cli("estimate", "-m", "llama-3.1-8b", "-g", "h100,memory=1GiB", "-c", "8K", "--json").out
+    )
+    assert doc["activation_peak_bytes"] == 492_503_040
+    assert doc["memory_usable_bytes"] == 0
+    assert (doc["max_batch_that_fits"], doc["rows"][0]["fits"]) == (0, False)
+    # --memory-utilization 0.01 on an H100: floor(85,048,950,784 x 0.01) = 850,489,507 B
+    # against 1,970,012,160 + 268,435,456 B: the table says none, as serving refuses it.
+    r = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-c", "8K", "--memory-utilization",
+            "0.01")  # fmt: skip
+    assert "memory per GPU: none usable" in r.out
+    assert "alone overflow" in r.out.replace("\n", "")
+    assert "-" not in r.out.split("memory per GPU:")[1].split("usable")[0]
+    assert "alone take the 0.85 GB per GPU" in r.err.replace("\n", "")
+
+
+def test_a_mac_with_nominal_memory_says_so(cli: Run) -> None:
+    # Review s40 #4. m3-max-64gb gives the nominal 64 GiB (no Metal working set was found
+    # to cite), m1-max-64gb the 48 GiB Metal reports: the figures stay as fitted, and the
+    # nominal one says it is generous. 64 GiB = 68,719,476,736 B - 471,859,200 = 68,247,617,536
+    # x 0.9 -> 61,422,855,782 B; Gemma 3 27B under vLLM's small-GPU limits (2,048 tokens,
+    # 256 sequences): sampler 256 x 262,208 x 15 = 1,006,878,720 B (the forward pass,
+    # 2,048 x 3 x (5,376 + 21,504) x 2 = 330,301,440 B, is less); reserve 268,435,456 B:
+    # usable 60,147,541,606 B.
+    args = ["estimate", "-m", "gemma-3-27b", "-c", "8K", "--engine", "roofline"]
+    doc = json.loads(cli(*args, "-g", "m3-max-64gb", "--json").out)
+    assert doc["memory_usable_bytes"] == 60_147_541_606
+    assert "memory-nominal-unified" in [n["code"] for n in doc["notes"]]
+    table = cli(*args, "-g", "m3-max-64gb")
+    assert "vLLM's deductions standing in" in table.out
+    assert "sized as vLLM does" not in table.out and "Metal" in table.err
+    for gpu in ("m1-max-64gb", "m3-max-64gb,memory=48GiB", "h100"):
+        notes = json.loads(cli(*args, "-g", gpu, "--json").out)["notes"]
+        assert "memory-nominal-unified" not in [n["code"] for n in notes], gpu

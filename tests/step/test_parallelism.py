@@ -221,6 +221,14 @@ def test_the_engine_never_expects_less_than_the_roofline(cli: Run) -> None:
         (("-m", "llama-3.1-70b", "--tp", "16", "--node-link", "carrier-pigeon"), "link"),
         # A misspelt network is refused even where the 2 GPUs stay on one board.
         (("-m", "llama-3.1-70b", "--tp", "2", "--node-link", "ib-nrd"), "unknown link 'ib-nrd'"),
+        # A GPU's own link is no network between nodes: refused with the ones that are.
+        (
+            ("-m", "llama-3.1-70b", "--tp", "8", "--gpus-per-node", "4", "--node-link", "nvlink4"),
+            "node link nvlink4: NVLink 4 (H100/H200 SXM, NVSwitch) joins the GPUs inside one "
+            "node or rack (8 of them), not nodes; a network between nodes: ib-ndr, ib-xdr, "
+            "roce-400g",
+        ),
+        (("-m", "llama-3.1-70b", "--tp", "16", "--node-link", "pcie4"), "node link pcie4: PCIe"),
     ],
 )
 def test_invalid_parallelism_is_one_line(cli: Run, args: tuple[str, ...], message: str) -> None:

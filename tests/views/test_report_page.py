@@ -147,7 +147,9 @@ class TestThePageFile:
         path = tmp_path / "serving.html"
         r = cli("report", *PAGES["serving"], "-o", str(path))
         assert r.code == 0 and r.out == "", r.err
-        assert f"wrote {path}" in r.err
+        # the last line names the file, after the run's own notes
+        assert r.err.splitlines()[-1] == f"decodecalc: note: wrote {path}", r.err
+        assert len(r.err.splitlines()) > 1
         assert figures_of(path) == figures_of(pages["serving"][0])
 
     def test_the_report_command_draws_estimate_when_no_command_is_named(
