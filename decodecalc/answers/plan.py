@@ -588,11 +588,23 @@ def largest(low: int, high: int, value: Callable[[int], float], limit: float) ->
 
 def _fit_miss(step: StepModel, memory: MemoryFit, context: int) -> Miss:
     """The bytes the batch needs against the room, or where they fit, the requests the
-    KV pool holds (a windowed or hybrid model's blocks)."""
+    KV pool holds (a windowed or hybrid model's blocks). Where the activation peak and
+    the reserve alone take the budget there is no room to measure against: the miss is
+    the whole need against the budget, as serving's refusal counts it."""
     room = memory.room
     need = step.held_bytes(room.held_tokens(context))
     usable = room.usable_bytes
     batch = step.scenario.batch
+    if room.overhead_overflows:
+        return Miss(
+            "fit",
+            need + room.activation_bytes + room.reserve_bytes,
+            room.budget_bytes,
+            f"needs {need / 1e9:,.1f} GB per GPU at batch {batch:,} and {context:,} tokens, "
+            f"none usable: the activation peak ({room.activation_bytes / 1e9:,.2f} GB) and "
+            f"runtime reserve ({room.reserve_bytes / 1e9:,.2f} GB) alone take the "
+            f"{room.budget_bytes / 1e9:,.2f} GB its memory utilization gives",
+        )
     if need <= usable and memory.pool is not None:
         held = memory.pool.held_requests(context) or 0
         return Miss(

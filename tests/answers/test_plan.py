@@ -193,6 +193,29 @@ def test_no_throughput_within_the_gpu_limit_is_a_miss(cli: Run) -> None:
     assert miss["value"] == pytest.approx(2 / (row["ms_per_token"] / 1000))
 
 
+def test_a_gpu_left_no_usable_memory_misses_the_fit_and_says_why(cli: Run) -> None:
+    """--memory-utilization 0.02 of an H100's 81,559 MiB less the 450 MiB CUDA never reports
+    is floor(85,048,950,784 x 0.02) = 1,700,979,015 bytes: less than the sampler's peak
+    (1,024 rows x 128,256 logits x 15 B = 1,969,932,288) and the 256 MiB reserve
+    (268,435,456) together, so nothing is usable and the deployment cannot fit (no division
+    by the empty room). The miss counts the need with both, as serving's refusal does."""
+    doc = json_of(
+        cli, "plan", "-m", "llama-3.1-8b", "-g", "h100", "--tp", "1", "-w", "bf16", "-k", "bf16",
+        "-c", "8K", "--max-ms-per-token", "30", "--memory-utilization", "0.02",
+    )  # fmt: skip
+    (row,) = doc["rows"]
+    (miss,) = row["misses"]
+    assert row["fits"] is False and miss["target"] == "fit"
+    assert miss["limit"] == 1_700_979_015
+    # 8.03e9 BF16 parameters (16.06 GB) and 8,192 tokens x 131,072 B of KV (1.07 GB)
+    assert miss["value"] - 1_969_932_288 - 268_435_456 == pytest.approx(17.13e9, rel=1e-3)
+    assert miss["message"] == (
+        "needs 17.1 GB per GPU at batch 1 and 8,192 tokens, none usable: the activation peak "
+        "(1.97 GB) and runtime reserve (0.27 GB) alone take the 1.70 GB its memory "
+        "utilization gives"
+    )
+
+
 RANKED = re.compile(r"^\s*(\d+|-) │", re.M)
 """A table row's first cell: its rank, or '-' for an option that misses a target."""
 
