@@ -99,6 +99,42 @@ class Deployment:
     requests vLLM runs at once, which it starts with whatever memory holds, not a load."""
 
 
+class SharedLinks:
+    """The interconnect settings of a file's ``defaults:``, and whether any deployment
+    that takes one prices something with it. A default reaches deployments of every size,
+    so a single-GPU one leaving it unused does not make it wrong; it is refused, as the
+    command line refuses an option no scenario of its grid uses, only where no deployment
+    that takes it uses it. (A deployment's own setting is refused where it is unused.)"""
+
+    def __init__(self, defaults: Settings) -> None:
+        self.given = {name: defaults[name] for name in LINK_OPTIONS if name in defaults}
+        self.used: set[str] = set()
+        self.unused: dict[str, str] = {}
+        """Why a default prices nothing, as the first deployment that leaves it unused says."""
+
+    def taken(self, settings: Settings) -> set[str]:
+        """The link settings a deployment takes from the defaults: the same Setting, not
+        one of its own (or its vLLM config's) of that name."""
+        return {name for name, setting in self.given.items() if settings.get(name) is setting}
+
+    def record(self, links: dict[str, Any], uses: list[tuple[int, bool]], kv: bool) -> None:
+        """Which of the defaults' ``links`` a deployment of ``uses`` prices with."""
+        for name, value in links.items():
+            why = unused_link({name: value}, uses, kv, lambda key: key)
+            if why is None:
+                self.used.add(name)
+            else:
+                self.unused.setdefault(name, why)
+
+    def problems(self) -> list[str]:
+        """A default no deployment that takes it uses, at its line."""
+        return [
+            f"{self.given[name].where}: {why.split(' ', 1)[1]}"
+            for name, why in self.unused.items()
+            if name not in self.used
+        ]
+
+
 Entry = tuple[Settings, Settings, KeyPath]
 """A deployment's own settings, the settings it starts from, and where it is in the file."""
 Getter = Callable[[str, Callable[[Any], Any]], Any]
@@ -274,17 +310,26 @@ class DeploymentReader:
         problems.items.extend(doc.duplicates)
         serve_file = looks_like_vllm(doc.data)
         entries: list[Entry] = [({}, {}, ())] if serve_file else self._entries(doc, problems)
+        shared = SharedLinks(entries[0][1] if entries else {})  # (each entry's defaults)
         deployments = [
             d
             for index, entry in enumerate(entries)
-            if (d := self._read_entry(doc, entry, index, problems, serve_file)) is not None
+            if (d := self._read_entry(doc, entry, index, problems, serve_file, shared)) is not None
         ]
+        if not problems.items:  # (a deployment not read may have been the one to use it)
+            problems.items.extend(shared.problems())
         if problems.items:
             raise InputErrors(problems.items)
         return deployments
 
     def _read_entry(
-        self, doc: Document, entry: Entry, index: int, problems: Problems, serve_file: bool
+        self,
+        doc: Document,
+        entry: Entry,
+        index: int,
+        problems: Problems,
+        serve_file: bool,
+        shared: SharedLinks,
     ) -> Deployment | None:
         """One deployment with the vLLM config it is, or points at, read into it."""
         own, base, key_path = entry
@@ -293,10 +338,12 @@ class DeploymentReader:
         if pointer is not None and serve_doc is None:
             return None  # the model and more were to come from it: nothing else to say
         if serve_doc is None:
-            return self._build(doc, own, base, key_path, index, problems, None, False)
+            return self._build(doc, own, base, key_path, index, problems, shared)
         serve = read_serve_config(serve_doc, problems)
         start = {**base, **serve.settings}
-        deployment = self._build(doc, own, start, key_path, index, problems, serve, serve_file)
+        deployment = self._build(
+            doc, own, start, key_path, index, problems, shared, serve, serve_file
+        )
         if deployment is None:
             return None
         # Without targets, only a vLLM config checked alone gets here (see _build).
@@ -368,8 +415,9 @@ class DeploymentReader:
         key_path: KeyPath,
         index: int,
         problems: Problems,
-        serve: ServeConfig | None,
-        startup_check: bool,
+        shared: SharedLinks,
+        serve: ServeConfig | None = None,
+        startup_check: bool = False,
     ) -> Deployment | None:
         """One deployment, or None with its problems kept. ``serve`` is the vLLM config
         its settings start from, if any: it gives the batch when nothing else does; with
@@ -401,7 +449,9 @@ class DeploymentReader:
         if len(problems.items) > before or model is None:
             return None
         pooled = read_pools(doc, settings, key_path, problems)
-        found = self._resolved(_named_in(where, settings), given, limits, problems, pooled)
+        inherited = shared.taken(settings)  # judged over the file's deployments, not here
+        at = _named_in(where, settings)
+        found = self._resolved(at, given, limits, problems, pooled, shared, inherited)
         if found is None:
             return None
         scenario, server, pools = found
@@ -422,11 +472,15 @@ class DeploymentReader:
         given: dict[str, Any],
         limits: dict[str, Any],
         problems: Problems,
-        pooled: PoolSettings | None = None,
+        pooled: PoolSettings | None,
+        shared: SharedLinks,
+        inherited: set[str],
     ) -> tuple[Scenario, SchedulerLimits, Pools | None] | None:
         """The scenario the settings describe (the decode worker's, with ``pooled``
         disaggregated pools, which are built too) and the server's scheduler limits, or
-        None with the problem kept, where ``at`` places it."""
+        None with the problem kept, where ``at`` places it. The link settings it
+        takes from the file's defaults (``inherited``) are recorded in ``shared``, judged
+        over every deployment, not refused here."""
         if pooled is not None:
             given = {**given, **pooled.decode}
         spec = ScenarioSpec(**{k: v for k, v in given.items() if v is not None})
@@ -441,7 +495,9 @@ class DeploymentReader:
         links = {k: given[k] for k in LINK_OPTIONS if given.get(k) is not None}
         carries_kv = pooled is not None and pooled.kv_link is None
         uses = [(scenario.gpus, scenario.node_link is not None)]
-        unused = unused_link(links, uses, carries_kv, lambda name: name)
+        shared.record({k: v for k, v in links.items() if k in inherited}, uses, carries_kv)
+        own = {k: v for k, v in links.items() if k not in inherited}
+        unused = unused_link(own, uses, carries_kv, lambda name: name)
         if unused is not None:  # as the command line's options are refused; at its line
             problems.items.append(f"{at(unused)}: {unused.split(' ', 1)[1]}")
             return None

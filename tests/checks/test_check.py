@@ -332,6 +332,60 @@ def test_a_files_interconnect_settings_follow_the_options_rule(
     assert r.code == 2 and r.out == "" and message in r.err, r.err
 
 
+SHARED_LINK = """\
+defaults:
+  gpu: h100
+  link: nvlink4
+  targets: {max_ms_per_token: 50}
+deployments:
+  - {name: small, model: llama-3.1-8b}
+  - {name: big, model: llama-3.1-70b, weights: fp8, tp: 4}
+"""
+
+
+def test_a_shared_link_one_deployment_uses_is_no_error(cli: Run, tmp_path: Path) -> None:
+    """Review s41 #8: a link in ``defaults:`` reaches every deployment; the single-GPU one
+    leaves it unused, the TP-4 one sends its all-reduces over it: the file is valid."""
+    r = cli("check", write(tmp_path, SHARED_LINK), "-f", "json")
+    assert r.code == 0, r.err
+    assert [d["deployment"] for d in json.loads(r.out)["deployments"]] == ["small", "big"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # the default reaches only single-GPU deployments: none uses it
+        (
+            "weights: fp8, tp: 4",
+            "weights: fp8",
+            "deploy.yaml:3:9: defaults.link: prices what GPUs send each other, and every "
+            "scenario here is one GPU: give tp or pp above 1",
+        ),
+        # the TP-4 deployment gives a link of its own: the default reaches only the other
+        (
+            "tp: 4}",
+            "tp: 4, link: pcie5}",
+            "deploy.yaml:3:9: defaults.link: prices what GPUs send each other, and every "
+            "scenario here is one GPU: give tp or pp above 1",
+        ),
+        # a single-GPU deployment's own link is refused as before, at its line
+        (
+            "model: llama-3.1-8b}",
+            "model: llama-3.1-8b, link: pcie5}",
+            "deploy.yaml:6:46: deployments.0.link: prices what GPUs send each other, and "
+            "every scenario here is one GPU: give tp or pp above 1",
+        ),
+    ],
+)
+def test_a_link_no_deployment_uses_is_refused(
+    cli: Run, tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = write(tmp_path, SHARED_LINK.replace(old, new))
+    r = cli("check", path)
+    assert r.code == 2 and r.out == ""
+    assert r.err == f"decodecalc: error: {path.removesuffix('deploy.yaml')}{message}\n"
+
+
 class TestReports:
     def test_json_flag_prints_the_json_report(self, cli: Run, tmp_path: Path) -> None:
         r = cli("check", write(tmp_path, PASSING), "--json")
