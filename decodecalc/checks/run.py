@@ -21,7 +21,7 @@ from decodecalc.record import record, replace
 
 if TYPE_CHECKING:
     from decodecalc.answers.disaggregated import DisaggregatedResult
-    from decodecalc.answers.serving import ServingResult
+    from decodecalc.answers.serving import Refused, ServingResult
 
 
 @record
@@ -100,9 +100,7 @@ def _under_workload(
     try:
         served = _served(d)
     except Refused as exc:
-        if exc.target != "load":  # no room for a request: the file asks the impossible
-            raise
-        return _saturated(d, results, notes, exc)
+        return _unserved(d, results, notes, exc)
     gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
     results = (*results, *check_serving(served, gpus, d.targets))
     if asked & set(TPOT_TARGETS):
@@ -122,19 +120,29 @@ def _under_workload(
     return results, (*notes, *served.notes)
 
 
-def _saturated(
-    d: Deployment, results: tuple[TargetResult, ...], notes: tuple[Note, ...], exc: Exception
+def _unserved(
+    d: Deployment, results: tuple[TargetResult, ...], notes: tuple[Note, ...], exc: Refused
 ) -> tuple[tuple[TargetResult, ...], tuple[Note, ...]]:
-    """A request rate at or past the server's saturation rate: a valid deployment that
-    cannot carry its workload, so every target held to the server is missed (its queue,
-    TTFT and TPOT grow without bound; it has no steady state to give a value), as plan
-    counts it a missed target, and the note says the saturation."""
+    """A server that cannot carry its workload: a valid deployment that misses its targets,
+    as plan counts it, not an invalid file, and the note says why. Its request rate
+    reaches its saturation rate (``exc.target`` 'load': the queue, TTFT and TPOT grow
+    without bound, no steady state gives a value), or it has no room for one request
+    ('fit': weights, activations and reserve leave no KV cache, or a request outgrows it):
+    every target held to the server is missed (must_fit is held to the file's batch and
+    contexts, which say the misfit themselves)."""
+    saturated = exc.target == "load"
+    why = (
+        "saturated: the queue grows without bound"
+        if saturated
+        else "does not fit: no room for a request"
+    )
     held = [name for name in d.targets.asked() if name != "must_fit"]
     missed = tuple(
-        TargetResult(name, getattr(d.targets, name), None, None, False, True, saturated=True)
+        TargetResult(name, getattr(d.targets, name), None, None, False, True, unserved=why)
         for name in held
     )
-    return (*results, *missed), (*notes, Note("serving-saturated", f"{exc}"))
+    code = "serving-saturated" if saturated else "serving-does-not-fit"
+    return (*results, *missed), (*notes, Note(code, f"{exc}"))
 
 
 TPOT_NOTE = Note(

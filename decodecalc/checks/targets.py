@@ -78,9 +78,10 @@ class TargetResult:
     passed: bool
     served: bool = False
     """Held to the server under the deployment's workload (check_serving), not to a step."""
-    saturated: bool = False
-    """Missed because the workload's request rate reaches the server's saturation rate: its
-    queue grows without bound, so there is no steady state and no value (checks/run.py)."""
+    unserved: str | None = None
+    """Why the server under the workload gives no value, where it is missed for that
+    (checks/run.py): its request rate reaches its saturation rate ('saturated: the queue
+    grows without bound'), or it has no room for a request ('does not fit: ...')."""
 
     @property
     def timed(self) -> bool:

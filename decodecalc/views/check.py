@@ -89,8 +89,8 @@ def _limit_text(r: TargetResult) -> str:
 
 def _value_text(r: TargetResult) -> str:
     at = f" at {r.context:,} tokens" if r.context is not None else ""
-    if r.saturated:
-        return "saturated: the queue grows without bound"
+    if r.unserved is not None:
+        return r.unserved
     match r.target:
         case "max_ms_per_token" if r.served:
             return f"{r.value:,.3f} ms TPOT under the workload"

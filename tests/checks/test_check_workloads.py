@@ -170,6 +170,40 @@ deployments:
         assert failure.get("message", "").startswith("saturated: the queue grows without bound")
 
 
+class TestServerWithoutRoom:
+    """Review s41 #10: a workload deployment that cannot hold its model is, like a saturated
+    one, a valid file whose serving targets are missed (exit 1), and the others are checked.
+    Llama-3.1-70B's 70.55e9 BF16 parameters are 141.11 GB, past an H100's
+    0.9 x (79.65 - 0.44) GiB = 76.54 GB budget: no KV cache, not one request runs."""
+
+    FILE = """\
+deployments:
+  - name: big
+    model: llama-3.1-70b
+    gpu: h100-sxm
+    engine: roofline
+    workload: {input_len: 1000, output_len: 100, concurrency: 4}
+    targets: {max_tpot_ms: 30}
+  - name: plain
+    model: llama-3.1-8b
+    gpu: h100-sxm
+    engine: roofline
+    targets: {max_ms_per_token: 30}
+"""
+
+    def test_a_missed_target_not_an_invalid_file(self, cli: Run, tmp_path: Path) -> None:
+        r = cli("check", write(tmp_path, self.FILE), "-f", "junit")
+        assert r.code == 1, r.err
+        root = ET.fromstring(r.out)
+        assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "0")
+        failure = next(root.iter("failure"))
+        assert failure.get("message") == (
+            "does not fit: no room for a request; wanted <= 30 ms per output token"
+        )
+        assert "big: no room for a KV cache: 0.9 of the memory CUDA reports" in r.err
+        assert "the weights take 141.11 GB" in r.err
+
+
 class TestStepTargetsUnderAWorkload:
     """Under a workload min_throughput_tokens_per_s is the server's output tokens/s, and
     max_kv_share and min_crossover_context a decode step at its mean decode batch and the
