@@ -97,12 +97,15 @@ def _under_workload(
     from decodecalc.answers.serving import Refused
 
     asked = set(d.targets.asked())
+    gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
     try:
         served = _served(d)
+        results = (*results, *check_serving(served, gpus, d.targets))
     except Refused as exc:
-        return _unserved(d, results, notes, exc)
-    gpus = d.scenario.gpus if d.pools is None else d.pools.gpus
-    results = (*results, *check_serving(served, gpus, d.targets))
+        if exc.target != "load":
+            return _unserved(d, results, notes, exc)
+        served, held = _at_saturation(d, exc, gpus)
+        results, notes = (*results, *held), (*notes, Note("serving-saturated", f"{exc}"))
     if asked & set(TPOT_TARGETS):
         notes = (*notes, TPOT_NOTE)
     if "min_throughput_tokens_per_s" in asked:
@@ -120,29 +123,57 @@ def _under_workload(
     return results, (*notes, *served.notes)
 
 
+UNBOUNDED = ("max_ttft_ms", "max_tpot_ms", *TPOT_TARGETS)
+"""The targets a saturated server misses: its queue, so its TTFT, grows without bound, and
+its TPOT has no steady state to give."""
+FULL = 1_000_000
+"""A closed loop's concurrency past a server's running limit (max-num-seqs, the KV pool's
+requests): the server full. The most a workload takes."""
+
+
+def _at_saturation(
+    d: Deployment, exc: Refused, gpus: int
+) -> tuple[ServingResult | DisaggregatedResult, tuple[TargetResult, ...]]:
+    """A saturated server's targets: TTFT and TPOT (UNBOUNDED) missed; its output, every
+    running slot busy, is its saturation rate (``exc.value``, requests/s) x the output
+    tokens, held to the throughput targets; and the server full (a closed loop past its
+    running limit), whose mean decode batch the step targets are held at."""
+    assert d.workload is not None
+    full = _served(replace(d, workload=replace(d.workload, request_rate=None, concurrency=FULL)))
+    output = exc.value * d.workload.output_len
+    found = {
+        "min_throughput_tokens_per_s": output,
+        "min_output_throughput_tokens_per_s": output,
+        "min_output_throughput_per_gpu": output / gpus,
+    }
+    results = []
+    for r in check_serving(full, gpus, d.targets):
+        if r.target in UNBOUNDED:
+            why = "saturated: the queue grows without bound"
+            results.append(replace(r, value=None, passed=False, unserved=why))
+        else:
+            value = found[r.target]
+            results.append(replace(r, value=value, passed=value >= r.limit))
+    # (the full loop's queue is no open loop's: the saturation note says what grows)
+    kept = tuple(n for n in full.notes if n.code != "serving-queued")
+    return replace(full, notes=kept), tuple(results)
+
+
 def _unserved(
     d: Deployment, results: tuple[TargetResult, ...], notes: tuple[Note, ...], exc: Refused
 ) -> tuple[tuple[TargetResult, ...], tuple[Note, ...]]:
-    """A server that cannot carry its workload: a valid deployment that misses its targets,
-    as plan counts it, not an invalid file, and the note says why. Its request rate
-    reaches its saturation rate (``exc.target`` 'load': the queue, TTFT and TPOT grow
-    without bound, no steady state gives a value), or it has no room for one request
-    ('fit': weights, activations and reserve leave no KV cache, or a request outgrows it):
-    every target held to the server is missed (must_fit is held to the file's batch and
-    contexts, which say the misfit themselves)."""
-    saturated = exc.target == "load"
-    why = (
-        "saturated: the queue grows without bound"
-        if saturated
-        else "does not fit: no room for a request"
-    )
+    """A server with no room for one request (weights, activations and reserve leave no
+    KV cache, or a request outgrows it): a valid deployment that cannot carry its
+    workload, not an invalid file, so every target held to the server is missed, as plan
+    counts it, and the note says why (must_fit is held to the file's batch and contexts,
+    which say the misfit themselves)."""
+    why = "does not fit: no room for a request"
     held = [name for name in d.targets.asked() if name != "must_fit"]
     missed = tuple(
         TargetResult(name, getattr(d.targets, name), None, None, False, True, unserved=why)
         for name in held
     )
-    code = "serving-saturated" if saturated else "serving-does-not-fit"
-    return (*results, *missed), (*notes, Note(code, f"{exc}"))
+    return (*results, *missed), (*notes, Note("serving-does-not-fit", f"{exc}"))
 
 
 TPOT_NOTE = Note(

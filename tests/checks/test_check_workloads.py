@@ -170,6 +170,36 @@ deployments:
         assert failure.get("message", "").startswith("saturated: the queue grows without bound")
 
 
+def test_a_saturated_server_is_judged_on_what_it_still_gives(cli: Run, tmp_path: Path) -> None:
+    """Review s41 #3: saturation makes TTFT unbounded, not the server's output, which every
+    busy slot keeps at its saturation rate x the output tokens, nor its decode step. The
+    rate is at most 7.5 requests/s (TestSaturatedServer), 2 output tokens each: under 15.1
+    tokens/s, above the floor of 10. One decode step a request in 1 + its prompt's steps:
+    the mean decode batch is 1, at the mean context 8,192 + 2 // 2 = 8,193 tokens, whose
+    8,193 x 131,072 = 1,073,872,896 B of KV beside the 15,009,849,344 B of weights are a
+    share of 1,073,872,896 / 16,083,722,240 = 6.68%."""
+    text = """\
+model: llama-3.1-8b
+gpu: h100-sxm
+engine: roofline
+workload: {request_rate: 1000, input_len: 8K, output_len: 2}
+targets: {max_ttft_ms: 500, min_output_throughput_per_gpu: 10, max_kv_share: 0.5}
+"""
+    r = cli("check", write(tmp_path, text), "-f", "json")
+    assert r.code == 1, r.err
+    found = {x["target"]: (x["value"], x["passed"]) for x in json.loads(r.out)["results"]}
+    assert found["max_ttft_ms"] == (None, False)
+    throughput, passed = found["min_output_throughput_per_gpu"]
+    assert passed and 10 < throughput < 15.1
+    serving = cli(
+        "serving", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--engine", "roofline",
+        "--input-len", "8K", "--output-len", "2", "--request-rate", "1", "--json",
+    )  # fmt: skip
+    assert throughput == pytest.approx(2 * json.loads(serving.out)["saturation_rate_per_s"])
+    share, passed = found["max_kv_share"]
+    assert passed and share == pytest.approx(1_073_872_896 / 16_083_722_240)
+
+
 class TestServerWithoutRoom:
     """Review s41 #10: a workload deployment that cannot hold its model is, like a saturated
     one, a valid file whose serving targets are missed (exit 1), and the others are checked.
