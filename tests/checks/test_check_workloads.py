@@ -125,6 +125,16 @@ class TestWhatTheReportsSayTargetsWereHeldTo:
         names = [p.get("name") for p in ET.fromstring(r.out).iter("property")]
         assert names == ["one.served_to"]
 
+    def test_no_target_held_to_the_server_says_none(self, cli: Run, tmp_path: Path) -> None:
+        """Review s41 #13 (docs): with a workload whose only target is must_fit, held at
+        the file's contexts, no target was held to the server: served_to is null, and JUnit
+        has no property for it."""
+        path = write(tmp_path, ONE_STREAM + "  must_fit: true\n")
+        (deployment,) = json.loads(cli("check", path, "--json").out)["deployments"]
+        assert deployment["served_to"] is None
+        junit = ET.fromstring(cli("check", path, "-f", "junit").out)
+        assert [p.get("name") for p in junit.iter("property")] == []
+
 
 class TestSaturatedServer:
     """A request rate the server cannot carry is a valid file whose serving targets are
