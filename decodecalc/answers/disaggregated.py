@@ -144,6 +144,12 @@ class DisaggregatedResult:
         return per_s / self.pools.prefill_gpus
 
     @property
+    def saturation_rate_per_s(self) -> float:
+        """The deployment's saturation rate: the lower of its pools' (the one-pool
+        server's figure of the same name)."""
+        return min(self.prefill_saturation_per_s, self.decode_saturation_per_s)
+
+    @property
     def saturates(self) -> str:
         """The pool that saturates first as the load grows."""
         prefill, decode = self.prefill_saturation_per_s, self.decode_saturation_per_s

@@ -121,6 +121,8 @@ def disaggregated_report(
         prefill_saturation_rate_per_s=first.prefill_saturation_per_s,
         decode_saturation_rate_per_s=first.decode_saturation_per_s,
         saturates_first=first.saturates,
+        # Added: the lower of the two, the deployment's (the one-pool document's key).
+        saturation_rate_per_s=first.saturation_rate_per_s,
         balanced_prefill_per_decode=first.balanced_prefill_per_decode,
         **(
             {}

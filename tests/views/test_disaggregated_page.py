@@ -79,3 +79,17 @@ def test_chart_and_plot_still_refuse_two_pools(cli: Run, tmp_path: Path) -> None
     assert result.code == 2
     assert "--report draws both pools" in result.err
     assert "Traceback" not in result.err
+
+
+def test_an_open_loop_page_marks_the_pools_saturation(cli: Run, tmp_path: Path) -> None:
+    """Review s41 #5: rates, not concurrencies, drew the one-pool server's saturation key,
+    which the pools' document lacked (a traceback). The deployment's saturation is the
+    lower of its pools', in the JSON as the one-pool server's key, which the chart reads."""
+    path = tmp_path / "rates.html"
+    flags = [*POOLS[: POOLS.index("--concurrency")], "--request-rate", "0.5,1"]
+    doc = json.loads(cli(*flags, "--json").out)
+    prefill, decode = doc["prefill_saturation_rate_per_s"], doc["decode_saturation_rate_per_s"]
+    assert doc["saturation_rate_per_s"] == min(prefill, decode)
+    result = cli(*flags, "--report", str(path))
+    assert result.code == 0, result.err
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
