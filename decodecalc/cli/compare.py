@@ -68,11 +68,12 @@ def compare(
         [replace(s, model=models[str(s.model)]) for s in specs], catalog
     )
     estimates = [run_estimate(s, contexts) for s in dict.fromkeys(scenarios)]
+    notes = (skipped_note(skipped),) if skipped else ()
     if page:
         from decodecalc.cli.report import compare_page
 
-        compare_page(ctx, page, estimates, contexts)
-    report = compare_report(estimates, contexts, (skipped_note(skipped),) if skipped else ())
+        compare_page(ctx, page, estimates, contexts, notes)
+    report = compare_report(estimates, contexts, notes)
     if out.format in (Format.table, Format.markdown):
         report = human_compare(report, [e.scenario for e in estimates])
     out.emit(report)

@@ -77,7 +77,7 @@ def run_disaggregated(
     if page:
         from decodecalc.cli.report import disaggregated_page
 
-        disaggregated_page(ctx, page, results)
+        disaggregated_page(ctx, page, results, saturated)
     report = disaggregated_report(results, saturated)
     if not as_json and fmt in (Format.table, Format.markdown):
         report = human_disaggregated(report)

@@ -22,7 +22,7 @@ from decodecalc.errors import InputError
 if TYPE_CHECKING:
     from decodecalc.answers.estimate import Estimate
     from decodecalc.answers.plan import Option, Targets
-    from decodecalc.answers.serving import ServingResult
+    from decodecalc.answers.serving import Saturated, ServingResult
     from decodecalc.notes import Note
     from decodecalc.views.page import Page
     from decodecalc.views.plan import Shown
@@ -132,36 +132,50 @@ def estimate_page(ctx: typer.Context, path: str, result: Estimate) -> None:
 
 
 def compare_page(
-    ctx: typer.Context, path: str, estimates: Sequence[Estimate], contexts: Sequence[int]
+    ctx: typer.Context,
+    path: str,
+    estimates: Sequence[Estimate],
+    contexts: Sequence[int],
+    notes: Sequence[Note] = (),
 ) -> None:
-    """compare's page, the first scenario's step worked at the longest context."""
+    """compare's page, the first scenario's step worked at the longest context; ``notes``:
+    the run's own beside the estimates' (the combinations it skipped), as it prints them."""
     from decodecalc.answers.explain import explain
     from decodecalc.views.compare import compare_report, headline_view
     from decodecalc.views.explain import explain_report
     from decodecalc.views.page import compare_page as page_of
 
     step = explain_report(explain(estimates[0].scenario, max(contexts)))
-    report = headline_view(compare_report(estimates, contexts))
+    report = headline_view(compare_report(estimates, contexts, notes))
     scenarios = [e.scenario for e in estimates]
     _write(ctx, path, page_of(report, step, _sources(ctx, scenarios), command_line(ctx)))
 
 
-def serving_page(ctx: typer.Context, path: str, results: Sequence[ServingResult]) -> None:
+def serving_page(
+    ctx: typer.Context,
+    path: str,
+    results: Sequence[ServingResult],
+    saturated: Sequence[Saturated] = (),
+) -> None:
+    """serving's page, with the request rates past saturation the run reports (no row)."""
     from decodecalc.views.page import serving_page as page_of
     from decodecalc.views.serving import human_view, serving_report
 
-    report = human_view(serving_report(results))
+    report = human_view(serving_report(results, saturated))
     sources = _sources(ctx, [results[0].scenario])
     _write(ctx, path, page_of(report, sources, command_line(ctx)))
 
 
-def disaggregated_page(ctx: typer.Context, path: str, results: Sequence[Any]) -> None:
-    """serving's page for two pools: each pool's section and both workers' scenarios."""
+def disaggregated_page(
+    ctx: typer.Context, path: str, results: Sequence[Any], saturated: Sequence[Saturated] = ()
+) -> None:
+    """serving's page for two pools: each pool's section and both workers' scenarios, and
+    the request rates past the pools' saturation the run reports."""
     from decodecalc.views.disaggregated import disaggregated_report, human_disaggregated
     from decodecalc.views.estimate import scenario_inputs
     from decodecalc.views.page import disaggregated_page as page_of
 
-    report = human_disaggregated(disaggregated_report(results))
+    report = human_disaggregated(disaggregated_report(results, saturated))
     pools = results[0].pools
     workload = report.document["workload"]
     inputs = [

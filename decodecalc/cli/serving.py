@@ -107,7 +107,7 @@ def serving(
     if page:
         from decodecalc.cli.report import serving_page
 
-        serving_page(ctx, page, results)
+        serving_page(ctx, page, results, saturated)
     to = out.to
     out.emit(report)
     if chart or plot:
