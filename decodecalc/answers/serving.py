@@ -489,7 +489,7 @@ class _Server:
                     "and --max-num-seqs for its own)",
                 )
             )
-        unmeasured = prefill_unmeasured(engine)
+        unmeasured = prefill_unmeasured(self.steps.scenario)
         if unmeasured is not None:
             found.append(unmeasured)
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
@@ -525,18 +525,27 @@ class _Server:
         return tuple(found)
 
 
-def prefill_unmeasured(engine: Engine) -> Note | None:
+def prefill_unmeasured(scenario: Scenario) -> Note | None:
     """What a profile with no prefill figures (e_p 1 and c_req 0 in every parameter set:
     a profile calibrate fitted on decode steps alone, or one never measured at a first
-    token) does to a time to first token: it is the bound, not an engine's."""
+    token) does to a time to first token: it is the bound, not an engine's. On a GPU whose
+    FLOP/s are not known the prompt is priced by its memory traffic alone, so the bound
+    leaves the compute out entirely, and the note says so rather than "peak FLOP/s"."""
+    engine = scenario.engine
     if engine.is_roofline or any(
         p.prefill_efficiency != 1 or p.per_request_s for p in engine.params
     ):
         return None
+    how = (
+        "prompts compute at peak FLOP/s"
+        if scenario.peak_flops() is not None
+        else "prompts cost only their memory traffic (the GPU's FLOP/s are not "
+        "known, so their compute is left out entirely)"
+    )
     return Note(
         "prefill-unmeasured",
-        f"{engine.id} has no prefill measured on {engine.family} GPUs: prompts compute at "
-        "peak FLOP/s with no per-request cost, so times to first token are a lower bound",
+        f"{engine.id} has no prefill measured on {engine.family} GPUs: {how} with no "
+        "per-request cost, so times to first token are a lower bound",
     )
 
 
