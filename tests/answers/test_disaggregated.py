@@ -357,3 +357,15 @@ def test_a_free_hand_over_has_no_note(cli: Run) -> None:
     linked = run(cli, *args)
     assert linked["rows"][0]["kv_transfer_ms"] > 0
     assert "kv-transfer-after-prefill" in [n["code"] for n in linked["notes"]]
+
+
+def test_a_dp_attention_decode_worker_runs_max_num_seqs_on_each_rank(cli: Run) -> None:
+    """Review s41 #2: each of a decode worker's 8 data-parallel attention ranks is an
+    engine with its own max-num-seqs, so --max-num-seqs 4 lets a worker run 8 x 4 = 32
+    requests (its KV pool holds 392): at concurrency 128 the two workers' 64 slots fill
+    and the rest wait for one (before: 4 a worker)."""
+    result = cli(*DEEPSEEK_1P2D, "--engine", "roofline", "--max-num-seqs", "4", "--json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    assert row["decode_batch"] == pytest.approx(32, rel=1e-5)
+    assert row["decode_wait_ms"] > 0
