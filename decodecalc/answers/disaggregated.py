@@ -245,7 +245,11 @@ class _Deployment:
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         queries = 1 if spec is None else spec.queries
         whole = self.pool.held_requests(longest) or 0
-        self.cap = min(limits.max_num_seqs, whole, limits.max_num_batched_tokens // queries)
+        # Both scheduler limits hold per data-parallel attention rank (each its own engine).
+        ranks = d.attention_ranks
+        self.cap = min(
+            limits.max_num_seqs * ranks, whole, limits.max_num_batched_tokens // queries * ranks
+        )
         self.closed_within = workload.concurrency
         """A closed loop's requests (None: an open loop)."""
         self.steps = step_prices(d, workload) if steps is None else steps

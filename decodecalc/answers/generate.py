@@ -268,7 +268,7 @@ def _notes(scenario: Scenario, prompt: Prefill, last_context: int) -> tuple[Note
     from decodecalc.answers.serving import prefill_unmeasured
 
     own = [UNKNOWN_COMPUTE] if prompt.tokens and prompt.compute_seconds is None else []
-    unmeasured = prefill_unmeasured(scenario.engine) if prompt.tokens else None
+    unmeasured = prefill_unmeasured(scenario) if prompt.tokens else None
     if unmeasured is not None:
         own.append(unmeasured)
     return unique([*estimate_notes(last), *own])

@@ -332,6 +332,10 @@ class _Server:
                 longest,
                 pool.tokens,
             )
+        # Under data-parallel attention every rank is an engine with its own scheduler
+        # (vLLM's DP engine cores; the scheduler defaults here are vLLM's), so both limits
+        # hold per rank and the replica runs ranks times them.
+        self.ranks = scenario.attention_ranks
         budget_seqs = (limits.max_num_batched_tokens - 1) // self.queries
         if budget_seqs < 1:
             raise InputError(
@@ -340,9 +344,9 @@ class _Server:
                 + ("s" if self.queries > 1 else "")
             )
         caps = {
-            "max-num-seqs": limits.max_num_seqs,
+            "max-num-seqs": limits.max_num_seqs * self.ranks,
             "kv-pool": held,
-            "batched-tokens": budget_seqs,
+            "batched-tokens": budget_seqs * self.ranks,
         }
         self.cap_name, self.cap = min(caps.items(), key=lambda item: item[1])
 
@@ -352,10 +356,13 @@ class _Server:
         running, limit = (
             (wanted, "concurrency") if wanted <= self.cap else (self.cap, self.cap_name)
         )
-        budget = self.limits.max_num_batched_tokens - running * self.queries
+        budget_tokens = self.limits.max_num_batched_tokens * self.ranks
+        budget = budget_tokens - running * self.queries
         # A prompt's chunk shares its step with the other running requests' decode tokens,
         # never its own (it is not decoding yet): alone, a prompt of M tokens is one chunk.
-        chunks, per_prompt = prompt_chunks(w.new_tokens, budget + self.queries)
+        # It runs on one rank, within that rank's budget (its share of the running).
+        room = self.limits.max_num_batched_tokens - math.ceil(running / self.ranks) * self.queries
+        chunks, per_prompt = prompt_chunks(w.new_tokens, room + self.queries)
         decode_steps = (w.output_len - 1) / self.tau
         life = chunks + decode_steps
         effective: float = float(running)
@@ -363,7 +370,6 @@ class _Server:
         if demand > budget:
             # Prompts arrive faster than the budget prefills them: only E requests run,
             # E I' / L = M - E q (their decode tokens leave the rest of the budget).
-            budget_tokens = self.limits.max_num_batched_tokens
             effective = budget_tokens * life / (w.new_tokens + self.queries * life)
             limit, demand = "prefill", budget_tokens - effective * self.queries
         # One prompt's chunk per step while they fit in a share of the steps; past that
@@ -483,21 +489,22 @@ class _Server:
                     "and --max-num-seqs for its own)",
                 )
             )
-        unmeasured = prefill_unmeasured(engine)
+        unmeasured = prefill_unmeasured(self.steps.scenario)
         if unmeasured is not None:
             found.append(unmeasured)
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
             why = {
                 "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
                 f"{self.workload.input_len + self.workload.output_len:,} tokens",
-                "max-num-seqs": f"max-num-seqs is {self.limits.max_num_seqs:,}",
+                "max-num-seqs": f"max-num-seqs is {self.limits.max_num_seqs:,}"
+                + (f" on each of {self.ranks} attention ranks" if self.ranks > 1 else ""),
                 "batched-tokens": "max-num-batched-tokens leaves no prefill room for more",
                 "prefill": "prompts arrive faster than the chunked-prefill budget computes them",
             }[point.limit]
             found.append(
                 Note(
                     "serving-queued",
-                    f"{point.running:,.1f} requests run at once ({why}); the rest wait, "
+                    f"{_count(point.running)} requests run at once ({why}); the rest wait, "
                     f"and their wait ({queue_s * 1000:,.0f} ms) is in TTFT",
                 )
             )
@@ -518,26 +525,40 @@ class _Server:
         return tuple(found)
 
 
-def prefill_unmeasured(engine: Engine) -> Note | None:
+def prefill_unmeasured(scenario: Scenario) -> Note | None:
     """What a profile with no prefill figures (e_p 1 and c_req 0 in every parameter set:
     a profile calibrate fitted on decode steps alone, or one never measured at a first
-    token) does to a time to first token: it is the bound, not an engine's."""
+    token) does to a time to first token: it is the bound, not an engine's. On a GPU whose
+    FLOP/s are not known the prompt is priced by its memory traffic alone, so the bound
+    leaves the compute out entirely, and the note says so rather than "peak FLOP/s"."""
+    engine = scenario.engine
     if engine.is_roofline or any(
         p.prefill_efficiency != 1 or p.per_request_s for p in engine.params
     ):
         return None
+    how = (
+        "prompts compute at peak FLOP/s"
+        if scenario.peak_flops() is not None
+        else "prompts cost only their memory traffic (the GPU's FLOP/s are not "
+        "known, so their compute is left out entirely)"
+    )
     return Note(
         "prefill-unmeasured",
-        f"{engine.id} has no prefill measured on {engine.family} GPUs: prompts compute at "
-        "peak FLOP/s with no per-request cost, so times to first token are a lower bound",
+        f"{engine.id} has no prefill measured on {engine.family} GPUs: {how} with no "
+        "per-request cost, so times to first token are a lower bound",
     )
 
 
 def requests_running(count: float) -> str:
     """A running count in words: a closed loop's whole count whole ("16 requests running"),
     an open loop's mean to a tenth ("16.3 requests running"), one in the singular."""
-    shown = f"{count:,.0f}" if count == round(count) else f"{count:,.1f}"
+    shown = _count(count)
     return f"{shown} request{'' if shown == '1' else 's'} running"
+
+
+def _count(count: float) -> str:
+    """A closed loop's whole count whole, an open loop's mean to a tenth."""
+    return f"{count:,.0f}" if count == round(count) else f"{count:,.1f}"
 
 
 def per_request_seconds(engine: Engine) -> float:

@@ -46,7 +46,8 @@ def drafter(target: Scenario, speculation: Speculation) -> Drafter:
 def draft_scenario(target: Scenario, speculation: Speculation) -> Scenario:
     """The drafter as a scenario of its own on the same GPUs and engine. EAGLE's and MTP's
     drafter is one decoder layer like the target's last, reading the target's LM head (its
-    embedding is a row gather, not streamed); a draft model runs at the target's TP when its
+    embedding is a row gather, not streamed), on the last pipeline stage; a draft model runs
+    at the target's TP when its
     heads split that way, else on one GPU, as vLLM's draft_tensor_parallel_size allows.
     Refused: MTP on a checkpoint without MTP layers, a draft model of another vocabulary."""
     model = target.model
@@ -63,7 +64,9 @@ def draft_scenario(target: Scenario, speculation: Speculation) -> Scenario:
             name=f"{target.model.name} {speculation.method.upper()} head",
             layers=target.model.layers[-1:],
         )
-        return replace(target, model=head, batch=1)
+        # One layer is no pipeline: under --pp the head runs on the last stage's GPUs,
+        # beside the LM head it reads (where the pool charges its weights).
+        return replace(target, model=head, batch=1, pp=1)
     draft = speculation.draft_model
     if abs(draft.vocab_size - model.vocab_size) > VOCABULARY_PADDING * model.vocab_size:
         raise InputError(

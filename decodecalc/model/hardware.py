@@ -80,3 +80,21 @@ class Link:
     """GPUs one domain of this link joins (8 for an HGX board's NVSwitch, 72 for a GB200
     NVL72 rack): a group larger than this crosses the network between nodes. None: a
     network itself, joining any number."""
+
+    def slowest_hop(self, network: Link) -> Link:
+        """What a ring over this link within nodes and ``network`` between them runs at:
+        each step waits for its slowest hop, so the lower bandwidth and the higher latency
+        of the two (PCIe GPUs on InfiniBand: PCIe's 32 GB/s, the network's 20 us). The
+        network itself where it is the slower in both."""
+        if (
+            network.bandwidth_bytes_per_s <= self.bandwidth_bytes_per_s
+            and network.latency_s >= self.latency_s
+        ):
+            return network
+        return Link(
+            id=network.id,
+            name=f"{self.name} within nodes and {network.name} between them",
+            bandwidth_bytes_per_s=min(self.bandwidth_bytes_per_s, network.bandwidth_bytes_per_s),
+            latency_s=max(self.latency_s, network.latency_s),
+            source=network.source,
+        )

@@ -103,14 +103,24 @@ def resolve_links(catalog: Catalog, gpu: GpuSpec | None, spec: ScenarioSpec, mod
         return Links(link, None, per_node)
     notes = []
     if spec.tp > per_node:
+        hop = link.slowest_hop(node)
+        nodes = math.ceil(spec.tp / per_node)
+        spans = f"the {spec.tp}-GPU group spans {nodes} nodes of {per_node} GPUs"
+        bandwidth = f"{hop.bandwidth_bytes_per_s / 1e9:g} GB/s"
+        latency = f"{hop.latency_s * 1e6:g} us a call"
         notes.append(
             Note(
                 "tp-across-nodes",
-                f"the {spec.tp}-GPU group spans {math.ceil(spec.tp / per_node)} nodes of "
-                f"{per_node} GPUs: its collectives run at {node.name}'s "
-                f"{node.bandwidth_bytes_per_s / 1e9:g} GB/s and {node.latency_s * 1e6:g} us a "
-                f"call (a ring is as slow as its slowest hop), not {link.name}'s "
-                f"{link.bandwidth_bytes_per_s / 1e9:g} GB/s",
+                f"{spans}: its collectives run at {node.name}'s {bandwidth} and {latency} "
+                f"(a ring is as slow as its slowest hop), not {link.name}'s "
+                f"{link.bandwidth_bytes_per_s / 1e9:g} GB/s"
+                if hop is node
+                else f"{spans}: its collectives run at {bandwidth} and {latency}, the "
+                f"slowest of its hops (a ring is as slow as its slowest): {link.name}'s "
+                f"{link.bandwidth_bytes_per_s / 1e9:g} GB/s and "
+                f"{link.latency_s * 1e6:g} us within a node, {node.name}'s "
+                f"{node.bandwidth_bytes_per_s / 1e9:g} GB/s and "
+                f"{node.latency_s * 1e6:g} us between nodes",
             )
         )
     stages = min(spec.pp, len(model.layers))  # more is refused, once the Scenario is built

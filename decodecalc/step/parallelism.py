@@ -215,9 +215,10 @@ class Communication:
     @property
     def group_link(self) -> Link:
         """What the group's collectives run at: a ring is as fast as its slowest hop, so a
-        group larger than a node runs at the network's bandwidth and latency."""
+        group larger than a node runs at the slower of the node's link and the network
+        (Link.slowest_hop)."""
         if self.spans_nodes and self.node_link is not None:
-            return self.node_link
+            return self.link.slowest_hop(self.node_link)
         return self.link
 
     @property

@@ -296,7 +296,7 @@ def load_notes(results: Sequence[ServingResult | DisaggregatedResult]) -> tuple[
         if len(of) == len(results):
             found.append(n)
             continue
-        shown = ", ".join(f"{x:g}" for x in of)
+        shown = ", ".join(_amount(x) for x in of)
         where = f"concurrency {shown}" if closed else f"{shown} requests/s"
         found.append(replace(n, message=f"{where}: {n.message}"))
     return tuple(found)
@@ -305,7 +305,15 @@ def load_notes(results: Sequence[ServingResult | DisaggregatedResult]) -> tuple[
 def _load(r: ServingResult | DisaggregatedResult) -> str:
     """A row's load as given: the closed loop's concurrency or the open loop's rate."""
     rate = r.workload.request_rate
-    return f"concurrency {r.concurrency:g}" if rate is None else f"{rate:g} requests/s"
+    return (
+        f"concurrency {_amount(r.concurrency)}" if rate is None else f"{_amount(rate)} requests/s"
+    )
+
+
+def _amount(x: float) -> str:
+    """A load as the table shows it: thousands separated, a whole one without decimals
+    (1,000,000 rather than 1e+06), a fractional rate as given (3.5)."""
+    return f"{x:,.0f}" if x == round(x) else f"{x:,}"
 
 
 SERVING_AXES = Axes(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,6 +190,47 @@ def test_deepseek_r1_worked_example_on_the_roofline(cli: Run) -> None:
     )
 
 
+SERVING_DOC = Path(__file__).resolve().parents[2] / "docs" / "serving.md"
+
+
+def test_the_worked_example_prints_the_tools_figures(cli: Run) -> None:
+    """docs/serving.md's worked example is the tool's own run, figure by figure, to the
+    decimals the text gives (review s41 #11: it kept the decode pool's 26.5 and 1.72
+    after the tool moved to 26.334 and 1.71). The decode pool by hand: a rank's 28,601
+    blocks hold floor(28,601 / ceil(9,216 / 16)) = 49 requests, a worker's 8 ranks 392."""
+    text = SERVING_DOC.read_text()
+    start = text.index("**Worked example**")
+    example = " ".join(text[start : text.index("**Laws**", start)].split())
+    result = cli(*DEEPSEEK_1P2D, "--engine", "roofline", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    (row,) = doc["rows"]
+    said = {
+        r"T_kv = [^=]+= ([\d.]+) ms": (row["kv_transfer_ms"], 2),
+        r"T_p = ([\d.]+) ms": (row["prefill_ms"], 2),
+        r"at b = ([\d.]+) requests per decode worker": (row["decode_batch"], 2),
+        r"= ([\d.]+) ms = TPOT": (row["tpot_ms"], 2),
+        r"X = ([\d.]+) requests/s": (row["request_throughput_per_s"], 3),
+        r"TTFT = [^=]+= ([\d.]+) ms": (row["ttft_ms"], 1),
+        r"e2e = [^=]+= ([\d.]+) s": (row["e2e_latency_s"], 2),
+        r"= ([\d,]+) output tokens/s": (row["output_throughput_tokens_per_s"], 0),
+        r"output tokens/s, (\d+) per GPU": (row["output_tokens_per_s_per_gpu"], 0),
+        r"(\d+) per decode GPU": (row["output_tokens_per_s_per_decode_gpu"], 0),
+        r"saturates first, at [^=]+= ([\d.]+) requests/s": (
+            doc["prefill_saturation_rate_per_s"],
+            2,
+        ),
+        r"the decode pool at ([\d.]+)": (doc["decode_saturation_rate_per_s"], 2),
+        r"= ([\d.]+) prefill workers per decode worker": (doc["balanced_prefill_per_decode"], 2),
+    }
+    for pattern, (value, places) in said.items():
+        found = re.search(pattern, example)
+        assert found is not None, pattern
+        assert float(found[1].replace(",", "")) == round(value, places), pattern
+    assert doc["max_concurrency_kv"] * 576 / 8 == pytest.approx(28_601)
+    assert math.floor(28_601 / 576) * 8 == 392
+
+
 def test_a_deployment_file_checks_both_pools(cli: Run) -> None:
     """examples/disaggregated-deepseek.yaml holds the serving command's own figures."""
     checked = cli("check", "examples/disaggregated-deepseek.yaml", "--format", "json")
@@ -314,3 +357,15 @@ def test_a_free_hand_over_has_no_note(cli: Run) -> None:
     linked = run(cli, *args)
     assert linked["rows"][0]["kv_transfer_ms"] > 0
     assert "kv-transfer-after-prefill" in [n["code"] for n in linked["notes"]]
+
+
+def test_a_dp_attention_decode_worker_runs_max_num_seqs_on_each_rank(cli: Run) -> None:
+    """Review s41 #2: each of a decode worker's 8 data-parallel attention ranks is an
+    engine with its own max-num-seqs, so --max-num-seqs 4 lets a worker run 8 x 4 = 32
+    requests (its KV pool holds 392): at concurrency 128 the two workers' 64 slots fill
+    and the rest wait for one (before: 4 a worker)."""
+    result = cli(*DEEPSEEK_1P2D, "--engine", "roofline", "--max-num-seqs", "4", "--json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    assert row["decode_batch"] == pytest.approx(32, rel=1e-5)
+    assert row["decode_wait_ms"] > 0

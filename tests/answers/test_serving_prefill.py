@@ -15,7 +15,7 @@ from decodecalc.loading.catalog import Catalog
 from decodecalc.record import replace
 from decodecalc.scenarios.scenario import Scenario
 from decodecalc.scenarios.workload import Workload
-from tests.conftest import preset_scenario
+from tests.conftest import Run, preset_scenario
 
 PARAMS = EngineParams(weight_efficiency=1.0, kv_efficiency=1.0, prefill_efficiency=0.5)
 
@@ -97,3 +97,19 @@ def test_a_prompt_multiplies_the_lm_head_once(catalog: Catalog) -> None:
     cached = Workload(1000, 200, concurrency=8, prefix_len=600, prefix_hit_rate=0.5)
     assert cached.new_tokens == 700
     assert prefill_flops_per_token(scenario, cached) == pytest.approx(9_987_248_586_752 / 700)
+
+
+def test_an_unmeasured_prefill_on_a_gpu_without_flops_says_memory_time_only(cli: Run) -> None:
+    """The M3 Max's preset gives no FLOP/s, so a prompt costs its memory traffic alone: the
+    prefill-unmeasured note says so (not "peak FLOP/s", which would contradict the
+    no-compute-rate note beside it), in serving and generate alike."""
+    said = (
+        "typical has no prefill measured on apple GPUs: prompts cost only their memory "
+        "traffic (the GPU's FLOP/s are not known, so their compute is left out entirely) "
+        "with no per-request cost, so times to first token are a lower bound"
+    )
+    workload = ("--input-len", "1000", "--output-len", "100", "--concurrency", "1")
+    for args in (("serving", *workload), ("generate", "-p", "1000", "-n", "100")):
+        result = cli(*args, "-m", "gemma-3-27b", "-g", "m3-max-64gb")
+        assert result.code == 0, result.err
+        assert said in result.err and "peak FLOP/s" not in result.err

@@ -233,3 +233,35 @@ def test_table_shows_a_fraction_of_a_request(cli: Run) -> None:
     assert 0.03 < running < in_system < 0.05
     assert cells[5].strip() == f"{row['e2e_latency_s']:.2f}"  # E2E s
     assert [c.strip() for c in cells[:2]] == [f"{in_system:.3g}", f"{running:.3g}"]
+
+
+def test_data_parallel_attention_ranks_each_have_their_scheduler_limits(cli: Run) -> None:
+    """DeepSeek-V3 in FP8 on 8 H200s with data-parallel attention: each rank is an engine
+    of its own (vLLM's DP engine cores), so max-num-seqs 1,024 and the 8,192-token budget
+    hold per rank: the replica runs up to 8 x 1,024 = 8,192 sequences, and the KV pool is
+    the limit. By hand: a rank's pool of (131,014,066,176 - 98,856,244,736) / 70,272 B a
+    token = 457,619.6, 457,616 tokens in 16-token blocks = 28,601 blocks; a request of
+    500 + 500 tokens takes ceil(1,000 / 16) = 63, so 453 a rank (28,601 / 63 = 453.98),
+    3,624 over the 8. All 3,000 run (before: 1,024, max-num-seqs for the whole replica);
+    of 5,000, 3,624."""
+    result = cli(
+        "serving", "-m", "deepseek-v3", "-g", "h200", "--tp", "8", "-w", "fp8",
+        "--dp-attention", "--engine", "roofline", "--input-len", "500", "--output-len", "500",
+        "--concurrency", "3000,5000", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)["rows"]
+    assert [(r["running"], r["limit"]) for r in rows] == [(3000, "concurrency"), (3624, "kv-pool")]
+    assert "3,624 requests run at once (the KV pool holds" in result.err
+
+
+def test_load_notes_print_loads_and_whole_counts_as_the_table_does(cli: Run) -> None:
+    """Llama-3.1-8B on an H100 at concurrency 1,000,000: max-num-seqs (1,024 on a GPU of
+    80 GB) runs 1,024 at once, a whole count, and the note names the load with thousands
+    separated, as the table does (not 1e+06, nor 1,024.0)."""
+    result = cli(
+        *BASE, "--input-len", "100", "--output-len", "100", "--concurrency", "1,1000000",
+        "--engine", "roofline",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "concurrency 1,000,000: 1,024 requests run at once (max-num-seqs is 1,024)" in result.err

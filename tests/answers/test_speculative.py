@@ -138,3 +138,22 @@ def test_speculation_accepting_nothing_is_said_never_to_pay(cli: Run) -> None:
     out = " ".join(result.out.split())
     assert "never pays: plain decoding is faster from one request running" in out
     assert "from 1 requests" not in out
+
+
+def test_an_eagle_head_under_pipeline_stages_runs_on_the_last(cli: Run) -> None:
+    """Review s41 #7: Llama-3.1-70B in FP8 on TP 4 x PP 2 H100s with EAGLE ran into "pp 2
+    must be ... from 1 to 1" (the one-layer head kept the target's stages). The head runs
+    on the last stage: its room for cache holds the plain run's 1,550,272 tokens at 40 of
+    80 layers x 8 KV heads x 128 x 2 x 2 B / 4 = 40,960 B a token (63,499,141,120 B).
+    The head's layer at 1 B a weight over 4 GPUs: (2 x 8,192^2 + 2 x 8,192 x 1,024
+    + 3 x 8,192 x 28,672) / 4 = 213,909,504 B, and its 2 norms 2 x 8,192 x 2 B =
+    32,768 B (not split); its cache 1,024 B a token more. (63,499,141,120 - 213,942,272)
+    / 41,984 = 1,507,364.7, 1,507,360 tokens in 16-token blocks."""
+    args = ["serving", "-m", "llama-3.1-70b", "-g", "h100", "--tp", "4", "--pp", "2",
+            "-w", "fp8", "--input-len", "1000", "--output-len", "500", "--concurrency", "16",
+            "--engine", "roofline", "--json"]  # fmt: skip
+    plain = cli(*args)
+    eagle = cli(*args, "--speculative", "eagle", "--acceptance", "0.7")
+    assert plain.code == 0 and eagle.code == 0, eagle.err
+    assert json.loads(plain.out)["kv_pool_tokens"] == 1_550_272
+    assert json.loads(eagle.out)["kv_pool_tokens"] == 1_507_360

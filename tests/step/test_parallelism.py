@@ -175,6 +175,25 @@ def test_a_tp_group_larger_than_a_node_takes_the_network(cli: Run) -> None:
     assert all(n["code"] != "tp-across-nodes" for n in rack["notes"])
 
 
+def test_a_group_of_pcie_gpus_across_nodes_runs_at_its_slowest_hop(cli: Run) -> None:
+    """TP 16 of L40S (8 to a PCIe server): the ring's hops within a node stay on PCIe 4.0
+    at 32 GB/s, slower than InfiniBand NDR's 50, and the network's 20 us a call is the
+    larger latency (PCIe 10 us): each of the 2 x 80 all-reduces of batch 1 takes
+    20 us + 2 x 15/16 x 8,192 x 2 / 32 GB/s (not / 50 GB/s, the network's alone)."""
+    doc = estimate_json(
+        cli, "-m", "llama-3.1-70b", "-g", "l40s", "-w", "fp8", "--tp", "16", "-c", "0"
+    )
+    allreduce = 2 * 80 * (IB_NDR[1] + 2 * 15 / 16 * 8_192 * 2 / 32e9)
+    assert doc["rows"][0]["allreduce_ms"] == pytest.approx(allreduce * 1000, rel=1e-12)
+    [note] = [n["message"] for n in doc["notes"] if n["code"] == "tp-across-nodes"]
+    assert note == (
+        "the 16-GPU group spans 2 nodes of 8 GPUs: its collectives run at 32 GB/s and 20 us "
+        "a call, the slowest of its hops (a ring is as slow as its slowest): PCIe 4.0 x16's "
+        "32 GB/s and 10 us within a node, InfiniBand NDR (400 Gb/s per GPU)'s 50 GB/s and "
+        "20 us between nodes"
+    )
+
+
 def test_stages_on_two_nodes_hand_off_over_the_network(cli: Run) -> None:
     """TP 8 x PP 2 on H100s: stage 2 is the next node, so its hand-off crosses XDR when
     asked (100 GB/s, 20 us): 20 us + 2 x 4 x 8,192 x 2 / 100 GB/s at batch 4; the
