@@ -54,8 +54,8 @@ def draft_scenario(target: Scenario, speculation: Speculation) -> Scenario:
     if speculation.method == "mtp" and not model.mtp_layers:
         raise InputError(
             f"speculative method mtp drafts with a checkpoint's own multi-token-prediction "
-            f"layers, and {model.id} has none (its config gives no num_nextn_predict_layers): "
-            "use eagle or a draft model"
+            f"layers, and {model.id} has none (its config counts none: num_nextn_predict_layers "
+            "and mtp_num_hidden_layers are 0 or absent): use eagle or a draft model"
         )
     if speculation.draft_model is None:
         head = replace(

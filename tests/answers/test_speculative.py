@@ -105,6 +105,10 @@ def test_what_cannot_draft_is_refused(cli: Run) -> None:
     mtp = cli(*SERVE, "--speculative", "mtp")
     assert mtp.code == 2 and "llama-3.1-8b has none" in mtp.err
     assert len(mtp.err.strip().splitlines()) == 1
+    # Kimi-K2's config.json gives num_nextn_predict_layers: 0, not nothing (review s41).
+    kimi = cli(*SERVE[:2], "kimi-k2", "-g", "h200", *SERVE[5:], "--tp", "8", "--speculative", "mtp")
+    assert kimi.code == 2
+    assert "num_nextn_predict_layers and mtp_num_hidden_layers are 0 or absent" in kimi.err
 
 
 def test_mtp_layers_come_out_of_the_pool(cli: Run) -> None:
