@@ -344,16 +344,34 @@ def parallelism_notes(spec: ScenarioSpec, model: Model) -> tuple[Note, ...]:
 def dp_attention_note(tp: int, batch: int | None) -> Note:
     """What data-parallel attention splits: the batch's sequences, or under a workload
     (``batch`` None: serving and check set no batch) the running requests."""
-    share = (
-        "share of the running requests"
-        if batch is None
-        else f"{math.ceil(batch / tp):,} of {batch:,} sequences"
-    )
     return Note(
         "dp-attention",
-        f"data-parallel attention: each of the {tp} ranks holds its own {share} with their "
-        "whole KV cache (MLA's latent once, not copied to every GPU) and a whole copy of "
-        "every weight outside the routed experts",
+        f"data-parallel attention: {_dp_split(tp, batch)} whole KV cache (MLA's latent once, "
+        "not copied to every GPU) and a whole copy of every weight outside the routed experts",
+    )
+
+
+def _dp_split(tp: int, batch: int | None) -> str:
+    """Who holds which sequences when ``tp`` does not divide the batch: some ranks hold one
+    more (or the only one) and the step waits for them, so it is priced at their share
+    (Scenario.sequences_per_gpu rounds up)."""
+    if batch is None:
+        return f"each of the {tp} ranks holds its own share of the running requests with their"
+    whole, extra = divmod(batch, tp)
+    if not extra:
+        return f"each of the {tp} ranks holds its own {whole:,} of {batch:,} sequences with their"
+    if not whole:
+        held = "the one sequence" if batch == 1 else "one sequence each"
+        ranks = "holds" if batch == 1 else "hold"
+        split = f"{batch} of the {tp} ranks {ranks} {held} and the other {tp - batch} hold none"
+    else:
+        split = (
+            f"{extra} of the {tp} ranks hold {whole + 1:,} of the {batch:,} sequences each "
+            f"and the other {tp - extra} hold {whole:,}"
+        )
+    return (
+        f"{split} (the step waits for the busiest rank: priced at its {whole + 1:,}), each "
+        "rank with its own sequences'"
     )
 
 

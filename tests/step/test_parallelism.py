@@ -433,6 +433,17 @@ def test_the_dp_attention_note_names_the_batch_it_splits(cli: Run) -> None:
     assert "each of the 8 ranks holds its own 2 of 16 sequences" in r.err
 
 
+def test_the_dp_attention_note_says_how_an_uneven_batch_splits(cli: Run) -> None:
+    """Review s41: batch 12 over 8 ranks is 12 = 4 x 2 + 4 x 1, and the step is priced at
+    a rank of 2 (ceil(12 / 8)); batch 1 leaves 7 of the 8 ranks idle."""
+    r = cli(*f"estimate {DP_SERVER} -c 4K --batch 12".split())
+    assert "4 of the 8 ranks hold 2 of the 12 sequences each and the other 4 hold 1" in r.err
+    assert "priced at its 2" in r.err
+    one = cli(*f"estimate {DP_SERVER} -c 4K --batch 1".split())
+    assert "1 of the 8 ranks holds the one sequence and the other 7 hold none" in one.err
+    assert "1 of 1 sequences" not in one.err
+
+
 def test_under_a_workload_the_dp_attention_note_names_no_batch(cli: Run) -> None:
     """serving sets no batch (its running requests come from the workload): the note must
     not speak of the default batch of 1."""
