@@ -324,6 +324,7 @@ class _Server:
             used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
             raise Refused(_no_pool(pool, limits, scenario), "fit", used, pool.budget_bytes)
         held = pool.held_requests(longest) or 0
+        self.held = held
         if held < 1:
             raise Refused(
                 f"one request of {longest:,} tokens does not fit in the KV pool of "
@@ -476,6 +477,18 @@ class _Server:
             f"{wait_s * 1000:,.0f} ms in TTFT (Erlang C)",
         )
 
+    def _pool_holds(self) -> str:
+        """What the KV pool caps the running requests at: under data-parallel attention
+        whole requests on each rank's own pool (KvPool.held_requests), fewer than the
+        pooled blocks' fractional count the header gives."""
+        tokens = f"{self.workload.input_len + self.workload.output_len:,} tokens"
+        if self.ranks == 1:
+            return f"the KV pool holds {self.max_kv:,.1f} requests of {tokens}"
+        return (
+            f"the KV pools hold {self.held:,} whole requests of {tokens}: "
+            f"{self.held // self.ranks:,} on each of {self.ranks} attention ranks"
+        )
+
     def notes(self, point: _Point, queue_s: float, even: int | None) -> tuple[Note, ...]:
         found = []
         engine = self.steps.scenario.engine
@@ -494,8 +507,7 @@ class _Server:
             found.append(unmeasured)
         if point.limit in ("kv-pool", "max-num-seqs", "batched-tokens", "prefill"):
             why = {
-                "kv-pool": f"the KV pool holds {self.max_kv:,.1f} requests of "
-                f"{self.workload.input_len + self.workload.output_len:,} tokens",
+                "kv-pool": self._pool_holds(),
                 "max-num-seqs": f"max-num-seqs is {self.limits.max_num_seqs:,}"
                 + (f" on each of {self.ranks} attention ranks" if self.ranks > 1 else ""),
                 "batched-tokens": "max-num-batched-tokens leaves no prefill room for more",

@@ -252,7 +252,12 @@ def test_data_parallel_attention_ranks_each_have_their_scheduler_limits(cli: Run
     assert result.code == 0, result.err
     rows = json.loads(result.out)["rows"]
     assert [(r["running"], r["limit"]) for r in rows] == [(3000, "concurrency"), (3624, "kv-pool")]
-    assert "3,624 requests run at once (the KV pool holds" in result.err
+    # The note's figure is the whole requests the ranks hold (453 x 8), not the pooled
+    # blocks' 28,601 x 8 / 63 = 3,631.9 (review s41).
+    assert (
+        "3,624 requests run at once (the KV pools hold 3,624 whole requests of 1,000 tokens: "
+        "453 on each of 8 attention ranks)"
+    ) in result.err
 
 
 def test_load_notes_print_loads_and_whole_counts_as_the_table_does(cli: Run) -> None:
