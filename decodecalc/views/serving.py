@@ -219,8 +219,12 @@ def human_view(report: Report) -> Report:
 
 def deployment_title(s: Scenario, gpus: int, split: str = "") -> str:
     """The first line of a server's title: the model on how many of which GPU (``split``:
-    how they are split), its formats and whose step the expected figures are."""
-    gpu = s.gpu.name if s.gpu else h.bandwidth(s.bandwidth_bytes_per_s)
+    how they are split), its formats and whose step the expected figures are. A GPU at
+    another bandwidth (--bandwidth) carries it after its name, as estimate's title does."""
+    bandwidth = h.bandwidth(s.bandwidth_bytes_per_s)
+    gpu = bandwidth if s.gpu is None else s.gpu.name
+    if s.bandwidth_given:
+        gpu = f"{gpu} {bandwidth}"
     return (
         f"{s.model.name} on {gpus} x {gpu}{split} · weights {weights_label(s)} · KV "
         f"{kv_label(s)}{describe_engine(s)}"

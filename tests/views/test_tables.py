@@ -281,6 +281,18 @@ def test_compare_has_no_fits_column_without_a_gpu(cli: Run) -> None:
     )
 
 
+def test_serving_title_shows_a_bandwidth_override_as_estimate_does(cli: Run) -> None:
+    """Review s41: -b 1TB/s beside -g h100 prices the H100 at 1 TB/s; serving's title named
+    the GPU alone, estimate's carries the bandwidth after the name."""
+    load = ("--input-len", "1000", "--output-len", "100", "--concurrency", "1")
+    out = cli("serving", "-m", "llama-3.1-8b", "-g", "h100", "-b", "1TB/s", *load).out
+    assert out.startswith("Llama-3.1-8B on 1 x NVIDIA H100 SXM 1 TB/s (TP 1) ·")
+    estimate = cli("estimate", "-m", "llama-3.1-8b", "-g", "h100", "-b", "1TB/s").out
+    assert estimate.startswith("Llama-3.1-8B on NVIDIA H100 SXM 1 TB/s ·")
+    own = cli("serving", "-m", "llama-3.1-8b", "-g", "h100", *load).out
+    assert own.startswith("Llama-3.1-8B on 1 x NVIDIA H100 SXM (TP 1) ·")
+
+
 # The renderer itself, on made-up reports.
 
 WIDE = Column("wide", "A wide column", numeric=False, drop=1)
