@@ -34,6 +34,8 @@ def option_record(rank: int | None, o: Option) -> dict[str, Any]:
         "tp": s.tp,
         "pp": s.pp,
         "ep": s.ep,
+        # Added: data-parallel attention over the TP ranks (--dp-attention).
+        "dp_attention": s.dp_attention,
         "replicas": o.replicas,
         "weights": weights_label(s),
         "kv_dtype": kv_label(s),
@@ -224,7 +226,7 @@ def _columns(
     them, Why not only where a listed row misses, the largest batch and context only
     without a workload (whose load sets them)."""
     served = targets.workload is not None
-    # The deployment's shape (GPUs, TP, PP, EP, replicas) is plan's answer: a narrow table
+    # The deployment's shape (GPUs, TP, PP, EP, DPA, replicas) is plan's answer: a narrow table
     # gives up every other column first ("mi300x, 4 GPUs" is no answer without it).
     columns: tuple[Column, ...] = (
         Column("rank", "#", str),
@@ -233,6 +235,7 @@ def _columns(
         Column("tp", "TP", str, drop=KEPT),
         Column("pp", "PP", str, drop=KEPT),
         Column("ep", "EP", lambda v: "yes" if v else "", numeric=False, drop=KEPT),
+        Column("dp_attention", "DPA", lambda v: "yes" if v else "", numeric=False, drop=KEPT),
         Column("replicas", "Replicas", str, drop=KEPT),
         Column("prefill_workers", "Prefill", lambda v: "" if v is None else str(v), drop=KEPT),
         Column("decode_workers", "Decode", lambda v: "" if v is None else str(v), drop=KEPT),
@@ -257,6 +260,7 @@ def _columns(
     plain_values = (
         ("pp", 1),
         ("ep", False),
+        ("dp_attention", False),
         ("prefill_workers", None),
         ("decode_workers", None),
         ("prefill_layout", None),
@@ -347,7 +351,7 @@ def _missing(target: str, t: Targets, one: bool) -> str:
 def _describe(o: Option) -> str:
     """An option in a few words: GPU, layout, formats and batch."""
     s = o.scenario
-    layout = f"TP {s.tp}" + (f" PP {s.pp}" if s.pp > 1 else "") + (" EP" if s.ep else "")
+    layout = layout_label(s)
     if o.pools is not None:
         p = o.pools
         own = layout_label(p.prefill) == layout_label(p.decode)

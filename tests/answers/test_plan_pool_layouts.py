@@ -128,3 +128,18 @@ def test_one_line_of_json_per_option(cli: Run) -> None:
     table = list(csv.DictReader(result.out.splitlines()))
     assert {r["prefill_layout"] for r in table if r["prefill_workers"]} == {"TP 4"}
     assert {r["prefill_layout"] for r in table if not r["prefill_workers"]} == {""}
+
+
+def test_plan_shows_data_parallel_attention_as_it_shows_ep(cli: Run) -> None:
+    """Review s41: plan --dp-attention printed `TP 8, EP yes` only. The layout carries a
+    DPA column (yes) beside EP, and JSON an added dp_attention field; a plan without it
+    has neither the column nor true."""
+    args = "-m deepseek-v3 -g h200 -w fp8 -k bf16 --tp 8 --ep -c 4K --max-ms-per-token 50"
+    table = cli("plan", *args.split(), "--dp-attention").out
+    header = next(line for line in table.splitlines() if "┃" in line)
+    cells = [c.strip() for c in header.split("┃")]
+    assert cells[cells.index("EP") + 1] == "DPA"
+    (row,) = json.loads(cli("plan", *args.split(), "--dp-attention", "--json").out)["rows"]
+    assert row["dp_attention"] is True and row["ep"] is True
+    plain = cli("plan", *args.split()).out
+    assert "DPA" not in next(line for line in plain.splitlines() if "┃" in line)
