@@ -70,7 +70,14 @@ def check_measured(
         expected = expected_for(step, step.row(p.context_tokens), rated)
         share = prefill_share(p, catalog)
         impossible = below_roofline(p, r.where)
-        said = (*notes, *outside, *r.notes, *(() if impossible is None else (impossible,)))
+        misread = _weights_overflow(step, p.context_tokens, r.where)
+        said = (
+            *notes,
+            *outside,
+            *r.notes,
+            *(() if misread is None else (misread,)),
+            *(() if impossible is None else (impossible,)),
+        )
         checks.append(
             MeasuredCheck(
                 p,
@@ -84,3 +91,25 @@ def check_measured(
             )
         )
     return checks
+
+
+def _weights_overflow(step: StepModel, context: int, where: str) -> Note | None:
+    """A point whose deployment, as read, cannot even hold its weights: no server ran it,
+    so its band says nothing of the run. Most often the deployment was split over more GPUs
+    than the file says (a benchmark result seldom gives its tensor parallelism)."""
+    s = step.scenario
+    memory = step.memory(context)
+    if s.gpu is None or memory is None:
+        return None
+    usable = memory.room.usable_bytes
+    if memory.stored_weight_bytes <= usable:
+        return None
+    hint = (
+        ": the file gives no tensor parallelism and TP 1 was taken, give --tp" if s.tp == 1 else ""
+    )
+    return Note(
+        "does-not-fit",
+        f"{where}: {s.model.id} does not fit on {s.gpus} x {s.gpu.id}: its weights take "
+        f"{memory.stored_weight_bytes / 1e9:,.2f} GB per GPU of the {usable / 1e9:,.2f} GB "
+        f"usable, so no server ran it as read{hint}",
+    )

@@ -714,3 +714,18 @@ def test_min_tokens_per_s_under_a_workload_is_one_over_the_servers_tpot(
     table = cli("check", write(tmp_path, PER_SEQUENCE)).out
     assert f"{1000 / tpot_ms:,.1f} tok/s (1000 / TPOT under the workload)" in table
     assert "131,072 tokens" not in table
+
+
+def test_measured_points_of_a_deployment_that_cannot_hold_its_weights_say_so(cli: Run) -> None:
+    """Review s41: a benchmark file read as DeepSeek-V3 in FP8 with no TP is 1 H200, and
+    671B parameters at a byte each (671 GB) cannot be on a 141 GB GPU: each point says so
+    and names --tp, instead of a silent comparison. At --tp 8 (84 GB a GPU) nothing."""
+    sglang = ROOT / "tests/fixtures/benchmarks/sglang-bench-serving-llama-3.3-70b-h200.jsonl"
+    setup = ("-m", "deepseek-v3", "-g", "h200", "-w", "fp8")
+    r = cli("check", "--measured", str(sglang), *setup)
+    said = [x for x in r.err.splitlines() if "does not fit on 1 x h200" in x]
+    assert len(said) == 7  # one per result in the file
+    assert ".jsonl:1: deepseek-v3 does not fit on 1 x h200: its weights take 671." in said[0]
+    assert said[0].endswith("the file gives no tensor parallelism and TP 1 was taken, give --tp")
+    split = cli("check", "--measured", str(sglang), *setup, "--tp", "8")
+    assert "does not fit" not in split.err
