@@ -75,12 +75,14 @@ def draft_scenario(target: Scenario, speculation: Speculation) -> Scenario:
             "own tokenizer, so it must share the target's"
         )
     tp = target.tp if draft.supports_tp(target.tp) else 1
+    weights, overrides, recipe = speculation.draft_weights or (target.weights, (), None)
     return replace(
         target,
         model=draft,
         tp=tp,
         batch=1,
-        weight_overrides=(),
-        weights_recipe=None,
+        weights=weights,
+        weight_overrides=overrides,
+        weights_recipe=recipe,
         link=target.link if tp > 1 else None,
     )

@@ -33,6 +33,7 @@ from decodecalc.checks.settings import text as text_value
 from decodecalc.errors import InputError
 from decodecalc.loading.datafile import Document, KeyPath
 from decodecalc.loading.fields import suggest
+from decodecalc.resolving.resolve import resolve_weights
 from decodecalc.scenarios.workload import WORKLOAD_FIELDS, keys_under
 
 if TYPE_CHECKING:
@@ -187,8 +188,9 @@ def _speculation(
         draft = problems.attempt(model.where, lambda: catalog.model(text_value(model.value)))
     if None in (method, proposed, acceptance) or (method == "draft" and draft is None):
         return False, None
+    drafted = None if draft is None else resolve_weights(catalog, None, draft)
     made: Speculation | None = problems.attempt(
-        where, lambda: Speculation(method, proposed, acceptance, draft)
+        where, lambda: Speculation(method, proposed, acceptance, draft, drafted)
     )
     return made is not None, made
 

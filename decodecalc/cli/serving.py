@@ -159,6 +159,7 @@ def _pools(ctx: typer.Context, drawn: bool) -> "Pools | None":
 
 def _speculation(ctx: typer.Context) -> "Speculation | None":
     """The --speculative options as a Speculation: a method name, or a draft model preset."""
+    from decodecalc.resolving.resolve import resolve_weights
     from decodecalc.scenarios.workload import METHODS, Speculation
     from decodecalc.units import ascii_float
 
@@ -187,8 +188,9 @@ def _speculation(ctx: typer.Context) -> "Speculation | None":
     word = method.strip().lower()
     if word in METHODS and word != "draft":
         return Speculation(word, proposed, rates)
+    catalog = load_catalog(ctx.params.get("presets"))
     try:
-        draft = load_catalog(ctx.params.get("presets")).model(method)
+        draft = catalog.model(method)
     except InputError as exc:
         from decodecalc.loading.fields import suggest
 
@@ -197,4 +199,4 @@ def _speculation(ctx: typer.Context) -> "Speculation | None":
             f"--speculative {method!r} is not eagle, mtp or a draft model preset"
             + (hint or f": {exc}")
         ) from None
-    return Speculation("draft", proposed, rates, draft)
+    return Speculation("draft", proposed, rates, draft, resolve_weights(catalog, None, draft))

@@ -27,7 +27,9 @@ from decodecalc.record import record
 from decodecalc.scenarios.fields import MAX_BATCH, MAX_TP
 
 if TYPE_CHECKING:
+    from decodecalc.model.dtypes import DType
     from decodecalc.model.model import Model
+    from decodecalc.model.precision import Overrides
 
 MAX_TOKENS = 2**24
 """Input or output tokens of one request: 16M is past every model's context."""
@@ -357,6 +359,10 @@ class Speculation:
     """One constant per-token rate a, or k per-position rates (answers/speculative.py)."""
     draft_model: Model | None = None
     """The drafter for method "draft" (None for EAGLE and MTP)."""
+    draft_weights: tuple[DType, Overrides, str | None] | None = None
+    """The draft model's weights as its checkpoint stores them (resolve_weights with no
+    --weights: its quantization_config's format, else BF16): vLLM loads a draft in its own
+    format, not the target's --quantization. None: the target's (--weights)."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

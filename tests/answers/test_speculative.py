@@ -97,6 +97,15 @@ def test_the_drafter_takes_its_weights_and_cache_from_the_pool(cli: Run) -> None
     assert big.code == 2 and "141.11 GB of them the speculative drafter's" in big.err
 
 
+def test_a_draft_model_keeps_its_checkpoints_format_whatever_the_target_is_in(cli: Run) -> None:
+    """Review s41: vLLM loads a draft model in its own checkpoint's format, not the target's
+    --quantization. Llama-3.1-70B's checkpoint is BF16 (no quantization_config): 70,553,706,496
+    parameters x 2 B = 141.11 GB beside an FP8 target, not the 70.55 GB of FP8."""
+    fp8 = [*SERVE[:5], "-w", "fp8", *SERVE[5:]]
+    big = cli(*fp8, "--speculative", "llama-3.1-70b")
+    assert big.code == 2 and "141.11 GB of them the speculative drafter's" in big.err
+
+
 def test_what_cannot_draft_is_refused(cli: Run) -> None:
     """Review s40 #3 and #12: a draft model of another tokenizer (Qwen3's 151,936 tokens
     against Llama 3's 128,256) and MTP on a checkpoint without MTP layers: one line, exit 2."""

@@ -418,3 +418,19 @@ class TestVllmConfig:
         write(tmp_path, self.SERVE, "serve.yaml")
         code, rows = results(cli, write(tmp_path, self.DEPLOYMENT))
         assert code == 0 and rows["max_tpot_ms"]["passed"]
+
+
+def test_a_files_draft_model_keeps_its_checkpoints_format(tmp_path: Path) -> None:
+    """Review s41: the target in FP8 (weights: fp8), the draft Llama-3.2-1B, whose config has
+    no quantization_config: vLLM loads it in BF16, and so it is charged."""
+    path = write(
+        tmp_path,
+        "model: llama-3.1-8b\ngpu: h100-sxm\nweights: fp8\n"
+        "workload: {concurrency: 1, input_len: 1K, output_len: 256, speculative: "
+        "{method: draft, draft_model: llama-3.2-1b, num_speculative_tokens: 3, acceptance: 0.7}}\n"
+        "targets: {max_tpot_ms: 20}\n",
+    )
+    (d,) = DeploymentReader(Catalog()).read(Path(path))
+    assert d.workload is not None and d.workload.speculative is not None
+    drafted = d.workload.speculative.draft_weights
+    assert drafted is not None and drafted[0].id == "bf16" and drafted[1:] == ((), None)
