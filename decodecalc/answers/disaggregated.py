@@ -32,11 +32,11 @@ from decodecalc.answers.serving import (
     Saturated,
     erlang_c,
     per_request_seconds,
+    refuse_past_max_context,
     step_prices,
     sustained_each,
 )
 from decodecalc.answers.speculative import drafter
-from decodecalc.errors import InputError
 from decodecalc.notes import Note
 from decodecalc.record import record, replace
 from decodecalc.scenarios.workload import WORKLOAD_FIELD, Workload
@@ -215,15 +215,12 @@ class _Deployment:
         self.pools, self.workload, self.limits = pools, workload, limits
         d = pools.decode
         longest = workload.input_len + workload.output_len
-        if longest > d.model.max_context_tokens:
-            raise InputError(
-                f"input + output = {longest:,} tokens is past {d.model.id}'s maximum context "
-                f"of {d.model.max_context_tokens:,}: a server refuses such requests"
-            )
+        refuse_past_max_context(d.model, f"input + output = {longest:,} tokens", longest)
         spec = workload.speculative  # the decode workers run the drafter
         self.pool = kv_pool(d, limits, None if spec is None else drafter(d, spec))
         self.max_kv = self.pool.max_concurrency(longest)
-        if not self.pool.held_requests(longest):  # a whole request on a rank
+        whole = self.pool.held_requests(longest) or 0
+        if not whole:  # a whole request on a rank
             raise Refused(
                 f"a decode worker ({d.gpus} x {_gpu(d)}, TP {d.tp}) cannot hold the model and "
                 f"one request of {longest:,} tokens",
@@ -241,10 +238,8 @@ class _Deployment:
                 workload.input_len,
                 held.tokens,
             )
-        spec = workload.speculative
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         queries = 1 if spec is None else spec.queries
-        whole = self.pool.held_requests(longest) or 0
         # Both scheduler limits hold per data-parallel attention rank (each its own engine).
         ranks = d.attention_ranks
         self.cap = min(

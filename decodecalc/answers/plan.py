@@ -24,7 +24,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
-from decodecalc.answers.serving import Refused, ServingResult, serve, step_prices
+from decodecalc.answers.serving import (
+    Refused,
+    ServingResult,
+    refuse_past_max_context,
+    serve,
+    step_prices,
+)
 from decodecalc.engine.scheduler import SchedulerLimits, scheduler_limits
 from decodecalc.errors import InputError
 from decodecalc.record import record, replace
@@ -328,12 +334,8 @@ def plan(candidates: Iterable[Scenario], targets: Targets) -> list[Option]:
     candidates = list(candidates)
     if targets.workload is None:
         for model in {s.model.id: s.model for s in candidates}.values():
-            if targets.context > model.max_context_tokens:
-                raise InputError(
-                    f"context {targets.context:,} tokens is past {model.id}'s maximum context "
-                    f"of {model.max_context_tokens:,}: a server refuses such requests (plan "
-                    "a context up to it)"
-                )
+            what = f"context {targets.context:,} tokens"
+            refuse_past_max_context(model, what, targets.context, " (plan a context up to it)")
     options = sorted((evaluate(s, targets) for s in candidates), key=_rank)
     if targets.disaggregated and targets.workload is not None:
         options = sorted([*options, *_disaggregated(options, targets)], key=_rank)

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from decodecalc.answers.cost import CostEnergy, cost_and_energy
 from decodecalc.answers.speculative import draft_scenario, drafter
@@ -40,7 +40,22 @@ from decodecalc.step.passes import median, mixed_pass_seconds
 from decodecalc.step.step import StepModel, expected_for
 from decodecalc.units import GB
 
+if TYPE_CHECKING:
+    from decodecalc.model.model import Model
+
 _R = TypeVar("_R")
+
+
+def refuse_past_max_context(model: Model, what: str, tokens: int, hint: str = "") -> None:
+    """A length past the model's maximum context is refused (``what`` names it, ``hint``
+    says what to do): no server of the model runs such a request, so serving, its pools
+    and plan have nothing to price."""
+    if tokens > model.max_context_tokens:
+        raise InputError(
+            f"{what} is past {model.id}'s maximum context of {model.max_context_tokens:,}: "
+            f"a server refuses such requests{hint}"
+        )
+
 
 SHARED_PREFIX_ENGINES = frozenset({"vllm"})
 """Engines whose attention reads a prefix the batch shares once per step by default
@@ -309,16 +324,12 @@ class _Server:
         self.steps = step_prices(scenario, workload)
         self.shared = self.steps.shared_prefix
         longest = workload.input_len + workload.output_len
-        if longest > scenario.model.max_context_tokens:
-            raise InputError(
-                f"input + output = {longest:,} tokens is past {scenario.model.id}'s maximum "
-                f"context of {scenario.model.max_context_tokens:,}: a server refuses such requests"
-            )
+        refuse_past_max_context(scenario.model, f"input + output = {longest:,} tokens", longest)
         self.per_request_s = per_request_seconds(engine)
         self.tau = 1.0 if spec is None else spec.tokens_per_step
         self.queries = 1 if spec is None else spec.queries
         self.pool = kv_pool(scenario, limits, None if spec is None else drafter(scenario, spec))
-        self.max_kv = self.pool.max_concurrency(workload.input_len + workload.output_len)
+        self.max_kv = self.pool.max_concurrency(longest)
         pool = self.pool
         if pool.blocks <= 0:
             used = pool.weight_bytes + pool.activation_bytes + pool.reserve_bytes
@@ -678,11 +689,13 @@ def serve_each(
 
 
 def sustained_each(
-    serve_one: Callable[[Workload], _R], workloads: Sequence[Workload], whose: str = ""
+    serve_one: Callable[[Workload], _R],
+    workloads: Sequence[Workload],
+    whose: str = "the server's",
 ) -> tuple[list[_R], list[Saturated]]:
     """``serve_one`` at each workload: the ones sustained, and the request rates past
-    saturation, each a Saturated (``whose``: whose saturation rate, the server's when
-    empty), so that a rate list sweeps up to the knee in every serving mode. Refused when
+    saturation, each a Saturated (``whose``: whose saturation rate, the server's by
+    default), so that a rate list sweeps up to the knee in every serving mode. Refused when
     none is sustained (nothing to report), or for any other reason (no room for a
     request)."""
     results: list[_R] = []
@@ -695,7 +708,7 @@ def sustained_each(
             if exc.target != "load" or workload.request_rate is None:
                 raise
             refusal = refusal or exc
-            saturated.append(Saturated(workload.request_rate, exc.value, whose or "the server's"))
+            saturated.append(Saturated(workload.request_rate, exc.value, whose))
     if not results and refusal is not None:
         raise refusal
     return results, saturated

@@ -1708,7 +1708,7 @@ def read_architecture(cfg: Fields) -> tuple[str, Architecture]:
         text = cfg.mapping("text_config")
         text_type = text.text("model_type", WRAPPERS[model_type])
     arch = _reader(text, text_type)(text, text_type)
-    arch = Architecture(**{**arch.__dict__, "mtp_layers": _mtp_layers(text, text_type)})
+    arch = replace(arch, mtp_layers=_mtp_layers(text, text_type))
     if text is not cfg:
         arch = _wrapped(cfg, text, model_type, arch)
         if model_type in FLAT_WRAPPERS:  # (transformers 4.5x's form: both places)
