@@ -267,8 +267,11 @@ def _notes(scenario: Scenario, prompt: Prefill, last_context: int) -> tuple[Note
     last = estimate(scenario, [last_context], crossover_row=False)
     from decodecalc.answers.serving import prefill_unmeasured
 
-    own = [UNKNOWN_COMPUTE] if prompt.tokens and prompt.compute_seconds is None else []
+    # A profile without prefill figures says so, and on a GPU without FLOP/s its note
+    # already says the prompt's compute is left out: UNKNOWN_COMPUTE would say it twice.
     unmeasured = prefill_unmeasured(scenario) if prompt.tokens else None
     if unmeasured is not None:
-        own.append(unmeasured)
+        own = [unmeasured]
+    else:
+        own = [UNKNOWN_COMPUTE] if prompt.tokens and prompt.compute_seconds is None else []
     return unique([*estimate_notes(last), *own])

@@ -113,3 +113,18 @@ def test_an_unmeasured_prefill_on_a_gpu_without_flops_says_memory_time_only(cli:
         result = cli(*args, "-m", "gemma-3-27b", "-g", "m3-max-64gb")
         assert result.code == 0, result.err
         assert said in result.err and "peak FLOP/s" not in result.err
+
+
+def test_generate_says_a_prompts_compute_is_left_out_once(cli: Run) -> None:
+    """On a GPU without FLOP/s, a profile without prefill figures has its note say the
+    prompt's compute is left out; generate does not add the GPU's prefill note, which
+    says the same again."""
+    result = cli("generate", "-p", "1000", "-n", "100", "-m", "gemma-3-27b", "-g", "m3-max-64gb")
+    assert result.code == 0, result.err
+    assert "prefill counts memory traffic only" not in result.err
+    assert result.err.count("compute is left out") == 1
+    roofline = cli(
+        "generate", "-p", "1000", "-n", "100", "-m", "gemma-3-27b", "-g", "m3-max-64gb",
+        "--engine", "roofline",
+    )  # fmt: skip
+    assert "prefill counts memory traffic only" in roofline.err  # no profile: the GPU's note
